@@ -1,0 +1,487 @@
+"""Kernel IR: the contract between lower/, sim/ and emit_ascendc/.
+
+A :class:`Kernel` holds GM tensors, on-chip :class:`Buffer` s and one :class:`Program` per core
+type. A program is a tree of :class:`For`, :class:`If` and :class:`Instr`. Every memory access
+is a :class:`Region`: a tensor or buffer, an element offset affine in the enclosing loop
+variables (and ``block_idx``), and strided dims ``(extent, stride)`` in elements. Region
+``copy`` selects the copy of a multi-copy (double-buffered) buffer.
+
+Semantics of the ops (``Instr.op``). "view" = the 2-D array of elements a Region names,
+element ``(r, c)`` at ``offset + r*dims[0].stride + c*dims[1].stride`` of its buffer copy.
+
+DMA (AIV):
+  ``copy_gm_ub``  MTE2  writes (ub,) reads (gm,): ub view = gm view, both ``(rows, cols)``
+                  with column stride 1. ``DataCopy``/``DataCopyPad``.
+  ``copy_ub_gm``  MTE3  writes (gm,) reads (ub,): gm view = ub view.
+  The UB side of a DMA moves whole 32-byte blocks: each UB row's byte range is rounded out to
+  32 B (``dma_ub_bytes``). The GM side is exact.
+
+Vector (AIV, pipe V). Views are ``(rows, cols)``: one hardware repeat per row, ``cols`` lanes
+(mask) per repeat, so ``rows <= max_repeat`` and ``cols * max(elem bytes) <= repeat_bytes``.
+Row strides are multiples of 32 B (the repeat stride, in blocks); every operand starts on a 32 B
+boundary. A source column stride of 0 is a *block broadcast* (hardware block stride 0): the
+instruction reads the whole 32-byte block at the row start, which must hold the value in every
+lane (as ``vec_brcb`` writes it); semantically element ``(r, c)`` is element ``(r, 0)``. A
+source row stride of 0 re-reads the same row for every repeat.
+  ``vec_binary``  attrs fn in add sub mul div max min: dst = fn(a, b); reads (a, b)
+  ``vec_unary``   attrs fn in exp ln sqrt rsqrt reciprocal abs relu copy: dst = fn(src)
+  ``vec_scalar``  attrs fn in adds muls maxs mins, scalar: dst = fn(src, scalar)
+  ``vec_dup``     attrs value: dst = value (``Duplicate``); reads nothing
+  ``vec_cast``    attrs round in rint trunc floor ceil round none: dst = cast(src)
+  ``vec_reduce``  attrs fn in sum max min: src view ``(rows, cols)``, dst view ``(rows, 1)``;
+                  dst[r, 0] = reduce(src[r, :]) (``WholeReduceSum/Max/Min``, value only)
+  ``vec_brcb``    src view ``(n, 1)``, dst view ``(n, B)`` with B = 32 / elem bytes and row
+                  stride B: dst[r, :] = src[r, 0] (``Brcb``); n is a multiple of 8
+  ``vec_cmp``     attrs fn in lt gt le ge eq ne: writes a uint8 mask region ``(rows, nbytes)``
+                  where bit ``c % 8`` of byte ``c // 8`` of mask row r = fn(a[r, c], b[r, c])
+  ``vec_select``  reads (mask, a, b): dst[r, c] = a[r, c] if mask bit (r, c) else b[r, c]
+
+Synchronisation (ordinary instructions):
+  ``set_flag``    pipe = source pipe, attrs dst (Pipe), event_id (Affine)
+  ``wait_flag``   pipe = destination pipe, attrs src (Pipe), event_id (Affine)
+  ``barrier``     pipe = the pipe to drain (``PipeBarrier<PIPE_X>``)
+  ``cross_set``   attrs mode, flag_id (``CrossCoreSetFlag<mode, pipe>``)
+  ``cross_wait``  attrs flag_id (``CrossCoreWaitFlag``)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Union
+
+from ascendsched.dtypes import DType
+from ascendsched.errors import InternalCompilerError
+from ascendsched.target.model import CoreType, Pipe, Scope, Target
+
+BLOCK_IDX = "block_idx"  # the loop-free variable holding GetBlockIdx()
+
+
+# --------------------------------------------------------------------------- affine expressions
+@dataclass(frozen=True)
+class Affine:
+    """``const + sum(coeff * var) + sum(coeff * (var mod m))`` over integer loop variables."""
+
+    const: int = 0
+    terms: tuple[tuple[str, int], ...] = ()  # (var, coeff), sorted by var, coeff != 0
+    mods: tuple[tuple[str, int, int], ...] = ()  # (var, modulus, coeff), sorted
+
+    @staticmethod
+    def of(value: Affine | int | str) -> Affine:
+        if isinstance(value, Affine):
+            return value
+        if isinstance(value, str):
+            return Affine(0, ((value, 1),))
+        if isinstance(value, int):
+            return Affine(int(value))
+        raise InternalCompilerError(f"cannot make an affine expression of {value!r}")
+
+    @staticmethod
+    def mod(var: str, modulus: int, coeff: int = 1) -> Affine:
+        return Affine(0, (), ((var, modulus, coeff),))
+
+    def __add__(self, other: Affine | int | str) -> Affine:
+        o = Affine.of(other)
+        terms = dict(self.terms)
+        for v, c in o.terms:
+            terms[v] = terms.get(v, 0) + c
+        mods: dict[tuple[str, int], int] = {(v, m): c for v, m, c in self.mods}
+        for v, m, c in o.mods:
+            mods[(v, m)] = mods.get((v, m), 0) + c
+        return Affine(
+            self.const + o.const,
+            tuple(sorted((v, c) for v, c in terms.items() if c)),
+            tuple(sorted((v, m, c) for (v, m), c in mods.items() if c)),
+        )
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Affine | int | str) -> Affine:
+        return self + Affine.of(other) * -1
+
+    def __mul__(self, k: int) -> Affine:
+        if not isinstance(k, int):
+            raise InternalCompilerError(f"affine expressions scale by integers only, not {k!r}")
+        if k == 0:
+            return Affine()
+        return Affine(
+            self.const * k,
+            tuple((v, c * k) for v, c in self.terms),
+            tuple((v, m, c * k) for v, m, c in self.mods),
+        )
+
+    __rmul__ = __mul__
+
+    @property
+    def is_const(self) -> bool:
+        return not self.terms and not self.mods
+
+    def vars(self) -> frozenset[str]:
+        return frozenset([v for v, _ in self.terms] + [v for v, _, _ in self.mods])
+
+    def evaluate(self, env: dict[str, int]) -> int:
+        try:
+            return (
+                self.const
+                + sum(c * env[v] for v, c in self.terms)
+                + sum(c * (env[v] % m) for v, m, c in self.mods)
+            )
+        except KeyError as e:
+            raise InternalCompilerError(f"affine {self} uses unbound variable {e}") from None
+
+    def substitute(self, var: str, value: Affine) -> Affine:
+        """Replace ``var`` by ``value`` (mod terms of ``var`` need a constant value)."""
+        out = Affine(self.const, tuple((v, c) for v, c in self.terms if v != var),
+                     tuple(t for t in self.mods if t[0] != var))
+        for v, c in self.terms:
+            if v == var:
+                out = out + value * c
+        for v, m, c in self.mods:
+            if v == var:
+                if not value.is_const:
+                    raise InternalCompilerError(f"cannot substitute {value} into {v} mod {m}")
+                out = out + (value.const % m) * c
+        return out
+
+    def __str__(self) -> str:
+        parts = []
+        for v, c in self.terms:
+            parts.append(v if c == 1 else f"{c}*{v}")
+        for v, m, c in self.mods:
+            parts.append(f"({v} % {m})" if c == 1 else f"{c}*({v} % {m})")
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts).replace("+ -", "- ")
+
+    def c_expr(self) -> str:
+        """The expression as C text (same as ``str``: ``%`` and ``*`` are valid C)."""
+        return str(self)
+
+
+@dataclass(frozen=True)
+class Cond:
+    """``lhs op rhs`` with op in ``< <= == >=`` over affine expressions."""
+
+    lhs: Affine
+    op: str
+    rhs: int
+
+    def __post_init__(self) -> None:
+        if self.op not in ("<", "<=", "==", ">="):
+            raise InternalCompilerError(f"unknown comparison {self.op!r}")
+
+    def evaluate(self, env: dict[str, int]) -> bool:
+        v = self.lhs.evaluate(env)
+        return {"<": v < self.rhs, "<=": v <= self.rhs, "==": v == self.rhs,
+                ">=": v >= self.rhs}[self.op]
+
+    def __str__(self) -> str:
+        return f"{self.lhs} {self.op} {self.rhs}"
+
+
+# --------------------------------------------------------------------------- storage
+@dataclass(frozen=True)
+class GmTensor:
+    """A global-memory kernel parameter (``kind`` input/output) or workspace."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    kind: str = "input"  # input | output | workspace
+
+    @property
+    def elems(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.elems * self.dtype.bytes
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """An on-chip buffer; ``elems`` per copy (padding included), ``offsets`` after planning."""
+
+    name: str
+    scope: Scope
+    dtype: DType
+    elems: int
+    copies: int = 1
+    shape: tuple[int, ...] = ()  # logical shape, for printing and emission comments
+    offsets: tuple[int, ...] | None = None  # byte offset of each copy within its scope
+    comment: str = ""
+
+    def __post_init__(self) -> None:
+        if self.copies < 1 or self.elems < 1:
+            raise InternalCompilerError(f"buffer {self.name}: copies and elems must be >= 1")
+        if self.offsets is not None and len(self.offsets) != self.copies:
+            raise InternalCompilerError(f"buffer {self.name}: one offset per copy expected")
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one copy."""
+        return self.elems * self.dtype.bytes
+
+
+@dataclass(frozen=True)
+class Dim:
+    extent: int
+    stride: int
+
+    def __iter__(self) -> Iterator[int]:
+        return iter((self.extent, self.stride))
+
+
+@dataclass(frozen=True)
+class Region:
+    """Elements ``offset + sum(i_d * stride_d)``, ``0 <= i_d < extent_d``, of one tensor copy."""
+
+    tensor: str
+    offset: Affine
+    dims: tuple[Dim, ...]
+    copy: Affine = field(default_factory=Affine)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.offset, Affine) or not isinstance(self.copy, Affine):
+            raise InternalCompilerError(f"region of {self.tensor}: offset/copy must be Affine")
+        if any(d.extent < 1 for d in self.dims):
+            raise InternalCompilerError(f"region of {self.tensor}: empty dim {self.dims}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(d.extent for d in self.dims)
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for d in self.dims:
+            n *= d.extent
+        return n
+
+    def __str__(self) -> str:
+        dims = ", ".join(f"{d.extent}:{d.stride}" for d in self.dims)
+        copy = "" if self.copy == Affine() else f"[copy {self.copy}]"
+        return f"{self.tensor}{copy}@({self.offset})[{dims}]"
+
+
+def view(tensor: str, offset: Affine | int, rows: int, row_stride: int, cols: int,
+         col_stride: int = 1, copy: Affine | int = 0) -> Region:
+    """The 2-D region most ops use: ``rows`` rows of ``cols`` elements."""
+    return Region(tensor, Affine.of(offset), (Dim(rows, row_stride), Dim(cols, col_stride)),
+                  Affine.of(copy))
+
+
+# --------------------------------------------------------------------------- statements
+AttrValue = Union[int, float, str, bool, Pipe, Affine, None]
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One AscendC-level operation on one pipe. ``comment`` ties it to the schedule/dependence."""
+
+    op: str
+    pipe: Pipe
+    writes: tuple[Region, ...] = ()
+    reads: tuple[Region, ...] = ()
+    attrs: tuple[tuple[str, AttrValue], ...] = ()
+    comment: str = ""
+
+    def attr(self, name: str, default: AttrValue = None) -> AttrValue:
+        for k, v in self.attrs:
+            if k == name:
+                return v
+        return default
+
+    @property
+    def is_sync(self) -> bool:
+        return self.op in SYNC_OPS
+
+    def __str__(self) -> str:
+        return format_instr(self)
+
+
+@dataclass(frozen=True)
+class For:
+    var: str
+    extent: int
+    body: tuple[Stmt, ...]
+    comment: str = ""
+
+    def __post_init__(self) -> None:
+        if self.extent < 0:
+            raise InternalCompilerError(f"loop {self.var}: negative extent {self.extent}")
+
+
+@dataclass(frozen=True)
+class If:
+    conds: tuple[Cond, ...]  # conjunction
+    body: tuple[Stmt, ...]
+    comment: str = ""
+
+    def evaluate(self, env: dict[str, int]) -> bool:
+        return all(c.evaluate(env) for c in self.conds)
+
+
+Stmt = Union[Instr, For, If]
+
+
+@dataclass(frozen=True)
+class Program:
+    core: CoreType
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A complete kernel. ``block_dim`` blocks run each program with ``block_idx`` bound."""
+
+    name: str
+    params: tuple[GmTensor, ...]
+    buffers: tuple[Buffer, ...]
+    block_dim: int
+    programs: tuple[Program, ...]
+    target: Target
+    notes: tuple[str, ...] = ()  # e.g. schedule text, warnings; printed as comments
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.params] + [b.name for b in self.buffers]
+        if len(names) != len(set(names)):
+            raise InternalCompilerError(f"kernel {self.name}: duplicate tensor/buffer names")
+
+    @cached_property
+    def buffer_map(self) -> dict[str, Buffer]:
+        return {b.name: b for b in self.buffers}
+
+    @cached_property
+    def param_map(self) -> dict[str, GmTensor]:
+        return {t.name: t for t in self.params}
+
+    def dtype_of(self, tensor: str) -> DType:
+        if tensor in self.buffer_map:
+            return self.buffer_map[tensor].dtype
+        return self.param_map[tensor].dtype
+
+    def scope_of(self, tensor: str) -> Scope:
+        if tensor in self.buffer_map:
+            return self.buffer_map[tensor].scope
+        return Scope.GM
+
+    def program(self, core: CoreType) -> Program | None:
+        for p in self.programs:
+            if p.core == core:
+                return p
+        return None
+
+    def replace_body(self, core: CoreType, body: tuple[Stmt, ...]) -> Kernel:
+        from dataclasses import replace
+
+        return replace(self, programs=tuple(
+            Program(p.core, body) if p.core == core else p for p in self.programs))
+
+    def __str__(self) -> str:
+        return format_kernel(self)
+
+
+SYNC_OPS = frozenset(["set_flag", "wait_flag", "barrier", "cross_set", "cross_wait"])
+DMA_OPS = frozenset(["copy_gm_ub", "copy_ub_gm"])
+VECTOR_OPS = frozenset(["vec_binary", "vec_unary", "vec_scalar", "vec_dup", "vec_cast",
+                        "vec_reduce", "vec_brcb", "vec_cmp", "vec_select"])
+
+
+# --------------------------------------------------------------------------- traversal
+def iter_instrs(body: tuple[Stmt, ...], enclosing: tuple[For | If, ...] = ()
+                ) -> Iterator[tuple[Instr, tuple[For | If, ...]]]:
+    """Every Instr in program order with its enclosing For/If nodes (outermost first)."""
+    for s in body:
+        if isinstance(s, Instr):
+            yield s, enclosing
+        else:
+            yield from iter_instrs(s.body, enclosing + (s,))
+
+
+class StmtMutator:
+    """Rebuilds a statement tree bottom-up; a node is rebuilt only when a child changed.
+
+    Override ``visit_Instr`` / ``visit_For`` / ``visit_If``; each returns a tuple of statements
+    (so one node may become zero or several).
+    """
+
+    def visit_body(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        changed = False
+        for s in body:
+            new = getattr(self, f"visit_{type(s).__name__}")(s)
+            if len(new) != 1 or new[0] is not s:
+                changed = True
+            out.extend(new)
+        return tuple(out) if changed else body
+
+    def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+        return (s,)
+
+    def visit_For(self, s: For) -> tuple[Stmt, ...]:
+        body = self.visit_body(s.body)
+        if body is s.body:
+            return (s,)
+        return (For(s.var, s.extent, body, s.comment),)
+
+    def visit_If(self, s: If) -> tuple[Stmt, ...]:
+        body = self.visit_body(s.body)
+        if body is s.body:
+            return (s,)
+        return (If(s.conds, body, s.comment),)
+
+
+# --------------------------------------------------------------------------- printing
+def format_instr(i: Instr) -> str:
+    if i.op == "set_flag":
+        head = f"set_flag {i.pipe}->{i.attr('dst')} id={i.attr('event_id')}"
+    elif i.op == "wait_flag":
+        head = f"wait_flag {i.attr('src')}->{i.pipe} id={i.attr('event_id')}"
+    elif i.op == "barrier":
+        head = f"barrier {i.pipe}"
+    elif i.op in ("cross_set", "cross_wait"):
+        head = f"{i.op} {i.pipe} flag={i.attr('flag_id')} mode={i.attr('mode')}"
+    else:
+        attrs = " ".join(f"{k}={v}" for k, v in i.attrs)
+        w = ", ".join(map(str, i.writes))
+        r = ", ".join(map(str, i.reads))
+        head = f"[{i.pipe}] {i.op}{(' ' + attrs) if attrs else ''}  {w} <- {r}"
+    return head + (f"   # {i.comment}" if i.comment else "")
+
+
+def format_body(body: tuple[Stmt, ...], indent: int = 0) -> list[str]:
+    pad = "  " * indent
+    lines: list[str] = []
+    for s in body:
+        if isinstance(s, Instr):
+            lines.append(pad + format_instr(s))
+        elif isinstance(s, For):
+            c = f"   # {s.comment}" if s.comment else ""
+            lines.append(f"{pad}for {s.var} in 0..{s.extent}:{c}")
+            lines.extend(format_body(s.body, indent + 1))
+        else:
+            c = f"   # {s.comment}" if s.comment else ""
+            lines.append(f"{pad}if {' and '.join(map(str, s.conds))}:{c}")
+            lines.extend(format_body(s.body, indent + 1))
+    return lines
+
+
+def format_kernel(k: Kernel) -> str:
+    lines = [f"kernel {k.name}  (target {k.target.name}, {k.block_dim} blocks)"]
+    for n in k.notes:
+        lines.append(f"  # {n}")
+    for t in k.params:
+        lines.append(f"  gm {t.kind} {t.name}: {t.dtype}{list(t.shape)}")
+    for b in k.buffers:
+        off = "" if b.offsets is None else f" at {list(b.offsets)}"
+        lines.append(f"  {b.scope} {b.name}: {b.dtype}[{b.elems}] x{b.copies}{off}"
+                     + (f"   # {b.comment}" if b.comment else ""))
+    for p in k.programs:
+        lines.append(f"  program {p.core}:")
+        lines.extend(format_body(p.body, 2))
+    return "\n".join(lines)

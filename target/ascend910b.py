@@ -1,0 +1,106 @@
+"""Atlas A2 / Ascend 910B (``__NPU_ARCH__`` 2201, dav-c220): the primary machine model.
+
+Every number carries its source. Sources are the open AscendC package mirror
+``mirror-cann/asc-devkit`` (include/, impl/, docs/zh/), ``hicann/catlass`` and
+``tile-ai/tilelang-ascend``, as collected in shared/ASCEND_910B.md.
+"""
+
+from __future__ import annotations
+
+from ascendsched.target.model import CoreType, Pipe, Scope, ScopeSpec, Target
+
+KB = 1024
+
+_P = Pipe
+# Valid HardEvent pairs, AscendC ``enum class HardEvent`` (asc-devkit include/.../kernel_event.h;
+# ASCEND_910B.md "Synchronisation").
+_AIV_EVENTS = frozenset(
+    [
+        (_P.MTE2, _P.V), (_P.V, _P.MTE2), (_P.MTE3, _P.V), (_P.V, _P.MTE3), (_P.V, _P.V),
+        (_P.MTE3, _P.MTE2), (_P.MTE2, _P.MTE3), (_P.S, _P.V), (_P.V, _P.S), (_P.S, _P.MTE2),
+        (_P.MTE2, _P.S), (_P.S, _P.MTE3), (_P.MTE3, _P.S),
+    ]
+)
+_AIC_EVENTS = frozenset(
+    [
+        (_P.MTE2, _P.MTE1), (_P.MTE1, _P.MTE2), (_P.MTE1, _P.M), (_P.M, _P.MTE1),
+        (_P.MTE3, _P.MTE1), (_P.MTE1, _P.MTE3), (_P.MTE2, _P.M), (_P.M, _P.MTE2),
+        (_P.M, _P.FIX), (_P.FIX, _P.M), (_P.MTE3, _P.MTE2), (_P.MTE2, _P.MTE3),
+        (_P.S, _P.MTE2), (_P.MTE2, _P.S), (_P.S, _P.MTE3), (_P.MTE3, _P.S), (_P.MTE2, _P.FIX),
+        (_P.FIX, _P.MTE2), (_P.FIX, _P.S), (_P.M, _P.S), (_P.FIX, _P.MTE3),
+        (_P.MTE1, _P.FIX), (_P.FIX, _P.MTE1), (_P.FIX, _P.FIX),
+    ]
+)
+
+_F16, _F32, _BF16, _I32, _I16, _I8 = "float16", "float32", "bfloat16", "int32", "int16", "int8"
+# Vector unit dtype support on 910B, from the per-API "支持的数据类型" tables of
+# asc-devkit docs/zh (Add/Sub/Mul/Max/Min: half, float, int16, int32; Div/Exp/Ln/Sqrt/Rsqrt/
+# Reciprocal: half, float; Abs/Relu: half, float (Relu also int32); Duplicate: all 16/32-bit;
+# WholeReduceSum/Max/Min: half, float; Compare/Select: half, float). bfloat16 has no
+# arithmetic on the 910B vector unit: it is only cast to/from float32.
+_ARITH = frozenset([_F16, _F32, _I16, _I32])
+_FLOAT = frozenset([_F16, _F32])
+VECTOR_DTYPES = {
+    "add": _ARITH, "sub": _ARITH, "mul": _ARITH, "max": _ARITH, "min": _ARITH,
+    "div": _FLOAT, "exp": _FLOAT, "ln": _FLOAT, "sqrt": _FLOAT, "rsqrt": _FLOAT,
+    "reciprocal": _FLOAT, "abs": _FLOAT, "relu": frozenset([_F16, _F32, _I32]),
+    "adds": _ARITH, "muls": _ARITH, "maxs": _ARITH, "mins": _ARITH,
+    "dup": frozenset([_F16, _F32, _I16, _I32, _BF16]),
+    "copy": frozenset([_F16, _F32, _I16, _I32, _BF16]),
+    "sum": _FLOAT, "rmax": _FLOAT, "rmin": _FLOAT,
+    "cmp": _FLOAT, "select": _FLOAT, "brcb": frozenset([_F16, _F32, _I16, _I32]),
+}
+# Cast pairs supported by AscendC ``Cast`` on 910B (asc-devkit docs/zh Cast "精度转换规则").
+VECTOR_CASTS = frozenset(
+    [
+        (_F16, _F32), (_F32, _F16), (_F32, _BF16), (_BF16, _F32), (_F16, _I32), (_I32, _F16),
+        (_F32, _I32), (_I32, _F32), (_F16, _I8), (_I8, _F16), (_F16, _I16), (_I16, _F16),
+        (_I32, _I16), (_I16, _I32), (_F32, _F32),
+    ]
+)
+
+ASCEND_910B = Target(
+    name="ascend910b",
+    npu_arch="dav-c220",
+    # 910B2: 24 AIC + 48 AIV (ASCEND_910B.md "910B per-core resources"; B3/B4 have 20 + 40).
+    num_aic=24,
+    num_aiv=48,
+    aiv_per_aic=2,
+    clock_hz=1.8e9,
+    scopes=(
+        # UB 192 KB per AIV; TPipe reserves 256 B and 8 KB by default -> 188160 B usable.
+        ScopeSpec(Scope.UB, 192 * KB, 192 * KB - 256 - 8 * KB, 32, CoreType.AIV,
+                  "asc-devkit docs/zh TPipe/TBuf, ASCEND_910B.md"),
+        ScopeSpec(Scope.L1, 512 * KB, 512 * KB - 256, 32, CoreType.AIC, "ASCEND_910B.md"),
+        ScopeSpec(Scope.L0A, 64 * KB, 64 * KB, 512, CoreType.AIC, "ASCEND_910B.md"),
+        ScopeSpec(Scope.L0B, 64 * KB, 64 * KB, 512, CoreType.AIC, "ASCEND_910B.md"),
+        # L0C alignment 64 B; an Mmad destination wants 1 KB, which the planner uses.
+        ScopeSpec(Scope.L0C, 128 * KB, 128 * KB, 1024, CoreType.AIC, "ASCEND_910B.md"),
+    ),
+    block_bytes=32,  # DataCopy lengths/gaps and vector block strides are in 32 B blocks
+    repeat_bytes=256,  # one vector repeat = 8 blocks = 256 B (128 fp16 / 64 fp32 lanes)
+    max_repeat=255,  # repeatTimes is uint8_t in the level-0 vector APIs
+    max_rep_stride=255,  # dstRepStride/srcRepStride are uint8_t (BinaryRepeatParams)
+    # Event ids 0..7 exist; 6 is reserved and 7 is used by TPipe queues -> hand code uses 0..5.
+    event_ids=(0, 1, 2, 3, 4, 5),
+    hard_events={CoreType.AIV: _AIV_EVENTS, CoreType.AIC: _AIC_EVENTS},
+    # DESIGN.md "execution model": dependent V instructions and overlapping MTE2/MTE3 copies
+    # need PipeBarrier<pipe>; where the sources are silent we are conservative (True).
+    # Consecutive Mmads into the same L0C are ordered by hardware (CATLASS adds PIPE_M barriers
+    # only for tiles under 10 fractals, which lowering handles explicitly).
+    needs_same_pipe_barrier={
+        _P.V: True, _P.MTE2: True, _P.MTE3: True, _P.MTE1: True, _P.M: True, _P.FIX: True,
+        _P.S: False,
+    },
+    cross_flag_ids=tuple(range(11)),  # SyncAll owns 11..14
+    cross_flag_max_pending=15,
+    gm_bytes_per_s=1.6e12,  # HBM 1.6 TB/s (CATLASS docs assume 1.8)
+    vector_dtypes=VECTOR_DTYPES,
+    vector_casts=VECTOR_CASTS,
+    sources={
+        "primary": "mirror-cann/asc-devkit include/, impl/, docs/zh/",
+        "summary": "shared/ASCEND_910B.md",
+    },
+)
+
+DEFAULT_TARGET = ASCEND_910B

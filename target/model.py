@@ -1,0 +1,105 @@
+"""The machine-model vocabulary: pipes, memory scopes, core types and the Target record.
+
+Numbers live in concrete targets (``ascend910b.py``), each with its source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Pipe(str, Enum):
+    """Instruction queues of an AI Core (AscendC ``pipe_t``: PIPE_S, PIPE_V, PIPE_MTE1...)."""
+
+    S = "S"
+    V = "V"
+    MTE1 = "MTE1"
+    MTE2 = "MTE2"
+    MTE3 = "MTE3"
+    M = "M"
+    FIX = "FIX"
+    ALL = "ALL"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Scope(str, Enum):
+    """Memory scopes. GM is global memory; the rest are on-chip buffers."""
+
+    GM = "GM"
+    UB = "UB"
+    L1 = "L1"
+    L0A = "L0A"
+    L0B = "L0B"
+    L0C = "L0C"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class CoreType(str, Enum):
+    AIC = "AIC"  # Cube core
+    AIV = "AIV"  # Vector core
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class ScopeSpec:
+    """One on-chip buffer: usable bytes for user buffers and the address alignment."""
+
+    scope: Scope
+    capacity: int  # physical bytes
+    usable: int  # bytes a kernel may plan into
+    alignment: int  # byte alignment of every planned buffer start
+    core: CoreType
+    source: str
+
+
+@dataclass(frozen=True)
+class Target:
+    """A machine model. Everything hardware-specific the compiler needs, in one record."""
+
+    name: str
+    npu_arch: str
+    num_aic: int
+    num_aiv: int
+    aiv_per_aic: int
+    clock_hz: float
+    scopes: tuple[ScopeSpec, ...]
+    block_bytes: int  # DMA / vector block granule (32 B)
+    repeat_bytes: int  # bytes one vector repeat processes (256 B)
+    max_repeat: int  # repeat count limit of one vector instruction (uint8: 255)
+    max_rep_stride: int  # repeat stride limit, in blocks (uint8: 255)
+    event_ids: tuple[int, ...]  # ids usable by hand-placed SetFlag/WaitFlag
+    hard_events: dict[CoreType, frozenset[tuple[Pipe, Pipe]]]
+    # Same-pipe ordering: True when a later instruction on the pipe may overtake an earlier
+    # dependent one unless PipeBarrier<pipe> separates them (see ascend910b.py for sources).
+    needs_same_pipe_barrier: dict[Pipe, bool]
+    cross_flag_ids: tuple[int, ...]
+    cross_flag_max_pending: int
+    gm_bytes_per_s: float
+    vector_dtypes: dict[str, frozenset[str]]  # vector fn -> dtypes the V unit supports
+    vector_casts: frozenset[tuple[str, str]]  # (src dtype, dst dtype) pairs Cast supports
+    sources: dict[str, str]
+
+    def scope(self, scope: Scope) -> ScopeSpec:
+        for s in self.scopes:
+            if s.scope == scope:
+                return s
+        raise KeyError(scope)
+
+    def cores(self, core: CoreType) -> int:
+        return self.num_aic if core == CoreType.AIC else self.num_aiv
+
+    def elems_per_repeat(self, dtype_bytes: int) -> int:
+        return self.repeat_bytes // dtype_bytes
+
+    def elems_per_block(self, dtype_bytes: int) -> int:
+        return self.block_bytes // dtype_bytes
+
+    def is_legal_event(self, core: CoreType, src: Pipe, dst: Pipe) -> bool:
+        return (src, dst) in self.hard_events[core]

@@ -1,0 +1,83 @@
+"""Hand-built kernel IR (no syncs, no memory plan) shared by sim, lower and emit tests.
+
+These exist so that passes can be tested before and independently of ``build_loop_nest``.
+"""
+
+from __future__ import annotations
+
+from ascendsched.dtypes import float16, float32
+from ascendsched.lower.ir import (
+    BLOCK_IDX, Affine, Buffer, For, GmTensor, Instr, Kernel, Program, view,
+)
+from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
+
+
+def vadd_kernel(n: int = 8192, tile: int = 2048, copies: int = 1, blocks: int = 1) -> Kernel:
+    """z = x + y over float16[n]; each block handles tiles ``k*blocks + block_idx``.
+
+    ``n`` must be a multiple of ``tile * blocks`` and ``tile`` a multiple of 128.
+    """
+    assert n % (tile * blocks) == 0 and tile % 128 == 0
+    per_block = n // (tile * blocks)
+    k = Affine.of("k")
+    base = (k * blocks + Affine.of(BLOCK_IDX)) * tile
+    cp = Affine.mod("k", 2) if copies == 2 else Affine()
+    rows = tile // 128
+
+    def load(src: str, dst: str) -> Instr:
+        return Instr("copy_gm_ub", Pipe.MTE2, (view(dst, 0, 1, tile, tile, copy=cp),),
+                     (view(src, base, 1, n, tile),), comment=f"load {src} tile")
+
+    body = (
+        load("x", "x_ub"),
+        load("y", "y_ub"),
+        Instr("vec_binary", Pipe.V, (view("z_ub", 0, rows, 128, 128, copy=cp),),
+              (view("x_ub", 0, rows, 128, 128, copy=cp), view("y_ub", 0, rows, 128, 128, copy=cp)),
+              (("fn", "add"),), comment="z = x + y"),
+        Instr("copy_ub_gm", Pipe.MTE3, (view("z", base, 1, n, tile),),
+              (view("z_ub", 0, 1, tile, tile, copy=cp),), comment="store z tile"),
+    )
+    return Kernel(
+        name="vadd",
+        params=(GmTensor("x", (n,), float16), GmTensor("y", (n,), float16),
+                GmTensor("z", (n,), float16, "output")),
+        buffers=tuple(Buffer(b, Scope.UB, float16, tile, copies) for b in ("x_ub", "y_ub", "z_ub")),
+        block_dim=blocks,
+        programs=(Program(CoreType.AIV, (For("k", per_block, body, comment="tiles of this block"),)),),
+        target=ASCEND_910B,
+    )
+
+
+def row_max_sub_kernel(rows: int = 16, cols: int = 64) -> Kernel:
+    """y[i, j] = x[i, j] - max_j x[i, j] over float32[rows, cols], one tile of all rows.
+
+    Exercises vec_reduce, vec_brcb and a block-broadcast operand (column stride 0).
+    ``cols`` <= 64 (one fp32 repeat per row), ``rows`` a multiple of 8, <= 255.
+    """
+    assert cols <= 64 and rows % 8 == 0 and rows <= 255 and cols % 8 == 0
+    body = (
+        Instr("copy_gm_ub", Pipe.MTE2, (view("x_ub", 0, rows, cols, cols),),
+              (view("x", 0, rows, cols, cols),), comment="load x"),
+        Instr("vec_reduce", Pipe.V, (view("m_ub", 0, rows, 1, 1),),
+              (view("x_ub", 0, rows, cols, cols),), (("fn", "max"),), comment="m = max_j x"),
+        Instr("vec_brcb", Pipe.V, (view("mb_ub", 0, rows, 8, 8),), (view("m_ub", 0, rows, 1, 1),),
+              comment="broadcast m to one block per row"),
+        Instr("vec_binary", Pipe.V, (view("y_ub", 0, rows, cols, cols),),
+              (view("x_ub", 0, rows, cols, cols), view("mb_ub", 0, rows, 8, cols, 0)),
+              (("fn", "sub"),), comment="y = x - m"),
+        Instr("copy_ub_gm", Pipe.MTE3, (view("y", 0, rows, cols, cols),),
+              (view("y_ub", 0, rows, cols, cols),), comment="store y"),
+    )
+    return Kernel(
+        name="row_max_sub",
+        params=(GmTensor("x", (rows, cols), float32), GmTensor("y", (rows, cols), float32, "output")),
+        buffers=(
+            Buffer("x_ub", Scope.UB, float32, rows * cols),
+            Buffer("m_ub", Scope.UB, float32, max(rows, 8)),
+            Buffer("mb_ub", Scope.UB, float32, rows * 8),
+            Buffer("y_ub", Scope.UB, float32, rows * cols),
+        ),
+        block_dim=1,
+        programs=(Program(CoreType.AIV, body),),
+        target=ASCEND_910B,
+    )

@@ -1,0 +1,15 @@
+"""The algorithm language: pure tensor expressions and their numpy reference."""
+
+from ascendsched.algo.algorithm import Algorithm, algorithm, producers
+from ascendsched.algo.evaluate import evaluate
+from ascendsched.algo.expr import (
+    Expr, Tensor, abs_, cast, compute, eq, exp, log, maximum, minimum, ne, placeholder,
+    reciprocal, reduce_axis, reduce_max, reduce_min, reduce_sum, relu, rsqrt, select, sqrt, where,
+)
+
+__all__ = [
+    "Algorithm", "Expr", "Tensor", "abs_", "algorithm", "cast", "compute", "eq", "evaluate",
+    "exp", "log", "maximum", "minimum", "ne", "placeholder", "producers", "reciprocal",
+    "reduce_axis", "reduce_max", "reduce_min", "reduce_sum", "relu", "rsqrt", "select", "sqrt",
+    "where",
+]

@@ -61,11 +61,16 @@ BLOCK_IDX = "block_idx"  # the loop-free variable holding GetBlockIdx()
 # --------------------------------------------------------------------------- affine expressions
 @dataclass(frozen=True)
 class Affine:
-    """``const + sum(coeff * var) + sum(coeff * (var mod m))`` over integer loop variables."""
+    """Quasi-affine: ``const + sum(c*var) + sum(c*(var mod m)) + sum(c*floor(expr/d))``.
+
+    ``divs`` hold floor divisions of (non-negative) affine expressions by positive constants;
+    they let fused and core-bound tile loops recover per-axis tile indices.
+    """
 
     const: int = 0
     terms: tuple[tuple[str, int], ...] = ()  # (var, coeff), sorted by var, coeff != 0
     mods: tuple[tuple[str, int, int], ...] = ()  # (var, modulus, coeff), sorted
+    divs: tuple[tuple[Affine, int, int], ...] = ()  # (numerator, divisor, coeff)
 
     @staticmethod
     def of(value: Affine | int | str) -> Affine:
@@ -81,6 +86,24 @@ class Affine:
     def mod(var: str, modulus: int, coeff: int = 1) -> Affine:
         return Affine(0, (), ((var, modulus, coeff),))
 
+    def floordiv(self, d: int) -> Affine:
+        """``floor(self / d)`` (self must be non-negative where evaluated)."""
+        if d == 1:
+            return self
+        if self.is_const:
+            return Affine(self.const // d)
+        return Affine(0, (), (), ((self, d, 1),))
+
+    def modulo(self, d: int) -> Affine:
+        """``self mod d`` as ``self - d*floor(self/d)``; a plain variable keeps a mod term."""
+        if d == 1:
+            return Affine()
+        if self.is_const:
+            return Affine(self.const % d)
+        if self.const == 0 and not self.mods and not self.divs and self.terms == ((self.terms[0][0], 1),):
+            return Affine.mod(self.terms[0][0], d)
+        return self - self.floordiv(d) * d
+
     def __add__(self, other: Affine | int | str) -> Affine:
         o = Affine.of(other)
         terms = dict(self.terms)
@@ -89,10 +112,14 @@ class Affine:
         mods: dict[tuple[str, int], int] = {(v, m): c for v, m, c in self.mods}
         for v, m, c in o.mods:
             mods[(v, m)] = mods.get((v, m), 0) + c
+        divs: dict[tuple[Affine, int], int] = {(a, d): c for a, d, c in self.divs}
+        for a, d, c in o.divs:
+            divs[(a, d)] = divs.get((a, d), 0) + c
         return Affine(
             self.const + o.const,
             tuple(sorted((v, c) for v, c in terms.items() if c)),
             tuple(sorted((v, m, c) for (v, m), c in mods.items() if c)),
+            tuple(sorted(((a, d, c) for (a, d), c in divs.items() if c), key=str)),
         )
 
     __radd__ = __add__
@@ -109,16 +136,20 @@ class Affine:
             self.const * k,
             tuple((v, c * k) for v, c in self.terms),
             tuple((v, m, c * k) for v, m, c in self.mods),
+            tuple((a, d, c * k) for a, d, c in self.divs),
         )
 
     __rmul__ = __mul__
 
     @property
     def is_const(self) -> bool:
-        return not self.terms and not self.mods
+        return not self.terms and not self.mods and not self.divs
 
     def vars(self) -> frozenset[str]:
-        return frozenset([v for v, _ in self.terms] + [v for v, _, _ in self.mods])
+        out = frozenset([v for v, _ in self.terms] + [v for v, _, _ in self.mods])
+        for a, _, _ in self.divs:
+            out |= a.vars()
+        return out
 
     def evaluate(self, env: dict[str, int]) -> int:
         try:
@@ -126,6 +157,7 @@ class Affine:
                 self.const
                 + sum(c * env[v] for v, c in self.terms)
                 + sum(c * (env[v] % m) for v, m, c in self.mods)
+                + sum(c * (a.evaluate(env) // d) for a, d, c in self.divs)
             )
         except KeyError as e:
             raise InternalCompilerError(f"affine {self} uses unbound variable {e}") from None
@@ -134,6 +166,8 @@ class Affine:
         """Replace ``var`` by ``value`` (mod terms of ``var`` need a constant value)."""
         out = Affine(self.const, tuple((v, c) for v, c in self.terms if v != var),
                      tuple(t for t in self.mods if t[0] != var))
+        for a, d, c in self.divs:
+            out = out + a.substitute(var, value).floordiv(d) * c
         for v, c in self.terms:
             if v == var:
                 out = out + value * c
@@ -150,6 +184,8 @@ class Affine:
             parts.append(v if c == 1 else f"{c}*{v}")
         for v, m, c in self.mods:
             parts.append(f"({v} % {m})" if c == 1 else f"{c}*({v} % {m})")
+        for a, d, c in self.divs:
+            parts.append(f"(({a}) / {d})" if c == 1 else f"{c}*(({a}) / {d})")
         if self.const or not parts:
             parts.append(str(self.const))
         return " + ".join(parts).replace("+ -", "- ")

@@ -1,0 +1,114 @@
+"""An algorithm: the DAG of stages reachable from its outputs, in topological order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from ascendsched.algo.check import children
+from ascendsched.algo.expr import Expr, Load, Tensor
+from ascendsched.errors import AlgorithmError
+
+
+@dataclass(frozen=True, eq=False)
+class Algorithm:
+    """Named outputs plus everything they depend on. ``stages`` are computed tensors."""
+
+    name: str
+    outputs: tuple[Tensor, ...]
+
+    def __post_init__(self) -> None:
+        if not self.outputs:
+            raise AlgorithmError(f"algorithm '{self.name}' has no outputs")
+        for o in self.outputs:
+            if not isinstance(o, Tensor) or o.is_placeholder:
+                raise AlgorithmError(
+                    f"algorithm '{self.name}': output {o!r} must be a computed tensor")
+        _ = self.tensors  # runs the cycle and name checks
+
+    @cached_property
+    def tensors(self) -> tuple[Tensor, ...]:
+        """Every tensor, producers before consumers."""
+        order: list[Tensor] = []
+        state: dict[int, int] = {}  # id -> 1 visiting, 2 done
+        by_name: dict[str, Tensor] = {}
+
+        def visit(t: Tensor, path: tuple[str, ...]) -> None:
+            s = state.get(id(t))
+            if s == 2:
+                return
+            if s == 1:
+                cycle = " -> ".join(path[path.index(t.name):] + (t.name,))
+                raise AlgorithmError(
+                    f"algorithm '{self.name}': stages form a cycle ({cycle}); a stage cannot "
+                    f"depend on itself through its consumers")
+            other = by_name.get(t.name)
+            if other is not None and other is not t:
+                raise AlgorithmError(
+                    f"algorithm '{self.name}': two different tensors are named '{t.name}'; "
+                    f"give every placeholder and stage a unique name")
+            by_name[t.name] = t
+            state[id(t)] = 1
+            for p in producers(t):
+                visit(p, path + (t.name,))
+            state[id(t)] = 2
+            order.append(t)
+
+        for o in self.outputs:
+            visit(o, ())
+        return tuple(order)
+
+    @property
+    def stages(self) -> tuple[Tensor, ...]:
+        return tuple(t for t in self.tensors if not t.is_placeholder)
+
+    @property
+    def inputs(self) -> tuple[Tensor, ...]:
+        return tuple(t for t in self.tensors if t.is_placeholder)
+
+    def tensor(self, name: str) -> Tensor:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise AlgorithmError(
+            f"algorithm '{self.name}' has no tensor '{name}'; it has "
+            f"{', '.join(t.name for t in self.tensors)}")
+
+    def consumers(self, t: Tensor) -> tuple[Tensor, ...]:
+        return tuple(s for s in self.stages if t in producers(s))
+
+    def __str__(self) -> str:
+        from ascendsched.algo.printer import format_algorithm
+
+        return format_algorithm(self)
+
+
+def producers(t: Tensor) -> tuple[Tensor, ...]:
+    """Tensors loaded by ``t``'s body, in first-use order, without duplicates."""
+    if t.op is None:
+        return ()
+    out: list[Tensor] = []
+    for load in loads(t.op.body):
+        if load.tensor not in out:
+            out.append(load.tensor)
+    return tuple(out)
+
+
+def loads(e: Expr) -> list[Load]:
+    """Every Load in ``e`` in evaluation order."""
+    acc: list[Load] = []
+
+    def walk(x: Expr) -> None:
+        if isinstance(x, Load):
+            acc.append(x)
+        for c in children(x):
+            walk(c)
+
+    walk(e)
+    return acc
+
+
+def algorithm(name: str, outputs: Tensor | Sequence[Tensor]) -> Algorithm:
+    outs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    return Algorithm(name, outs)

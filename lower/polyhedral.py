@@ -1,0 +1,417 @@
+"""Polyhedral model of a kernel: domains, schedules, byte accesses and dependences (islpy).
+
+The only module of ascendsched that imports islpy. Every :class:`Instr` of every program gets
+
+* an iteration domain over ``block_idx`` and its enclosing loop variables, cut by its ``If``
+  conditions: ``{ S3[block_idx, k] : 0 <= block_idx < 1 and 0 <= k < 4 }``;
+* a program-order schedule (2d+1 style: child index, loop variable, child index, ...);
+* byte-level read and write relations per physical space.
+
+Byte rules (shared with the simulator's trace format): the UB side of a DMA moves whole 32-byte
+blocks per row; GM is exact; vector operands are exact element bytes, except block-broadcast
+sources (column stride 0), which read the whole 32-byte block at each row start. Before memory
+planning every on-chip buffer is its own space and copy ``c`` occupies bytes
+``[c * round32(nbytes), ...)`` of it; after planning (``Buffer.offsets`` set) the space is the
+scope and copy ``c`` starts at ``offsets[c]``. ``k mod 2`` terms become quasi-affine constraints.
+
+Dependences are memory-based (every conflicting pair of instances, source first), between
+instructions on different pipes or on one pipe that needs ``PipeBarrier`` (the target's
+``needs_same_pipe_barrier``), in the same block. Before/after, for the vadd fixture::
+
+    for k in 0..4: load x_ub; load y_ub; z_ub = x_ub + y_ub; store z_ub
+    ->  RAW x_ub S0->S2 (MTE2->V, loop-independent)
+        WAR x_ub S2->S0 (V->MTE2, carried by k, distance 1)   ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+
+import islpy as isl
+from ascendsched.lower.ir import (
+    BLOCK_IDX,
+    DMA_OPS,
+    VECTOR_OPS,
+    Affine,
+    Cond,
+    For,
+    If,
+    Instr,
+    Kernel,
+    Region,
+    Stmt,
+)
+from ascendsched.target.model import CoreType, Pipe
+
+from ascendsched.errors import InternalCompilerError, NotAffineError
+
+BYTE = "__byte"
+
+
+class DepKind(str, Enum):
+    RAW = "RAW"
+    WAR = "WAR"
+    WAW = "WAW"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, eq=False)
+class InstrInfo:
+    """One instruction in its context. ``id`` numbers all Instrs of the kernel in program order
+    (programs in kernel order); ``path`` is the child-index path from its program's root."""
+
+    id: int
+    core: CoreType
+    instr: Instr
+    path: tuple[int, ...]
+    loops: tuple[For, ...]  # enclosing loops, outermost first
+    loop_paths: tuple[tuple[int, ...], ...]  # path of each enclosing loop
+    conds: tuple[Cond, ...]  # conjunction of enclosing If conditions
+    domain: isl.Set
+    schedule: isl.Map
+
+    @property
+    def name(self) -> str:
+        return f"S{self.id}"
+
+    @property
+    def pipe(self) -> Pipe:
+        return self.instr.pipe
+
+    @property
+    def loop_vars(self) -> tuple[str, ...]:
+        return tuple(f.var for f in self.loops)
+
+
+@dataclass(frozen=True, eq=False)
+class Access:
+    instr: int
+    kind: str  # "R" or "W"
+    space: str
+    tensors: tuple[str, ...]  # region descriptions, e.g. "x_ub[copy (k % 2)]"
+    relation: isl.Map  # instance -> space[byte]
+
+
+@dataclass(frozen=True, eq=False)
+class Dependence:
+    """``dst`` instances that must wait for ``src`` instances (``relation``: src -> dst).
+
+    ``carried`` lists, outermost first, each common loop that carries some instance pairs with
+    the minimum distance at that level; ``loop_independent`` is True when some pairs share all
+    common loop iterations.
+    """
+
+    kind: DepKind
+    space: str
+    src: int
+    dst: int
+    src_pipe: Pipe
+    dst_pipe: Pipe
+    core: CoreType
+    relation: isl.Map
+    src_tensors: tuple[str, ...]
+    dst_tensors: tuple[str, ...]
+    common_loops: tuple[str, ...]
+    carried: tuple[tuple[str, int], ...]
+    loop_independent: bool
+
+    def distance(self, var: str) -> int | None:
+        """Minimum distance of the pairs carried by loop ``var`` (None: not carried there)."""
+        for v, d in self.carried:
+            if v == var:
+                return d
+        return None
+
+    @property
+    def reason(self) -> str:
+        """``x_ub[copy (k % 2)]: MTE2 write -> V read (RAW)``: the text sync comments carry."""
+        src_acc, dst_acc = {DepKind.RAW: ("write", "read"), DepKind.WAR: ("read", "write"),
+                            DepKind.WAW: ("write", "write")}[self.kind]
+        names = list(dict.fromkeys(self.src_tensors + self.dst_tensors))
+        return (f"{'/'.join(names)}: {self.src_pipe} {src_acc} -> {self.dst_pipe} {dst_acc}"
+                f" ({self.kind})")
+
+    def __str__(self) -> str:
+        carried = ", ".join(f"{v} dist {d}" for v, d in self.carried)
+        parts = (["loop-independent"] if self.loop_independent else []) + (
+            [f"carried by {carried}"] if carried else [])
+        return f"S{self.src} -> S{self.dst} [{self.space}] {self.reason}; {'; '.join(parts)}"
+
+
+@dataclass(frozen=True, eq=False)
+class Dependences:
+    kernel: str
+    instrs: tuple[InstrInfo, ...]
+    accesses: tuple[Access, ...]
+    deps: tuple[Dependence, ...]
+
+    def __iter__(self) -> Iterator[Dependence]:
+        return iter(self.deps)
+
+    def __len__(self) -> int:
+        return len(self.deps)
+
+    def info(self, instr_id: int) -> InstrInfo:
+        return self.instrs[instr_id]
+
+    def between(self, src: int, dst: int) -> tuple[Dependence, ...]:
+        return tuple(d for d in self.deps if d.src == src and d.dst == dst)
+
+    def __str__(self) -> str:
+        lines = [f"dependences of {self.kernel}: {len(self.deps)}"]
+        for i in self.instrs:
+            if not i.instr.is_sync:
+                lines.append(f"  S{i.id}: {i.instr}")
+        lines += [f"  {d}" for d in self.deps]
+        return "\n".join(lines)
+
+
+def analyze_dependences(kernel: Kernel) -> Dependences:
+    """Every RAW/WAR/WAW dependence of ``kernel`` that synchronisation must order."""
+    instrs = kernel_instrs(kernel)
+    accesses = tuple(a for i in instrs for a in _accesses(kernel, i))
+    by_space: dict[tuple[CoreType, str], list[Access]] = {}
+    for a in accesses:
+        by_space.setdefault((instrs[a.instr].core, a.space), []).append(a)
+    deps: list[Dependence] = []
+    target = kernel.target
+    for (core, space), accs in by_space.items():
+        for sa in accs:
+            for da in accs:
+                if sa.kind == "R" and da.kind == "R":
+                    continue
+                s, d = instrs[sa.instr], instrs[da.instr]
+                if s.pipe == d.pipe and not target.needs_same_pipe_barrier.get(s.pipe, True):
+                    continue
+                kind = {("W", "R"): DepKind.RAW, ("R", "W"): DepKind.WAR,
+                        ("W", "W"): DepKind.WAW}[(sa.kind, da.kind)]
+                rel = sa.relation.apply_range(da.relation.reverse())
+                rel = rel.intersect(_before(s, d))
+                if rel.is_empty():
+                    continue
+                common, carried, indep = _levels(s, d, rel)
+                deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core,
+                                       rel.coalesce(), sa.tensors, da.tensors, common,
+                                       carried, indep))
+    deps.sort(key=lambda x: (x.src, x.dst, x.kind.value, x.space))
+    return Dependences(kernel.name, instrs, accesses, tuple(deps))
+
+
+def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
+    """Every Instr of every program with its domain and schedule, numbered in program order."""
+    out: list[InstrInfo] = []
+    for prog in kernel.programs:
+        raw: list[tuple[Instr, tuple[int, ...], tuple[Stmt, ...]]] = []
+        _walk(prog.body, (), (), raw)
+        depth = max((len(p) for _, p, _ in raw), default=1)
+        for instr, path, anc in raw:
+            loops = tuple(a for a in anc if isinstance(a, For))
+            loop_paths = tuple(path[: j + 1] for j, a in enumerate(anc) if isinstance(a, For))
+            conds = tuple(c for a in anc if isinstance(a, If) for c in a.conds)
+            ident = len(out)
+            dom = isl.Set(f"{{ S{ident}[{_dims(loops)}] : {_domain_text(kernel, loops, conds)} }}")
+            sched: list[str] = []
+            for j, a in enumerate(anc):
+                sched += [str(path[j]), a.var if isinstance(a, For) else "0"]
+            sched.append(str(path[-1]))
+            sched += ["0"] * (2 * depth - 1 - len(sched))
+            sm = isl.Map(f"{{ S{ident}[{_dims(loops)}] -> [{', '.join(sched)}] }}")
+            out.append(InstrInfo(ident, prog.core, instr, path, loops, loop_paths, conds, dom,
+                                 sm.intersect_domain(dom)))
+    return tuple(out)
+
+
+def region_space(kernel: Kernel, tensor: str) -> str:
+    """The physical space a tensor lives in: GM tensor name, buffer name, or planned scope."""
+    if tensor in kernel.buffer_map:
+        b = kernel.buffer_map[tensor]
+        return str(b.scope) if b.offsets is not None else b.name
+    if tensor in kernel.param_map:
+        return tensor
+    raise InternalCompilerError(f"region names unknown tensor {tensor!r}")
+
+
+def affine_text(expr: Affine, bound: frozenset[str], where: str) -> str:
+    """``expr`` as isl text; NotAffineError if it uses a variable not in ``bound``."""
+    for v in expr.vars():
+        if v not in bound:
+            raise NotAffineError(
+                f"expression '{expr}' in {where} uses '{v}', which is neither an enclosing loop "
+                f"variable nor {BLOCK_IDX}; bound here: {', '.join(sorted(bound)) or 'none'}")
+    parts = [str(expr.const)]
+    for v, c in expr.terms:
+        parts.append(f"{c}*{v}")
+    for v, m, c in expr.mods:
+        if not isinstance(m, int) or m <= 0:
+            raise NotAffineError(f"expression '{expr}' in {where}: modulus {m!r} of '{v}' is "
+                                 "not a positive integer")
+        parts.append(f"{c}*({v} mod {m})")
+    return "(" + " + ".join(parts) + ")"
+
+
+# --------------------------------------------------------------------------- private helpers
+def _walk(body: tuple[Stmt, ...], path: tuple[int, ...], anc: tuple[Stmt, ...],
+          out: list[tuple[Instr, tuple[int, ...], tuple[Stmt, ...]]]) -> None:
+    for i, s in enumerate(body):
+        if isinstance(s, Instr):
+            out.append((s, path + (i,), anc))
+        else:
+            _walk(s.body, path + (i,), anc + (s,), out)
+
+
+def _dims(loops: tuple[For, ...]) -> str:
+    return ", ".join((BLOCK_IDX,) + tuple(f.var for f in loops))
+
+
+def _domain_text(kernel: Kernel, loops: tuple[For, ...], conds: tuple[Cond, ...]) -> str:
+    bound = frozenset((BLOCK_IDX,) + tuple(f.var for f in loops))
+    if len(bound) != len(loops) + 1:
+        raise InternalCompilerError(f"loop variables are not unique along a nest: "
+                                    f"{[f.var for f in loops]}")
+    parts = [f"0 <= {BLOCK_IDX} < {kernel.block_dim}"]
+    parts += [f"0 <= {f.var} < {f.extent}" for f in loops]
+    for c in conds:
+        op = "=" if c.op == "==" else c.op
+        parts.append(f"{affine_text(c.lhs, bound, f'condition {c}')} {op} {c.rhs}")
+    return " and ".join(parts)
+
+
+def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
+    """One Access per (kind, space) of the instruction, regions of one kind united."""
+    ins = info.instr
+    if ins.is_sync:
+        return []
+    acc: dict[tuple[str, str], tuple[isl.Map, list[str]]] = {}
+    for kind, regions in (("W", ins.writes), ("R", ins.reads)):
+        for r in regions:
+            space = region_space(kernel, r.tensor)
+            m = _region_map(kernel, info, r, kind)
+            key = (kind, space)
+            if key in acc:
+                acc[key] = (acc[key][0].union(m), acc[key][1] + [_describe(kernel, r)])
+            else:
+                acc[key] = (m, [_describe(kernel, r)])
+    return [Access(info.id, k, s, tuple(dict.fromkeys(names)), m.coalesce())
+            for (k, s), (m, names) in acc.items()]
+
+
+def _describe(kernel: Kernel, r: Region) -> str:
+    b = kernel.buffer_map.get(r.tensor)
+    if b is None or b.copies == 1:
+        return r.tensor
+    return f"{r.tensor}[copy {r.copy}]"
+
+
+def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> isl.Map:
+    """instance -> M_<space>[byte] for one region, by the byte rules in the module docstring."""
+    ins = info.instr
+    bound = frozenset((BLOCK_IDX,) + info.loop_vars)
+    where = f"region {r} of S{info.id} ({ins.op})"
+    eb = kernel.dtype_of(r.tensor).bytes
+    blk = kernel.target.block_bytes
+    buf = kernel.buffer_map.get(r.tensor)
+    off = affine_text(r.offset, bound, where)
+    dims = r.dims or ()
+    if buf is not None and ins.op in DMA_OPS and dims and dims[-1].stride == 1:
+        mode = "dma"  # whole 32-byte blocks per row
+    elif (buf is not None and kind == "R" and ins.op in VECTOR_OPS and len(dims) >= 2
+          and dims[-1].stride == 0):
+        mode = "brcb"  # the whole block at each row start
+    else:
+        mode = "exact"
+    row_dims = dims[:-1] if mode in ("dma", "brcb") else dims
+    exists: list[str] = []
+    cons: list[str] = []
+    elem = off
+    for j, d in enumerate(row_dims):
+        if d.extent == 1:
+            continue
+        e = f"_r{j}"
+        exists.append(e)
+        cons.append(f"0 <= {e} < {d.extent}")
+        elem += f" + {d.stride}*{e}"
+    pieces: list[str] = []
+    for base, copy_cond in _copy_bases(kernel, r, bound, where):
+        b = f"({BYTE} - {base})"
+        if mode == "dma":
+            cols = dims[-1].extent
+            byte_c = (f"{blk}*floor(({eb}*({elem}))/{blk}) <= {b} and "
+                      f"{b} < {blk}*floor(({eb}*({elem} + {cols}) + {blk - 1})/{blk})")
+        elif mode == "brcb":
+            byte_c = (f"{blk}*floor(({eb}*({elem}))/{blk}) <= {b} and "
+                      f"{b} < {blk}*floor(({eb}*({elem}))/{blk}) + {blk}")
+        else:
+            byte_c = f"{eb}*({elem}) <= {b} and {b} < {eb}*({elem}) + {eb}"
+        body = " and ".join(cons + [byte_c])
+        ex = f"exists ({', '.join(exists)} : {body})" if exists else body
+        pieces.append(f"{copy_cond} and {ex}" if copy_cond else ex)
+    dom = _domain_text(kernel, info.loops, info.conds)
+    space = region_space(kernel, r.tensor)
+    text = "; ".join(f"S{info.id}[{_dims(info.loops)}] -> M_{space}[{BYTE}] : {dom} and {p}"
+                     for p in pieces)
+    return isl.Map(f"{{ {text} }}")
+
+
+def _copy_bases(kernel: Kernel, r: Region, bound: frozenset[str], where: str
+                ) -> list[tuple[int, str]]:
+    """(byte base, isl condition selecting that copy) for each copy the region may touch."""
+    buf = kernel.buffer_map.get(r.tensor)
+    if buf is None:
+        return [(0, "")]
+    stride = -(-buf.nbytes // kernel.target.block_bytes) * kernel.target.block_bytes
+    bases = buf.offsets if buf.offsets is not None else tuple(c * stride
+                                                              for c in range(buf.copies))
+    if r.copy.is_const:
+        c = r.copy.const
+        if not 0 <= c < buf.copies:
+            raise InternalCompilerError(f"{where}: copy {c} of a {buf.copies}-copy buffer")
+        return [(bases[c], "")]
+    text = affine_text(r.copy, bound, where)
+    return [(bases[c], f"{text} = {c}") for c in range(buf.copies)]
+
+
+def _before(s: InstrInfo, d: InstrInfo) -> isl.Map:
+    """src instance -> dst instance pairs in the same block with src first in program order."""
+    order = s.schedule.lex_lt_map(d.schedule)
+    same = isl.Map(f"{{ S{s.id}[{_dims(s.loops)}] -> S{d.id}[{_dims_primed(d.loops)}] : "
+                   f"{BLOCK_IDX} = {BLOCK_IDX}_d }}")
+    return order.intersect(same)
+
+
+def _dims_primed(loops: tuple[For, ...]) -> str:
+    return ", ".join([f"{BLOCK_IDX}_d"] + [f"{f.var}_d" for f in loops])
+
+
+def _common_depth(s: InstrInfo, d: InstrInfo) -> int:
+    n = 0
+    for a, b in zip(s.loop_paths, d.loop_paths, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+def _levels(s: InstrInfo, d: InstrInfo, rel: isl.Map
+            ) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...], bool]:
+    """Common loops, (loop, min distance) per carrying level, and loop independence."""
+    m = _common_depth(s, d)
+    common = tuple(f.var for f in s.loops[:m])
+    names = [BLOCK_IDX] + list(common)
+    proj_s = isl.Map(f"{{ S{s.id}[{_dims(s.loops)}] -> L[{', '.join(names)}] }}")
+    proj_d = isl.Map(f"{{ S{d.id}[{_dims(d.loops)}] -> L[{', '.join(names)}] }}")
+    deltas = rel.apply_domain(proj_s).apply_range(proj_d).deltas()
+    carried: list[tuple[str, int]] = []
+    for j in range(1, m + 1):
+        cons = " and ".join([f"d{i} = 0" for i in range(j)] + [f"d{j} > 0"])
+        dims = ", ".join(f"d{i}" for i in range(m + 1))
+        part = deltas.intersect(isl.Set(f"{{ L[{dims}] : {cons} }}"))
+        if not part.is_empty():
+            carried.append((common[j - 1], int(part.dim_min_val(j).to_python())))
+    dims = ", ".join(f"d{i}" for i in range(m + 1))
+    zero = " and ".join(f"d{i} = 0" for i in range(m + 1))
+    indep = not deltas.intersect(isl.Set(f"{{ L[{dims}] : {zero} }}")).is_empty()
+    return common, tuple(carried), indep

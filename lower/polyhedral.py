@@ -94,6 +94,7 @@ class Access:
     space: str
     tensors: tuple[str, ...]  # region descriptions, e.g. "x_ub[copy (k % 2)]"
     relation: isl.Map  # instance -> space[byte]
+    parts: tuple[tuple[str, isl.Map], ...] = ()  # per region: (description, relation)
 
 
 @dataclass(frozen=True, eq=False)
@@ -194,9 +195,9 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                 if rel.is_empty():
                     continue
                 common, carried, indep = _levels(s, d, rel)
+                src_t, dst_t = _conflicting(sa, da, rel)
                 deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core,
-                                       rel.coalesce(), sa.tensors, da.tensors, common,
-                                       carried, indep))
+                                       rel.coalesce(), src_t, dst_t, common, carried, indep))
     deps.sort(key=lambda x: (x.src, x.dst, x.kind.value, x.space))
     return Dependences(kernel.name, instrs, accesses, tuple(deps))
 
@@ -250,6 +251,11 @@ def affine_text(expr: Affine, bound: frozenset[str], where: str) -> str:
             raise NotAffineError(f"expression '{expr}' in {where}: modulus {m!r} of '{v}' is "
                                  "not a positive integer")
         parts.append(f"{c}*({v} mod {m})")
+    for a, dv, c in getattr(expr, "divs", ()):
+        if not isinstance(dv, int) or dv <= 0:
+            raise NotAffineError(f"expression '{expr}' in {where}: divisor {dv!r} is not a "
+                                 "positive integer")
+        parts.append(f"{c}*floor({affine_text(a, bound, where)}/{dv})")
     return "(" + " + ".join(parts) + ")"
 
 
@@ -285,18 +291,35 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
     ins = info.instr
     if ins.is_sync:
         return []
-    acc: dict[tuple[str, str], tuple[isl.Map, list[str]]] = {}
+    acc: dict[tuple[str, str], list[tuple[str, isl.Map]]] = {}
     for kind, regions in (("W", ins.writes), ("R", ins.reads)):
         for r in regions:
-            space = region_space(kernel, r.tensor)
-            m = _region_map(kernel, info, r, kind)
-            key = (kind, space)
-            if key in acc:
-                acc[key] = (acc[key][0].union(m), acc[key][1] + [_describe(kernel, r)])
-            else:
-                acc[key] = (m, [_describe(kernel, r)])
-    return [Access(info.id, k, s, tuple(dict.fromkeys(names)), m.coalesce())
-            for (k, s), (m, names) in acc.items()]
+            key = (kind, region_space(kernel, r.tensor))
+            acc.setdefault(key, []).append((_describe(kernel, r),
+                                            _region_map(kernel, info, r, kind)))
+    out = []
+    for (k, s), parts in acc.items():
+        m = parts[0][1]
+        for _, p in parts[1:]:
+            m = m.union(p)
+        names = tuple(dict.fromkeys(n for n, _ in parts))
+        out.append(Access(info.id, k, s, names, m.coalesce(), tuple(parts)))
+    return out
+
+
+def _conflicting(sa: Access, da: Access, rel: isl.Map
+                 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The region descriptions of each side that take part in the dependence ``rel``."""
+    if len(sa.parts) == 1 and len(da.parts) == 1:
+        return sa.tensors, da.tensors
+    src: list[str] = []
+    dst: list[str] = []
+    for sn, sm in sa.parts:
+        for dn, dm in da.parts:
+            if not sm.apply_range(dm.reverse()).intersect(rel).is_empty():
+                src.append(sn)
+                dst.append(dn)
+    return tuple(dict.fromkeys(src)), tuple(dict.fromkeys(dst))
 
 
 def _describe(kernel: Kernel, r: Region) -> str:

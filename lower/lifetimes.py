@@ -1,0 +1,177 @@
+"""Buffer lifetimes: first and last use of every buffer copy in program order, loop-aware.
+
+Positions are the program-order numbers of the kernel's Instrs (the ids of
+``polyhedral.kernel_instrs``). A lifetime is a closed interval of positions, widened for loops:
+
+* a copy used both inside and outside a loop lives over the loop's whole extent on that side
+  (defined before a loop and read in it -> to the loop's end; written in it and read after it
+  -> from the loop's start);
+* a copy whose first access inside a loop body is a read carries its value from one iteration
+  to the next, so it lives over the whole loop.
+
+Before/after, for ``acc = 0; for k: acc += x_ub[k]; store acc``::
+
+    0 dup acc | for k: 1 load x_ub; 2 add acc | 3 store acc
+    ->  acc [0, 3] (carried by k), x_ub [1, 2]
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from ascendsched.lower.ir import BLOCK_IDX, For, If, Instr, Kernel, Region, Stmt
+from ascendsched.target.model import Pipe, Scope
+
+
+@dataclass(frozen=True)
+class Lifetime:
+    """One buffer copy. ``start``/``end`` are None for a copy that is never used."""
+
+    buffer: str
+    copy: int
+    scope: Scope
+    nbytes: int
+    start: int | None
+    end: int | None
+    first_pipes: frozenset[Pipe]  # pipes of the instructions at the first use
+    last_pipes: frozenset[Pipe]  # pipes of the instructions at the last use
+    why: str = ""  # how loops widened the interval
+
+    @property
+    def used(self) -> bool:
+        return self.start is not None
+
+    def overlaps(self, other: Lifetime) -> bool:
+        if not self.used or not other.used:
+            return False
+        return not (self.end < other.start or other.end < self.start)
+
+
+@dataclass(frozen=True)
+class Lifetimes:
+    kernel: str
+    entries: tuple[Lifetime, ...]
+    positions: tuple[str, ...]  # one line per position: the instruction it numbers
+
+    def of(self, buffer: str, copy: int = 0) -> Lifetime:
+        for e in self.entries:
+            if e.buffer == buffer and e.copy == copy:
+                return e
+        raise KeyError((buffer, copy))
+
+    def live_at(self, pos: int, scope: Scope | None = None) -> tuple[Lifetime, ...]:
+        return tuple(e for e in self.entries if e.used and e.start <= pos <= e.end
+                     and (scope is None or e.scope == scope))
+
+    def __str__(self) -> str:
+        lines = [f"lifetimes of {self.kernel}:", "  buffer      copy  scope  bytes    live"]
+        for e in self.entries:
+            live = f"[{e.start}, {e.end}]" if e.used else "unused"
+            lines.append(f"  {e.buffer:<11} {e.copy:<5} {e.scope!s:<6} {e.nbytes:<8} {live}"
+                         + (f"  ({e.why})" if e.why else ""))
+        return "\n".join(lines)
+
+
+def buffer_lifetimes(kernel: Kernel) -> Lifetimes:
+    """First/last use of every buffer copy, widened over loops (see the module docstring)."""
+    walk = _Walk(kernel)
+    for prog in kernel.programs:
+        walk.body(prog.body, (), {BLOCK_IDX: kernel.block_dim})
+    entries = []
+    for b in kernel.buffers:
+        for c in range(b.copies):
+            uses = walk.uses.get((b.name, c), [])
+            if not uses:
+                entries.append(Lifetime(b.name, c, b.scope, b.nbytes, None, None,
+                                        frozenset(), frozenset()))
+                continue
+            start, end, why = _widen(uses, walk.loops)
+            first = min(p for p, _, _ in uses)
+            last = max(p for p, _, _ in uses)
+            entries.append(Lifetime(
+                b.name, c, b.scope, b.nbytes, start, end,
+                frozenset(pp for p, pp, _ in uses if p == first),
+                frozenset(pp for p, pp, _ in uses if p == last), why))
+    return Lifetimes(kernel.name, tuple(entries), tuple(walk.lines))
+
+
+# --------------------------------------------------------------------------- private helpers
+class _Walk:
+    """Numbers Instrs, records loop extents in positions and every (position, pipe, R/W) use."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.pos = 0
+        self.uses: dict[tuple[str, int], list[tuple[int, Pipe, str]]] = {}
+        self.loops: list[tuple[str, int, int]] = []  # (var, first position, last position)
+        self.lines: list[str] = []
+
+    def body(self, body: tuple[Stmt, ...], loops: tuple[For, ...], ranges: dict[str, int]
+             ) -> None:
+        for s in body:
+            if isinstance(s, Instr):
+                self.instr(s, ranges)
+            elif isinstance(s, For):
+                first = self.pos
+                self.body(s.body, loops + (s,), {**ranges, s.var: s.extent})
+                if self.pos > first:
+                    self.loops.append((s.var, first, self.pos - 1))
+            elif isinstance(s, If):
+                self.body(s.body, loops, ranges)
+
+    def instr(self, s: Instr, ranges: dict[str, int]) -> None:
+        self.lines.append(f"S{self.pos} [{s.pipe}] {s.op}" + (f" ({s.comment})" if s.comment else ""))
+        for kind, regions in (("R", s.reads), ("W", s.writes)):
+            for r in regions:
+                buf = self.kernel.buffer_map.get(r.tensor)
+                if buf is None:
+                    continue
+                for c in _copies(r, buf.copies, ranges):
+                    self.uses.setdefault((r.tensor, c), []).append((self.pos, s.pipe, kind))
+        self.pos += 1
+
+
+def _copies(r: Region, copies: int, ranges: dict[str, int]) -> list[int]:
+    """The copies a region may touch: evaluated over its variables' ranges when few."""
+    if r.copy.is_const:
+        return [r.copy.const]
+    names = sorted(r.copy.vars())
+    sizes = [ranges.get(v, 0) for v in names]
+    total = 1
+    for n in sizes:
+        total *= n
+    if total == 0 or total > 4096 or any(v not in ranges for v in names):
+        return list(range(copies))
+    seen = set()
+    for vals in itertools.product(*(range(n) for n in sizes)):
+        seen.add(r.copy.evaluate(dict(zip(names, vals, strict=True))) % copies)
+    return sorted(seen)
+
+
+def _widen(uses: list[tuple[int, Pipe, str]], loops: list[tuple[str, int, int]]
+           ) -> tuple[int, int, str]:
+    start = min(p for p, _, _ in uses)
+    end = max(p for p, _, _ in uses)
+    why: list[str] = []
+    changed = True
+    while changed:
+        changed = False
+        for var, lo, hi in loops:  # inner loops come first (appended on exit)
+            inside = sorted((p, k) for p, _, k in uses if lo <= p <= hi)
+            if not inside:
+                continue
+            # the body's first access is a read (reads of one instruction precede its
+            # writes): the value crosses iterations
+            carried = min(inside, key=lambda u: (u[0], u[1] != "R"))[1] == "R"
+            new_start, new_end = start, end
+            if carried or start < lo:
+                new_end = max(end, hi)
+            if carried or end > hi:
+                new_start = min(start, lo)
+            if (new_start, new_end) != (start, end):
+                start, end = new_start, new_end
+                why.append(f"{'carried by' if carried else 'spans'} loop {var}")
+                changed = True
+    return start, end, ", ".join(dict.fromkeys(why))
+

@@ -3,8 +3,28 @@
 from ascendsched.algo.algorithm import Algorithm, algorithm, producers
 from ascendsched.algo.evaluate import evaluate
 from ascendsched.algo.expr import (
-    Expr, Tensor, abs_, cast, compute, eq, exp, log, maximum, minimum, ne, placeholder,
-    reciprocal, reduce_axis, reduce_max, reduce_min, reduce_sum, relu, rsqrt, select, sqrt, where,
+    Expr,
+    Tensor,
+    abs_,
+    cast,
+    compute,
+    eq,
+    exp,
+    log,
+    maximum,
+    minimum,
+    ne,
+    placeholder,
+    reciprocal,
+    reduce_axis,
+    reduce_max,
+    reduce_min,
+    reduce_sum,
+    relu,
+    rsqrt,
+    select,
+    sqrt,
+    where,
 )
 
 __all__ = [

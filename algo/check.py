@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 from ascendsched.algo.expr import (
-    Binary, Cast, Compare, Const, Expr, IndexArith, IndexVar, Load, Reduce, ReduceVar, Select,
+    Binary,
+    Cast,
+    Compare,
+    Expr,
+    IndexArith,
+    IndexVar,
+    Load,
+    Reduce,
+    ReduceVar,
+    Select,
     Unary,
 )
+
 from ascendsched.errors import AlgorithmError
 
 

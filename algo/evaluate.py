@@ -13,12 +13,24 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import sympy
-
 from ascendsched.algo.algorithm import Algorithm, algorithm
 from ascendsched.algo.expr import (
-    Binary, Cast, Compare, Const, Expr, IndexArith, IndexVar, Load, Reduce, ReduceVar, Select,
-    Size, Tensor, Unary,
+    Binary,
+    Cast,
+    Compare,
+    Const,
+    Expr,
+    IndexArith,
+    IndexVar,
+    Load,
+    Reduce,
+    ReduceVar,
+    Select,
+    Size,
+    Tensor,
+    Unary,
 )
+
 from ascendsched.dtypes import store
 from ascendsched.errors import AlgorithmError
 

@@ -1,0 +1,887 @@
+"""Algorithm + schedule -> kernel IR for the vector (AIV) path.
+
+The output stage's tile loops come from the schedule (splits, reorder, fuse, bind); tiles the
+factors do not divide are peeled (serial loops) or guarded (fused/bound loops), each version
+with static extents. Per tile: inputs are copied GM -> UB (MTE2), every non-inlined stage is
+computed into its UB buffer by vector instructions over the box bounds inference asks of it,
+and the output tile goes UB -> GM (MTE3). Example, ``z = x + y`` split by 2048, 2 cores::
+
+    for k in 0..2:                       # tiles k*2 + block_idx
+      [MTE2] copy_gm_ub x_ub <- x@(2048*(2*k + block_idx))
+      [MTE2] copy_gm_ub y_ub <- y@(...)
+      [V] vec_binary fn=add z_ub[16:128, 128:1] <- x_ub[...], y_ub[...]
+      [MTE3] copy_ub_gm z@(...) <- z_ub
+
+No syncs and no addresses yet: later passes add them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from ascendsched.algo.algorithm import loads
+from ascendsched.algo.check import children
+from ascendsched.algo.expr import (
+    Binary,
+    Cast,
+    Compare,
+    Const,
+    Expr,
+    IndexArith,
+    IndexVar,
+    Load,
+    Reduce,
+    ReduceVar,
+    Select,
+    Tensor,
+    Unary,
+)
+from ascendsched.lower.ir import (
+    BLOCK_IDX,
+    Affine,
+    Buffer,
+    Cond,
+    Dim,
+    For,
+    GmTensor,
+    If,
+    Instr,
+    Kernel,
+    Program,
+    Region,
+    Stmt,
+)
+from ascendsched.schedule.schedule import ComputeAt, ComputeInline, Schedule
+from ascendsched.target import CoreType, Pipe, Scope, Target
+
+from ascendsched.dtypes import DType, float32, store, uint8
+from ascendsched.errors import ScheduleError, UnsupportedError
+
+
+def build_loop_nest(sched: Schedule, target: Target | None = None) -> Kernel:
+    """Lower ``sched`` (vector algorithms) to an unsynchronised, unplanned AIV kernel."""
+    return _Builder(sched, target or sched.target).build()
+
+
+# --------------------------------------------------------------------------- data
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    start: Affine
+    extent: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A dense UB tile: ``box`` axes, rows padded to ``pitch`` elements (32 B multiple)."""
+
+    buf: str
+    copy: Affine
+    dtype: DType
+    box: tuple[Axis, ...]
+    pitch: int
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        n = len(self.box)
+        s = [1] * n
+        for k in range(n - 2, -1, -1):
+            s[k] = self.pitch if k == n - 2 else s[k + 1] * self.box[k + 1].extent
+        return tuple(s)
+
+    @property
+    def elems(self) -> int:
+        if len(self.box) == 1:
+            return self.pitch
+        return self.box[0].extent * self.strides[0]
+
+
+@dataclass(frozen=True)
+class Val:
+    """An operand over the current domain: element (p) at ``offset + sum(p_a * strides[a])``.
+
+    ``strides[a] == 0`` means the value does not vary along domain axis a. ``block`` marks a
+    Brcb'd operand whose 32-byte block holds the row value in every lane.
+    """
+
+    buf: str
+    copy: Affine
+    dtype: DType
+    offset: Affine
+    strides: tuple[int, ...]
+    block: bool = False
+    const: float | int | None = None
+
+    def varying(self) -> tuple[int, ...]:
+        return tuple(a for a, s in enumerate(self.strides) if s != 0)
+
+
+@dataclass
+class _Version:
+    """State while generating one tile version."""
+
+    instrs: list[Stmt] = field(default_factory=list)
+    temps: int = 0
+
+
+# --------------------------------------------------------------------------- builder
+class _Builder:
+    def __init__(self, sched: Schedule, target: Target) -> None:
+        self.s = sched
+        self.t = target
+        self.algo = sched.algo
+        if len(self.algo.outputs) != 1:
+            raise UnsupportedError(
+                f"algorithm '{self.algo.name}' has {len(self.algo.outputs)} outputs; the vector "
+                f"path lowers one output per kernel: split it into one algorithm per output")
+        self.out = self.algo.outputs[0]
+        self.placement: dict[str, ComputeAt | ComputeInline | None] = {}
+        for st in self.algo.stages:
+            if st is self.out:
+                continue
+            p = sched.placement(st.name)
+            if p is None:
+                loops = sched.legal_compute_at(self.out.name)
+                raise ScheduleError(
+                    f"stage '{st.name}' is computed at root, which would need a GM workspace "
+                    f"between kernels; place it in the output's tile: "
+                    f"compute_at('{st.name}', '{self.out.name}', '{loops[0]}') or "
+                    f"compute_inline('{st.name}')")
+            self.placement[st.name] = p
+            for d in sched.directives:
+                if getattr(d, "stage", None) == st.name and type(d).__name__ in (
+                        "Split", "Reorder", "Fuse", "Bind"):
+                    raise ScheduleError(
+                        f"{type(d).__name__.lower()} on '{st.name}' has no effect: '{st.name}' is "
+                        f"computed inside '{self.out.name}''s tile, whose box bounds inference "
+                        f"derives; schedule the loops of '{self.out.name}' instead")
+        self.inlined = {n for n, p in self.placement.items() if isinstance(p, ComputeInline)}
+        self.tile_stages = [st for st in self.algo.stages if st.name not in self.inlined]
+        self.bodies = {st.name: self._inline(st.op.body) for st in self.tile_stages}  # type: ignore
+        for t in self.algo.tensors:
+            for d in t.shape:
+                if not isinstance(d, int):
+                    raise UnsupportedError(
+                        f"tensor '{t.name}' has symbolic size {d}; lowering needs concrete sizes: "
+                        f"build the algorithm with integers for this kernel")
+        self.nest = sched.loop_nest(self.out.name)
+        self.out_axes = [a.name for a in self.out.op.axes]  # type: ignore[union-attr]
+        self.sizes = dict(zip(self.out_axes, self.out.shape))
+        self.buffers: dict[str, Buffer] = {}
+        self.block_dim = self.nest.bound[1] if self.nest.bound else 1
+        self._check_row_alignment()
+
+    # ----------------------------------------------------------------- driver
+    def build(self) -> Kernel:
+        idx = {a: Affine() for a in self.out_axes}
+        ver = {a: "whole" for a in self.out_axes}
+        for _, axes in self.nest.loops:
+            for a in axes:
+                ver[a] = "full"
+        body = self._gen_loops(0, idx, ver, Affine())
+        params = tuple(GmTensor(t.name, tuple(t.shape), t.dtype) for t in self.algo.inputs)  # type: ignore[arg-type]
+        params += (GmTensor(self.out.name, tuple(self.out.shape), self.out.dtype, "output"),)  # type: ignore[arg-type]
+        return Kernel(
+            name=self.algo.name, params=params, buffers=tuple(self.buffers.values()),
+            block_dim=self.block_dim, programs=(Program(CoreType.AIV, tuple(body)),),
+            target=self.t, notes=tuple(str(self.s).splitlines()),
+        )
+
+    def _gen_loops(self, level: int, idx: dict[str, Affine], ver: dict[str, str],
+                   copy: Affine) -> list[Stmt]:
+        if level == len(self.nest.loops):
+            return self._tile(idx, ver, copy)
+        name, axes = self.nest.loops[level]
+        tiles = {a: -(-self.sizes[a] // self.nest.factors[a]) for a in axes}
+        full = {a: self.sizes[a] // self.nest.factors[a] for a in axes}
+        bound = self.nest.bound is not None and self.nest.bound[0] == name
+        if len(axes) == 1 and not bound:
+            a = axes[0]
+            out: list[Stmt] = []
+            if full[a]:
+                inner = self._gen_loops(level + 1, {**idx, a: Affine.of(name)}, {**ver, a: "full"},
+                                        Affine.mod(name, 2))
+                out.append(For(name, full[a], tuple(inner), comment=f"tiles of {a} (split by "
+                               f"{self.nest.factors[a]})"))
+            if full[a] < tiles[a]:
+                out.extend(self._gen_loops(level + 1, {**idx, a: Affine(full[a])},
+                                           {**ver, a: "tail"}, Affine(full[a] % 2)))
+            return out
+        total = int(np.prod([tiles[a] for a in axes]))
+        if bound:
+            cores = self.block_dim
+            k = f"{name}_k"
+            v = Affine.of(k) * cores + Affine.of(BLOCK_IDX)
+            trips = -(-total // cores)
+            loop_var, copy_in = k, Affine.mod(k, 2)
+            what = f"tiles {name} = {k}*{cores} + block_idx over {cores} cores"
+        else:
+            v, trips, loop_var, copy_in = Affine.of(name), total, name, Affine.mod(name, 2)
+            what = f"fused tiles of {', '.join(axes)}"
+        per_axis: dict[str, Affine] = {}
+        inner_count = 1
+        for a in reversed(axes):
+            per_axis[a] = v.floordiv(inner_count).modulo(tiles[a]) if a != axes[0] else \
+                v.floordiv(inner_count)
+            inner_count *= tiles[a]
+        body: list[Stmt] = []
+        tail_axes = [a for a in axes if full[a] < tiles[a]]
+        for combo in itertools.product(*[("full", "tail") for _ in tail_axes]):
+            conds: list[Cond] = []
+            cver = dict(ver)
+            skip = False
+            for a in axes:
+                kind = combo[tail_axes.index(a)] if a in tail_axes else "full"
+                if kind == "full" and full[a] == 0:
+                    skip = True
+                cver[a] = kind
+                if a in tail_axes:
+                    conds.append(Cond(per_axis[a], "<" if kind == "full" else "==",
+                                      full[a] if kind == "full" else full[a]))
+            if skip:
+                continue
+            inner = self._gen_loops(level + 1, {**idx, **per_axis}, cver, copy_in)
+            body.extend([If(tuple(conds), tuple(inner), comment=_combo_comment(axes, cver))]
+                        if conds else inner)
+        if bound and total % self.block_dim:
+            body = [If((Cond(v, "<", total),), tuple(body), comment="this core's last tile")]
+        return [For(loop_var, trips, tuple(body), comment=what)]
+
+    # ----------------------------------------------------------------- one tile
+    def _tile(self, idx: dict[str, Affine], ver: dict[str, str], copy: Affine) -> list[Stmt]:
+        box = []
+        for a in self.out_axes:
+            f = self.nest.factors[a]
+            ext = {"whole": self.sizes[a], "full": f, "tail": self.sizes[a] % f}[ver[a]]
+            box.append(Axis(a, idx[a] * f if ver[a] != "whole" else Affine(), ext))
+        boxes = self._bounds(tuple(box))
+        v = _Version()
+        layouts: dict[str, Layout] = {}
+        for t in self.algo.inputs:
+            if t.name in boxes:
+                lay = self._layout(f"{t.name}_ub", t, boxes[t.name], copy)
+                layouts[t.name] = lay
+                v.instrs.extend(self._dma(t, lay, to_ub=True))
+        for st in self.tile_stages:
+            lay = self._layout(f"{st.name}_ub", st, boxes[st.name], copy)
+            layouts[st.name] = lay
+            self._stage(v, st, lay, layouts)
+        v.instrs.extend(self._dma(self.out, layouts[self.out.name], to_ub=False))
+        return v.instrs
+
+    def _layout(self, buf: str, t: Tensor, box: tuple[Axis, ...], copy: Affine) -> Layout:
+        per_block = self.t.elems_per_block(t.dtype.bytes)
+        pitch = -(-box[-1].extent // per_block) * per_block
+        copies = self.s.copies(t.name)
+        lay = Layout(buf, copy if copies == 2 else Affine(), t.dtype, box, pitch)
+        self._alloc(buf, t.dtype, lay.elems, copies, tuple(a.extent for a in box),
+                    f"tile of {t.name}" + (" (double buffered)" if copies == 2 else ""))
+        return lay
+
+    def _alloc(self, name: str, dtype: DType, elems: int, copies: int = 1,
+               shape: tuple[int, ...] = (), comment: str = "") -> None:
+        per_block = self.t.elems_per_block(dtype.bytes)
+        elems = -(-elems // per_block) * per_block
+        old = self.buffers.get(name)
+        if old is not None:
+            elems = max(elems, old.elems)
+            shape = tuple(max(a, b) for a, b in zip(shape, old.shape)) if shape else old.shape
+        self.buffers[name] = Buffer(name, Scope.UB, dtype, elems, copies, shape, comment=comment)
+
+    # ----------------------------------------------------------------- bounds inference
+    def _bounds(self, out_box: tuple[Axis, ...]) -> dict[str, tuple[Axis, ...]]:
+        boxes: dict[str, tuple[Axis, ...]] = {self.out.name: out_box}
+        for st in reversed(self.tile_stages):
+            if st.name not in boxes:
+                raise ScheduleError(
+                    f"stage '{st.name}' is computed at '{self.out.name}''s tile but no consumer "
+                    f"in the tile reads it")
+            sbox = boxes[st.name]
+            env = {ax: sbox[i] for i, ax in enumerate(st.op.axes)}  # type: ignore[union-attr]
+            for ld in loads(self.bodies[st.name]):
+                b = tuple(self._index_range(e, env, ld) for e in ld.indices)
+                b = tuple(Axis(f"{ld.tensor.name}.{k}", s, n) for k, (s, n) in enumerate(b))
+                boxes[ld.tensor.name] = _union(boxes.get(ld.tensor.name), b, ld)
+        return boxes
+
+    def _index_range(self, e: Expr, env: dict, ld: Load) -> tuple[Affine, int]:
+        if isinstance(e, IndexVar):
+            return env[e].start, env[e].extent
+        if isinstance(e, ReduceVar):
+            return Affine(), int(e.extent)
+        if isinstance(e, Const):
+            return Affine(int(e.value)), 1
+        if isinstance(e, IndexArith) and e.op in ("add", "sub"):
+            if isinstance(e.b, Const):
+                s, n = self._index_range(e.a, env, ld)
+                return s + (e.b.value if e.op == "add" else -e.b.value), n  # type: ignore[operator]
+            if isinstance(e.a, Const) and e.op == "add":
+                s, n = self._index_range(e.b, env, ld)
+                return s + int(e.a.value), n
+        raise UnsupportedError(
+            f"subscript {e} in {ld}: the vector path supports subscripts of the form "
+            f"var, var + c, var - c or c")
+
+    # ----------------------------------------------------------------- DMA
+    def _dma(self, t: Tensor, lay: Layout, *, to_ub: bool) -> list[Stmt]:
+        shape = [int(x) for x in t.shape]
+        n = len(shape)
+        gstr = [int(np.prod(shape[k + 1:])) for k in range(n)]
+        # leading axes whose rows do not flatten uniformly in GM become IR loops
+        j = max(0, n - 2)
+        while j > 0 and lay.box[j].extent == shape[j]:
+            j -= 1
+        lead = list(range(0, j)) if n > 2 else []
+        if n > 2 and lay.box[j].extent == shape[j] and j == 0:
+            lead = []
+        rows = int(np.prod([lay.box[k].extent for k in range(len(lead), n - 1)])) if n > 1 else 1
+        cols = lay.box[-1].extent
+        gm_off = sum((lay.box[k].start * gstr[k] for k in range(n)), Affine())
+        ub_off = Affine()
+        ustr = lay.strides
+        loop_vars = []
+        for k in lead:
+            var = f"{t.name}_d{k}"
+            loop_vars.append((var, lay.box[k].extent))
+            gm_off = gm_off + Affine.of(var) * gstr[k]
+            ub_off = ub_off + Affine.of(var) * ustr[k]
+        g_rs = gstr[n - 2] if n > 1 else cols
+        u_rs = lay.pitch
+        max_rows = 4095  # DataCopyParams.blockCount is 12 bits (asc-devkit DataCopyParams)
+        out: list[Stmt] = []
+        for r0 in range(0, rows, max_rows):
+            nr = min(max_rows, rows - r0)
+            g = Region(t.name, gm_off + r0 * g_rs, (Dim(nr, g_rs), Dim(cols, 1)))
+            u = Region(lay.buf, ub_off + r0 * u_rs, (Dim(nr, u_rs), Dim(cols, 1)), lay.copy)
+            if to_ub:
+                out.append(Instr("copy_gm_ub", Pipe.MTE2, (u,), (g,),
+                                 comment=f"load {t.name} tile into UB"))
+            else:
+                out.append(Instr("copy_ub_gm", Pipe.MTE3, (g,), (u,),
+                                 comment=f"store {t.name} tile to GM"))
+        for var, ext in reversed(loop_vars):
+            out = [For(var, ext, tuple(out), comment=f"{t.name} rows not contiguous in GM")]
+        return out
+
+    # ----------------------------------------------------------------- stage codegen
+    def _stage(self, v: _Version, st: Tensor, lay: Layout, layouts: dict[str, Layout]) -> None:
+        dom = list(lay.box)
+        env = {ax: i for i, ax in enumerate(st.op.axes)}  # type: ignore[union-attr]
+        gen = _ExprGen(self, v, st.name, dom, env, layouts)
+        dst = Val(lay.buf, lay.copy, lay.dtype, Affine(), lay.strides)
+        gen.emit_into(self.bodies[st.name], dst)
+
+    def _inline(self, e: Expr) -> Expr:
+        if isinstance(e, Load) and e.tensor.name in self.inlined:
+            body = self._inline(e.tensor.op.body)  # type: ignore[union-attr]
+            return _subst(body, dict(zip(e.tensor.op.axes, e.indices)))  # type: ignore[union-attr]
+        kids = children(e)
+        if not kids:
+            return e
+        new = tuple(self._inline(c) for c in kids)
+        return _rebuild(e, new)
+
+    def _check_row_alignment(self) -> None:
+        last = self.out_axes[-1]
+        f = self.nest.factors[last]
+        if f != self.sizes[last]:
+            for t in self.algo.tensors:
+                if (f * t.dtype.bytes) % self.t.block_bytes:
+                    need = self.t.block_bytes // min(x.dtype.bytes for x in self.algo.tensors)
+                    raise ScheduleError(
+                        f"split('{self.out.name}', '{last}', {f}): a UB tile row of {f} x "
+                        f"{t.dtype} ('{t.name}') = {f * t.dtype.bytes} B is not a multiple of "
+                        f"{self.t.block_bytes} B; use a factor that is a multiple of {need}")
+
+
+class _ExprGen:
+    """Vector instructions for one stage body over its box (plus reduction axes)."""
+
+    def __init__(self, b: _Builder, v: _Version, stage: str, dom: list[Axis],
+                 env: dict, layouts: dict[str, Layout]) -> None:
+        self.b, self.v, self.stage, self.dom, self.env, self.layouts = b, v, stage, dom, env, layouts
+        self.t = b.t
+
+    # ---- values
+    def emit_into(self, e: Expr, dst: Val) -> None:
+        val = self.value(e, dst)
+        if val is not dst:
+            self.move(val, dst)
+
+    def value(self, e: Expr, dst: Val | None = None) -> Val:
+        if isinstance(e, Const):
+            return Val("", Affine(), e.dtype, Affine(), (0,) * len(self.dom), const=e.value)
+        if isinstance(e, Load):
+            return self.load(e)
+        if isinstance(e, Binary):
+            return self.binary(e, dst)
+        if isinstance(e, Unary):
+            return self.unary(e, dst)
+        if isinstance(e, Cast):
+            return self.cast(e, dst)
+        if isinstance(e, Select):
+            return self.select(e, dst)
+        if isinstance(e, Reduce):
+            return self.reduce(e, dst)
+        raise UnsupportedError(f"stage '{self.stage}': cannot lower {e} on the vector path")
+
+    def load(self, e: Load) -> Val:
+        lay = self.layouts[e.tensor.name]
+        strides = [0] * len(self.dom)
+        off = Affine()
+        last_axis = -1
+        for k, ix in enumerate(e.indices):
+            a, shift = self._axis_of(ix)
+            start = (self.dom[a].start if a is not None else Affine()) + shift
+            off = off + (start - lay.box[k].start) * lay.strides[k]
+            if a is not None:
+                if a <= last_axis:
+                    raise UnsupportedError(
+                        f"stage '{self.stage}': {e} reads '{e.tensor.name}' transposed; the "
+                        f"vector path needs subscripts in the stage's axis order")
+                last_axis = a
+                strides[a] = lay.strides[k]
+        return Val(lay.buf, lay.copy, lay.dtype, off, tuple(strides))
+
+    def _axis_of(self, ix: Expr) -> tuple[int | None, int]:
+        if isinstance(ix, (IndexVar, ReduceVar)):
+            return self.env[ix], 0
+        if isinstance(ix, Const):
+            return None, int(ix.value)
+        assert isinstance(ix, IndexArith) and isinstance(ix.b, Const) or isinstance(ix.a, Const)
+        if isinstance(ix.b, Const):  # type: ignore[union-attr]
+            a, s = self._axis_of(ix.a)  # type: ignore[union-attr]
+            return a, s + (ix.b.value if ix.op == "add" else -ix.b.value)  # type: ignore
+        a, s = self._axis_of(ix.b)  # type: ignore[union-attr]
+        return a, s + int(ix.a.value)  # type: ignore[union-attr]
+
+    def temp(self, axes: tuple[int, ...], dtype: DType, what: str) -> Val:
+        """A fresh dense UB buffer over domain axes ``axes``."""
+        self.v.temps += 1
+        name = f"{self.stage}_t{self.v.temps}"
+        box = tuple(self.dom[a] for a in axes) or (Axis("one", Affine(), 1),)
+        per_block = self.t.elems_per_block(dtype.bytes)
+        pitch = -(-box[-1].extent // per_block) * per_block
+        lay = Layout(name, Affine(), dtype, box, pitch)
+        self.b._alloc(name, dtype, lay.elems + 8, 1, tuple(x.extent for x in box),
+                      f"temporary of {self.stage}: {what}")
+        strides = [0] * len(self.dom)
+        for a, s in zip(axes, lay.strides):
+            strides[a] = s
+        return Val(name, Affine(), dtype, Affine(), tuple(strides))
+
+    def _dst(self, dst: Val | None, axes: tuple[int, ...], dtype: DType, what: str) -> Val:
+        if dst is not None and dst.dtype == dtype and dst.varying() == axes:
+            return dst
+        return self.temp(axes, dtype, what)
+
+    # ---- nodes
+    def binary(self, e: Binary, dst: Val | None) -> Val:
+        a, b = self.value(e.a), self.value(e.b)
+        if a.const is not None and b.const is not None:
+            return Val("", Affine(), e.dtype, Affine(), a.strides,
+                       const=_fold(e.op, a.const, b.const, e.dtype))
+        dtype = e.dtype
+        if b.const is not None or (a.const is not None and e.op in ("add", "mul", "max", "min")):
+            x, c = (a, b.const) if b.const is not None else (b, a.const)
+            if e.op in ("add", "sub", "mul", "max", "min"):
+                c = -c if e.op == "sub" else c
+                fn = {"add": "adds", "sub": "adds", "mul": "muls", "max": "maxs", "min": "mins"}[e.op]
+                out = self._dst(dst, x.varying(), dtype, str(e))
+                self.vec("vec_scalar", out, (x,), fn, (("fn", fn), ("scalar", c)))
+                return out
+        if a.const is not None and e.op == "sub":  # c - x = (-x) + c
+            neg = self.temp(b.varying(), dtype, f"-{e.b}")
+            self.vec("vec_scalar", neg, (b,), "muls", (("fn", "muls"), ("scalar", -1)))
+            out = self._dst(dst, b.varying(), dtype, str(e))
+            self.vec("vec_scalar", out, (neg,), "adds", (("fn", "adds"), ("scalar", a.const)))
+            return out
+        a, b = self.materialize_const(a, b), self.materialize_const(b, a)
+        axes = tuple(sorted(set(a.varying()) | set(b.varying())))
+        out = self._dst(dst, axes, dtype, str(e))
+        self.vec("vec_binary", out, (a, b), e.op, (("fn", e.op),))
+        return out
+
+    def unary(self, e: Unary, dst: Val | None) -> Val:
+        x = self.value(e.x)
+        if x.const is not None:
+            return Val("", Affine(), e.dtype, Affine(), x.strides,
+                       const=_fold1(e.op, x.const, e.dtype))
+        out = self._dst(dst, x.varying(), e.dtype, str(e))
+        if e.op == "neg":
+            self.vec("vec_scalar", out, (x,), "muls", (("fn", "muls"), ("scalar", -1)))
+        else:
+            fn = {"log": "ln"}.get(e.op, e.op)
+            self.vec("vec_unary", out, (x,), fn, (("fn", fn),))
+        return out
+
+    def cast(self, e: Cast, dst: Val | None) -> Val:
+        x = self.value(e.x)
+        if x.const is not None:
+            return Val("", Affine(), e.dtype, Affine(), x.strides,
+                       const=store(e.dtype, x.const, e.round_mode).item())
+        pair = (x.dtype.name, e.dtype.name)
+        if pair not in self.t.vector_casts:
+            raise UnsupportedError(
+                f"stage '{self.stage}': cast {x.dtype} -> {e.dtype} in {e} is not a vector Cast "
+                f"on {self.t.name}; cast through float16 or float32 (supported pairs: "
+                f"{', '.join(f'{s}->{d}' for s, d in sorted(self.t.vector_casts))})")
+        out = self._dst(dst, x.varying(), e.dtype, str(e))
+        rnd = e.round_mode if not e.dtype.is_float else (
+            "none" if e.dtype.bytes > x.dtype.bytes or not x.dtype.is_float else "rint")
+        self.vec("vec_cast", out, (x,), "cast", (("round", rnd),))
+        return out
+
+    def select(self, e: Select, dst: Val | None) -> Val:
+        cond = e.cond
+        assert isinstance(cond, Compare)
+        ca, cb = self.value(cond.a), self.value(cond.b)
+        a, b = self.value(e.a), self.value(e.b)
+        axes = tuple(sorted(set().union(*(v.varying() for v in (ca, cb, a, b)))))
+        ops = [self.full(v, axes, str(x)) for v, x in ((ca, cond.a), (cb, cond.b), (a, e.a),
+                                                        (b, e.b))]
+        out = self._dst(dst, axes, e.dtype, str(e))
+        self.vec("vec_select", out, tuple(ops), cond.op, (("fn", cond.op),))
+        return out
+
+    def _select_pair(self, regs: list[Region], attrs: tuple, comment: str) -> list[Instr]:
+        """vec_cmp into a mask buffer, then vec_select: regs = dst, ca, cb, a, b."""
+        dst, ca, cb, a, b = regs
+        rows, cols = dst.dims[0].extent, dst.dims[1].extent
+        dt = self.b.buffers[ca.tensor].dtype
+        per_rep = self.t.repeat_bytes // dt.bytes // 8  # mask bytes one repeat writes
+        mask = f"{self.stage}_mask"
+        self.b._alloc(mask, uint8, rows * per_rep, 1, (rows, per_rep),
+                      f"compare mask of {self.stage} (1 bit per element)")
+        m = Region(mask, Affine(), (Dim(rows, per_rep), Dim(-(-cols // 8), 1)))
+        return [Instr("vec_cmp", Pipe.V, (m,), (ca, cb), attrs, comment + " (compare)"),
+                Instr("vec_select", Pipe.V, (dst,), (m, a, b), (), comment + " (select)")]
+
+    def reduce(self, e: Reduce, dst: Val | None) -> Val:
+        if len(e.axes) != 1:
+            raise UnsupportedError(
+                f"stage '{self.stage}': {e} reduces {len(e.axes)} axes at once; the vector path "
+                f"reduces one (innermost) axis: nest reductions, one axis each")
+        rv = e.axes[0]
+        sub = _ExprGen(self.b, self.v, self.stage,
+                       self.dom + [Axis(rv.name, Affine(), int(rv.extent))],
+                       {**self.env, rv: len(self.dom)}, self.layouts)
+        body = sub.value(e.body)
+        k = len(self.dom)
+        if body.const is not None or body.strides[k] == 0:
+            raise UnsupportedError(
+                f"stage '{self.stage}': the body of {e} does not depend on '{rv.name}'; "
+                f"multiply by the extent instead of reducing")
+        body = sub.plain(body, str(e.body))
+        fn = {"sum": "sum", "max": "rmax", "min": "rmin"}[e.op]
+        if e.dtype.name not in self.t.vector_dtypes[fn]:
+            raise UnsupportedError(
+                f"stage '{self.stage}': {e.op}-reduction in {e.dtype} is not supported by the "
+                f"{self.t.name} vector unit; accumulate in float32 (reduce_{e.op}(..., "
+                f"dtype='float32'))")
+        axes = tuple(a for a in body.varying() if a != k)
+        out = self._dst(dst, axes, e.dtype, str(e))
+        sub.emit_reduce(e.op, out, body, axes)
+        return out
+
+    # ---- helpers over Vals
+    def materialize_const(self, x: Val, other: Val) -> Val:
+        if x.const is None:
+            return x
+        out = self.temp(other.varying(), x.dtype, f"constant {x.const}")
+        self.vec_dup(out, x.const)
+        return out
+
+    def full(self, x: Val, axes: tuple[int, ...], what: str) -> Val:
+        """``x`` as a dense buffer over ``axes`` (for ops without broadcast operands)."""
+        if x.const is not None:
+            out = self.temp(axes, x.dtype, what)
+            self.vec_dup(out, x.const)
+            return out
+        if x.varying() == axes and not x.block:
+            return x
+        out = self.temp(axes, x.dtype, what)
+        self.move(x, out)
+        return out
+
+    def plain(self, x: Val, what: str) -> Val:
+        """``x`` with stride 1 along its innermost varying axis."""
+        ax = x.varying()
+        if ax and x.strides[ax[-1]] == 1 and not x.block:
+            return x
+        out = self.temp(ax, x.dtype, what)
+        self.move(x, out)
+        return out
+
+    def move(self, src: Val, dst: Val) -> None:
+        if src.const is not None:
+            self.vec_dup(dst, src.const)
+        else:
+            self.vec("vec_unary", dst, (src,), "copy", (("fn", "copy"),))
+
+    def vec_dup(self, dst: Val, value: float | int) -> None:
+        self.vec("vec_dup", dst, (), "dup", (("value", value),))
+
+    # ---- instruction emission
+    def vec(self, op: str, dst: Val, srcs: tuple[Val, ...], fn: str,
+            attrs: tuple, comment: str = "") -> None:
+        dtypes = {dst.dtype.name} | {s.dtype.name for s in srcs}
+        key = "select" if op == "vec_select" else ("cast" if op == "vec_cast" else fn)
+        if key == "cast":
+            pass
+        elif key in self.t.vector_dtypes:
+            bad = [d for d in dtypes if d not in self.t.vector_dtypes[key]]
+            if bad:
+                hint = "float32" if "bfloat16" in bad or "int8" in bad else "float32"
+                raise UnsupportedError(
+                    f"stage '{self.stage}': vector '{fn}' does not support {', '.join(bad)} on "
+                    f"{self.t.name} (supported: {', '.join(sorted(self.t.vector_dtypes[key]))}); "
+                    f"cast the operands to {hint} first")
+        axes = dst.varying()
+        srcs = tuple(self._broadcastable(s, axes) for s in srcs)
+        if not axes:  # a single element: treat as one row of one column
+            axes = ()
+        ext = [self.dom[a].extent for a in axes] or [1]
+        cols = ext[-1]
+        rows = int(np.prod(ext[:-1])) if len(ext) > 1 else 1
+        vals = (dst,) + srcs
+        rs = [self._row_stride(x, axes) for x in vals]
+        cs = [(x.strides[axes[-1]] if axes else 1) for x in vals]
+        cs = [0 if x.block else c for x, c in zip(vals, cs)]
+        epr = self.t.repeat_bytes // max(x.dtype.bytes for x in vals)
+        comment = comment or f"{self.stage}: {fn}"
+        dense = all(c == 1 and r == cols for c, r in zip(cs, rs)) and rows > 1
+        pieces: list[tuple[int, int, int, int, list[int]]] = []  # (off elems, rows, cols, ..)
+        if dense or rows == 1 and all(c == 1 for c in cs):
+            total = rows * cols
+            full_rows, tail = divmod(total, epr)
+            for r0 in range(0, full_rows, self.t.max_repeat):
+                nr = min(self.t.max_repeat, full_rows - r0)
+                pieces.append((r0 * epr, nr, epr, 0, [epr] * len(vals)))
+            if tail:
+                pieces.append((full_rows * epr, 1, tail, 0, [epr] * len(vals)))
+            offs = [[p[0] for _ in vals] for p in pieces]
+        else:
+            for j, x in enumerate(vals):
+                if rows > 1 and (rs[j] * x.dtype.bytes) % self.t.block_bytes:
+                    raise UnsupportedError(
+                        f"stage '{self.stage}': operand {x.buf} has a row stride of {rs[j]} "
+                        f"elements, not a multiple of {self.t.block_bytes} B; choose tiles "
+                        f"whose rows are multiples of 32 B")
+            big = any(r * x.dtype.bytes // self.t.block_bytes > self.t.max_rep_stride
+                      for r, x in zip(rs, vals))
+            offs = []
+            if big:  # rows too far apart for a repeat stride: one IR loop over rows
+                body: list[Stmt] = []
+                rvar = f"{self.stage}_r{self.v.temps}_{len(self.v.instrs)}"
+                for c0 in range(0, cols, epr):
+                    w = min(epr, cols - c0)
+                    regs = [self._region(x, Affine.of(rvar) * r + c0 * c, 1, r, w, c)
+                            for x, r, c in zip(vals, rs, cs)]
+                    body.extend(self._instr(op, regs, attrs, comment))
+                self.v.instrs.append(For(rvar, rows, tuple(body), comment=f"rows of {self.stage}"))
+                return
+            for c0 in range(0, cols, epr):
+                w = min(epr, cols - c0)
+                for r0 in range(0, rows, self.t.max_repeat):
+                    nr = min(self.t.max_repeat, rows - r0)
+                    pieces.append((0, nr, w, 0, rs))
+                    offs.append([r0 * r + c0 * c for r, c in zip(rs, cs)])
+        for (_, nr, w, _, strides), off in zip(pieces, offs):
+            regs = [self._region(x, Affine(o), nr, st, w, c)
+                    for x, o, st, c in zip(vals, off, strides, cs)]
+            self.v.instrs.extend(self._instr(op, regs, attrs, comment))
+
+    def _instr(self, op: str, regs: list[Region], attrs: tuple, comment: str) -> list[Instr]:
+        for r in regs:
+            if r.tensor in self.b.buffers:
+                self._check_aligned(r)
+        if op == "vec_select":
+            return self._select_pair(regs, attrs, comment)
+        return [Instr(op, Pipe.V, (regs[0],), tuple(regs[1:]), attrs, comment)]
+
+    def _region(self, x: Val, extra: Affine, rows: int, rs: int, cols: int, cs: int) -> Region:
+        return Region(x.buf, x.offset + extra, (Dim(rows, rs if rows > 1 else max(rs, 0)),
+                                               Dim(cols, cs)), x.copy)
+
+    def _check_aligned(self, r: Region) -> None:
+        dt = self.b.buffers[r.tensor].dtype
+        per = self.t.elems_per_block(dt.bytes)
+        off = r.offset
+        if off.const % per or any(c % per for _, c in off.terms) or any(
+                c % per for _, _, c in off.mods) or any(c % per for _, _, c in off.divs):
+            raise UnsupportedError(
+                f"stage '{self.stage}': a vector operand of {r.tensor} starts at element "
+                f"offset {off}, not on a 32-byte boundary (hardware requires it); use tiles "
+                f"and subscripts that keep row starts 32-byte aligned (e.g. no x[i, j+1] "
+                f"shifts of computed stages)")
+
+    def _row_stride(self, x: Val, axes: tuple[int, ...]) -> int:
+        """Element stride between the flattened rows (all axes but the last) of ``x``."""
+        if len(axes) < 2:
+            return 0
+        outer = axes[:-1]
+        rs = x.strides[outer[-1]]
+        for p, q in zip(outer[:-1], outer[1:]):
+            if x.strides[p] != x.strides[q] * self.dom[q].extent:
+                raise UnsupportedError(
+                    f"stage '{self.stage}': operand {x.buf} is not uniformly strided over the "
+                    f"flattened rows {[self.dom[i].name for i in outer]}; tile so that inner "
+                    f"row axes are whole")
+        return rs
+
+    def _broadcastable(self, x: Val, axes: tuple[int, ...]) -> Val:
+        """Make ``x`` usable as a source over dst ``axes`` (Brcb for per-row values)."""
+        if x.const is not None:
+            raise AssertionError("constants are handled by the caller")
+        if not axes:
+            return x
+        last = axes[-1]
+        if x.strides[last] != 0 or x.block:
+            return x
+        # per-row value: Brcb its (contiguous) values into one 32-byte block per row
+        outer = [a for a in axes[:-1]]
+        if any(a not in outer for a in x.varying()):
+            raise UnsupportedError(f"stage '{self.stage}': cannot broadcast {x.buf}")
+        rows = int(np.prod([self.dom[a].extent for a in outer])) if outer else 1
+        src = self.plain(x, f"rows of {x.buf}") if x.varying() else x
+        if x.varying() and outer and set(x.varying()) != set(outer):
+            src = self.full(x, tuple(outer), f"rows of {x.buf}")
+        per = self.t.elems_per_block(x.dtype.bytes)
+        n8 = -(-rows // 8) * 8
+        self.v.temps += 1
+        name = f"{self.stage}_brcb{self.v.temps}"
+        self.b._alloc(name, x.dtype, n8 * per, 1, (n8, per),
+                      f"{x.buf} broadcast to one 32 B block per row (Brcb)")
+        srcbuf = self.b.buffers[src.buf]
+        need = (src.offset.const if src.offset.is_const else 0) + n8
+        if srcbuf.elems < need:
+            self.b.buffers[src.buf] = replace(srcbuf, elems=-(-need // per) * per)
+        self._check_aligned(Region(src.buf, src.offset, (Dim(1, 1),)))
+        src_rs = src.strides[x.varying()[-1]] if x.varying() else 0
+        if x.varying() and src_rs != 1:
+            raise UnsupportedError(f"stage '{self.stage}': per-row values of {x.buf} not contiguous")
+        for r0 in range(0, n8, 8 * self.t.max_repeat):
+            nr = min(8 * self.t.max_repeat, n8 - r0)
+            self.v.instrs.append(Instr(
+                "vec_brcb", Pipe.V,
+                (Region(name, Affine(r0 * per), (Dim(nr, per), Dim(per, 1))),),
+                (Region(src.buf, src.offset + r0 * (1 if x.varying() else 0),
+                        (Dim(nr, 1 if x.varying() else 0), Dim(1, 1)), src.copy),),
+                comment=f"{self.stage}: broadcast {x.buf} per row"))
+        strides = [0] * len(self.dom)
+        acc = per
+        for a in reversed(outer):
+            strides[a] = acc
+            acc *= self.dom[a].extent
+        return Val(name, Affine(), x.dtype, Affine(), tuple(strides), block=True)
+
+    def emit_reduce(self, op: str, out: Val, body: Val, axes: tuple[int, ...]) -> None:
+        k = len(self.dom) - 1
+        cols = self.dom[k].extent
+        rows = int(np.prod([self.dom[a].extent for a in axes])) if axes else 1
+        rs = self._row_stride(body, axes + (k,)) if axes else 0
+        epr = self.t.repeat_bytes // body.dtype.bytes
+        fn = {"sum": "add", "max": "max", "min": "min"}[op]
+        src, src_rs = body, rs
+        if cols > epr:
+            # fold the row's 256-byte chunks into one chunk of partials, then reduce that
+            self.v.temps += 1
+            acc = f"{self.stage}_acc{self.v.temps}"
+            self.b._alloc(acc, body.dtype, rows * epr, 1, (rows, epr),
+                          f"{op} partials of {self.stage}")
+            accv = Val(acc, Affine(), body.dtype, Affine(), ())
+            self._rows_op("vec_unary", acc, epr, [(body, rs, 0)], rows, epr,
+                          (("fn", "copy"),), f"{self.stage}: {op} partials = first chunk")
+            for c0 in range(epr, cols, epr):
+                w = min(epr, cols - c0)
+                self._rows_op("vec_binary", acc, epr, [(accv, epr, 0), (body, rs, c0)], rows, w,
+                              (("fn", fn),), f"{self.stage}: {op} partials, columns {c0}..{c0 + w}")
+            src, src_rs, cols = accv, epr, epr
+        for p_, q_ in zip(axes[:-1], axes[1:]):
+            if out.strides[p_] != out.strides[q_] * self.dom[q_].extent:
+                raise UnsupportedError(
+                    f"stage '{self.stage}': the {op}-reduction result over "
+                    f"{[self.dom[a].name for a in axes]} is not contiguous; reduce a tile whose "
+                    f"inner result axes are whole")
+        for r0 in range(0, rows, self.t.max_repeat):
+            nr = min(self.t.max_repeat, rows - r0)
+            self.v.instrs.append(Instr(
+                "vec_reduce", Pipe.V,
+                (Region(out.buf, out.offset + r0, (Dim(nr, 1), Dim(1, 1)), out.copy),),
+                (Region(src.buf, src.offset + r0 * src_rs, (Dim(nr, src_rs), Dim(cols, 1)),
+                        src.copy),),
+                (("fn", op),), comment=f"{self.stage}: {op} over {self.dom[k].name}"))
+
+    def _rows_op(self, op: str, dst: str, dst_rs: int, srcs: list[tuple[Val, int, int]],
+                 rows: int, w: int, attrs: tuple, comment: str) -> None:
+        for r0 in range(0, rows, self.t.max_repeat):
+            nr = min(self.t.max_repeat, rows - r0)
+            d = Region(dst, Affine(r0 * dst_rs), (Dim(nr, dst_rs), Dim(w, 1)))
+            regs = [Region(v.buf, v.offset + r0 * rs + c0, (Dim(nr, rs), Dim(w, 1)), v.copy)
+                    for v, rs, c0 in srcs]
+            self.v.instrs.append(Instr(op, Pipe.V, (d,), tuple(regs), attrs, comment))
+
+
+# --------------------------------------------------------------------------- helpers
+def _union(old: tuple[Axis, ...] | None, new: tuple[Axis, ...], ld: Load) -> tuple[Axis, ...]:
+    if old is None:
+        return new
+    out = []
+    for a, b in zip(old, new):
+        d = a.start - b.start
+        if not d.is_const:
+            raise UnsupportedError(
+                f"{ld}: '{ld.tensor.name}' is read at tiles that do not line up ({a.start} vs "
+                f"{b.start}); the vector path needs every read of a tensor to share its tiling")
+        lo = min(0, -d.const)
+        hi = max(a.extent, b.extent - d.const)
+        out.append(Axis(a.name, a.start + lo, hi - lo))
+    return tuple(out)
+
+
+def _combo_comment(axes: tuple[str, ...], ver: dict[str, str]) -> str:
+    return ", ".join(f"{a}: {ver[a]} tile" for a in axes)
+
+
+def _subst(e: Expr, mapping: dict) -> Expr:
+    if isinstance(e, IndexVar) and e in mapping:
+        return mapping[e]
+    kids = children(e)
+    if not kids:
+        return e
+    return _rebuild(e, tuple(_subst(c, mapping) for c in kids))
+
+
+def _rebuild(e: Expr, kids: tuple[Expr, ...]) -> Expr:
+    if kids == children(e):
+        return e
+    if isinstance(e, Load):
+        return replace(e, indices=kids)
+    if isinstance(e, (Binary, Compare, IndexArith)):
+        return replace(e, a=kids[0], b=kids[1])
+    if isinstance(e, (Unary, Cast)):
+        return replace(e, x=kids[0])
+    if isinstance(e, Select):
+        return replace(e, cond=kids[0], a=kids[1], b=kids[2])
+    if isinstance(e, Reduce):
+        return replace(e, body=kids[0])
+    raise AssertionError(e)
+
+
+def _fold(op: str, a: float | int, b: float | int, dt: DType) -> float | int:
+    f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+         "max": np.maximum, "min": np.minimum}[op]
+    return store(dt, f(store(dt, a), store(dt, b))).item()
+
+
+def _fold1(op: str, x: float | int, dt: DType) -> float | int:
+    f = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda v: 1 / np.sqrt(v),
+         "abs": np.abs, "relu": lambda v: np.maximum(v, 0), "neg": np.negative,
+         "reciprocal": lambda v: 1 / v}[op]
+    return store(dt, f(store(dt, x))).item()
+
+
+_ = float32

@@ -1,0 +1,52 @@
+"""A schedule prints as the Python calls that rebuild it (paste into a regression test)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ascendsched.schedule.schedule import Schedule
+
+
+def format_schedule(s: Schedule) -> str:
+    from ascendsched.schedule import schedule as d
+
+    lines = [f"Schedule({s.algo.name})"]
+    for x in s.directives:
+        if isinstance(x, d.Split):
+            lines.append(f"  .split({x.stage!r}, {x.axis!r}, {x.factor}, outer={x.outer!r}, "
+                         f"inner={x.inner!r})")
+        elif isinstance(x, d.Reorder):
+            lines.append(f"  .reorder({x.stage!r}, {', '.join(map(repr, x.order))})")
+        elif isinstance(x, d.Fuse):
+            lines.append(f"  .fuse({x.stage!r}, {x.outer!r}, {x.inner!r}, fused={x.fused!r})")
+        elif isinstance(x, d.Bind):
+            lines.append(f"  .bind({x.stage!r}, {x.loop!r}, cores={x.cores})")
+        elif isinstance(x, d.ComputeAt):
+            lines.append(f"  .compute_at({x.stage!r}, {x.consumer!r}, {x.loop!r})")
+        elif isinstance(x, d.ComputeInline):
+            lines.append(f"  .compute_inline({x.stage!r})")
+        elif isinstance(x, d.Buffering):
+            lines.append(f"  .buffer({x.tensor!r}, copies={x.copies})")
+    return "\n".join(lines)
+
+
+def print_loop_nest(s: Schedule) -> str:
+    """Pseudocode of the output stage's loops before lowering (Halide's print_loop_nest)."""
+    out = s.algo.outputs[0]
+    nest = s.loop_nest(out.name)
+    lines, pad = [], ""
+    for name, axes in nest.loops:
+        bound = f"  # on {nest.bound[1]} cores" if nest.bound and nest.bound[0] == name else ""
+        lines.append(f"{pad}for {name} (tiles of {', '.join(axes)}):{bound}")
+        pad += "  "
+    for st in s.algo.stages:
+        p = s.placement(st.name)
+        if st is out:
+            continue
+        if p is not None and type(p).__name__ == "ComputeInline":
+            continue
+        lines.append(f"{pad}compute {st.name} tile (UB)")
+    tile = " x ".join(str(nest.factors[a.name]) for a in out.op.axes)  # type: ignore[union-attr]
+    lines.append(f"{pad}compute {out.name} tile [{tile}] (UB) -> GM")
+    return "\n".join(lines)

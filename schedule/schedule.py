@@ -1,0 +1,308 @@
+"""Schedules: plain frozen records of scheduling decisions bound to an algorithm.
+
+Each method checks its input, then returns a new Schedule (calls chain)::
+
+    s = Schedule(algo).split("y", "i", 8).bind("y", "i_o", cores=8).buffer("x", copies=2)
+
+Only ``lower/build_loop_nest.py`` turns the records into loops. Vector-path model: the
+output stage's axes are split into tile loops (outer) and a tile (inner, processed by vector
+instructions); producer stages are inlined or computed per tile (``compute_at``); every tensor
+a tile touches lives in UB (inputs through a ``cache_read`` buffer ``<name>_ub``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.expr import Reduce, Tensor
+from ascendsched.target import DEFAULT_TARGET, Target
+
+from ascendsched.errors import ScheduleError
+
+
+@dataclass(frozen=True)
+class Split:
+    stage: str
+    axis: str
+    outer: str
+    inner: str
+    factor: int
+
+
+@dataclass(frozen=True)
+class Reorder:
+    stage: str
+    order: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Fuse:
+    stage: str
+    outer: str
+    inner: str
+    fused: str
+
+
+@dataclass(frozen=True)
+class Bind:
+    stage: str
+    loop: str
+    cores: int
+
+
+@dataclass(frozen=True)
+class ComputeAt:
+    stage: str
+    consumer: str
+    loop: str
+
+
+@dataclass(frozen=True)
+class ComputeInline:
+    stage: str
+
+
+@dataclass(frozen=True)
+class Buffering:
+    tensor: str  # an input (its UB cache) or a stage (its UB buffer)
+    copies: int
+
+
+Directive = Split | Reorder | Fuse | Bind | ComputeAt | ComputeInline | Buffering
+
+
+@dataclass(frozen=True)
+class LoopNest:
+    """The resolved loops of one stage: outer loops (outermost first) and the axes' tiles."""
+
+    loops: tuple[tuple[str, tuple[str, ...]], ...]  # (loop name, axes it iterates, fused)
+    factors: dict[str, int]  # axis -> tile extent (the axis size when not split)
+    bound: tuple[str, int] | None  # (loop name, cores)
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """An algorithm plus an ordered tuple of scheduling directives."""
+
+    algo: Algorithm
+    directives: tuple[Directive, ...] = ()
+    target: Target = DEFAULT_TARGET
+
+    # ----------------------------------------------------------------- primitives
+    def split(self, stage: str, axis: str, factor: int, *, outer: str | None = None,
+              inner: str | None = None) -> Schedule:
+        """Split ``axis`` of ``stage`` into ``outer`` tile loop and ``inner`` tile of ``factor``."""
+        t = self._stage(stage, "split")
+        outer = outer or f"{axis}_o"
+        inner = inner or f"{axis}_i"
+        axes = self._axes(t)
+        if axis not in axes:
+            raise ScheduleError(
+                f"split('{stage}', '{axis}', {factor}): stage '{stage}' has no axis '{axis}'; "
+                f"its axes are {', '.join(axes)}")
+        if any(isinstance(d, Split) and d.stage == stage and d.axis == axis
+               for d in self.directives):
+            raise ScheduleError(
+                f"split('{stage}', '{axis}', {factor}): '{axis}' is already split; "
+                f"change the existing factor instead of splitting twice")
+        if not isinstance(factor, int) or factor < 1:
+            raise ScheduleError(f"split('{stage}', '{axis}', {factor}): factor must be an int >= 1")
+        size = t.shape[axes.index(axis)]
+        if isinstance(size, int) and factor > size:
+            raise ScheduleError(
+                f"split('{stage}', '{axis}', {factor}): factor exceeds the axis size {size}; "
+                f"use a factor <= {size} (or no split)")
+        names = set(self.loop_names(stage)) | set(axes)
+        for n in (outer, inner):
+            if n in names:
+                raise ScheduleError(
+                    f"split('{stage}', '{axis}', {factor}): loop name '{n}' is already used")
+        return self._add(Split(stage, axis, outer, inner, factor))
+
+    def tile(self, stage: str, axes: tuple[str, ...], factors: tuple[int, ...]) -> Schedule:
+        """Split several axes at once (outer loops keep the axes' order)."""
+        if len(axes) != len(factors):
+            raise ScheduleError(f"tile('{stage}'): {len(axes)} axes but {len(factors)} factors")
+        s = self
+        for a, f in zip(axes, factors):
+            s = s.split(stage, a, f)
+        return s
+
+    def reorder(self, stage: str, *order: str) -> Schedule:
+        """Order the tile loops of ``stage`` outermost first."""
+        self._stage(stage, "reorder")
+        loops = [n for n, _ in self.loop_nest(stage).loops]
+        if sorted(order) != sorted(loops):
+            raise ScheduleError(
+                f"reorder('{stage}', {', '.join(map(repr, order))}): give every tile loop once; "
+                f"the tile loops are {', '.join(loops) or '(none: split an axis first)'}")
+        return self._add(Reorder(stage, tuple(order)))
+
+    def fuse(self, stage: str, outer: str, inner: str, *, fused: str | None = None) -> Schedule:
+        """Fuse two adjacent tile loops (``outer`` directly encloses ``inner``) into one."""
+        self._stage(stage, "fuse")
+        loops = [n for n, _ in self.loop_nest(stage).loops]
+        for n in (outer, inner):
+            if n not in loops:
+                raise ScheduleError(
+                    f"fuse('{stage}', '{outer}', '{inner}'): '{n}' is not a tile loop of "
+                    f"'{stage}'; its tile loops are {', '.join(loops) or '(none)'}")
+        if loops.index(inner) != loops.index(outer) + 1:
+            raise ScheduleError(
+                f"fuse('{stage}', '{outer}', '{inner}'): loops are not adjacent with '{outer}' "
+                f"directly outside '{inner}' (order: {', '.join(loops)}); reorder them first")
+        return self._add(Fuse(stage, outer, inner, fused or f"{outer}_{inner}"))
+
+    def bind(self, stage: str, loop: str, cores: int) -> Schedule:
+        """Distribute the iterations of ``loop`` (the outermost tile loop) over ``cores``."""
+        self._stage(stage, "bind")
+        nest = self.loop_nest(stage)
+        loops = [n for n, _ in nest.loops]
+        if loop not in loops:
+            raise ScheduleError(
+                f"bind('{stage}', '{loop}'): no tile loop '{loop}'; tile loops: "
+                f"{', '.join(loops) or '(none: split an axis first)'}")
+        if loops[0] != loop:
+            raise ScheduleError(
+                f"bind('{stage}', '{loop}'): only the outermost tile loop ('{loops[0]}') can be "
+                f"bound to cores; reorder('{stage}', '{loop}', ...) first")
+        limit = self.target.num_aiv
+        if not isinstance(cores, int) or not 1 <= cores <= limit:
+            raise ScheduleError(
+                f"bind('{stage}', '{loop}', cores={cores}): {self.target.name} has {limit} vector "
+                f"cores; use 1 <= cores <= {limit}")
+        if nest.bound is not None:
+            raise ScheduleError(f"bind('{stage}'): '{nest.bound[0]}' is already bound")
+        return self._add(Bind(stage, loop, cores))
+
+    def compute_at(self, stage: str, consumer: str, loop: str) -> Schedule:
+        """Compute ``stage`` inside ``consumer``'s ``loop``, once per tile, in UB."""
+        t = self._stage(stage, "compute_at")
+        c = self._stage(consumer, "compute_at")
+        if t in self.algo.outputs:
+            raise ScheduleError(
+                f"compute_at('{stage}', ...): '{stage}' is an output; outputs are computed at root")
+        if c is t or t not in _upstream(c):
+            raise ScheduleError(
+                f"compute_at('{stage}', '{consumer}', '{loop}'): '{consumer}' does not consume "
+                f"'{stage}' (directly or through other stages)")
+        legal = self.legal_compute_at(consumer)
+        if loop not in legal:
+            raise ScheduleError(
+                f"compute_at('{stage}', '{consumer}', '{loop}'): stages are computed per tile, at "
+                f"the innermost tile loop of the consumer. Legal locations: "
+                + (", ".join(f"compute_at('{stage}', '{consumer}', '{n}')" for n in legal)
+                   or f"(none: split '{consumer}' first, or compute_inline('{stage}'))"))
+        return self._add(ComputeAt(stage, consumer, loop))
+
+    def compute_inline(self, stage: str) -> Schedule:
+        """Substitute ``stage``'s expression into every consumer (no buffer of its own)."""
+        t = self._stage(stage, "compute_inline")
+        if t in self.algo.outputs:
+            raise ScheduleError(f"compute_inline('{stage}'): an output cannot be inlined")
+        assert t.op is not None
+        if isinstance(t.op.body, Reduce):
+            raise ScheduleError(
+                f"compute_inline('{stage}'): '{stage}' is a reduction; inlining would recompute "
+                f"it per element. Use compute_at('{stage}', <consumer>, <tile loop>)")
+        return self._add(ComputeInline(stage))
+
+    def buffer(self, tensor: str, copies: int = 2) -> Schedule:
+        """Number of UB copies of ``tensor``'s tile buffer (2 = double buffering)."""
+        self.algo.tensor(tensor)
+        if copies not in (1, 2):
+            raise ScheduleError(
+                f"buffer('{tensor}', copies={copies}): 1 (single) or 2 (double buffering) copies")
+        return self._add(Buffering(tensor, copies))
+
+    cache_read = buffer  # UB placement of an input's tile; copies as for buffer()
+    cache_write = buffer  # UB placement of a stage's tile
+
+    # ----------------------------------------------------------------- queries
+    def loop_names(self, stage: str) -> list[str]:
+        return [n for n, _ in self.loop_nest(stage).loops]
+
+    def loop_nest(self, stage: str) -> LoopNest:
+        t = self.algo.tensor(stage)
+        axes = self._axes(t)
+        factors = {a: s for a, s in zip(axes, t.shape)}
+        loops: list[tuple[str, tuple[str, ...]]] = []
+        bound = None
+        for d in self.directives:
+            if getattr(d, "stage", None) != stage:
+                continue
+            if isinstance(d, Split):
+                factors[d.axis] = d.factor
+                loops.append((d.outer, (d.axis,)))
+            elif isinstance(d, Reorder):
+                by = dict(loops)
+                loops = [(n, by[n]) for n in d.order]
+            elif isinstance(d, Fuse):
+                i = [n for n, _ in loops].index(d.outer)
+                loops[i:i + 2] = [(d.fused, loops[i][1] + loops[i + 1][1])]
+            elif isinstance(d, Bind):
+                bound = (d.loop, d.cores)
+        return LoopNest(tuple(loops), factors, bound)
+
+    def legal_compute_at(self, consumer: str) -> list[str]:
+        loops = self.loop_names(consumer)
+        at = self.placement(consumer)
+        if at is not None:  # consumer itself computed at another stage: same level
+            return [at.loop]
+        return loops[-1:] if loops else ["root"]
+
+    def placement(self, stage: str) -> ComputeAt | ComputeInline | None:
+        """The last compute_at/compute_inline directive of ``stage`` (None: default)."""
+        p = None
+        for d in self.directives:
+            if isinstance(d, (ComputeAt, ComputeInline)) and d.stage == stage:
+                p = d
+        return p
+
+    def copies(self, tensor: str) -> int:
+        n = 1
+        for d in self.directives:
+            if isinstance(d, Buffering) and d.tensor == tensor:
+                n = d.copies
+        return n
+
+    def __str__(self) -> str:
+        from ascendsched.schedule.printer import format_schedule
+
+        return format_schedule(self)
+
+    # ----------------------------------------------------------------- helpers
+    def _add(self, d: Directive) -> Schedule:
+        return replace(self, directives=self.directives + (d,))
+
+    def _stage(self, name: str, prim: str) -> Tensor:
+        try:
+            t = self.algo.tensor(name)
+        except Exception:
+            raise ScheduleError(
+                f"{prim}('{name}', ...): algorithm '{self.algo.name}' has no stage '{name}'; "
+                f"stages: {', '.join(s.name for s in self.algo.stages)}") from None
+        if t.is_placeholder:
+            raise ScheduleError(
+                f"{prim}('{name}', ...): '{name}' is an input, not a stage; inputs take only "
+                f"cache_read/buffer")
+        return t
+
+    @staticmethod
+    def _axes(t: Tensor) -> list[str]:
+        assert t.op is not None
+        return [a.name for a in t.op.axes]
+
+
+def _upstream(t: Tensor) -> set[Tensor]:
+    from ascendsched.algo.algorithm import producers
+
+    seen: set[Tensor] = set()
+    todo = list(producers(t))
+    while todo:
+        p = todo.pop()
+        if p not in seen:
+            seen.add(p)
+            todo.extend(producers(p))
+    return seen

@@ -453,12 +453,16 @@ _MASK = "mask"
 
 def _vec(cx: _Ctx, region: Region, role: str, *, dst: bool = False,
          elem_row_stride: bool = False, kind: str = "data") -> _Operand:
-    """Resolve a vector operand and check the ir.py constraints on it."""
+    """Resolve a vector operand and check the ir.py constraints on it.
+
+    ``elem_row_stride`` (vec_reduce dst, vec_brcb src): any row stride in elements; a reduce
+    dst also only needs element alignment (``WholeReduce*`` writes one element per repeat).
+    """
     o = cx.operand(region, role)
     t = cx.m.t
     if o.scope != Scope.UB:
         raise cx.fail(f"vector {role} {o.tensor} is in {o.scope}, not UB")
-    if o.start % t.block_bytes:
+    if o.start % (o.eb if elem_row_stride and dst else t.block_bytes):
         raise cx.fail(f"vector {role} {o.tensor} starts at byte {o.start}, "
                       f"not {t.block_bytes}-byte aligned")
     if kind == _MASK:

@@ -1,0 +1,194 @@
+"""Event-id allocation: fit every flag channel into the target's ids per HardEvent.
+
+Input: a kernel whose syncs carry ``channel``/``role`` attrs and channel-local event ids (0, or
+``k % 2`` for ping-pong). Per core and HardEvent (src, dst), each channel occupies the span of
+program text from its first to its last sync; channels whose spans overlap need different ids,
+a ping-pong channel two consecutive ones (``base + k % 2``). Spans are coloured greedily in
+order of start. When the ids (``target.event_ids``) run out for a HardEvent:
+
+1. ping-pong channels of that event fall back to one id (``EventIdPressureWarning``);
+2. then the longest channel is made *tight*: its wait moves right after its set, which frees
+   the id at once (a set/wait pair acting as a barrier from the source pipe to the destination
+   pipe; ``BarrierFallbackWarning``). PipeBarrier cannot order two pipes and PIPE_ALL is never
+   used, so this is the last resort; adjacent tight pairs of one event share an id.
+
+Finally ``channel``/``role`` attrs are removed. Before/after::
+
+    set MTE2->V id=0 [ch 3]; ... wait MTE2->V id=0 [ch 3]   ->  set MTE2->V id=2; ...
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, replace
+
+from ascendsched.lower.ir import Affine, Instr, Kernel, Stmt, StmtMutator
+from ascendsched.target.model import CoreType, Pipe, Target
+
+from ascendsched.errors import AscendSchedWarning, BarrierFallbackWarning, SyncError
+
+
+class EventIdPressureWarning(AscendSchedWarning):
+    """Event ids ran short: a double-buffered (ping-pong) sync now uses a single id."""
+
+    warning_id = "event-id-pressure"
+
+
+def allocate_event_ids(kernel: Kernel, target: Target) -> Kernel:
+    """``kernel`` with every flag's event id within ``target.event_ids``; attrs cleaned."""
+    ids = tuple(target.event_ids)
+    while True:
+        chans = _channels(kernel)
+        groups: dict[tuple[CoreType, Pipe, Pipe], list[_Chan]] = {}
+        for c in chans.values():
+            groups.setdefault((c.core, c.src, c.dst), []).append(c)
+        bases: dict[int, int] = {}
+        failed = None
+        for key, cs in groups.items():
+            got = _color(cs, ids)
+            if got is None:
+                failed = (key, cs)
+                break
+            bases.update(got)
+        if failed is None:
+            return _finish(kernel, bases)
+        (core, src, dst), cs = failed
+        if not ids:
+            raise SyncError(f"{target.name} has no event ids for {src}_{dst} flags; "
+                            f"{len(cs)} dependence(s) need one: {cs[0].comment}")
+        pingpong = [c for c in cs if c.n_ids == 2]
+        if pingpong:
+            warnings.warn(EventIdPressureWarning(
+                f"{core} {src}_{dst}: {len(cs)} syncs need more than the {len(ids)} event ids; "
+                f"{len(pingpong)} double-buffered sync(s) now use one id, so their copies no "
+                f"longer overlap: {pingpong[0].comment}"), stacklevel=2)
+            kernel = _rewrite(kernel, {c.channel for c in pingpong}, _downgrade)
+            continue
+        loose = [c for c in cs if not c.tight]
+        if not loose:
+            raise SyncError(f"{core} {src}_{dst}: cannot fit {len(cs)} syncs into event ids "
+                            f"{ids}")
+        worst = max(loose, key=lambda c: (c.end - c.start, -c.start))
+        warnings.warn(BarrierFallbackWarning(
+            f"{core} {src}_{dst}: event ids {ids} ran out; '{worst.comment}' is now a set "
+            f"immediately followed by its wait (a {src}->{dst} barrier: {dst} stalls until "
+            f"{src} drains)"), stacklevel=2)
+        kernel = _rewrite(kernel, {worst.channel}, _tighten)
+
+
+# --------------------------------------------------------------------------- private helpers
+@dataclass
+class _Chan:
+    channel: int
+    core: CoreType
+    src: Pipe
+    dst: Pipe
+    start: int
+    end: int
+    n_ids: int
+    tight: bool
+    comment: str
+
+
+def _channels(kernel: Kernel) -> dict[int, _Chan]:
+    out: dict[int, _Chan] = {}
+    pos = 0
+
+    def walk(body: tuple[Stmt, ...], core: CoreType) -> None:
+        nonlocal pos
+        for s in body:
+            if not isinstance(s, Instr):
+                walk(s.body, core)
+                continue
+            pos += 1
+            if s.op not in ("set_flag", "wait_flag"):
+                continue
+            ch = s.attr("channel")
+            if ch is None:
+                raise SyncError(f"flag without a channel: {s} (allocate_event_ids runs on "
+                                "insert_sync's output)")
+            src = s.pipe if s.op == "set_flag" else s.attr("src")
+            dst = s.attr("dst") if s.op == "set_flag" else s.pipe
+            eid = s.attr("event_id")
+            n = 2 if isinstance(eid, Affine) and (not eid.is_const or eid.const == 1) else 1
+            c = out.get(int(ch))
+            if c is None:
+                out[int(ch)] = _Chan(int(ch), core, src, dst, pos, pos, n, True, s.comment)
+            else:
+                c.end = pos
+                c.n_ids = max(c.n_ids, n)
+            if s.attr("role") in ("prologue", "epilogue"):
+                out[int(ch)].tight = False
+
+    for p in kernel.programs:
+        walk(p.body, p.core)
+    for c in out.values():
+        c.tight = c.tight and c.end - c.start == 1
+    return out
+
+
+def _color(cs: list[_Chan], ids: tuple[int, ...]) -> dict[int, int] | None:
+    active: list[tuple[_Chan, int]] = []
+    bases: dict[int, int] = {}
+    for c in sorted(cs, key=lambda c: (c.start, c.end)):
+        active = [(a, b) for a, b in active if a.end >= c.start]
+        used = {b + i for a, b in active for i in range(a.n_ids)}
+        for base in ids:
+            need = [base + i for i in range(c.n_ids)]
+            if all(x in ids and x not in used for x in need):
+                bases[c.channel] = base
+                active.append((c, base))
+                break
+        else:
+            return None
+    return bases
+
+
+def _rewrite(kernel: Kernel, channels: set[int], fn) -> Kernel:  # noqa: ANN001
+    class _M(StmtMutator):
+        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+            if s.op in ("set_flag", "wait_flag") and s.attr("channel") in channels:
+                return fn(s)
+            return (s,)
+
+    progs = tuple(replace(p, body=_M().visit_body(p.body)) for p in kernel.programs)
+    return replace(kernel, programs=progs)
+
+
+def _with(s: Instr, **kv: object) -> Instr:
+    attrs = tuple((k, kv.pop(k)) if k in kv else (k, v) for k, v in s.attrs)
+    return replace(s, attrs=attrs + tuple(kv.items()))
+
+
+def _downgrade(s: Instr) -> tuple[Stmt, ...]:
+    eid = s.attr("event_id")
+    if s.attr("role") in ("prologue", "epilogue") and eid == Affine(1):
+        return ()
+    return (_with(s, event_id=Affine()),)
+
+
+def _tighten(s: Instr) -> tuple[Stmt, ...]:
+    if s.attr("role") != "set":
+        return ()
+    st = _with(s, event_id=Affine())
+    wait = Instr("wait_flag", s.attr("dst"), attrs=(
+        ("src", s.pipe), ("event_id", Affine()), ("channel", s.attr("channel")),
+        ("role", "wait")), comment=s.comment)
+    return (st, wait)
+
+
+def _finish(kernel: Kernel, bases: dict[int, int]) -> Kernel:
+    class _M(StmtMutator):
+        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+            if not s.is_sync or s.attr("channel") is None:
+                return (s,)
+            attrs = tuple((k, v) for k, v in s.attrs if k not in ("channel", "role"))
+            if s.op in ("set_flag", "wait_flag"):
+                eid = s.attr("event_id")
+                base = bases[int(s.attr("channel"))]
+                attrs = tuple((k, Affine.of(eid) + base if k == "event_id" else v)
+                              for k, v in attrs)
+            return (replace(s, attrs=attrs),)
+
+    progs = tuple(replace(p, body=_M().visit_body(p.body)) for p in kernel.programs)
+    return replace(kernel, programs=progs)

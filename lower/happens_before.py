@@ -1,0 +1,191 @@
+"""Happens-before over a synchronised program: which dependences its syncs order.
+
+The sync passes' own oracle (independent of ``sim/checker.py``). It executes each program's
+control flow with per-pipe vector clocks under the 910B pipe semantics:
+
+* a ``set_flag`` on pipe p fires when every earlier p instruction is done, so it carries p's
+  clock up to itself plus everything p already waited for; ``wait_flag`` on q joins that into q;
+* a ``barrier`` on p orders every earlier p instruction before every later one;
+* plain instructions on a pipe with ``needs_same_pipe_barrier`` are unordered among
+  themselves; other pipes (S) run in order.
+
+Knowledge is prefix-closed per pipe ("all p instructions up to #n are done"), so a dependence is
+ordered iff for each sink instance the *latest* source instance it depends on is known done.
+
+To stay cheap, loops whose variable no ``If`` tests are run for at most ``clamp`` iterations
+(sync patterns are periodic in such loops: at most period 2 from ``k % 2`` event ids, and
+dependence distances are bounded by the copies of a buffer), and only block 0 runs unless an
+``If`` tests ``block_idx``. Before/after::
+
+    load x; set MTE2->V 0; wait MTE2->V 0; add     ->  unordered_dependences(...) == []
+    load x; add                                     ->  [RAW x_ub S0 -> S1]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+from ascendsched.lower.ir import BLOCK_IDX, Affine, For, If, Instr, Kernel, Stmt
+from ascendsched.lower.polyhedral import Dependence, Dependences
+from ascendsched.target.model import CoreType, Pipe, Target
+
+_PIPES = tuple(p for p in Pipe if p != Pipe.ALL)
+
+
+@dataclass(frozen=True)
+class SyncProblem:
+    """A dependence left unordered, or a flag misuse (``dep`` None)."""
+
+    message: str
+    dep: Dependence | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def unordered_dependences(kernel: Kernel, deps: Dependences, target: Target, *,
+                          clamp: int = 6) -> tuple[SyncProblem, ...]:
+    """Dependences of ``deps`` that the syncs of ``kernel`` leave unordered, plus flag errors
+    (a second set before its wait, a wait with no set, a set never waited for)."""
+    problems: list[SyncProblem] = []
+    events: dict[tuple[int, tuple[int, ...]], tuple[Pipe, int, tuple[int, ...]]] = {}
+    ids = {id(i.instr): i.id for i in deps.instrs}  # the Instr objects survive insertion
+    bounds: dict[CoreType, tuple[dict[str, int], tuple[int, ...]]] = {}
+    for prog in kernel.programs:
+        tested = _tested_vars(prog.body)
+        blocks = tuple(range(kernel.block_dim)) if BLOCK_IDX in tested else (0,)
+        limits: dict[str, int] = {}
+        run = _Run(target, prog.core, ids, events, problems, tested, clamp, limits)
+        for b in blocks:
+            run.block(prog.body, b)
+        bounds[prog.core] = (limits, blocks)
+    for d in deps:
+        if d.core not in bounds:
+            continue
+        limits, blocks = bounds[d.core]
+        src, dst = deps.info(d.src), deps.info(d.dst)
+        rel = d.relation.intersect_domain(_box(src, limits, blocks)).intersect_range(
+            _box(dst, limits, blocks))
+        if rel.is_empty():
+            continue
+        latest = rel.reverse().lexmax()
+        bad: list[str] = []
+
+        def check(p: isl.Point, d: Dependence = d, bad: list[str] = bad) -> None:
+            n_dst = len(deps.info(d.dst).loops) + 1
+            coords = [p.get_coordinate_val(isl.dim_type.set, i).to_python()
+                      for i in range(n_dst + len(deps.info(d.src).loops) + 1)]
+            dst_key = (d.dst, tuple(coords[:n_dst]))
+            src_key = (d.src, tuple(coords[n_dst:]))
+            if dst_key not in events or src_key not in events:
+                bad.append(f"instance {src_key} or {dst_key} never ran")
+                return
+            spipe, sidx, _ = events[src_key]
+            _, _, known = events[dst_key]
+            if known[_PIPES.index(spipe)] < sidx and len(bad) < 3:
+                bad.append(f"{src_key} -> {dst_key}")
+
+        latest.wrap().foreach_point(check)
+        if bad:
+            problems.append(SyncProblem(f"unordered: {d} at {', '.join(bad)}", d))
+    return tuple(problems)
+
+
+# --------------------------------------------------------------------------- private helpers
+def _tested_vars(body: tuple[Stmt, ...]) -> frozenset[str]:
+    out: set[str] = set()
+    for s in body:
+        if isinstance(s, If):
+            for c in s.conds:
+                out |= c.lhs.vars()
+        if not isinstance(s, Instr):
+            out |= _tested_vars(s.body)
+    return frozenset(out)
+
+
+def _box(info, limits: dict[str, int], blocks: tuple[int, ...]) -> isl.Set:  # noqa: ANN001
+    vars_ = (BLOCK_IDX,) + info.loop_vars
+    cons = [f"{BLOCK_IDX} <= {max(blocks)}"]
+    cons += [f"{v} < {limits[v]}" for v in info.loop_vars if v in limits]
+    return isl.Set(f"{{ S{info.id}[{', '.join(vars_)}] : {' and '.join(cons)} }}")
+
+
+class _Run:
+    def __init__(self, target: Target, core: CoreType, ids: dict[int, int],
+                 events: dict, problems: list[SyncProblem], tested: frozenset[str],
+                 clamp: int, limits: dict[str, int]) -> None:
+        self.target = target
+        self.core = core
+        self.ids = ids
+        self.events = events
+        self.problems = problems
+        self.tested = tested
+        self.clamp = clamp
+        self.limits = limits
+
+    def block(self, body: tuple[Stmt, ...], b: int) -> None:
+        n = len(_PIPES)
+        self.count = [0] * n
+        self.known = [[0] * n for _ in range(n)]  # known[q][p]: p instrs done, as seen by q
+        self.flags: dict[tuple, tuple[list[int], str]] = {}
+        self.env: dict[str, int] = {BLOCK_IDX: b}
+        self.iters: list[int] = [b]
+        self.body(body)
+        for key, (_, where) in self.flags.items():
+            self.problems.append(SyncProblem(f"block {b}: set {key} ({where}) is never waited"))
+
+    def body(self, body: tuple[Stmt, ...]) -> None:
+        for s in body:
+            if isinstance(s, Instr):
+                self.instr(s)
+            elif isinstance(s, For):
+                n = s.extent if s.var in self.tested else min(s.extent, self.clamp)
+                self.limits[s.var] = max(self.limits.get(s.var, 0), n)
+                for i in range(n):
+                    self.env[s.var] = i
+                    self.iters.append(i)
+                    self.body(s.body)
+                    self.iters.pop()
+                del self.env[s.var]
+            elif s.evaluate(self.env):
+                self.body(s.body)
+
+    def instr(self, s: Instr) -> None:
+        p = _PIPES.index(s.pipe) if s.pipe != Pipe.ALL else None
+        if s.op == "set_flag":
+            key = self._key(s, s.pipe, s.attr("dst"))
+            if key in self.flags:
+                self.problems.append(SyncProblem(f"second set of {key} before its wait"))
+            clock = list(self.known[p])
+            clock[p] = self.count[p]
+            self.flags[key] = (clock, s.comment)
+        elif s.op == "wait_flag":
+            key = self._key(s, s.attr("src"), s.pipe)
+            if key not in self.flags:
+                self.problems.append(SyncProblem(f"wait {key} has no pending set (deadlock)"))
+                return
+            clock, _ = self.flags.pop(key)
+            self.known[p] = [max(a, c) for a, c in zip(self.known[p], clock, strict=True)]
+        elif s.op == "barrier":
+            if p is None:
+                for q in range(len(_PIPES)):
+                    self.known[q] = [max(self.count[r], self.known[q][r])
+                                     for r in range(len(_PIPES))]
+            else:
+                self.known[p][p] = self.count[p]
+        elif s.is_sync:
+            return  # cross-core flags: outside this oracle
+        else:
+            self.count[p] += 1
+            if id(s) not in self.ids:
+                return  # not an instruction of the analysed kernel
+            self.events[(self.ids[id(s)], tuple(self.iters))] = (
+                s.pipe, self.count[p], tuple(self.known[p]))
+            if not self.target.needs_same_pipe_barrier.get(s.pipe, True):
+                self.known[p][p] = self.count[p]
+
+    def _key(self, s: Instr, src: object, dst: object) -> tuple:
+        eid = s.attr("event_id")
+        value = eid.evaluate(self.env) if isinstance(eid, Affine) else eid
+        return (str(src), str(dst), s.attr("channel"), value)

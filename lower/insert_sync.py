@@ -1,0 +1,243 @@
+"""Sync insertion: set_flag/wait_flag pairs and barriers that order every dependence.
+
+Runs on the *planned* kernel (dependences on physical bytes, so reuse of dead space brings its
+WAR dependences). For each dependence ``src -> dst`` it walks the common loops outermost first:
+
+* if some instances are carried by loop L and, inside L's body, ``src``'s statement comes
+  before ``dst``'s, one pair *inside* the body covers everything (set right after the source
+  statement, wait right before the sink statement);
+* if the source comes after the sink in the body, the standard loop-carried pattern: wait
+  before the sink, set after the source, a prologue set before L and an epilogue wait after it,
+  so every set meets exactly one wait on every path (zero-trip loops too). With distance >= 2
+  (double buffering) the pair ping-pongs: event id ``base + L % 2``, two prologue sets and
+  two epilogue waits, so the two copies overlap;
+* instances sharing all common iterations get a pair in the innermost common body.
+
+Same-pipe dependences get ``barrier`` right before the sink statement. Then
+``remove_redundant_sync`` drops every pair implied by the others and ``allocate_event_ids``
+fits the ids into the target's budget. Before/after (vadd, one copy)::
+
+    for k: load x; load y; add; store
+    ->  set V->MTE2 0; set MTE3->V 0
+        for k: wait V->MTE2 0; load x; load y; set MTE2->V 0; wait MTE2->V 0;
+               wait MTE3->V 0; add; set V->MTE2 0; set V->MTE3 0; wait V->MTE3 0; store;
+               set MTE3->V 0
+        wait V->MTE2 0; wait MTE3->V 0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ascendsched.lower.allocate_event_ids import allocate_event_ids
+from ascendsched.lower.ir import Affine, For, If, Instr, Kernel, Program, Stmt
+from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo
+from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
+from ascendsched.target.model import Pipe, Target
+
+from ascendsched.errors import SyncError
+
+
+def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
+    """``kernel`` with the flags and barriers that order ``deps`` (computed on ``kernel``)."""
+    placed = place_syncs(kernel, deps, target)
+    pruned = remove_redundant_sync(placed, deps, target)
+    return allocate_event_ids(pruned, target)
+
+
+def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
+    """Every needed sync, one channel per placement (attrs ``channel``, ``role``), local ids."""
+    reqs: dict[tuple, list[str]] = {}
+    for d in deps:
+        for r in _requirements(d, deps, kernel, target):
+            reqs.setdefault(r, []).append(d.reason)
+    inserts: dict[tuple[int, ...], dict[int, list[tuple[int, int, Instr]]]] = {}
+    by_core: dict[object, dict] = {}
+    for n, (req, reasons) in enumerate(reqs.items()):
+        comment = "; ".join(dict.fromkeys(reasons))
+        core_inserts = by_core.setdefault(req.core, {})
+        for path, gap, group, ins in _materialize(req, n, comment, kernel):
+            core_inserts.setdefault(path, {}).setdefault(gap, []).append((group, n, ins))
+    del inserts
+    programs = []
+    for p in kernel.programs:
+        ins = by_core.get(p.core)
+        programs.append(p if not ins else Program(p.core, _rebuild(p.body, (), ins)))
+    if all(a is b for a, b in zip(programs, kernel.programs, strict=True)):
+        return kernel
+    from dataclasses import replace
+
+    return replace(kernel, programs=tuple(programs))
+
+
+def sync_stats(kernel: Kernel) -> dict[str, object]:
+    """Sync counts for benchmark reports.
+
+    ``sets``/``waits``/``barriers``/``pipe_all``: executed by one block (block 0) in total;
+    ``static``: instructions in the program text; ``per_iteration``: for each loop variable,
+    the syncs directly in its body (executed once per iteration).
+    """
+    static = {"sets": 0, "waits": 0, "barriers": 0, "pipe_all": 0}
+    dynamic = dict(static)
+    per_iter: dict[str, dict[str, int]] = {}
+
+    def kind(s: Instr) -> str | None:
+        if s.op == "set_flag":
+            return "sets"
+        if s.op == "wait_flag":
+            return "waits"
+        if s.op == "barrier":
+            return "pipe_all" if s.pipe == Pipe.ALL else "barriers"
+        return None
+
+    def walk(body: tuple[Stmt, ...], env: dict[str, int], loop: str | None, times: int) -> None:
+        for s in body:
+            if isinstance(s, Instr):
+                k = kind(s)
+                if k:
+                    dynamic[k] += times
+            elif isinstance(s, For):
+                if _has_if(s.body):
+                    for i in range(s.extent):
+                        walk(s.body, {**env, s.var: i}, s.var, times)
+                elif s.extent:
+                    walk(s.body, {**env, s.var: 0}, s.var, times * s.extent)
+            elif s.evaluate(env):
+                walk(s.body, env, loop, times)
+
+    def walk_static(body: tuple[Stmt, ...], loop: str | None) -> None:
+        for s in body:
+            if isinstance(s, Instr):
+                k = kind(s)
+                if k:
+                    static[k] += 1
+                    if loop is not None:
+                        d = per_iter.setdefault(loop, {"sets": 0, "waits": 0, "barriers": 0,
+                                                       "pipe_all": 0})
+                        d[k] += 1
+            else:
+                walk_static(s.body, s.var if isinstance(s, For) else loop)
+
+    for p in kernel.programs:
+        walk(p.body, {"block_idx": 0}, None, 1)
+        walk_static(p.body, None)
+    return {**dynamic, "static": static, "per_iteration": per_iter}
+
+
+# --------------------------------------------------------------------------- private helpers
+@dataclass(frozen=True)
+class _Req:
+    """One sync placement. ``container``: path of the body (For/If, () = root) holding the set
+    after child ``after`` and the wait before child ``before``. ``loop`` (carried pattern): path
+    of the loop with prologue/epilogue, ``ids`` 2 for ping-pong on ``var``."""
+
+    core: object
+    src: Pipe
+    dst: Pipe
+    container: tuple[int, ...]
+    after: int
+    before: int
+    loop: tuple[int, ...] | None = None
+    var: str = ""
+    ids: int = 1
+
+
+def _requirements(d: Dependence, deps: Dependences, kernel: Kernel, target: Target
+                  ) -> list[_Req]:
+    s, t = deps.info(d.src), deps.info(d.dst)
+    if d.src_pipe != d.dst_pipe and not target.is_legal_event(d.core, d.src_pipe, d.dst_pipe):
+        raise SyncError(f"dependence {d} needs a {d.src_pipe}->{d.dst_pipe} flag, which "
+                        f"{target.name} {d.core} does not have (legal: "
+                        f"{sorted(f'{a}_{b}' for a, b in target.hard_events[d.core])})")
+    carried = dict(d.carried)
+    prog = kernel.program(d.core)
+    assert prog is not None
+    out: list[_Req] = []
+    m = len(d.common_loops)
+    for j in range(m):
+        var = d.common_loops[j]
+        if var not in carried:
+            continue
+        loop = s.loop_paths[j]
+        cp = _descend(prog.body, loop, s, t)
+        a, b = s.path[len(cp)], t.path[len(cp)]
+        if a < b:
+            out.append(_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b))
+            return out
+        dist = carried[var]
+        out.append(_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b, loop, var,
+                        2 if dist >= 2 else 1))
+        if a != b:
+            return out
+    if d.loop_independent:
+        cp = _descend(prog.body, s.loop_paths[m - 1] if m else (), s, t)
+        a, b = s.path[len(cp)], t.path[len(cp)]
+        out.append(_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b))
+    return out
+
+
+def _node(body: tuple[Stmt, ...], path: tuple[int, ...]) -> Stmt:
+    node: Stmt = body[path[0]]
+    for i in path[1:]:
+        node = node.body[i]  # type: ignore[union-attr]
+    return node
+
+
+def _descend(root: tuple[Stmt, ...], cp: tuple[int, ...], s: InstrInfo, t: InstrInfo
+             ) -> tuple[int, ...]:
+    """Go down through Ifs that contain both instructions."""
+    while (len(s.path) > len(cp) + 1 and len(t.path) > len(cp) + 1
+           and s.path[len(cp)] == t.path[len(cp)]
+           and isinstance(_node(root, cp + (s.path[len(cp)],)), If)):
+        cp = cp + (s.path[len(cp)],)
+    return cp
+
+
+# insertion groups inside one gap, in order
+_SET, _EPILOGUE, _PROLOGUE, _WAIT, _BARRIER = range(5)
+
+
+def _materialize(r: _Req, n: int, comment: str, kernel: Kernel
+                 ) -> list[tuple[tuple[int, ...], int, int, Instr]]:
+    """(container path, gap, group, instr) for requirement ``r`` as channel ``n``."""
+    if r.src == r.dst:
+        return [(r.container, r.before, _BARRIER,
+                 Instr("barrier", r.dst, attrs=(("channel", n),), comment=comment))]
+
+    def flag(op: str, eid: Affine, role: str) -> Instr:
+        other = ("dst", r.dst) if op == "set_flag" else ("src", r.src)
+        pipe = r.src if op == "set_flag" else r.dst
+        return Instr(op, pipe, attrs=(other, ("event_id", eid), ("channel", n), ("role", role)),
+                     comment=comment)
+
+    eid = Affine.mod(r.var, 2) if r.ids == 2 else Affine()
+    out = [(r.container, r.after + 1, _SET, flag("set_flag", eid, "set")),
+           (r.container, r.before, _WAIT, flag("wait_flag", eid, "wait"))]
+    if r.loop is not None:
+        parent, idx = r.loop[:-1], r.loop[-1]
+        for c in range(r.ids):
+            out.append((parent, idx, _PROLOGUE, flag("set_flag", Affine(c), "prologue")))
+            out.append((parent, idx + 1, _EPILOGUE, flag("wait_flag", Affine(c), "epilogue")))
+    return out
+
+
+def _rebuild(body: tuple[Stmt, ...], path: tuple[int, ...],
+             inserts: dict[tuple[int, ...], dict[int, list[tuple[int, int, Instr]]]]
+             ) -> tuple[Stmt, ...]:
+    here = inserts.get(path, {})
+    out: list[Stmt] = []
+    for g in range(len(body) + 1):
+        out.extend(ins for _, _, ins in sorted(here.get(g, []), key=lambda x: (x[0], x[1])))
+        if g == len(body):
+            break
+        s = body[g]
+        if not isinstance(s, Instr) and any(p[: len(path) + 1] == path + (g,) for p in inserts):
+            sub = _rebuild(s.body, path + (g,), inserts)
+            s = For(s.var, s.extent, sub, s.comment) if isinstance(s, For) else If(
+                s.conds, sub, s.comment)
+        out.append(s)
+    return tuple(out)
+
+
+def _has_if(body: tuple[Stmt, ...]) -> bool:
+    return any(isinstance(s, If) or (isinstance(s, For) and _has_if(s.body)) for s in body)

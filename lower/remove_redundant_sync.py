@@ -1,0 +1,88 @@
+"""Remove syncs implied by others (transitivity through program order and other flags).
+
+Works on the output of ``insert_sync.place_syncs``: every sync carries an attr ``channel``;
+a channel (a set/wait pair with its prologue/epilogue, or a barrier) is removed when every
+dependence stays ordered without it (``happens_before.unordered_dependences``). Barriers are
+tried first, then flag pairs by their set's position (an earlier set covers less). Before/after
+(vadd): the x_ub RAW pair is implied by the y_ub one, whose set comes after both loads::
+
+    load x; set MTE2->V #0; load y; set MTE2->V #1; wait #0; wait #1; add
+    ->  load x; load y; set MTE2->V #1; wait #1; add
+"""
+
+from __future__ import annotations
+
+from ascendsched.lower.happens_before import unordered_dependences
+from ascendsched.lower.ir import Instr, Kernel, Stmt, StmtMutator
+from ascendsched.lower.polyhedral import Dependences
+from ascendsched.target.model import Target
+
+from ascendsched.errors import InternalCompilerError
+
+
+def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
+    """Drop every sync channel of ``kernel`` whose dependences other syncs already order."""
+    problems = unordered_dependences(kernel, deps, target)
+    if problems:
+        raise InternalCompilerError("sync placement leaves problems before pruning:\n  "
+                                    + "\n  ".join(map(str, problems)))
+    for ch in _candidates(kernel):
+        trial = drop_channels(kernel, frozenset([ch]))
+        if not unordered_dependences(trial, deps, target):
+            kernel = trial
+    return kernel
+
+
+def drop_channels(kernel: Kernel, channels: frozenset[int]) -> Kernel:
+    """``kernel`` without the sync instructions of ``channels``."""
+
+    class _Drop(StmtMutator):
+        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+            return () if s.is_sync and s.attr("channel") in channels else (s,)
+
+    from dataclasses import replace
+
+    progs = tuple(replace(p, body=_Drop().visit_body(p.body)) for p in kernel.programs)
+    return replace(kernel, programs=progs)
+
+
+def channels_of(kernel: Kernel) -> tuple[int, ...]:
+    """Channel numbers in order of first appearance."""
+    seen: dict[int, None] = {}
+
+    def walk(body: tuple[Stmt, ...]) -> None:
+        for s in body:
+            if isinstance(s, Instr):
+                if s.is_sync and s.attr("channel") is not None:
+                    seen.setdefault(int(s.attr("channel")), None)
+            else:
+                walk(s.body)
+
+    for p in kernel.programs:
+        walk(p.body)
+    return tuple(seen)
+
+
+# --------------------------------------------------------------------------- private helpers
+def _candidates(kernel: Kernel) -> list[int]:
+    pos: dict[int, tuple[int, int]] = {}
+    counter = 0
+
+    def walk(body: tuple[Stmt, ...]) -> None:
+        nonlocal counter
+        for s in body:
+            if isinstance(s, Instr):
+                counter += 1
+                ch = s.attr("channel")
+                if ch is None:
+                    continue
+                if s.op == "barrier":
+                    pos.setdefault(int(ch), (0, counter))
+                elif s.op == "set_flag" and s.attr("role") == "set":
+                    pos[int(ch)] = (1, counter)
+            else:
+                walk(s.body)
+
+    for p in kernel.programs:
+        walk(p.body)
+    return sorted(pos, key=lambda c: pos[c])

@@ -1,0 +1,118 @@
+"""Build an emitted project against the CPU runtime with g++ and run it on numpy inputs.
+
+    project = emit_project(kernel, out_dir)
+    binary = build_cpu(project)                 # g++ -fsanitize=address,undefined, cached
+    run = run_cpu(binary, kernel, {"x": x, "y": y})
+    run.outputs["z"], run.trace_jsonl           # same trace format as sim/trace.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from ascendsched.emit_ascendc.emitter import EmittedProject
+from ascendsched.lower.ir import Kernel
+
+from ascendsched.dtypes import DType, bf16_bits, bfloat16, from_bf16_bits
+from ascendsched.errors import AscendSchedError, InternalCompilerError, ToolchainError
+
+
+@dataclass(frozen=True)
+class CpuRun:
+    outputs: dict[str, np.ndarray]
+    trace_jsonl: str
+    stderr: str = ""
+
+
+class KernelAbort(InternalCompilerError):
+    """The emitted kernel broke an AscendC rule at run time (the runtime's message says which)."""
+
+    def __init__(self, message: str, stderr: str, trace_jsonl: str) -> None:
+        super().__init__(message)
+        self.stderr = stderr
+        self.trace_jsonl = trace_jsonl
+
+
+def build_cpu(project: EmittedProject, *, sanitize: bool = True) -> Path:
+    """Compile ``project``'s CPU driver with g++; return the binary (cached by content hash)."""
+    gxx = shutil.which("g++")
+    if gxx is None:
+        raise ToolchainError(
+            "g++ was not found on PATH; the CPU check of emitted AscendC needs a C++17 compiler. "
+            "Install it with `apt-get install g++` (Debian/Ubuntu) and retry.")
+    flags = ["-std=c++17", "-O1", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+    if sanitize:
+        flags += ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+                  "-fno-omit-frame-pointer"]
+    build = project.out_dir / "build"
+    build.mkdir(exist_ok=True)
+    sources = [project.cpu_main, project.kernel_cpp, project.tiling_h,
+               *sorted(project.runtime_dir.glob("*.h*"))]
+    digest = hashlib.sha256(" ".join(flags + list(project.cpu_defines)).encode())
+    for s in sources:
+        digest.update(s.read_bytes())
+    binary = build / f"cpu_main_{digest.hexdigest()[:16]}"
+    if binary.exists():
+        return binary
+    cmd = [gxx, *flags, *project.cpu_defines, "-I", str(project.runtime_dir),
+           "-I", str(project.out_dir), str(project.cpu_main), "-o", str(binary)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ToolchainError(
+            f"g++ failed to build the CPU check of kernel '{project.name}'.\n{proc.stderr}\n"
+            f"Repro command: {shlex.join(cmd)}\nSource: {project.kernel_cpp}")
+    return binary
+
+
+def _to_bytes(arr: np.ndarray, dtype: DType) -> bytes:
+    if dtype is bfloat16:
+        return bf16_bits(np.asarray(arr, dtype=np.float32)).tobytes()
+    return np.ascontiguousarray(arr, dtype=dtype.np).tobytes()
+
+
+def _from_bytes(data: bytes, dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
+    if dtype is bfloat16:
+        return from_bf16_bits(np.frombuffer(data, dtype=np.uint16)).reshape(shape)
+    return np.frombuffer(data, dtype=dtype.np).reshape(shape).copy()
+
+
+def run_cpu(binary: Path, kernel: Kernel, inputs: dict[str, np.ndarray], *,
+            timeout: float = 300.0) -> CpuRun:
+    """Run a binary from :func:`build_cpu` over the whole grid on ``inputs`` (by param name)."""
+    with tempfile.TemporaryDirectory(prefix=f"ascendsched_{kernel.name}_") as tmp:
+        tmpd = Path(tmp)
+        (tmpd / "in").mkdir()
+        (tmpd / "out").mkdir()
+        for p in kernel.params:
+            if p.kind != "input":
+                continue
+            if p.name not in inputs:
+                raise AscendSchedError(f"run_cpu: kernel {kernel.name} needs input {p.name!r}")
+            arr = np.asarray(inputs[p.name])
+            if arr.shape != p.shape:
+                raise AscendSchedError(
+                    f"run_cpu: input {p.name!r} has shape {arr.shape}, kernel wants {p.shape}")
+            (tmpd / "in" / f"{p.name}.bin").write_bytes(_to_bytes(arr, p.dtype))
+        trace_path = tmpd / "trace.jsonl"
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
+                   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+        cmd = [str(binary), str(tmpd / "in"), str(tmpd / "out"), str(trace_path)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+        trace = trace_path.read_text() if trace_path.exists() else ""
+        if proc.returncode != 0:
+            raise KernelAbort(
+                f"kernel '{kernel.name}' aborted in the CPU runtime (exit {proc.returncode}):\n"
+                f"{proc.stderr.strip()}\nRepro command: {shlex.join(cmd)}", proc.stderr, trace)
+        outputs = {
+            p.name: _from_bytes((tmpd / "out" / f"{p.name}.bin").read_bytes(), p.dtype, p.shape)
+            for p in kernel.params if p.kind == "output"
+        }
+        return CpuRun(outputs=outputs, trace_jsonl=trace, stderr=proc.stderr)

@@ -1,0 +1,231 @@
+// ascendsched CPU runtime: per-block state (UB, flags, TPipe cursor), GM registry, trace writer.
+//
+// Execution model: one block at a time, every call executed immediately in program order
+// (pipes are not modelled concurrently; races are the trace checker's job). Each executed
+// AscendC call appends one JSON line to the trace in the format of sim/trace.py:
+//   {"block", "core", "seq", "op", "pipe", "reads", "writes", "src", "dst", "id", "flag", "label"}
+// with reads/writes as sorted, coalesced [space, lo, hi) byte intervals ("GM:<param>" offsets
+// inside the tensor, "UB" physical addresses).
+//
+// Hardware numbers come from the emitted project (generated from kernel.target), as macros:
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ascendsched_types.hpp"
+
+#if !defined(ASCENDSCHED_UB_USABLE) || !defined(ASCENDSCHED_BLOCK_BYTES) ||                    \
+    !defined(ASCENDSCHED_REPEAT_BYTES) || !defined(ASCENDSCHED_MAX_REPEAT) ||                   \
+    !defined(ASCENDSCHED_EVENT_ID_LIMIT)
+#error "define the target macros (the generated cpu_main.cpp does) before kernel_operator.h"
+#endif
+
+namespace ascendsched_rt {
+
+constexpr uint64_t kUbUsable = ASCENDSCHED_UB_USABLE;
+constexpr uint64_t kBlock = ASCENDSCHED_BLOCK_BYTES;
+constexpr uint64_t kRepeat = ASCENDSCHED_REPEAT_BYTES;
+constexpr uint64_t kBlocksPerRepeat = kRepeat / kBlock;
+constexpr uint32_t kMaxRepeat = ASCENDSCHED_MAX_REPEAT;
+constexpr int32_t kEventIdLimit = ASCENDSCHED_EVENT_ID_LIMIT;
+
+struct GmRegion {
+    std::string name;
+    const uint8_t* base;
+    uint64_t bytes;
+};
+
+struct Access {
+    std::string space;
+    uint64_t lo;
+    uint64_t hi;
+};
+
+struct State {
+    std::vector<uint8_t> ub;
+    int64_t block = 0;
+    int64_t block_num = 1;
+    int64_t seq = 0;
+    uint64_t pipe_cursor = 0;  // TPipe::InitBuffer allocation cursor (bytes)
+    std::FILE* trace = nullptr;
+    std::vector<GmRegion> gm;
+    std::map<std::pair<int, int32_t>, int> pending;  // (HardEvent, id) -> outstanding sets
+};
+
+inline State& st() {
+    static State s;
+    return s;
+}
+
+[[noreturn]] inline void fail(const char* file, int line, const std::string& msg) {
+    std::fflush(st().trace);
+    std::fprintf(stderr, "ascendsched CPU runtime: %s:%d: block %lld: %s\n", file, line,
+                 static_cast<long long>(st().block), msg.c_str());
+    std::fflush(stderr);
+    std::abort();
+}
+
+inline void warn(const char* file, int line, const std::string& msg) {
+    std::fprintf(stderr, "ascendsched CPU runtime warning: %s:%d: block %lld: %s\n", file, line,
+                 static_cast<long long>(st().block), msg.c_str());
+}
+
+inline std::string S(long long v) { return std::to_string(v); }
+
+// ----------------------------------------------------------------------------- UB access
+inline void check_ub(const char* file, int line, const char* api, uint64_t lo, uint64_t bytes) {
+    if (lo + bytes > kUbUsable) {
+        fail(file, line, std::string(api) + ": UB access [" + S(lo) + ", " + S(lo + bytes) +
+                             ") is outside the usable UB [0, " + S(kUbUsable) + ")");
+    }
+}
+
+inline void check_align(const char* file, int line, const char* api, const char* operand,
+                        uint64_t addr, uint64_t align) {
+    if (addr % align != 0) {
+        fail(file, line, std::string(api) + ": " + operand + " starts at UB address " + S(addr) +
+                             ", which is not " + S(align) + "-byte aligned");
+    }
+}
+
+template <typename T>
+inline T ub_load(uint64_t addr) {
+    T v;
+    std::memcpy(&v, st().ub.data() + addr, sizeof(T));
+    return v;
+}
+
+template <typename T>
+inline void ub_store(uint64_t addr, T v) {
+    std::memcpy(st().ub.data() + addr, &v, sizeof(T));
+}
+
+// ----------------------------------------------------------------------------- GM registry
+inline void register_gm(const std::string& name, const uint8_t* base, uint64_t bytes) {
+    st().gm.push_back(GmRegion{name, base, bytes});
+}
+
+inline Access gm_access(const char* file, int line, const void* ptr, uint64_t bytes) {
+    const uint8_t* p = static_cast<const uint8_t*>(ptr);
+    for (const GmRegion& r : st().gm) {
+        if (p >= r.base && p + bytes <= r.base + r.bytes) {
+            uint64_t lo = static_cast<uint64_t>(p - r.base);
+            return Access{"GM:" + r.name, lo, lo + bytes};
+        }
+    }
+    fail(file, line, "GM access of " + S(static_cast<long long>(bytes)) +
+                         " bytes outside every registered GM tensor");
+}
+
+// ----------------------------------------------------------------------------- trace
+struct Record {
+    const char* op = "";
+    const char* pipe = "";
+    std::vector<Access> reads;
+    std::vector<Access> writes;
+    const char* src = nullptr;
+    const char* dst = nullptr;
+    bool has_id = false;
+    int32_t id = 0;
+    std::string label;
+};
+
+inline std::vector<Access> coalesce(std::vector<Access> v) {
+    std::sort(v.begin(), v.end(), [](const Access& a, const Access& b) {
+        return a.space != b.space ? a.space < b.space : a.lo < b.lo;
+    });
+    std::vector<Access> out;
+    for (const Access& a : v) {
+        if (a.hi <= a.lo) continue;
+        if (!out.empty() && out.back().space == a.space && a.lo <= out.back().hi) {
+            out.back().hi = std::max(out.back().hi, a.hi);
+        } else {
+            out.push_back(a);
+        }
+    }
+    return out;
+}
+
+inline std::string json_str(const std::string& s) {
+    std::string o = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') {
+            o += '\\';
+            o += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            o += ' ';
+        } else {
+            o += c;
+        }
+    }
+    return o + "\"";
+}
+
+inline std::string json_accesses(const std::vector<Access>& v) {
+    std::string o = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+        if (i) o += ", ";
+        o += "[" + json_str(v[i].space) + ", " + S(static_cast<long long>(v[i].lo)) + ", " +
+             S(static_cast<long long>(v[i].hi)) + "]";
+    }
+    return o + "]";
+}
+
+inline void emit(Record r) {
+    State& s = st();
+    std::string line = "{\"block\": " + S(s.block) + ", \"core\": \"AIV\", \"seq\": " + S(s.seq) +
+                       ", \"op\": " + json_str(r.op) + ", \"pipe\": " + json_str(r.pipe) +
+                       ", \"reads\": " + json_accesses(coalesce(r.reads)) +
+                       ", \"writes\": " + json_accesses(coalesce(r.writes)) +
+                       ", \"src\": " + (r.src ? json_str(r.src) : "null") +
+                       ", \"dst\": " + (r.dst ? json_str(r.dst) : "null") +
+                       ", \"id\": " + (r.has_id ? S(r.id) : "null") +
+                       ", \"flag\": null, \"label\": " + json_str(r.label) + "}\n";
+    ++s.seq;
+    if (s.trace) std::fputs(line.c_str(), s.trace);
+}
+
+inline std::string label(const char* api, const char* file, int line) {
+    std::string f(file);
+    size_t slash = f.find_last_of('/');
+    if (slash != std::string::npos) f = f.substr(slash + 1);
+    return std::string(api) + " @ " + f + ":" + S(line);
+}
+
+// ----------------------------------------------------------------------------- launch
+inline void open_trace(const char* path) {
+    st().trace = std::fopen(path, "w");
+    if (!st().trace) {
+        std::fprintf(stderr, "ascendsched CPU runtime: cannot write trace %s\n", path);
+        std::exit(2);
+    }
+}
+
+inline void begin_block(int64_t block, int64_t block_num) {
+    State& s = st();
+    s.block = block;
+    s.block_num = block_num;
+    s.seq = 0;
+    s.pipe_cursor = 0;
+    s.pending.clear();
+    s.ub.assign(kUbUsable, 0xCD);  // fresh UB per block, poisoned so unwritten data shows
+}
+
+inline void check_flags_drained();  // defined in kernel_operator.h (needs HardEvent names)
+
+inline void end_block() { check_flags_drained(); }
+
+inline void close_trace() {
+    if (st().trace) std::fclose(st().trace);
+    st().trace = nullptr;
+}
+
+}  // namespace ascendsched_rt

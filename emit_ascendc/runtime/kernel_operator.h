@@ -1,0 +1,952 @@
+// ascendsched CPU runtime: a host implementation of exactly the AscendC calls that
+// ascendsched.emit_ascendc emits, with the same names and signatures, so an emitted kernel
+// compiles unchanged with g++ (-std=c++17). Semantics follow the AscendC documentation
+// (mirror-cann/asc-devkit include/basic_api, impl/basic_api/dav_c220, docs); every violation
+// of a documented rule aborts with the kernel source file and line of the offending call.
+//
+// Every API takes two extra defaulted trailing parameters (file, line) filled in at the call
+// site by __builtin_FILE()/__builtin_LINE(); emitted code never passes them.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ascendsched_rt.hpp"
+
+#define __global__
+#define __aicore__
+#define __gm__
+#define ASCENDSCHED_LOC const char *file_ = __builtin_FILE(), int line_ = __builtin_LINE()
+
+using GM_ADDR = uint8_t*;
+
+// pipe_t is a global enum in CCE (PIPE_S, PIPE_V, ...).
+enum pipe_t : uint8_t { PIPE_S = 0, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_FIX };
+
+namespace AscendC {
+
+namespace rt = ascendsched_rt;
+
+// ============================================================================ enums and structs
+// include/basic_api/kernel_tpipe.h (TPosition), impl/basic_api/kernel_event.h (HardEvent).
+enum class TPosition : uint8_t { GM, A1, A2, B1, B2, C1, C2, CO1, CO2, VECIN, VECOUT, VECCALC, LCM, SPM, TSCM };
+
+#define ASCENDSCHED_HARD_EVENTS(X)                                                                  \
+    X(MTE2_V, "MTE2", "V") X(V_MTE2, "V", "MTE2") X(MTE3_V, "MTE3", "V") X(V_MTE3, "V", "MTE3")      \
+    X(V_V, "V", "V") X(MTE3_MTE2, "MTE3", "MTE2") X(MTE2_MTE3, "MTE2", "MTE3") X(S_V, "S", "V")       \
+    X(V_S, "V", "S") X(S_MTE2, "S", "MTE2") X(MTE2_S, "MTE2", "S") X(S_MTE3, "S", "MTE3")            \
+    X(MTE3_S, "MTE3", "S") X(MTE2_MTE1, "MTE2", "MTE1") X(MTE1_MTE2, "MTE1", "MTE2")                 \
+    X(MTE1_M, "MTE1", "M") X(M_MTE1, "M", "MTE1") X(MTE3_MTE1, "MTE3", "MTE1")                       \
+    X(MTE1_MTE3, "MTE1", "MTE3") X(MTE2_M, "MTE2", "M") X(M_MTE2, "M", "MTE2") X(M_FIX, "M", "FIX")  \
+    X(FIX_M, "FIX", "M") X(MTE2_FIX, "MTE2", "FIX") X(FIX_MTE2, "FIX", "MTE2") X(FIX_S, "FIX", "S")  \
+    X(M_S, "M", "S") X(FIX_MTE3, "FIX", "MTE3") X(MTE1_FIX, "MTE1", "FIX") X(FIX_MTE1, "FIX", "MTE1") \
+    X(FIX_FIX, "FIX", "FIX")
+
+#define ASCENDSCHED_ENUM_ITEM(name, s, d) name,
+enum class HardEvent : uint8_t { ASCENDSCHED_HARD_EVENTS(ASCENDSCHED_ENUM_ITEM) };
+#undef ASCENDSCHED_ENUM_ITEM
+
+inline const char* event_name(HardEvent e) {
+#define ASCENDSCHED_NAME_ITEM(name, s, d) if (e == HardEvent::name) return #name;
+    ASCENDSCHED_HARD_EVENTS(ASCENDSCHED_NAME_ITEM)
+#undef ASCENDSCHED_NAME_ITEM
+    return "?";
+}
+
+inline const char* event_src(HardEvent e) {
+#define ASCENDSCHED_SRC_ITEM(name, s, d) if (e == HardEvent::name) return s;
+    ASCENDSCHED_HARD_EVENTS(ASCENDSCHED_SRC_ITEM)
+#undef ASCENDSCHED_SRC_ITEM
+    return "?";
+}
+
+inline const char* event_dst(HardEvent e) {
+#define ASCENDSCHED_DST_ITEM(name, s, d) if (e == HardEvent::name) return d;
+    ASCENDSCHED_HARD_EVENTS(ASCENDSCHED_DST_ITEM)
+#undef ASCENDSCHED_DST_ITEM
+    return "?";
+}
+
+// impl/basic_api/utils/kernel_utils_mode.h
+enum class RoundMode : uint8_t { CAST_NONE = 0, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
+enum class CMPMODE : uint8_t { LT = 0, GT, EQ, LE, GE, NE };
+enum class SELMODE : uint8_t { VSEL_CMPMASK_SPR = 0, VSEL_TENSOR_SCALAR_MODE, VSEL_TENSOR_TENSOR_MODE };
+enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX = 0, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX };
+
+// include/basic_api/kernel_struct_data_copy.h
+struct DataCopyParams {
+    DataCopyParams() {}
+    DataCopyParams(const uint16_t count, const uint16_t len, const uint16_t srcStrideIn, const uint16_t dstStrideIn)
+        : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn) {}
+    uint16_t blockCount = 1;
+    uint16_t blockLen = 0;   // 32-byte blocks
+    uint16_t srcStride = 0;  // gap between blocks, 32-byte blocks
+    uint16_t dstStride = 0;  // gap between blocks, 32-byte blocks
+};
+
+struct DataCopyExtParams {
+    DataCopyExtParams() {}
+    DataCopyExtParams(const uint16_t count, const uint32_t len, const uint32_t srcStrideIn, const uint32_t dstStrideIn,
+                      const uint32_t rsvIn)
+        : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn), rsv(rsvIn) {}
+    uint16_t blockCount = 1;
+    uint32_t blockLen = 0;   // bytes
+    uint32_t srcStride = 0;  // gap: bytes on the GM side, 32-byte blocks on the UB side
+    uint32_t dstStride = 0;  // gap: bytes on the GM side, 32-byte blocks on the UB side
+    uint32_t rsv = 0;
+};
+
+template <typename T>
+struct DataCopyPadExtParams {
+    DataCopyPadExtParams() {}
+    DataCopyPadExtParams(const bool isPadValue, const uint8_t leftPadValue, const uint8_t rightPadValue, T padValue)
+        : isPad(isPadValue), leftPadding(leftPadValue), rightPadding(rightPadValue), paddingValue(padValue) {}
+    bool isPad = false;
+    uint8_t leftPadding = 0;
+    uint8_t rightPadding = 0;
+    T paddingValue = T(0);
+};
+
+// include/basic_api/kernel_struct_binary.h, kernel_struct_unary.h, kernel_struct_brcb.h
+struct BinaryRepeatParams {
+    BinaryRepeatParams() {}
+    BinaryRepeatParams(const uint8_t dstBlkStrideIn, const uint8_t src0BlkStrideIn, const uint8_t src1BlkStrideIn,
+                       const uint8_t dstRepStrideIn, const uint8_t src0RepStrideIn, const uint8_t src1RepStrideIn)
+        : dstBlkStride(dstBlkStrideIn), src0BlkStride(src0BlkStrideIn), src1BlkStride(src1BlkStrideIn),
+          dstRepStride(dstRepStrideIn), src0RepStride(src0RepStrideIn), src1RepStride(src1RepStrideIn) {}
+    uint8_t dstBlkStride = 1;
+    uint8_t src0BlkStride = 1;
+    uint8_t src1BlkStride = 1;
+    uint8_t dstRepStride = 8;
+    uint8_t src0RepStride = 8;
+    uint8_t src1RepStride = 8;
+};
+
+struct UnaryRepeatParams {
+    UnaryRepeatParams() {}
+    UnaryRepeatParams(const uint16_t dstBlkStrideIn, const uint16_t srcBlkStrideIn, const uint8_t dstRepStrideIn,
+                      const uint8_t srcRepStrideIn)
+        : dstBlkStride(dstBlkStrideIn), srcBlkStride(srcBlkStrideIn), dstRepStride(dstRepStrideIn),
+          srcRepStride(srcRepStrideIn) {}
+    uint16_t dstBlkStride = 1;
+    uint16_t srcBlkStride = 1;
+    uint8_t dstRepStride = 8;
+    uint8_t srcRepStride = 8;
+};
+
+struct CopyRepeatParams {
+    CopyRepeatParams() {}
+    CopyRepeatParams(const uint16_t dstStrideIn, const uint16_t srcStrideIn, uint16_t dstRepeatSizeIn,
+                     uint16_t srcRepeatSizeIn)
+        : dstStride(dstStrideIn), srcStride(srcStrideIn), dstRepeatSize(dstRepeatSizeIn),
+          srcRepeatSize(srcRepeatSizeIn) {}
+    uint16_t dstStride = 1;
+    uint16_t srcStride = 1;
+    uint16_t dstRepeatSize = 8;
+    uint16_t srcRepeatSize = 8;
+};
+
+struct BrcbRepeatParams {
+    BrcbRepeatParams() {}
+    BrcbRepeatParams(const uint16_t dstBlkStrideIn, const uint16_t dstRepStrideIn)
+        : dstRepStride(dstRepStrideIn), dstBlkStride(dstBlkStrideIn) {}
+    uint16_t dstRepStride = 8;
+    uint16_t dstBlkStride = 1;
+};
+
+// ============================================================================ tensors
+template <typename T>
+class LocalTensor {
+public:
+    uint64_t addr_ = 0;  // physical UB byte address
+    uint64_t size_ = 0;  // elements
+    LocalTensor operator[](const uint32_t offset) const {
+        LocalTensor t = *this;
+        t.addr_ += static_cast<uint64_t>(offset) * sizeof(T);
+        t.size_ = offset <= size_ ? size_ - offset : 0;
+        return t;
+    }
+    uint32_t GetSize() const { return static_cast<uint32_t>(size_); }
+};
+
+template <typename T>
+class GlobalTensor {
+public:
+    T* base_ = nullptr;
+    uint64_t size_ = 0;  // elements of the whole buffer
+    uint64_t off_ = 0;   // element offset of this view
+    void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize) {
+        base_ = buffer;
+        size_ = bufferSize;
+        off_ = 0;
+    }
+    GlobalTensor operator[](const uint64_t offset) const {
+        GlobalTensor t = *this;
+        t.off_ += offset;
+        return t;
+    }
+};
+
+template <TPosition pos = TPosition::LCM>
+class TBuf {
+public:
+    uint64_t base_ = 0;
+    uint64_t len_ = 0;
+    bool init_ = false;
+    // include/basic_api/kernel_tpipe.h: GetWithOffset(uint32_t size, uint32_t bufOffset);
+    // size in elements, bufOffset in bytes and 32-byte aligned, size*sizeof(T)+bufOffset <= len.
+    template <typename T>
+    LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset, ASCENDSCHED_LOC) const {
+        if (!init_) rt::fail(file_, line_, "TBuf::GetWithOffset on a TBuf that TPipe::InitBuffer never initialised");
+        if (bufOffset % rt::kBlock != 0) {
+            rt::fail(file_, line_, "TBuf::GetWithOffset: bufOffset " + rt::S(bufOffset) + " is not " +
+                                       rt::S(rt::kBlock) + "-byte aligned");
+        }
+        if (static_cast<uint64_t>(size) * sizeof(T) + bufOffset > len_) {
+            rt::fail(file_, line_, "TBuf::GetWithOffset: " + rt::S(size) + " elements of " + rt::S(sizeof(T)) +
+                                       " B at offset " + rt::S(bufOffset) + " exceed the TBuf length " +
+                                       rt::S(static_cast<long long>(len_)));
+        }
+        LocalTensor<T> t;
+        t.addr_ = base_ + bufOffset;
+        t.size_ = size;
+        return t;
+    }
+    template <typename T>
+    LocalTensor<T> Get(ASCENDSCHED_LOC) const {
+        return GetWithOffset<T>(static_cast<uint32_t>(len_ / sizeof(T)), 0, file_, line_);
+    }
+};
+
+class TPipe {
+public:
+    TPipe() {}
+    // include/basic_api/kernel_tpipe.h: InitBuffer(TBuf<pos>& buf, uint32_t len); len in bytes,
+    // allocated after the previous buffers of this TPipe and rounded up to 32 bytes.
+    template <TPosition pos>
+    bool InitBuffer(TBuf<pos>& buf, uint32_t len, ASCENDSCHED_LOC) {
+        rt::State& s = rt::st();
+        uint64_t rounded = (static_cast<uint64_t>(len) + rt::kBlock - 1) / rt::kBlock * rt::kBlock;
+        if (len == 0 || s.pipe_cursor + rounded > rt::kUbUsable) {
+            rt::fail(file_, line_, "TPipe::InitBuffer of " + rt::S(len) + " B at UB offset " +
+                                       rt::S(static_cast<long long>(s.pipe_cursor)) + " exceeds the usable UB (" +
+                                       rt::S(rt::kUbUsable) + " B)");
+        }
+        buf.base_ = s.pipe_cursor;
+        buf.len_ = rounded;
+        buf.init_ = true;
+        s.pipe_cursor += rounded;
+        return true;
+    }
+};
+
+// ============================================================================ system variables
+// include/basic_api/kernel_operator_sys_var_intf.h
+inline int64_t GetBlockIdx() { return rt::st().block; }
+inline int64_t GetBlockNum() { return rt::st().block_num; }
+
+// ============================================================================ synchronisation
+// include/basic_api/kernel_operator_block_sync_intf.h: SetFlag<HardEvent>(int32_t eventID),
+// WaitFlag<HardEvent>(int32_t eventID), PipeBarrier<pipe_t>().
+inline void check_event_id(const char* api, HardEvent e, int32_t id, const char* file_, int line_) {
+    if (id < 0 || id >= rt::kEventIdLimit) {
+        rt::fail(file_, line_, std::string(api) + "<HardEvent::" + event_name(e) + ">(" + rt::S(id) +
+                                   "): event id outside the target's budget [0, " + rt::S(rt::kEventIdLimit) + ")");
+    }
+}
+
+template <HardEvent event>
+inline void SetFlag(int32_t eventID, ASCENDSCHED_LOC) {
+    check_event_id("SetFlag", event, eventID, file_, line_);
+    int& n = rt::st().pending[{static_cast<int>(event), eventID}];
+    if (n > 0) {
+        rt::fail(file_, line_, std::string("SetFlag<HardEvent::") + event_name(event) + ">(" + rt::S(eventID) +
+                                   ") set again before its WaitFlag");
+    }
+    ++n;
+    rt::Record r;
+    r.op = "set_flag";
+    r.pipe = event_src(event);
+    r.src = event_src(event);
+    r.dst = event_dst(event);
+    r.has_id = true;
+    r.id = eventID;
+    r.label = rt::label((std::string("SetFlag<") + event_name(event) + ">").c_str(), file_, line_);
+    rt::emit(r);
+}
+
+template <HardEvent event>
+inline void WaitFlag(int32_t eventID, ASCENDSCHED_LOC) {
+    check_event_id("WaitFlag", event, eventID, file_, line_);
+    int& n = rt::st().pending[{static_cast<int>(event), eventID}];
+    if (n == 0) {
+        rt::fail(file_, line_, std::string("WaitFlag<HardEvent::") + event_name(event) + ">(" + rt::S(eventID) +
+                                   ") with no pending SetFlag: the pipe would wait forever");
+    }
+    --n;
+    rt::Record r;
+    r.op = "wait_flag";
+    r.pipe = event_dst(event);
+    r.src = event_src(event);
+    r.dst = event_dst(event);
+    r.has_id = true;
+    r.id = eventID;
+    r.label = rt::label((std::string("WaitFlag<") + event_name(event) + ">").c_str(), file_, line_);
+    rt::emit(r);
+}
+
+inline const char* pipe_name(pipe_t p) {
+    switch (p) {
+        case PIPE_S: return "S";
+        case PIPE_V: return "V";
+        case PIPE_M: return "M";
+        case PIPE_MTE1: return "MTE1";
+        case PIPE_MTE2: return "MTE2";
+        case PIPE_MTE3: return "MTE3";
+        case PIPE_ALL: return "ALL";
+        case PIPE_FIX: return "FIX";
+    }
+    return "?";
+}
+
+template <pipe_t pipe>
+inline void PipeBarrier(ASCENDSCHED_LOC) {
+    rt::Record r;
+    r.op = "barrier";
+    r.pipe = pipe_name(pipe);
+    r.label = rt::label((std::string("PipeBarrier<PIPE_") + pipe_name(pipe) + ">").c_str(), file_, line_);
+    rt::emit(r);
+}
+
+template <uint8_t modeId, pipe_t pipe>
+inline void CrossCoreSetFlag(uint16_t flagId, ASCENDSCHED_LOC) {
+    rt::fail(file_, line_, "CrossCoreSetFlag(" + rt::S(flagId) + "): cross-core flags are not modelled by the CPU runtime");
+}
+
+template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
+inline void CrossCoreWaitFlag(uint16_t flagId, ASCENDSCHED_LOC) {
+    rt::fail(file_, line_, "CrossCoreWaitFlag(" + rt::S(flagId) + "): cross-core flags are not modelled by the CPU runtime");
+}
+
+// ============================================================================ DMA (MTE2 / MTE3)
+namespace detail {
+
+inline uint64_t ceil_blocks(uint64_t bytes) { return (bytes + rt::kBlock - 1) / rt::kBlock; }
+
+template <typename T>
+inline const uint8_t* gm_bytes(const GlobalTensor<T>& g, uint64_t byte_off, uint64_t len, const char* api,
+                               const char* file_, int line_) {
+    if (!g.base_) rt::fail(file_, line_, std::string(api) + ": GlobalTensor without SetGlobalBuffer");
+    uint64_t lo = g.off_ * sizeof(T) + byte_off;
+    if (lo + len > g.size_ * sizeof(T)) {
+        rt::fail(file_, line_, std::string(api) + ": GM bytes [" + rt::S(static_cast<long long>(lo)) + ", " +
+                                   rt::S(static_cast<long long>(lo + len)) + ") are outside the GlobalTensor of " +
+                                   rt::S(static_cast<long long>(g.size_ * sizeof(T))) + " B");
+    }
+    return reinterpret_cast<const uint8_t*>(g.base_) + lo;
+}
+
+// One burst: GM [gm_off, gm_off+len) <-> UB [ub, ub+len); UB side traced as whole 32 B blocks.
+template <typename T>
+inline void burst(bool to_ub, const GlobalTensor<T>& g, uint64_t gm_off, uint64_t ub, uint64_t len, const char* api,
+                  rt::Record& rec, const char* file_, int line_) {
+    const uint8_t* gp = gm_bytes(g, gm_off, len, api, file_, line_);
+    uint64_t ub_len = ceil_blocks(len) * rt::kBlock;
+    rt::check_ub(file_, line_, api, ub, ub_len);
+    rt::Access ga = rt::gm_access(file_, line_, gp, len);
+    rt::Access ua{"UB", ub, ub + ub_len};
+    if (to_ub) {
+        std::memcpy(rt::st().ub.data() + ub, gp, len);
+        if (len < ub_len) {
+            // DataCopyPad GM->UB without padding fills the rest of the last 32 B block with the
+            // first element of the burst ("dummy" values, docs DataCopyPad(ISASI)).
+            for (uint64_t b = len; b + sizeof(T) <= ub_len; b += sizeof(T)) {
+                std::memcpy(rt::st().ub.data() + ub + b, gp, sizeof(T));
+            }
+        }
+        rec.reads.push_back(ga);
+        rec.writes.push_back(ua);
+    } else {
+        std::memcpy(const_cast<uint8_t*>(gp), rt::st().ub.data() + ub, len);
+        rec.reads.push_back(ua);
+        rec.writes.push_back(ga);
+    }
+}
+
+template <typename T>
+inline void copy_blocks(bool to_ub, const GlobalTensor<T>& g, uint64_t ub, const DataCopyParams& p, const char* api,
+                        const char* file_, int line_) {
+    if (p.blockCount < 1 || p.blockCount > 4095) {
+        rt::fail(file_, line_, std::string(api) + ": blockCount " + rt::S(p.blockCount) + " outside [1, 4095]");
+    }
+    if (p.blockLen < 1) rt::fail(file_, line_, std::string(api) + ": blockLen must be >= 1 (32-byte blocks)");
+    rt::check_align(file_, line_, api, "the UB operand", ub, rt::kBlock);
+    rt::Record rec;
+    rec.op = to_ub ? "copy_gm_ub" : "copy_ub_gm";
+    rec.pipe = to_ub ? "MTE2" : "MTE3";
+    const uint64_t len = static_cast<uint64_t>(p.blockLen) * rt::kBlock;
+    const uint64_t gm_step = (p.blockLen + static_cast<uint64_t>(to_ub ? p.srcStride : p.dstStride)) * rt::kBlock;
+    const uint64_t ub_step = (p.blockLen + static_cast<uint64_t>(to_ub ? p.dstStride : p.srcStride)) * rt::kBlock;
+    for (uint64_t i = 0; i < p.blockCount; ++i) burst(to_ub, g, i * gm_step, ub + i * ub_step, len, api, rec, file_, line_);
+    rec.label = rt::label(api, file_, line_);
+    rt::emit(rec);
+}
+
+template <typename T>
+inline void copy_pad(bool to_ub, const GlobalTensor<T>& g, uint64_t ub, const DataCopyExtParams& p, const char* api,
+                     const char* file_, int line_) {
+    if (p.blockCount < 1 || p.blockCount > 4095) {
+        rt::fail(file_, line_, std::string(api) + ": blockCount " + rt::S(p.blockCount) + " outside [1, 4095]");
+    }
+    if (p.blockLen < 1 || p.blockLen > 2097151) {
+        rt::fail(file_, line_, std::string(api) + ": blockLen " + rt::S(p.blockLen) + " B outside [1, 2097151]");
+    }
+    if (p.blockLen % sizeof(T) != 0) {
+        rt::fail(file_, line_, std::string(api) + ": blockLen " + rt::S(p.blockLen) + " B is not a multiple of the " +
+                                   rt::S(sizeof(T)) + "-byte element");
+    }
+    rt::check_align(file_, line_, api, "the UB operand", ub, rt::kBlock);
+    rt::Record rec;
+    rec.op = to_ub ? "copy_gm_ub" : "copy_ub_gm";
+    rec.pipe = to_ub ? "MTE2" : "MTE3";
+    const uint64_t gm_step = p.blockLen + static_cast<uint64_t>(to_ub ? p.srcStride : p.dstStride);  // bytes
+    const uint64_t ub_step = (ceil_blocks(p.blockLen) + (to_ub ? p.dstStride : p.srcStride)) * rt::kBlock;
+    for (uint64_t i = 0; i < p.blockCount; ++i) burst(to_ub, g, i * gm_step, ub + i * ub_step, p.blockLen, api, rec, file_, line_);
+    rec.label = rt::label(api, file_, line_);
+    rt::emit(rec);
+}
+
+}  // namespace detail
+
+// include/basic_api/kernel_operator_data_copy_intf.h: DataCopy(dst, src, count) moves
+// count*sizeof(T) bytes, which must be a multiple of 32 B (the hardware rounds down).
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count, ASCENDSCHED_LOC) {
+    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    if (bytes % rt::kBlock != 0) {
+        rt::warn(file_, line_, "DataCopy count " + rt::S(count) + " is " + rt::S(static_cast<long long>(bytes)) +
+                                   " B, not a multiple of 32 B: rounded down as the hardware does");
+    }
+    DataCopyParams p(1, static_cast<uint16_t>(bytes / rt::kBlock), 0, 0);
+    if (p.blockLen == 0) rt::fail(file_, line_, "DataCopy of fewer than 32 bytes moves nothing");
+    detail::copy_blocks(true, src, dst.addr_, p, "DataCopy", file_, line_);
+}
+
+template <typename T>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count, ASCENDSCHED_LOC) {
+    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    if (bytes % rt::kBlock != 0) {
+        rt::warn(file_, line_, "DataCopy count " + rt::S(count) + " is " + rt::S(static_cast<long long>(bytes)) +
+                                   " B, not a multiple of 32 B: rounded down as the hardware does");
+    }
+    DataCopyParams p(1, static_cast<uint16_t>(bytes / rt::kBlock), 0, 0);
+    if (p.blockLen == 0) rt::fail(file_, line_, "DataCopy of fewer than 32 bytes moves nothing");
+    detail::copy_blocks(false, dst, src.addr_, p, "DataCopy", file_, line_);
+}
+
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p, ASCENDSCHED_LOC) {
+    detail::copy_blocks(true, src, dst.addr_, p, "DataCopy", file_, line_);
+}
+
+template <typename T>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p, ASCENDSCHED_LOC) {
+    detail::copy_blocks(false, dst, src.addr_, p, "DataCopy", file_, line_);
+}
+
+// docs DataCopyPad(ISASI): blockLen in bytes; strides in bytes on the GM side and in 32-byte
+// blocks on the UB side; each UB row occupies ceil(blockLen / 32) blocks.
+template <typename T>
+inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& p,
+                        const DataCopyPadExtParams<T>& pad, ASCENDSCHED_LOC) {
+    if (pad.leftPadding != 0 || pad.rightPadding != 0) {
+        rt::fail(file_, line_, "DataCopyPad: left/right padding is not supported by the CPU runtime");
+    }
+    detail::copy_pad(true, src, dst.addr_, p, "DataCopyPad", file_, line_);
+}
+
+template <typename T>
+inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p,
+                        ASCENDSCHED_LOC) {
+    detail::copy_pad(false, dst, src.addr_, p, "DataCopyPad", file_, line_);
+}
+
+// ============================================================================ vector (PIPE_V)
+namespace detail {
+
+template <typename T> struct Calc { using type = T; };
+template <> struct Calc<half> { using type = float; };
+template <> struct Calc<bfloat16_t> { using type = float; };
+
+// One operand of a level-0 instruction: lane k of repeat r lives at
+// base + r*rep*32 + (k / lanes_per_block)*blk*32 + (k % lanes_per_block)*esize.
+struct Operand {
+    const char* name;
+    uint64_t base;
+    uint64_t esize;
+    uint64_t blk;
+    uint64_t rep;
+    uint64_t lane(uint64_t r, uint64_t k) const {
+        const uint64_t epb = rt::kBlock / esize;
+        return base + r * rep * rt::kBlock + (k / epb) * blk * rt::kBlock + (k % epb) * esize;
+    }
+};
+
+// Bytes an operand touches: exact lane bytes, or the whole 32 B block when the block stride is 0
+// (block broadcast). Checks UB bounds on the way.
+inline void touch(std::vector<rt::Access>& acc, const Operand& o, uint64_t repeats, uint64_t lanes, const char* api,
+                  const char* file_, int line_) {
+    const uint64_t epb = rt::kBlock / o.esize;
+    for (uint64_t r = 0; r < repeats; ++r) {
+        for (uint64_t k0 = 0; k0 < lanes; k0 += epb) {
+            uint64_t lo = o.lane(r, k0);
+            uint64_t n = (o.blk == 0) ? rt::kBlock : std::min(epb, lanes - k0) * o.esize;
+            if (o.blk == 0) lo = o.base + r * o.rep * rt::kBlock;
+            rt::check_ub(file_, line_, api, lo, n);
+            acc.push_back(rt::Access{"UB", lo, lo + n});
+        }
+    }
+}
+
+inline void check_level0(const char* api, uint64_t mask, uint64_t lanes, uint64_t repeats, const char* file_,
+                         int line_) {
+    if (mask < 1 || mask > lanes) {
+        rt::fail(file_, line_, std::string(api) + ": mask (continuous mode) " + rt::S(static_cast<long long>(mask)) +
+                                   " outside [1, " + rt::S(static_cast<long long>(lanes)) + "]");
+    }
+    if (repeats > rt::kMaxRepeat) {
+        rt::fail(file_, line_, std::string(api) + ": repeatTime " + rt::S(static_cast<long long>(repeats)) +
+                                   " exceeds " + rt::S(rt::kMaxRepeat));
+    }
+}
+
+inline void check_operand(const char* api, const Operand& o, const char* file_, int line_) {
+    rt::check_align(file_, line_, api, o.name, o.base, rt::kBlock);
+}
+
+// Generic elementwise level-0 instruction: reads every source lane of a repeat before writing
+// the destination lanes (so in-place operands behave like the hardware's repeat pipeline).
+template <typename D, typename F>
+inline void elementwise(const char* api, const char* op, const Operand& dst, const std::vector<Operand>& srcs,
+                        uint64_t mask, uint64_t lanes, uint64_t repeats, F fn, const char* file_, int line_) {
+    check_level0(api, mask, lanes, repeats, file_, line_);
+    check_operand(api, dst, file_, line_);
+    for (const Operand& s : srcs) check_operand(api, s, file_, line_);
+    rt::Record rec;
+    rec.op = op;
+    rec.pipe = "V";
+    for (const Operand& s : srcs) touch(rec.reads, s, repeats, mask, api, file_, line_);
+    touch(rec.writes, dst, repeats, mask, api, file_, line_);
+    std::vector<D> out(mask);
+    for (uint64_t r = 0; r < repeats; ++r) {
+        for (uint64_t k = 0; k < mask; ++k) out[k] = fn(r, k);
+        for (uint64_t k = 0; k < mask; ++k) rt::ub_store<D>(dst.lane(r, k), out[k]);
+    }
+    rec.label = rt::label(api, file_, line_);
+    rt::emit(rec);
+}
+
+template <typename T>
+inline Operand opnd(const char* name, const LocalTensor<T>& t, uint64_t blk, uint64_t rep) {
+    return Operand{name, t.addr_, sizeof(T), blk, rep};
+}
+
+template <typename T, typename F>
+inline void binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
+                   uint64_t mask, uint8_t repeatTime, const BinaryRepeatParams& p, F f, const char* file_, int line_) {
+    using C = typename Calc<T>::type;
+    Operand od = opnd("dst", dst, p.dstBlkStride, p.dstRepStride);
+    Operand oa = opnd("src0", a, p.src0BlkStride, p.src0RepStride);
+    Operand ob = opnd("src1", b, p.src1BlkStride, p.src1RepStride);
+    elementwise<T>(api, "vec_binary", od, {oa, ob}, mask, rt::kRepeat / sizeof(T), repeatTime,
+                   [&](uint64_t r, uint64_t k) {
+                       C x = static_cast<C>(rt::ub_load<T>(oa.lane(r, k)));
+                       C y = static_cast<C>(rt::ub_load<T>(ob.lane(r, k)));
+                       return static_cast<T>(f(x, y));
+                   },
+                   file_, line_);
+}
+
+template <typename T, typename F>
+inline void unary(const char* api, const char* op, const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask,
+                  uint8_t repeatTime, uint64_t dblk, uint64_t sblk, uint64_t drep, uint64_t srep, F f,
+                  const char* file_, int line_) {
+    using C = typename Calc<T>::type;
+    Operand od = opnd("dst", dst, dblk, drep);
+    Operand os = opnd("src", src, sblk, srep);
+    elementwise<T>(api, op, od, {os}, mask, rt::kRepeat / sizeof(T), repeatTime,
+                   [&](uint64_t r, uint64_t k) {
+                       return static_cast<T>(f(static_cast<C>(rt::ub_load<T>(os.lane(r, k)))));
+                   },
+                   file_, line_);
+}
+
+}  // namespace detail
+
+// include/basic_api/kernel_operator_vec_binary_intf.h (level 0, mask continuous mode)
+#define ASCENDSCHED_BINARY(NAME, EXPR)                                                                             \
+    template <typename T, bool isSetMask = true>                                                                   \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,             \
+                     uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams& repeatParams,              \
+                     ASCENDSCHED_LOC) {                                                                            \
+        detail::binary(#NAME, dst, src0, src1, mask, repeatTime, repeatParams, [](auto x, auto y) { return EXPR; }, \
+                       file_, line_);                                                                              \
+    }
+ASCENDSCHED_BINARY(Add, x + y)
+ASCENDSCHED_BINARY(Sub, x - y)
+ASCENDSCHED_BINARY(Mul, x * y)
+ASCENDSCHED_BINARY(Div, x / y)
+ASCENDSCHED_BINARY(Max, (x > y ? x : y))
+ASCENDSCHED_BINARY(Min, (x < y ? x : y))
+#undef ASCENDSCHED_BINARY
+
+// include/basic_api/kernel_operator_vec_unary_intf.h (level 0, mask continuous mode)
+#define ASCENDSCHED_UNARY(NAME, EXPR)                                                                              \
+    template <typename T, bool isSetMask = true>                                                                   \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime, \
+                     const UnaryRepeatParams& p, ASCENDSCHED_LOC) {                                                \
+        detail::unary(#NAME, "vec_unary", dst, src, mask, repeatTime, p.dstBlkStride, p.srcBlkStride,             \
+                      p.dstRepStride, p.srcRepStride, [](auto x) { return EXPR; }, file_, line_);                 \
+    }
+ASCENDSCHED_UNARY(Exp, std::exp(x))
+ASCENDSCHED_UNARY(Ln, std::log(x))
+ASCENDSCHED_UNARY(Sqrt, std::sqrt(x))
+ASCENDSCHED_UNARY(Rsqrt, decltype(x)(1) / std::sqrt(x))
+ASCENDSCHED_UNARY(Reciprocal, decltype(x)(1) / x)
+ASCENDSCHED_UNARY(Abs, (x < decltype(x)(0) ? -x : x))
+ASCENDSCHED_UNARY(Relu, (x > decltype(x)(0) ? x : decltype(x)(0)))
+#undef ASCENDSCHED_UNARY
+
+// include/basic_api/kernel_operator_data_copy_intf.h: Copy (UB -> UB, level 0, mask continuous)
+template <typename T, bool isSetMask = true>
+inline void Copy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask, const uint8_t repeatTime,
+                 const CopyRepeatParams& p, ASCENDSCHED_LOC) {
+    detail::unary("Copy", "vec_unary", dst, src, mask, repeatTime, p.dstStride, p.srcStride, p.dstRepeatSize,
+                  p.srcRepeatSize, [](auto x) { return x; }, file_, line_);
+}
+
+// include/basic_api/kernel_operator_vec_binary_scalar_intf.h (level 0, mask continuous mode)
+#define ASCENDSCHED_SCALAR(NAME, EXPR)                                                                             \
+    template <typename T, bool isSetMask = true>                                                                   \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, uint64_t mask,     \
+                     const uint8_t repeatTime, const UnaryRepeatParams& p, ASCENDSCHED_LOC) {                      \
+        using C = typename detail::Calc<T>::type;                                                                  \
+        const C s = static_cast<C>(scalarValue);                                                                   \
+        detail::unary(#NAME, "vec_scalar", dst, src, mask, repeatTime, p.dstBlkStride, p.srcBlkStride,            \
+                      p.dstRepStride, p.srcRepStride, [s](C x) { return EXPR; }, file_, line_);                    \
+    }
+ASCENDSCHED_SCALAR(Adds, x + s)
+ASCENDSCHED_SCALAR(Muls, x * s)
+ASCENDSCHED_SCALAR(Maxs, (x > s ? x : s))
+ASCENDSCHED_SCALAR(Mins, (x < s ? x : s))
+#undef ASCENDSCHED_SCALAR
+
+// include/basic_api/kernel_operator_vec_duplicate_intf.h (level 0, mask continuous mode)
+template <typename T, bool isSetMask = true>
+inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, uint64_t mask, const uint8_t repeatTime,
+                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride, ASCENDSCHED_LOC) {
+    detail::Operand od = detail::opnd("dst", dst, dstBlockStride, dstRepeatStride);
+    const T v = scalarValue;
+    detail::elementwise<T>("Duplicate", "vec_dup", od, {}, mask, rt::kRepeat / sizeof(T), repeatTime,
+                           [v](uint64_t, uint64_t) { return v; }, file_, line_);
+}
+
+// ---------------------------------------------------------------------------- Cast
+namespace detail {
+
+inline uint16_t next16(uint16_t bits, bool up) {
+    // Next representable 16-bit float (binary16 or bfloat16 share the sign/magnitude ordering).
+    const bool neg = bits & 0x8000u;
+    if ((bits & 0x7fffu) == 0) return up ? 0x0001u : 0x8001u;
+    return static_cast<uint16_t>((up != neg) ? bits + 1 : bits - 1);
+}
+
+template <typename D> inline D step(D x, bool up) {
+    if constexpr (std::is_same_v<D, half>) return half::from_bits(next16(x.bits, up));
+    else if constexpr (std::is_same_v<D, bfloat16_t>) return bfloat16_t::from_bits(next16(x.bits, up));
+    else return std::nextafter(x, up ? std::numeric_limits<D>::infinity() : -std::numeric_limits<D>::infinity());
+}
+
+inline double round_int(double v, RoundMode m) {
+    switch (m) {
+        case RoundMode::CAST_FLOOR: return std::floor(v);
+        case RoundMode::CAST_CEIL: return std::ceil(v);
+        case RoundMode::CAST_TRUNC: return std::trunc(v);
+        case RoundMode::CAST_ROUND: return std::round(v);  // ties away from zero
+        default: return std::nearbyint(v);                 // RINT / NONE: ties to even
+    }
+}
+
+// docs Cast: CAST_NONE rounds like CAST_RINT when the conversion loses precision; a float ->
+// float Cast with a rounding mode rounds to an integral value.
+template <typename D, typename S>
+inline D cast_value(S s, RoundMode m, const char* file_, int line_) {
+    const double v = static_cast<double>(static_cast<typename Calc<S>::type>(s));
+    constexpr bool dst_float = std::is_floating_point_v<D> || std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>;
+    constexpr bool src_float = std::is_floating_point_v<S> || std::is_same_v<S, half> || std::is_same_v<S, bfloat16_t>;
+    if (m == RoundMode::CAST_ODD) rt::fail(file_, line_, "Cast: CAST_ODD is not supported by the CPU runtime");
+    if constexpr (!dst_float) {
+        if (std::isnan(v)) return D(0);
+        double r = round_int(v, m);
+        r = std::max(-4.611686018427388e18, std::min(4.611686018427388e18, r));
+        return static_cast<D>(static_cast<int64_t>(r));
+    } else {
+        if constexpr (src_float && sizeof(D) == sizeof(S) && std::is_same_v<D, S>) {
+            return (m == RoundMode::CAST_NONE) ? s : D(static_cast<float>(round_int(v, m)));
+        }
+        D r = D(static_cast<float>(v));  // nearest even
+        if (m == RoundMode::CAST_NONE || m == RoundMode::CAST_RINT || std::isnan(v)) return r;
+        const double back = static_cast<double>(static_cast<typename Calc<D>::type>(r));
+        if (back == v) return r;
+        D lo = back < v ? r : step(r, false);
+        D hi = back < v ? step(r, true) : r;
+        switch (m) {
+            case RoundMode::CAST_FLOOR: return lo;
+            case RoundMode::CAST_CEIL: return hi;
+            case RoundMode::CAST_TRUNC: return v < 0 ? hi : lo;
+            default: {  // CAST_ROUND: nearest, ties away from zero
+                const double dl = v - static_cast<double>(static_cast<typename Calc<D>::type>(lo));
+                const double dh = static_cast<double>(static_cast<typename Calc<D>::type>(hi)) - v;
+                if (dl < dh) return lo;
+                if (dh < dl) return hi;
+                return v < 0 ? lo : hi;
+            }
+        }
+    }
+}
+
+}  // namespace detail
+
+// include/basic_api/kernel_operator_vec_vconv_intf.h: Cast level 0; one repeat covers
+// 256 B of the wider type, so mask <= 256 / max(sizeof(D), sizeof(S)).
+template <typename T, typename U, bool isSetMask = true>
+inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint64_t mask,
+                 const uint8_t repeatTime, const UnaryRepeatParams& p, ASCENDSCHED_LOC) {
+    detail::Operand od = detail::opnd("dst", dst, p.dstBlkStride, p.dstRepStride);
+    detail::Operand os = detail::opnd("src", src, p.srcBlkStride, p.srcRepStride);
+    const RoundMode m = roundMode;
+    detail::elementwise<T>("Cast", "vec_cast", od, {os}, mask, rt::kRepeat / std::max(sizeof(T), sizeof(U)), repeatTime,
+                           [&](uint64_t r, uint64_t k) {
+                               return detail::cast_value<T, U>(rt::ub_load<U>(os.lane(r, k)), m, file_, line_);
+                           },
+                           file_, line_);
+}
+
+// ---------------------------------------------------------------------------- reductions
+// include/basic_api/kernel_operator_vec_reduce_intf.h, docs WholeReduceMax: dstRepStride is in
+// units of one reduced result (sizeof(T) for value-only results); dst needs 2*sizeof(T)
+// alignment (4 B for half, 8 B for float); the sum is formed exactly and rounded once.
+namespace detail {
+template <typename T, typename F>
+inline void whole_reduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t mask,
+                         int32_t repeatTime, int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride, F fold,
+                         const char* file_, int line_) {
+    if (mask < 1 || repeatTime < 0) rt::fail(file_, line_, std::string(api) + ": mask and repeatTime must be positive");
+    check_level0(api, static_cast<uint64_t>(mask), rt::kRepeat / sizeof(T), static_cast<uint64_t>(repeatTime), file_, line_);
+    rt::check_align(file_, line_, api, "src", src.addr_, rt::kBlock);
+    rt::check_align(file_, line_, api, "dst", dst.addr_, 2 * sizeof(T));
+    Operand os = opnd("src", src, static_cast<uint64_t>(srcBlkStride), static_cast<uint64_t>(srcRepStride));
+    rt::Record rec;
+    rec.op = "vec_reduce";
+    rec.pipe = "V";
+    touch(rec.reads, os, static_cast<uint64_t>(repeatTime), static_cast<uint64_t>(mask), api, file_, line_);
+    std::vector<T> out(static_cast<size_t>(repeatTime));
+    for (int32_t r = 0; r < repeatTime; ++r) {
+        double acc = static_cast<double>(static_cast<typename Calc<T>::type>(rt::ub_load<T>(os.lane(r, 0))));
+        for (int32_t k = 1; k < mask; ++k) {
+            acc = fold(acc, static_cast<double>(static_cast<typename Calc<T>::type>(rt::ub_load<T>(os.lane(r, k)))));
+        }
+        out[r] = T(static_cast<float>(acc));
+    }
+    for (int32_t r = 0; r < repeatTime; ++r) {
+        uint64_t a = dst.addr_ + static_cast<uint64_t>(r) * static_cast<uint64_t>(dstRepStride) * sizeof(T);
+        rt::check_ub(file_, line_, api, a, sizeof(T));
+        rt::ub_store<T>(a, out[r]);
+        rec.writes.push_back(rt::Access{"UB", a, a + sizeof(T)});
+    }
+    rec.label = rt::label(api, file_, line_);
+    rt::emit(rec);
+}
+}  // namespace detail
+
+template <typename T, bool isSetMask = true>
+inline void WholeReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,
+                           const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride, ASCENDSCHED_LOC) {
+    detail::whole_reduce("WholeReduceSum", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
+                         [](double a, double b) { return a + b; }, file_, line_);
+}
+
+template <typename T, bool isSetMask = true>
+inline void WholeReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,
+                           const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX,
+                           ASCENDSCHED_LOC) {
+    if (order != ReduceOrder::ORDER_ONLY_VALUE) {
+        rt::fail(file_, line_, "WholeReduceMax: only ReduceOrder::ORDER_ONLY_VALUE is modelled by the CPU runtime");
+    }
+    detail::whole_reduce("WholeReduceMax", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
+                         [](double a, double b) { return a > b ? a : b; }, file_, line_);
+}
+
+template <typename T, bool isSetMask = true>
+inline void WholeReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,
+                           const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX,
+                           ASCENDSCHED_LOC) {
+    if (order != ReduceOrder::ORDER_ONLY_VALUE) {
+        rt::fail(file_, line_, "WholeReduceMin: only ReduceOrder::ORDER_ONLY_VALUE is modelled by the CPU runtime");
+    }
+    detail::whole_reduce("WholeReduceMin", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
+                         [](double a, double b) { return a < b ? a : b; }, file_, line_);
+}
+
+// ---------------------------------------------------------------------------- Brcb
+// include/basic_api/kernel_operator_vec_brcb_intf.h: each repeat takes 8 consecutive src
+// elements and fills one 32 B dst block with each, block j of repeat r at
+// (r*dstRepStride + j*dstBlkStride) * 32 B.
+template <typename T>
+inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const uint8_t repeatTime,
+                 const BrcbRepeatParams& p, ASCENDSCHED_LOC) {
+    rt::check_align(file_, line_, "Brcb", "dst", dst.addr_, rt::kBlock);
+    rt::check_align(file_, line_, "Brcb", "src0", src0.addr_, rt::kBlock);
+    if (repeatTime > rt::kMaxRepeat) rt::fail(file_, line_, "Brcb: repeatTime exceeds the limit");
+    rt::Record rec;
+    rec.op = "vec_brcb";
+    rec.pipe = "V";
+    const uint64_t per = rt::kBlocksPerRepeat;
+    rt::check_ub(file_, line_, "Brcb", src0.addr_, repeatTime * per * sizeof(T));
+    rec.reads.push_back(rt::Access{"UB", src0.addr_, src0.addr_ + repeatTime * per * sizeof(T)});
+    std::vector<T> vals(repeatTime * per);
+    for (uint64_t i = 0; i < vals.size(); ++i) vals[i] = rt::ub_load<T>(src0.addr_ + i * sizeof(T));
+    for (uint64_t r = 0; r < repeatTime; ++r) {
+        for (uint64_t j = 0; j < per; ++j) {
+            uint64_t a = dst.addr_ + (r * p.dstRepStride + j * p.dstBlkStride) * rt::kBlock;
+            rt::check_ub(file_, line_, "Brcb", a, rt::kBlock);
+            for (uint64_t b = 0; b < rt::kBlock; b += sizeof(T)) rt::ub_store<T>(a + b, vals[r * per + j]);
+            rec.writes.push_back(rt::Access{"UB", a, a + rt::kBlock});
+        }
+    }
+    rec.label = rt::label("Brcb", file_, line_);
+    rt::emit(rec);
+}
+
+// ---------------------------------------------------------------------------- Compare / Select
+// include/basic_api/kernel_operator_vec_cmpsel_intf.h, docs Compare/Select,
+// impl/basic_api/dav_c220/kernel_operator_vec_cmp_impl.h. On 910B the level-0 Compare ignores
+// the mask ("保留参数，设置无效"): every repeat compares all 256 B of lanes and writes
+// 256/sizeof(T) bits, packed: repeat r's bits start at byte r*256/sizeof(T)/8 of dst (the
+// level-2 CompareCompute advances dst by that much); bit k%8 of byte k/8 is lane k
+// (little-endian). Select in VSEL_TENSOR_TENSOR_MODE consumes selMask contiguously,
+// 256/sizeof(T) bits per repeat; bit 1 picks src0.
+inline bool compare(CMPMODE m, double a, double b) {
+    switch (m) {
+        case CMPMODE::LT: return a < b;
+        case CMPMODE::GT: return a > b;
+        case CMPMODE::EQ: return a == b;
+        case CMPMODE::LE: return a <= b;
+        case CMPMODE::GE: return a >= b;
+        case CMPMODE::NE: return a != b;
+    }
+    return false;
+}
+
+template <typename T, typename U, bool isSetMask = true>
+inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
+                    const uint64_t mask, uint8_t repeatTime, const BinaryRepeatParams& p, ASCENDSCHED_LOC) {
+    static_assert(sizeof(U) == 1, "Compare writes a uint8_t/int8_t bit mask");
+    (void)mask;  // reserved on 910B
+    const uint64_t lanes = rt::kRepeat / sizeof(T);
+    if (repeatTime > rt::kMaxRepeat) rt::fail(file_, line_, "Compare: repeatTime exceeds the limit");
+    detail::Operand oa = detail::opnd("src0", src0, p.src0BlkStride, p.src0RepStride);
+    detail::Operand ob = detail::opnd("src1", src1, p.src1BlkStride, p.src1RepStride);
+    detail::check_operand("Compare", oa, file_, line_);
+    detail::check_operand("Compare", ob, file_, line_);
+    rt::check_align(file_, line_, "Compare", "dst", dst.addr_, rt::kBlock);
+    rt::Record rec;
+    rec.op = "vec_cmp";
+    rec.pipe = "V";
+    detail::touch(rec.reads, oa, repeatTime, lanes, "Compare", file_, line_);
+    detail::touch(rec.reads, ob, repeatTime, lanes, "Compare", file_, line_);
+    const uint64_t bytes = lanes / 8;
+    rt::check_ub(file_, line_, "Compare", dst.addr_, repeatTime * bytes);
+    rec.writes.push_back(rt::Access{"UB", dst.addr_, dst.addr_ + repeatTime * bytes});
+    using C = typename detail::Calc<T>::type;
+    std::vector<uint8_t> out(repeatTime * bytes, 0);
+    for (uint64_t r = 0; r < repeatTime; ++r) {
+        for (uint64_t k = 0; k < lanes; ++k) {
+            double a = static_cast<double>(static_cast<C>(rt::ub_load<T>(oa.lane(r, k))));
+            double b = static_cast<double>(static_cast<C>(rt::ub_load<T>(ob.lane(r, k))));
+            if (compare(cmpMode, a, b)) out[r * bytes + k / 8] |= static_cast<uint8_t>(1u << (k % 8));
+        }
+    }
+    std::memcpy(rt::st().ub.data() + dst.addr_, out.data(), out.size());
+    rec.label = rt::label("Compare", file_, line_);
+    rt::emit(rec);
+}
+
+template <typename T, typename U, bool isSetMask = true>
+inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
+                   const LocalTensor<T>& src1, SELMODE selMode, uint64_t mask, uint8_t repeatTime,
+                   const BinaryRepeatParams& p, ASCENDSCHED_LOC) {
+    static_assert(sizeof(U) == 1, "the CPU runtime models uint8_t select masks");
+    if (selMode != SELMODE::VSEL_TENSOR_TENSOR_MODE) {
+        rt::fail(file_, line_, "Select: only SELMODE::VSEL_TENSOR_TENSOR_MODE is modelled by the CPU runtime");
+    }
+    const uint64_t lanes = rt::kRepeat / sizeof(T);
+    detail::Operand od = detail::opnd("dst", dst, p.dstBlkStride, p.dstRepStride);
+    detail::Operand oa = detail::opnd("src0", src0, p.src0BlkStride, p.src0RepStride);
+    detail::Operand ob = detail::opnd("src1", src1, p.src1BlkStride, p.src1RepStride);
+    rt::check_align(file_, line_, "Select", "selMask", selMask.addr_, rt::kBlock);
+    // selMask bytes this call consumes (lanes [0, mask) of every repeat).
+    const uint64_t m0 = selMask.addr_;
+    rt::check_ub(file_, line_, "Select", m0, repeatTime * lanes / 8);
+    std::vector<rt::Access> mask_reads;
+    for (uint64_t r = 0; r < repeatTime; ++r) {
+        uint64_t lo = m0 + r * lanes / 8;
+        mask_reads.push_back(rt::Access{"UB", lo, lo + (std::min(mask, lanes) + 7) / 8});
+    }
+    std::vector<uint8_t> bits(repeatTime * lanes / 8);
+    std::memcpy(bits.data(), rt::st().ub.data() + m0, bits.size());
+    // elementwise() emits the record; append the mask reads through a wrapper record.
+    detail::check_level0("Select", mask, lanes, repeatTime, file_, line_);
+    detail::check_operand("Select", od, file_, line_);
+    detail::check_operand("Select", oa, file_, line_);
+    detail::check_operand("Select", ob, file_, line_);
+    rt::Record rec;
+    rec.op = "vec_select";
+    rec.pipe = "V";
+    rec.reads = mask_reads;
+    detail::touch(rec.reads, oa, repeatTime, mask, "Select", file_, line_);
+    detail::touch(rec.reads, ob, repeatTime, mask, "Select", file_, line_);
+    detail::touch(rec.writes, od, repeatTime, mask, "Select", file_, line_);
+    std::vector<T> out(mask);
+    for (uint64_t r = 0; r < repeatTime; ++r) {
+        for (uint64_t k = 0; k < mask; ++k) {
+            const uint64_t bit = r * lanes + k;
+            const bool take0 = (bits[bit / 8] >> (bit % 8)) & 1u;
+            out[k] = rt::ub_load<T>(take0 ? oa.lane(r, k) : ob.lane(r, k));
+        }
+        for (uint64_t k = 0; k < mask; ++k) rt::ub_store<T>(od.lane(r, k), out[k]);
+    }
+    rec.label = rt::label("Select", file_, line_);
+    rt::emit(rec);
+}
+
+}  // namespace AscendC
+
+namespace ascendsched_rt {
+inline void check_flags_drained() {
+    for (const auto& kv : st().pending) {
+        if (kv.second > 0) {
+            const auto e = static_cast<AscendC::HardEvent>(kv.first.first);
+            fail("<end of kernel>", 0, std::string("SetFlag<HardEvent::") + AscendC::event_name(e) + ">(" +
+                                           S(kv.first.second) + ") was never waited: unpaired flag at kernel end");
+        }
+    }
+}
+}  // namespace ascendsched_rt

@@ -366,7 +366,12 @@ def _reduce(op: str, body: ExprLike, axis: ReduceVar | Sequence[ReduceVar],
             dtype: DType | str | None) -> Expr:
     if not isinstance(body, Expr):
         raise AlgorithmError(f"reduce_{op}: the body must be an expression, got {body!r}")
-    axes = (axis,) if isinstance(axis, ReduceVar) else tuple(axis)
+    if isinstance(axis, ReduceVar):
+        axes: tuple = (axis,)
+    elif isinstance(axis, (list, tuple)):
+        axes = tuple(axis)
+    else:
+        axes = ()
     if not axes or not all(isinstance(a, ReduceVar) for a in axes):
         raise AlgorithmError(f"reduce_{op}: axes must be reduce_axis() variables, got {axis!r}")
     acc = body.dtype if dtype is None else as_dtype(dtype)

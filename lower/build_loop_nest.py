@@ -830,12 +830,11 @@ def _union(old: tuple[Axis, ...] | None, new: tuple[Axis, ...], ld: Load) -> tup
     if old is None:
         return new
     out = []
-    for a, b in zip(old, new):
+    for a, b, size in zip(old, new, ld.tensor.shape):
         d = a.start - b.start
-        if not d.is_const:
-            raise UnsupportedError(
-                f"{ld}: '{ld.tensor.name}' is read at tiles that do not line up ({a.start} vs "
-                f"{b.start}); the vector path needs every read of a tensor to share its tiling")
+        if not d.is_const:  # reads that do not line up: the whole axis covers both
+            out.append(Axis(a.name, Affine(), int(size)))
+            continue
         lo = min(0, -d.const)
         hi = max(a.extent, b.extent - d.const)
         out.append(Axis(a.name, a.start + lo, hi - lo))

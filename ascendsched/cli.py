@@ -1,0 +1,78 @@
+"""The ``ascendsched`` command: explain, compile and check scheduled algorithms.
+
+``MODULE:FUNCTION`` names a Python file (``path/to/file.py``) or an importable module and a
+function in it that returns a Schedule (or an Algorithm, which gets the default schedule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
+from ascendsched.errors import AscendSchedError
+
+
+def load(spec: str):
+    """Call the function named by ``MODULE:FUNCTION`` and return its Schedule/Algorithm."""
+    if ":" not in spec:
+        raise AscendSchedError(f"expected MODULE:FUNCTION, got {spec!r} (e.g. examples/softmax.py:schedule)")
+    mod_name, func = spec.rsplit(":", 1)
+    path = Path(mod_name)
+    if path.suffix == ".py" or path.exists():
+        if not path.exists():
+            raise AscendSchedError(f"no such file: {path}")
+        s = importlib.util.spec_from_file_location(path.stem, path)
+        assert s is not None and s.loader is not None
+        module = importlib.util.module_from_spec(s)
+        sys.path.insert(0, str(path.resolve().parent))
+        s.loader.exec_module(module)
+    else:
+        module = importlib.import_module(mod_name)
+    if not hasattr(module, func):
+        raise AscendSchedError(f"{mod_name} has no function {func!r}")
+    return getattr(module, func)()
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from ascendsched.lower.driver import PassLog, lower, schedule_for
+    from ascendsched.schedule.printer import print_loop_nest
+
+    sched = schedule_for(load(args.target))
+    print(sched.algo)
+    print()
+    print(sched)
+    print()
+    print(print_loop_nest(sched))
+    log = PassLog(dump_dir=Path(args.dump_ir) if args.dump_ir else None)
+    try:
+        k = lower(sched, log=log)
+    except ImportError:  # sync insertion not available in this build
+        k = lower(sched, log=log, sync=False)
+    for name in ("dependences", "memory plan"):
+        if name in log.results:
+            print(f"\n{name}:\n{log.results[name]}")
+    print(f"\nkernel IR:\n{k}")
+    print(f"\npass timings:\n{log.timings()}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="ascendsched", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("explain", help="print algorithm, schedule, dependences, syncs, memory map, IR")
+    e.add_argument("target", help="MODULE:FUNCTION returning a Schedule or Algorithm")
+    e.add_argument("--dump-ir", help="write each lowering step to DIR/NNN_<step>.txt")
+    e.set_defaults(fn=cmd_explain)
+    args = p.parse_args(argv)
+    try:
+        return args.fn(args)
+    except AscendSchedError as err:
+        print(f"ascendsched: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

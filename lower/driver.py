@@ -1,0 +1,93 @@
+"""``lower()``: the flat list of passes from a schedule to a final kernel (Halide's Lower.cpp).
+
+Every step goes through a :class:`PassLog`, which keeps each result's text, times the step,
+prints it on request ("(unchanged)" when a pass returned its input) and writes
+``NNN_<step>.txt`` to a dump directory.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.lower.apply_memory_plan import apply_memory_plan
+from ascendsched.lower.build_loop_nest import build_loop_nest
+from ascendsched.lower.ir import Kernel
+from ascendsched.lower.lifetimes import buffer_lifetimes
+from ascendsched.lower.plan_memory import plan_memory
+from ascendsched.schedule.default import default_schedules
+from ascendsched.schedule.schedule import Schedule
+from ascendsched.target import DEFAULT_TARGET, Target
+
+from ascendsched.errors import CapacityError
+
+T = TypeVar("T")
+
+
+@dataclass
+class PassLog:
+    """Records each lowering step: its text, its time; optional printing and dumping."""
+
+    verbose: bool = False
+    dump_dir: Path | None = None
+    steps: list[tuple[str, str, float]] = field(default_factory=list)  # (name, text, seconds)
+    results: dict[str, Any] = field(default_factory=dict)
+    _last: Any = None
+    _t0: float = field(default_factory=time.perf_counter)
+
+    def __call__(self, name: str, result: T) -> T:
+        now = time.perf_counter()
+        text = "(unchanged)" if result is self._last else str(result)
+        self.steps.append((name, text, now - self._t0))
+        self.results[name] = result
+        if self.verbose:
+            print(f"--- {name} ({(now - self._t0) * 1e3:.1f} ms)\n{text}")
+        if self.dump_dir is not None:
+            self.dump_dir.mkdir(parents=True, exist_ok=True)
+            fname = f"{len(self.steps):03d}_{name.replace(' ', '_')}.txt"
+            (self.dump_dir / fname).write_text(text + "\n")
+        self._last = result
+        self._t0 = time.perf_counter()
+        return result
+
+    def timings(self) -> str:
+        return "\n".join(f"{n:>20}: {t * 1e3:8.1f} ms" for n, _, t in self.steps)
+
+
+def lower(sched: Schedule, target: Target | None = None, *, log: PassLog | None = None,
+          sync: bool = True) -> Kernel:
+    """Lower a scheduled algorithm to a final kernel: planned memory, inserted syncs."""
+    target = target or sched.target
+    log = log if log is not None else PassLog()
+    k = log("build loop nest", build_loop_nest(sched, target))
+    lifetimes = log("lifetimes", buffer_lifetimes(k))
+    plan = log("memory plan", plan_memory(k, lifetimes, target))
+    k = log("apply memory plan", apply_memory_plan(k, plan))
+    if not sync:
+        return k
+    # Ordering restriction: dependences are computed on the *planned* byte ranges, so a buffer
+    # placed in space another buffer left dead gets the WAR dependence that reuse creates.
+    from ascendsched.lower.insert_sync import insert_sync
+    from ascendsched.lower.polyhedral import analyze_dependences
+
+    deps = log("dependences", analyze_dependences(k))
+    return log("insert sync", insert_sync(k, deps, target))
+
+
+def schedule_for(obj: Schedule | Algorithm, target: Target = DEFAULT_TARGET) -> Schedule:
+    """The schedule to lower: ``obj`` itself, or the largest default candidate that fits."""
+    if isinstance(obj, Schedule):
+        return obj
+    last: CapacityError | None = None
+    for cand in default_schedules(obj, target):
+        try:
+            k = build_loop_nest(cand, target)
+            plan_memory(k, buffer_lifetimes(k), target)
+            return cand
+        except CapacityError as e:
+            last = e
+    assert last is not None
+    raise last

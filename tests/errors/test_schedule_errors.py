@@ -1,0 +1,61 @@
+"""Each illegal schedule raises an error naming the primitive, the limit and a fix."""
+
+import pytest
+from ascendsched.algo import library as L
+from ascendsched.lower.driver import lower
+from ascendsched.schedule import Schedule
+
+from ascendsched.errors import CapacityError, ScheduleError
+
+
+def test_split_of_missing_axis():
+    with pytest.raises(ScheduleError, match=r"split\('z', 'q', 64\).*no axis 'q'.*axes are i"):
+        Schedule(L.vadd()).split("z", "q", 64)
+
+
+def test_fuse_of_non_adjacent_loops():
+    s = Schedule(L.bias_add(64, 1024)).split("y", "i", 8).split("y", "j", 256)
+    with pytest.raises(ScheduleError, match=r"fuse.*not adjacent.*reorder"):
+        s.fuse("y", "j_o", "i_o")
+
+
+def test_more_cores_than_the_target_has():
+    s = Schedule(L.vadd()).split("z", "i", 128)
+    with pytest.raises(ScheduleError, match=r"cores=64.*48 vector cores.*1 <= cores <= 48"):
+        s.bind("z", "i_o", 64)
+
+
+def test_ub_tile_row_not_32_byte_aligned():
+    s = Schedule(L.bias_add(16, 1000)).split("y", "j", 100)
+    with pytest.raises(ScheduleError, match=r"200 B is not a multiple of 32 B.*multiple of 16"):
+        lower(s, sync=False)
+
+
+def test_ub_footprint_over_capacity_counts_double_buffers_and_temporaries():
+    s = Schedule(L.softmax(64, 8192)).split("y", "i", 8)
+    for st in ("xf", "mx", "e", "s"):
+        s = s.compute_at(st, "y", "i_o")
+    s = s.buffer("x", 2).buffer("y", 2)
+    with pytest.raises(CapacityError, match=r"x_ub|xf_ub|e_ub") as e:
+        lower(s, sync=False)
+    assert "188160" in str(e.value)
+
+
+def test_compute_at_illegal_location_lists_legal_ones():
+    s = Schedule(L.softmax(64, 1024)).split("y", "i", 8)
+    with pytest.raises(ScheduleError, match=r"Legal locations: compute_at\('mx', 'y', 'i_o'\)"):
+        s.compute_at("mx", "y", "nowhere")
+
+
+def test_stage_left_at_root_needs_a_placement():
+    s = Schedule(L.softmax(8, 256))
+    with pytest.raises(ScheduleError, match=r"computed at root.*compute_at\('xf', 'y'"):
+        lower(s, sync=False)
+
+
+def test_bind_must_be_outermost_and_inline_rejects_reductions():
+    s = Schedule(L.bias_add(64, 1024)).split("y", "i", 8).split("y", "j", 256)
+    with pytest.raises(ScheduleError, match="only the outermost tile loop"):
+        s.bind("y", "j_o", 4)
+    with pytest.raises(ScheduleError, match="is a reduction"):
+        Schedule(L.softmax()).compute_inline("mx")

@@ -764,7 +764,11 @@ def cast_values(v: np.ndarray, src: DType, dst: DType, mode: str) -> np.ndarray:
     """
     if not dst.is_float:
         return dt.store(dst, np.asarray(v), "rint" if mode == "none" else mode)
-    x = np.asarray(v).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _cast_float(np.asarray(v).astype(np.float64), src, dst, mode)
+
+
+def _cast_float(x: np.ndarray, src: DType, dst: DType, mode: str) -> np.ndarray:
     if src == dst:
         if mode == "none":
             return dt.store(dst, x)
@@ -774,19 +778,17 @@ def cast_values(v: np.ndarray, src: DType, dst: DType, mode: str) -> np.ndarray:
     near = dt.store(dst, x.astype(np.float32) if dst is dt.bfloat16 else x).astype(np.float64)
     if mode in ("rint", "none"):
         return dt.store(dst, near)
-    with np.errstate(all="ignore"):
-        lower = np.where(near <= x, near, _step(near, dst, up=False))
-        upper = np.where(near >= x, near, _step(near, dst, up=True))
-        if mode == "floor":
-            out = lower
-        elif mode == "ceil":
-            out = upper
-        elif mode == "trunc":
-            out = np.where(x >= 0, lower, upper)
-        else:
-            dl, du = x - lower, upper - x
-            out = np.where(dl < du, lower, np.where(du < dl, upper,
-                                                     np.where(x >= 0, upper, lower)))
+    lower = np.where(near <= x, near, _step(near, dst, up=False))
+    upper = np.where(near >= x, near, _step(near, dst, up=True))
+    if mode == "floor":
+        out = lower
+    elif mode == "ceil":
+        out = upper
+    elif mode == "trunc":
+        out = np.where(x >= 0, lower, upper)
+    else:  # nearest, ties away from zero (overflow as in round-to-nearest)
+        tie = (x - lower == upper - x) & np.isfinite(lower) & np.isfinite(upper)
+        out = np.where(tie, np.where(x >= 0, upper, lower), near)
     out = np.where(np.isnan(x), near, out)
     return dt.store(dst, out)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, replace
 
+from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Affine, Instr, Kernel, Stmt, StmtMutator
 from ascendsched.target.model import CoreType, Pipe, Target
 
@@ -37,6 +38,7 @@ class EventIdPressureWarning(AscendSchedWarning):
 def allocate_event_ids(kernel: Kernel, target: Target) -> Kernel:
     """``kernel`` with every flag's event id within ``target.event_ids``; attrs cleaned."""
     ids = tuple(target.event_ids)
+    conflicts: set[frozenset[int]] = set()  # channel pairs found unsafe to share an id
     while True:
         chans = _channels(kernel)
         groups: dict[tuple[CoreType, Pipe, Pipe], list[_Chan]] = {}
@@ -45,13 +47,22 @@ def allocate_event_ids(kernel: Kernel, target: Target) -> Kernel:
         bases: dict[int, int] = {}
         failed = None
         for key, cs in groups.items():
-            got = _color(cs, ids)
+            got = _color(cs, ids, conflicts)
             if got is None:
                 failed = (key, cs)
                 break
             bases.update(got)
         if failed is None:
-            return _finish(kernel, bases)
+            done = _finish(kernel, bases, keep_channels=True)
+            # one id shared by two channels is safe only if each set is known to come after
+            # the previous wait of that id (checked, since the source pipe may run ahead)
+            clash = {frozenset(int(c) for c in p.channels) for p in
+                     unordered_dependences(done, None, target, by_channel=False)
+                     if len(p.channels) == 2 and p.channels[0] != p.channels[1]}
+            if not clash or clash <= conflicts:
+                return _finish(kernel, bases)
+            conflicts |= clash
+            continue
         (core, src, dst), cs = failed
         if not ids:
             raise SyncError(f"{target.name} has no event ids for {src}_{dst} flags; "
@@ -127,12 +138,15 @@ def _channels(kernel: Kernel) -> dict[int, _Chan]:
     return out
 
 
-def _color(cs: list[_Chan], ids: tuple[int, ...]) -> dict[int, int] | None:
+def _color(cs: list[_Chan], ids: tuple[int, ...], conflicts: set[frozenset[int]]
+           ) -> dict[int, int] | None:
     active: list[tuple[_Chan, int]] = []
     bases: dict[int, int] = {}
     for c in sorted(cs, key=lambda c: (c.start, c.end)):
         active = [(a, b) for a, b in active if a.end >= c.start]
         used = {b + i for a, b in active for i in range(a.n_ids)}
+        used |= {bases[a.channel] + i for a in cs if a.channel in bases
+                 and frozenset((a.channel, c.channel)) in conflicts for i in range(a.n_ids)}
         for base in ids:
             need = [base + i for i in range(c.n_ids)]
             if all(x in ids and x not in used for x in need):
@@ -177,12 +191,13 @@ def _tighten(s: Instr) -> tuple[Stmt, ...]:
     return (st, wait)
 
 
-def _finish(kernel: Kernel, bases: dict[int, int]) -> Kernel:
+def _finish(kernel: Kernel, bases: dict[int, int], keep_channels: bool = False) -> Kernel:
     class _M(StmtMutator):
         def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
             if not s.is_sync or s.attr("channel") is None:
                 return (s,)
-            attrs = tuple((k, v) for k, v in s.attrs if k not in ("channel", "role"))
+            attrs = tuple((k, v) for k, v in s.attrs
+                          if keep_channels or k not in ("channel", "role"))
             if s.op in ("set_flag", "wait_flag"):
                 eid = s.attr("event_id")
                 base = bases[int(s.attr("channel"))]

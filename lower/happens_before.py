@@ -39,28 +39,34 @@ class SyncProblem:
 
     message: str
     dep: Dependence | None = None
+    channels: tuple[object, ...] = ()  # sync channels involved (flag misuse)
+    double_set: bool = False
 
     def __str__(self) -> str:
         return self.message
 
 
-def unordered_dependences(kernel: Kernel, deps: Dependences, target: Target, *,
-                          clamp: int = 6) -> tuple[SyncProblem, ...]:
-    """Dependences of ``deps`` that the syncs of ``kernel`` leave unordered, plus flag errors
-    (a second set before its wait, a wait with no set, a set never waited for)."""
+def unordered_dependences(kernel: Kernel, deps: Dependences | None, target: Target, *,
+                          clamp: int = 6, by_channel: bool = True) -> tuple[SyncProblem, ...]:
+    """Dependences of ``deps`` that the syncs of ``kernel`` leave unordered, plus flag errors:
+    a set that may fire before the previous wait of its event consumed the flag (double set),
+    a wait with no set, a set never waited for. ``by_channel``: flags are told apart by their
+    ``channel`` attr as well as their id (before event-id allocation)."""
     problems: list[SyncProblem] = []
     events: dict[tuple[int, tuple[int, ...]], tuple[Pipe, int, tuple[int, ...]]] = {}
-    ids = {id(i.instr): i.id for i in deps.instrs}  # the Instr objects survive insertion
+    # the Instr objects survive insertion, so identity maps them to dependence ids
+    ids = {id(i.instr): i.id for i in deps.instrs} if deps is not None else {}
     bounds: dict[CoreType, tuple[dict[str, int], tuple[int, ...]]] = {}
     for prog in kernel.programs:
         tested = _tested_vars(prog.body)
         blocks = tuple(range(kernel.block_dim)) if BLOCK_IDX in tested else (0,)
         limits: dict[str, int] = {}
-        run = _Run(target, prog.core, ids, events, problems, tested, clamp, limits)
+        run = _Run(target, prog.core, ids, events, problems, tested, clamp, limits,
+                   by_channel)
         for b in blocks:
             run.block(prog.body, b)
         bounds[prog.core] = (limits, blocks)
-    for d in deps:
+    for d in deps or ():
         if d.core not in bounds:
             continue
         limits, blocks = bounds[d.core]
@@ -114,7 +120,8 @@ def _box(info, limits: dict[str, int], blocks: tuple[int, ...]) -> isl.Set:  # n
 class _Run:
     def __init__(self, target: Target, core: CoreType, ids: dict[int, int],
                  events: dict, problems: list[SyncProblem], tested: frozenset[str],
-                 clamp: int, limits: dict[str, int]) -> None:
+                 clamp: int, limits: dict[str, int], by_channel: bool) -> None:
+        self.by_channel = by_channel
         self.target = target
         self.core = core
         self.ids = ids
@@ -128,12 +135,14 @@ class _Run:
         n = len(_PIPES)
         self.count = [0] * n
         self.known = [[0] * n for _ in range(n)]  # known[q][p]: p instrs done, as seen by q
-        self.flags: dict[tuple, tuple[list[int], str]] = {}
+        self.flags: dict[tuple, tuple[list[int], str, object]] = {}
+        self.last_wait: dict[tuple, tuple[int, int, object]] = {}  # key -> (pipe, idx, chan)
         self.env: dict[str, int] = {BLOCK_IDX: b}
         self.iters: list[int] = [b]
         self.body(body)
-        for key, (_, where) in self.flags.items():
-            self.problems.append(SyncProblem(f"block {b}: set {key} ({where}) is never waited"))
+        for key, (_, where, ch) in self.flags.items():
+            self.problems.append(SyncProblem(f"block {b}: set {key} ({where}) is never waited",
+                                             channels=(ch,)))
 
     def body(self, body: tuple[Stmt, ...]) -> None:
         for s in body:
@@ -153,20 +162,31 @@ class _Run:
 
     def instr(self, s: Instr) -> None:
         p = _PIPES.index(s.pipe) if s.pipe != Pipe.ALL else None
+        ch = s.attr("channel")
         if s.op == "set_flag":
+            self.count[p] += 1
             key = self._key(s, s.pipe, s.attr("dst"))
             if key in self.flags:
-                self.problems.append(SyncProblem(f"second set of {key} before its wait"))
+                self.problems.append(SyncProblem(f"second set of {key} before its wait",
+                                                 channels=(ch, self.flags[key][2])))
+            prev = self.last_wait.get(key)
+            if prev is not None and self.known[p][prev[0]] < prev[1]:
+                self.problems.append(SyncProblem(
+                    f"set {key} ({s.comment}) may fire before the previous wait consumed it",
+                    channels=(ch, prev[2]), double_set=True))
             clock = list(self.known[p])
             clock[p] = self.count[p]
-            self.flags[key] = (clock, s.comment)
+            self.flags[key] = (clock, s.comment, ch)
         elif s.op == "wait_flag":
+            self.count[p] += 1
             key = self._key(s, s.attr("src"), s.pipe)
             if key not in self.flags:
-                self.problems.append(SyncProblem(f"wait {key} has no pending set (deadlock)"))
+                self.problems.append(SyncProblem(f"wait {key} has no pending set (deadlock)",
+                                                 channels=(ch,)))
                 return
-            clock, _ = self.flags.pop(key)
+            clock, _, _ = self.flags.pop(key)
             self.known[p] = [max(a, c) for a, c in zip(self.known[p], clock, strict=True)]
+            self.last_wait[key] = (p, self.count[p], ch)
         elif s.op == "barrier":
             if p is None:
                 for q in range(len(_PIPES)):
@@ -188,4 +208,4 @@ class _Run:
     def _key(self, s: Instr, src: object, dst: object) -> tuple:
         eid = s.attr("event_id")
         value = eid.evaluate(self.env) if isinstance(eid, Affine) else eid
-        return (str(src), str(dst), s.attr("channel"), value)
+        return (str(src), str(dst), s.attr("channel") if self.by_channel else None, value)

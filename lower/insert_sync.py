@@ -27,9 +27,10 @@ fits the ids into the target's budget. Before/after (vadd, one copy)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
+from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Affine, For, If, Instr, Kernel, Program, Stmt
 from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
@@ -47,26 +48,40 @@ def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
 
 def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     """Every needed sync, one channel per placement (attrs ``channel``, ``role``), local ids."""
-    reqs: dict[tuple, list[str]] = {}
+    reqs: dict[_Req, list[str]] = {}
     for d in deps:
         for r in _requirements(d, deps, kernel, target):
             reqs.setdefault(r, []).append(d.reason)
-    inserts: dict[tuple[int, ...], dict[int, list[tuple[int, int, Instr]]]] = {}
+    placed = _build(kernel, reqs)
+    # A pair inside a loop whose source pipe may run an iteration ahead (double buffering)
+    # would set its flag again before the previous wait consumed it: give it ids k % 2.
+    problems = unordered_dependences(placed, deps, target)
+    again = {int(c) for p in problems if p.double_set for c in p.channels[:1]}
+    if again:
+        reqs = {(_pingpong(r, kernel) if n in again else r): why
+                for n, (r, why) in enumerate(reqs.items())}
+        placed = _build(kernel, reqs)
+        problems = unordered_dependences(placed, deps, target)
+    if problems:
+        raise SyncError("sync placement cannot order this kernel (a pair that needs a reverse "
+                        "'slot free' sync is not supported yet):\n  "
+                        + "\n  ".join(map(str, problems)))
+    return placed
+
+
+def _build(kernel: Kernel, reqs: dict[_Req, list[str]]) -> Kernel:
     by_core: dict[object, dict] = {}
     for n, (req, reasons) in enumerate(reqs.items()):
         comment = "; ".join(dict.fromkeys(reasons))
         core_inserts = by_core.setdefault(req.core, {})
         for path, gap, group, ins in _materialize(req, n, comment, kernel):
             core_inserts.setdefault(path, {}).setdefault(gap, []).append((group, n, ins))
-    del inserts
     programs = []
     for p in kernel.programs:
         ins = by_core.get(p.core)
         programs.append(p if not ins else Program(p.core, _rebuild(p.body, (), ins)))
     if all(a is b for a, b in zip(programs, kernel.programs, strict=True)):
         return kernel
-    from dataclasses import replace
-
     return replace(kernel, programs=tuple(programs))
 
 
@@ -174,6 +189,20 @@ def _requirements(d: Dependence, deps: Dependences, kernel: Kernel, target: Targ
         a, b = s.path[len(cp)], t.path[len(cp)]
         out.append(_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b))
     return out
+
+
+def _pingpong(r: _Req, kernel: Kernel) -> _Req:
+    """A loop-independent pair in a loop body, with ids alternating on the innermost loop."""
+    if r.loop is not None or r.src == r.dst:
+        return r
+    prog = kernel.program(r.core)  # type: ignore[arg-type]
+    assert prog is not None
+    var = ""
+    for j in range(1, len(r.container) + 1):
+        node = _node(prog.body, r.container[:j])
+        if isinstance(node, For):
+            var = node.var
+    return replace(r, var=var, ids=2) if var else r
 
 
 def _node(body: tuple[Stmt, ...], path: tuple[int, ...]) -> Stmt:

@@ -29,6 +29,7 @@ UNARY_OPS = ("exp", "log", "sqrt", "rsqrt", "abs", "relu", "neg", "reciprocal")
 COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
 REDUCE_OPS = ("sum", "max", "min")
 ROUND_MODES = ("rint", "trunc", "floor", "ceil", "round")
+_DEFAULT_AXES = ("i", "j", "p", "q", "r", "s")
 
 
 class Expr:
@@ -252,7 +253,12 @@ def compute(name: str, shape: Sequence[Size], fn: Callable[..., ExprLike],
     ``dtype`` (optional) must equal the body's dtype; it documents intent and catches slips.
     """
     shape_t = _check_shape(name, shape)
-    params = list(inspect.signature(fn).parameters)
+    sig = inspect.signature(fn).parameters.values()
+    if any(p.kind == p.VAR_POSITIONAL for p in sig):  # lambda *ix: rank-generic bodies
+        params = list(_DEFAULT_AXES[:len(shape_t)]) if len(shape_t) <= len(_DEFAULT_AXES) else \
+            [f"i{d}" for d in range(len(shape_t))]
+    else:
+        params = [p.name for p in sig]
     if len(params) != len(shape_t):
         raise AlgorithmError(
             f"compute '{name}': shape has {len(shape_t)} axes but fn takes {len(params)} "

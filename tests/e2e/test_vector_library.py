@@ -70,7 +70,7 @@ def _schedules():
 CASES = list(_schedules())
 
 
-@pytest.mark.parametrize("kernel,label,sched", CASES, ids=[f"{k}-{l}" for k, l, _ in CASES])
+@pytest.mark.parametrize("kernel,label,sched", CASES, ids=[f"{k}-{lab}" for k, lab, _ in CASES])
 def test_ir_execution_equals_reference(kernel, label, sched):
     assert_matches_reference(sched, sync=False)
 

@@ -20,7 +20,7 @@ Finally ``channel``/``role`` attrs are removed. Before/after::
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Affine, Instr, Kernel, Stmt, StmtMutator
@@ -35,8 +35,11 @@ class EventIdPressureWarning(AscendSchedWarning):
     warning_id = "event-id-pressure"
 
 
-def allocate_event_ids(kernel: Kernel, target: Target) -> Kernel:
-    """``kernel`` with every flag's event id within ``target.event_ids``; attrs cleaned."""
+def allocate_event_ids(kernel: Kernel, target: Target, *, verify: bool = True) -> Kernel:
+    """``kernel`` with every flag's event id within ``target.event_ids``; attrs cleaned.
+
+    ``verify=False`` skips the check that shared ids cannot be set twice before a wait (for
+    tests that break a synced kernel on purpose)."""
     ids = tuple(target.event_ids)
     conflicts: set[frozenset[int]] = set()  # channel pairs found unsafe to share an id
     while True:
@@ -52,15 +55,20 @@ def allocate_event_ids(kernel: Kernel, target: Target) -> Kernel:
                 failed = (key, cs)
                 break
             bases.update(got)
+        if failed is None and not verify:
+            return _finish(kernel, bases)
         if failed is None:
             done = _finish(kernel, bases, keep_channels=True)
             # one id shared by two channels is safe only if each set is known to come after
             # the previous wait of that id (checked, since the source pipe may run ahead)
-            clash = {frozenset(int(c) for c in p.channels) for p in
-                     unordered_dependences(done, None, target, by_channel=False)
-                     if len(p.channels) == 2 and p.channels[0] != p.channels[1]}
-            if not clash or clash <= conflicts:
+            problems = unordered_dependences(done, None, target, by_channel=False)
+            if not problems:
                 return _finish(kernel, bases)
+            clash = {frozenset(int(c) for c in p.channels) for p in problems
+                     if len(p.channels) == 2 and p.channels[0] != p.channels[1]} - conflicts
+            if not clash:
+                raise SyncError("event ids cannot be shared safely within the budget "
+                                f"{ids}:\n  " + "\n  ".join(map(str, problems)))
             conflicts |= clash
             continue
         (core, src, dst), cs = failed
@@ -74,6 +82,15 @@ def allocate_event_ids(kernel: Kernel, target: Target) -> Kernel:
                 f"{len(pingpong)} double-buffered sync(s) now use one id, so their copies no "
                 f"longer overlap: {pingpong[0].comment}"), stacklevel=2)
             kernel = _rewrite(kernel, {c.channel for c in pingpong}, _downgrade)
+            continue
+        merged = _merge_pair(cs)
+        if merged is not None:
+            a, b = merged
+            warnings.warn(EventIdPressureWarning(
+                f"{core} {src}_{dst}: event ids {ids} ran out; merged '{b.comment}' into "
+                f"'{a.comment}' (one set after both sources, one wait before both sinks)"),
+                stacklevel=2)
+            kernel = _merge(kernel, a, b)
             continue
         loose = [c for c in cs if not c.tight]
         if not loose:
@@ -99,17 +116,27 @@ class _Chan:
     n_ids: int
     tight: bool
     comment: str
+    flags: list[tuple[str, int, tuple[int, ...]]] = field(default_factory=list)  # role,pos,path
+
+    def pair(self) -> tuple[tuple[int, tuple[int, ...]], tuple[int, tuple[int, ...]]] | None:
+        """(set pos, path), (wait pos, path) of a plain pair (no prologue/epilogue)."""
+        roles = [r for r, _, _ in self.flags]
+        if sorted(roles) != ["set", "wait"]:
+            return None
+        st = next((p, q) for r, p, q in self.flags if r == "set")
+        wt = next((p, q) for r, p, q in self.flags if r == "wait")
+        return st, wt
 
 
 def _channels(kernel: Kernel) -> dict[int, _Chan]:
     out: dict[int, _Chan] = {}
     pos = 0
 
-    def walk(body: tuple[Stmt, ...], core: CoreType) -> None:
+    def walk(body: tuple[Stmt, ...], core: CoreType, path: tuple[int, ...]) -> None:
         nonlocal pos
-        for s in body:
+        for i, s in enumerate(body):
             if not isinstance(s, Instr):
-                walk(s.body, core)
+                walk(s.body, core, path + (i,))
                 continue
             pos += 1
             if s.op not in ("set_flag", "wait_flag"):
@@ -130,9 +157,10 @@ def _channels(kernel: Kernel) -> dict[int, _Chan]:
                 c.n_ids = max(c.n_ids, n)
             if s.attr("role") in ("prologue", "epilogue"):
                 out[int(ch)].tight = False
+            out[int(ch)].flags.append((str(s.attr("role")), pos, path))
 
     for p in kernel.programs:
-        walk(p.body, p.core)
+        walk(p.body, p.core, ())
     for c in out.values():
         c.tight = c.tight and c.end - c.start == 1
     return out
@@ -156,6 +184,41 @@ def _color(cs: list[_Chan], ids: tuple[int, ...], conflicts: set[frozenset[int]]
         else:
             return None
     return bases
+
+
+def _merge_pair(cs: list[_Chan]) -> tuple[_Chan, _Chan] | None:
+    """Two overlapping plain pairs in one body whose later set precedes their earlier wait."""
+    best = None
+    for i, a in enumerate(cs):
+        pa = a.pair()
+        for b in cs[i + 1:]:
+            pb = b.pair()
+            if pa is None or pb is None or a.n_ids != b.n_ids:
+                continue
+            if not (pa[0][1] == pa[1][1] == pb[0][1] == pb[1][1]):
+                continue  # not all four in one body
+            if max(pa[0][0], pb[0][0]) < min(pa[1][0], pb[1][0]):
+                span = min(pa[1][0], pb[1][0]) - max(pa[0][0], pb[0][0])
+                if best is None or span > best[0]:
+                    best = (span, a, b)
+    return None if best is None else (best[1], best[2])
+
+
+def _merge(kernel: Kernel, a: _Chan, b: _Chan) -> Kernel:
+    """One channel: the later of the two sets and the earlier of the two waits."""
+    pa, pb = a.pair(), b.pair()
+    assert pa is not None and pb is not None
+    keep_set = a.channel if pa[0][0] > pb[0][0] else b.channel
+    keep_wait = a.channel if pa[1][0] < pb[1][0] else b.channel
+    comment = "; ".join(dict.fromkeys(a.comment.split("; ") + b.comment.split("; ")))
+
+    def fn(s: Instr) -> tuple[Stmt, ...]:
+        keep = keep_set if s.op == "set_flag" else keep_wait
+        if s.attr("channel") != keep:
+            return ()
+        return (replace(_with(s, channel=a.channel), comment=comment),)
+
+    return _rewrite(kernel, {a.channel, b.channel}, fn)
 
 
 def _rewrite(kernel: Kernel, channels: set[int], fn) -> Kernel:  # noqa: ANN001

@@ -156,7 +156,7 @@ class _Run:
                     self.iters.append(i)
                     self.body(s.body)
                     self.iters.pop()
-                del self.env[s.var]
+                self.env.pop(s.var, None)
             elif s.evaluate(self.env):
                 self.body(s.body)
 

@@ -1,0 +1,193 @@
+"""Sync insertion, redundancy removal and event-id allocation (lower/insert_sync.py & co)."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+from ascendsched.lower.allocate_event_ids import EventIdPressureWarning, allocate_event_ids
+from ascendsched.lower.apply_memory_plan import apply_memory_plan
+from ascendsched.lower.happens_before import unordered_dependences
+from ascendsched.lower.insert_sync import insert_sync, place_syncs, sync_stats
+from ascendsched.lower.ir import Affine, For, Instr, Kernel, view
+from ascendsched.lower.lifetimes import buffer_lifetimes
+from ascendsched.lower.plan_memory import plan_memory
+from ascendsched.lower.polyhedral import analyze_dependences
+from ascendsched.lower.remove_redundant_sync import (
+    channels_of,
+    drop_channels,
+    remove_redundant_sync,
+)
+from ascendsched.target import ASCEND_910B, Pipe, Target
+
+from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
+
+
+def _planned(k: Kernel, target: Target = ASCEND_910B) -> Kernel:
+    return apply_memory_plan(k, plan_memory(k, buffer_lifetimes(k), target))
+
+
+def _synced(k: Kernel, target: Target = ASCEND_910B) -> Kernel:
+    k = _planned(k, target)
+    return insert_sync(k, analyze_dependences(k), target)
+
+
+def _syncs(k: Kernel) -> list[str]:
+    from ascendsched.lower.ir import iter_instrs
+
+    out = []
+    for p in k.programs:
+        for ins, _ in iter_instrs(p.body):
+            if ins.op == "set_flag":
+                out.append(f"set {ins.pipe}->{ins.attr('dst')} {ins.attr('event_id')}")
+            elif ins.op == "wait_flag":
+                out.append(f"wait {ins.attr('src')}->{ins.pipe} {ins.attr('event_id')}")
+            elif ins.op == "barrier":
+                out.append(f"barrier {ins.pipe}")
+    return out
+
+
+def test_vadd_single_buffer() -> None:
+    k = _synced(vadd_kernel())
+    # Prologue sets for the two loop-carried WARs (V reads x_ub/y_ub before the next load;
+    # MTE3 reads z_ub before the next add), one RAW pair per direction inside the loop: the
+    # x_ub RAW and y_ub WAR pairs are implied by the y_ub RAW / x_ub WAR pairs (program order),
+    # the same-pipe WAWs (MTE2 x2, V) by the flag chains, so there is no barrier.
+    assert _syncs(k) == [
+        "set V->MTE2 0", "set MTE3->V 0",
+        "wait V->MTE2 0", "set MTE2->V 0", "wait MTE2->V 0", "wait MTE3->V 0",
+        "set V->MTE2 0", "set V->MTE3 0", "wait V->MTE3 0", "set MTE3->V 0",
+        "wait V->MTE2 0", "wait MTE3->V 0"]
+    st = sync_stats(k)
+    assert st["per_iteration"]["k"] == {"sets": 4, "waits": 4, "barriers": 0, "pipe_all": 0}
+    assert (st["sets"], st["waits"], st["barriers"], st["pipe_all"]) == (18, 18, 0, 0)
+
+
+def test_vadd_double_buffer_ping_pong() -> None:
+    k = _synced(vadd_kernel(copies=2))
+    # Two prologue sets / epilogue waits per carried WAR, ids k % 2; the RAW pairs also
+    # alternate ids because MTE2 may run one tile ahead of V.
+    assert _syncs(k) == [
+        "set V->MTE2 0", "set V->MTE2 1", "set MTE3->V 0", "set MTE3->V 1",
+        "wait V->MTE2 (k % 2)", "set MTE2->V (k % 2)", "wait MTE2->V (k % 2)",
+        "wait MTE3->V (k % 2)", "set V->MTE2 (k % 2)", "set V->MTE3 (k % 2)",
+        "wait V->MTE3 (k % 2)", "set MTE3->V (k % 2)",
+        "wait V->MTE2 0", "wait V->MTE2 1", "wait MTE3->V 0", "wait MTE3->V 1"]
+    st = sync_stats(k)
+    assert st["per_iteration"]["k"]["sets"] == 4 and st["barriers"] == 0
+    assert (st["sets"], st["waits"]) == (20, 20)
+
+
+def test_row_max_sub_barriers() -> None:
+    k = _synced(row_max_sub_kernel())
+    # MTE2->V before the reduce; V barriers for reduce->brcb (m_ub RAW) and brcb->sub (mb_ub
+    # RAW, plus the WAR that reusing m_ub's bytes for y_ub creates); V->MTE3 before the
+    # store. The x_ub RAW of the sub and the reduce->sub WAW ride on the first two.
+    assert _syncs(k) == ["set MTE2->V 0", "wait MTE2->V 0", "barrier V", "barrier V",
+                         "set V->MTE3 0", "wait V->MTE3 0"]
+    comments = [i.comment for i, _ in _iter(k) if i.op == "barrier"]
+    assert "m_ub/y_ub: V read -> V write (WAR)" in comments[1]
+
+
+def _iter(k: Kernel):  # noqa: ANN202
+    from ascendsched.lower.ir import iter_instrs
+
+    return iter_instrs(k.programs[0].body)
+
+
+def test_zero_trip_loop_pairs() -> None:
+    # The same synced code run with zero (and one) trips, as a tail loop would: prologue sets
+    # and epilogue waits sit outside the loop, so every set still meets exactly one wait.
+    for copies in (1, 2):
+        k = _synced(vadd_kernel(copies=copies))
+        body = k.programs[0].body
+        for trips in (0, 1):
+            i = next(j for j, s in enumerate(body) if isinstance(s, For))
+            loop = body[i]
+            short = k.replace_body(k.programs[0].core, body[:i] + (
+                For(loop.var, trips, loop.body, loop.comment),) + body[i + 1:])
+            assert unordered_dependences(short, None, ASCEND_910B, by_channel=False) == ()
+            st = sync_stats(short)
+            assert st["sets"] == st["waits"] == 2 * copies + 4 * trips
+            if trips == 0:
+                assert _check(short).ok
+
+
+def test_id_exhaustion_falls_back_with_a_warning() -> None:
+    one = dataclasses.replace(ASCEND_910B, event_ids=(0,))
+    with pytest.warns(EventIdPressureWarning, match="double-buffered"):
+        k = _synced(vadd_kernel(copies=2), one)
+    assert all("%" not in s for s in _syncs(k))  # ping-pong gave way to one id
+    # two overlapping MTE2->V pairs merge into one when only one id exists
+    base = row_max_sub_kernel()
+    body = (
+        Instr("copy_gm_ub", Pipe.MTE2, (view("x_ub", 0, 16, 64, 64),), (view("x", 0, 16, 64, 64),)),
+        Instr("copy_gm_ub", Pipe.MTE2, (view("y_ub", 0, 16, 64, 64),), (view("x", 0, 16, 64, 64),)),
+        Instr("vec_reduce", Pipe.V, (view("m_ub", 0, 16, 1, 1),), (view("x_ub", 0, 16, 64, 64),),
+              (("fn", "max"),)),
+        Instr("vec_unary", Pipe.V, (view("y_ub", 0, 16, 64, 64),), (view("y_ub", 0, 16, 64, 64),),
+              (("fn", "exp"),)),
+        Instr("copy_ub_gm", Pipe.MTE3, (view("y", 0, 16, 64, 64),), (view("y_ub", 0, 16, 64, 64),)),
+    )
+    k2 = base.replace_body(base.programs[0].core, body)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _syncs(_synced(k2)).count("set MTE2->V 1") == 1  # two ids: no pressure
+    with pytest.warns(EventIdPressureWarning, match="merged"):
+        merged = _synced(k2, one)
+    assert _syncs(merged)[:2] == ["set MTE2->V 0", "wait MTE2->V 0"]
+
+
+def test_every_dependence_is_ordered_and_ids_in_budget() -> None:
+    for k in (vadd_kernel(), vadd_kernel(copies=2), vadd_kernel(blocks=2, copies=2),
+              vadd_kernel(n=2048 * 3, tile=2048, copies=2), row_max_sub_kernel()):
+        p = _planned(k)
+        s = insert_sync(p, analyze_dependences(p), ASCEND_910B)
+        assert unordered_dependences(s, analyze_dependences(p), ASCEND_910B,
+                                     by_channel=False) == ()
+        for i, _ in _iter(s):
+            eid = i.attr("event_id")
+            if isinstance(eid, Affine):
+                vals = {eid.evaluate({"k": j}) for j in range(2)}
+                assert vals <= set(ASCEND_910B.event_ids)
+            assert i.pipe != Pipe.ALL
+
+
+# --------------------------------------------------------------------------- with sim/checker
+def _check(k: Kernel):  # noqa: ANN202
+    checker = pytest.importorskip("ascendsched.sim.checker")
+    execute = pytest.importorskip("ascendsched.sim.execute")
+    rng = np.random.default_rng(0)
+    inputs = {t.name: rng.standard_normal(t.shape).astype(t.dtype.np)
+              for t in k.params if t.kind == "input"}
+    return checker.check_trace(execute.run_kernel(k, inputs, trace=True).trace, ASCEND_910B)
+
+
+FIXTURES = {
+    "vadd": lambda: vadd_kernel(),
+    "vadd_db": lambda: vadd_kernel(copies=2),
+    "vadd_db_odd_2blocks": lambda: vadd_kernel(n=2048 * 6, tile=2048, copies=2, blocks=2),
+    "row_max_sub": lambda: row_max_sub_kernel(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_synced_fixtures_check_clean(name: str) -> None:
+    assert _check(_planned(FIXTURES[name]())).races  # unsynced: races
+    report = _check(_synced(FIXTURES[name]()))
+    assert report.ok, str(report)
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_every_inserted_sync_is_needed(name: str) -> None:
+    p = _planned(FIXTURES[name]())
+    deps = analyze_dependences(p)
+    pruned = remove_redundant_sync(place_syncs(p, deps, ASCEND_910B), deps, ASCEND_910B)
+    chans = channels_of(pruned)
+    assert chans
+    for ch in chans:
+        report = _check(allocate_event_ids(drop_channels(pruned, frozenset([ch])), ASCEND_910B,
+                                           verify=False))
+        assert report.races, f"removing sync channel {ch} of {name} left no race"

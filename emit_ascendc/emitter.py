@@ -137,7 +137,8 @@ def _ctype(d: DType) -> str:
 
 
 def _cexpr(a: Affine) -> str:
-    if a.const == 0 and not a.terms and len(a.mods) == 1 and a.mods[0][2] == 1:
+    if a.const == 0 and not a.terms and not getattr(a, "divs", ()) and len(a.mods) == 1 \
+            and a.mods[0][2] == 1:
         var, mod, _ = a.mods[0]
         return f"{var} % {mod}"  # drop the redundant parentheses of a lone (var % m)
     return a.c_expr()

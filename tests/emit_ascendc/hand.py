@@ -87,3 +87,82 @@ def sync_row_max_sub(kernel: Kernel) -> Kernel:
         st,
     )
     return kernel.replace_body(CoreType.AIV, body)
+
+
+def ops_kernel(rows: int = 16, cols: int = 20) -> Kernel:
+    """One kernel exercising every other template: DataCopyPad with gaps, exp, muls, dup,
+    compare (packed and per-row masks), select, casts, copy and a sum reduction.
+
+        y1 = where(x > 1, exp(x), 0.5 x);  y = float32(float16(y1));  r = sum_j y
+        z  = where(x <= 1, 0.5 x, exp(x))   (a mask with a 32-byte row stride)
+    """
+    from ascendsched.lower.ir import Buffer, GmTensor, Program, view
+    from ascendsched.target import ASCEND_910B, Scope
+
+    from ascendsched.dtypes import float16, float32, uint8
+
+    P = Pipe
+    ld = 32  # UB row pitch in elements (128 B for float32): DataCopyPad UB gap of 1 block
+    hp = 32  # float16 pitch (64 B)
+
+    def v(t: str, rs: int = ld, c: int = cols, cs: int = 1, r: int = rows) -> object:
+        return view(t, 0, r, rs, c, cs)
+
+    def vec(op: str, w, r, why: str, **attrs) -> Instr:
+        return Instr(op, P.V, (w,), tuple(r), tuple(attrs.items()), comment=why)
+
+    def bar(why: str) -> Instr:
+        return barrier(P.V, why)
+
+    body = (
+        Instr("copy_gm_ub", P.MTE2, (v("x_ub"),), (view("x", 0, rows, cols, cols),),
+              comment="load x (unaligned rows)"),
+        set_flag(P.MTE2, P.V, 0, "x_ub: MTE2 write -> V read (RAW)"),
+        wait_flag(P.MTE2, P.V, 0, "x_ub: MTE2 write -> V read (RAW)"),
+        vec("vec_unary", v("e_ub"), [v("x_ub")], "e = exp(x)", fn="exp"),
+        vec("vec_scalar", v("s_ub"), [v("x_ub")], "s = 0.5 x", fn="muls", scalar=0.5),
+        vec("vec_dup", v("d_ub"), [], "d = 1", value=1.0),
+        bar("d_ub: V write -> V read (RAW)"),
+        vec("vec_cmp", view("m_ub", 0, rows, 8, 3), [v("x_ub"), v("d_ub")], "m = x > 1",
+            fn="gt"),
+        vec("vec_cmp", view("m2_ub", 0, rows, 32, 3), [v("x_ub"), v("d_ub")], "m2 = x <= 1",
+            fn="le"),
+        bar("m_ub, m2_ub, e_ub, s_ub: V write -> V read (RAW)"),
+        vec("vec_select", v("y1_ub"), [view("m_ub", 0, rows, 8, 3), v("e_ub"), v("s_ub")],
+            "y1 = m ? e : s"),
+        vec("vec_select", v("z1_ub"), [view("m2_ub", 0, rows, 32, 3), v("s_ub"), v("e_ub")],
+            "z1 = m2 ? s : e"),
+        bar("y1_ub, z1_ub: V write -> V read (RAW)"),
+        vec("vec_cast", v("h_ub", hp), [v("y1_ub")], "h = float16(y1)", round="rint"),
+        vec("vec_unary", v("z_ub"), [v("z1_ub")], "z = copy(z1)", fn="copy"),
+        bar("h_ub: V write -> V read (RAW)"),
+        vec("vec_cast", v("y_ub"), [v("h_ub", hp)], "y = float32(h)", round="none"),
+        bar("y_ub: V write -> V read (RAW)"),
+        vec("vec_reduce", view("r_ub", 0, rows, 1, 1), [v("y_ub")], "r = sum_j y", fn="sum"),
+        set_flag(P.V, P.MTE3, 0, "y_ub, z_ub, r_ub: V write -> MTE3 read (RAW)"),
+        wait_flag(P.V, P.MTE3, 0, "y_ub, z_ub, r_ub: V write -> MTE3 read (RAW)"),
+        Instr("copy_ub_gm", P.MTE3, (view("y", 0, rows, cols, cols),), (v("y_ub"),),
+              comment="store y"),
+        Instr("copy_ub_gm", P.MTE3, (view("z", 0, rows, cols, cols),), (v("z_ub"),),
+              comment="store z"),
+        Instr("copy_ub_gm", P.MTE3, (view("r", 0, 1, rows, rows),), (view("r_ub", 0, 1, rows, rows),),
+              comment="store r"),
+    )
+    f32 = [("x_ub", float32), ("e_ub", float32), ("s_ub", float32), ("d_ub", float32),
+           ("y1_ub", float32), ("z1_ub", float32), ("y_ub", float32), ("z_ub", float32)]
+    buffers = [Buffer(n, Scope.UB, d, rows * ld, shape=(rows, ld)) for n, d in f32]
+    buffers += [
+        Buffer("h_ub", Scope.UB, float16, rows * hp, shape=(rows, hp)),
+        Buffer("m_ub", Scope.UB, uint8, rows * 8, comment="packed compare mask"),
+        Buffer("m2_ub", Scope.UB, uint8, rows * 32, comment="mask rows 32 B apart"),
+        Buffer("r_ub", Scope.UB, float32, max(rows, 8)),
+    ]
+    return Kernel(
+        name="ops",
+        params=(GmTensor("x", (rows, cols), float32),
+                GmTensor("y", (rows, cols), float32, "output"),
+                GmTensor("z", (rows, cols), float32, "output"),
+                GmTensor("r", (rows,), float32, "output")),
+        buffers=tuple(buffers), block_dim=1,
+        programs=(Program(CoreType.AIV, body),), target=ASCEND_910B,
+    )

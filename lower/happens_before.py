@@ -149,7 +149,9 @@ class _Run:
             if isinstance(s, Instr):
                 self.instr(s)
             elif isinstance(s, For):
-                n = s.extent if s.var in self.tested else min(s.extent, self.clamp)
+                n = s.extent
+                if s.var not in self.tested and n > self.clamp:  # keep the parity of k % 2
+                    n = self.clamp + (n - self.clamp) % 2
                 self.limits[s.var] = max(self.limits.get(s.var, 0), n)
                 for i in range(n):
                     self.env[s.var] = i

@@ -58,8 +58,15 @@ def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     problems = unordered_dependences(placed, deps, target)
     again = {int(c) for p in problems if p.double_set for c in p.channels[:1]}
     if again:
-        reqs = {(_pingpong(r, kernel) if n in again else r): why
-                for n, (r, why) in enumerate(reqs.items())}
+        reqs = _merged({(_pingpong(r, kernel) if n in again else r): why
+                        for n, (r, why) in enumerate(reqs.items())})
+        placed = _build(kernel, reqs)
+        problems = unordered_dependences(placed, deps, target)
+    # ping-pong ids over nested loops may skip a pair of distance 1 at a loop boundary
+    weak = {p.dep.reason for p in problems if p.dep is not None}
+    if weak:
+        reqs = _merged({(replace(r, ids=1) if r.ids == 2 and set(why) & weak else r): why
+                        for r, why in reqs.items()})
         placed = _build(kernel, reqs)
         problems = unordered_dependences(placed, deps, target)
     if problems:
@@ -67,6 +74,13 @@ def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
                         "'slot free' sync is not supported yet):\n  "
                         + "\n  ".join(map(str, problems)))
     return placed
+
+
+def _merged(pairs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:
+    out: dict[_Req, list[str]] = {}
+    for r, why in pairs.items():
+        out.setdefault(r, []).extend(why)
+    return out
 
 
 def _build(kernel: Kernel, reqs: dict[_Req, list[str]]) -> Kernel:
@@ -167,28 +181,31 @@ def _requirements(d: Dependence, deps: Dependences, kernel: Kernel, target: Targ
     carried = dict(d.carried)
     prog = kernel.program(d.core)
     assert prog is not None
-    out: list[_Req] = []
     m = len(d.common_loops)
-    for j in range(m):
-        var = d.common_loops[j]
-        if var not in carried:
-            continue
+    first = next((j for j in range(m) if d.common_loops[j] in carried), None)
+    if first is None:  # loop-independent only: a pair in the innermost common body
+        cp = _descend(prog.body, s.loop_paths[m - 1] if m else (), s, t)
+        return [_Req(d.core, d.src_pipe, d.dst_pipe, cp, s.path[len(cp)], t.path[len(cp)])]
+    # From the outermost carrying loop inwards: a source statement before the sink statement
+    # in a body -> one pair there covers this level, all deeper ones and the outer ones
+    # (the set fires after every earlier source instruction). Source and sink inside one
+    # deeper loop -> go down, keeping the outer loop for the prologue/epilogue, so the
+    # carried pair runs over the flattened iterations (one pair for all levels).
+    outer: tuple[int, ...] | None = None
+    for j in range(first, m):
         loop = s.loop_paths[j]
         cp = _descend(prog.body, loop, s, t)
         a, b = s.path[len(cp)], t.path[len(cp)]
         if a < b:
-            out.append(_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b))
-            return out
-        dist = carried[var]
-        out.append(_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b, loop, var,
-                        2 if dist >= 2 else 1))
-        if a != b:
-            return out
-    if d.loop_independent:
-        cp = _descend(prog.body, s.loop_paths[m - 1] if m else (), s, t)
-        a, b = s.path[len(cp)], t.path[len(cp)]
-        out.append(_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b))
-    return out
+            return [_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b)]
+        if a == b and j + 1 < m and s.loop_paths[j + 1] == cp + (a,):
+            outer = outer or loop
+            continue
+        var = d.common_loops[j]
+        dist = carried.get(var, 1)
+        return [_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b, outer or loop, var,
+                     2 if dist >= 2 else 1)]
+    raise SyncError(f"internal: no placement for {d}")
 
 
 def _pingpong(r: _Req, kernel: Kernel) -> _Req:

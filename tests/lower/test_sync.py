@@ -11,7 +11,7 @@ from ascendsched.lower.allocate_event_ids import EventIdPressureWarning, allocat
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.insert_sync import insert_sync, place_syncs, sync_stats
-from ascendsched.lower.ir import Affine, For, Instr, Kernel, view
+from ascendsched.lower.ir import Affine, Cond, For, If, Instr, Kernel, view
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.lower.polyhedral import analyze_dependences
@@ -165,7 +165,35 @@ def _check(k: Kernel):  # noqa: ANN202
     return checker.check_trace(execute.run_kernel(k, inputs, trace=True).trace, ASCEND_910B)
 
 
+def _nested_vadd(copies: int) -> Kernel:
+    """vadd over 2 blocks with k split into (ko, ki), ki of odd extent 3 inside an If."""
+    k = vadd_kernel(n=2048 * 12, tile=2048, copies=copies, blocks=2)
+    loop = k.programs[0].body[0]
+    kk = Affine.of("ko") * 3 + Affine.of("ki")
+
+    def sub(r):  # noqa: ANN001, ANN202
+        copy = r.copy if r.copy.is_const else Affine.mod("ki", 2)
+        return dataclasses.replace(r, offset=r.offset.substitute("k", kk), copy=copy)
+
+    body = tuple(dataclasses.replace(i, writes=tuple(map(sub, i.writes)),
+                                     reads=tuple(map(sub, i.reads))) for i in loop.body)
+    nest = (For("ko", 2, (If((Cond(Affine.of("block_idx"), ">=", 0),),
+                             (For("ki", 3, body),)),)),)
+    return k.replace_body(k.programs[0].core, nest)
+
+
+def test_nested_loops_share_one_carried_pair() -> None:
+    # The WARs are carried by ko and ki; one pair over the flattened iterations (prologue
+    # before ko, ids ki % 2) orders both levels.
+    k = _synced(_nested_vadd(2))
+    st = sync_stats(k)
+    assert st["per_iteration"]["ki"]["sets"] == 4 and "ko" not in st["per_iteration"]
+    assert st["static"]["sets"] == 8
+
+
 FIXTURES = {
+    "nested_vadd_db": lambda: _nested_vadd(2),
+    "nested_vadd": lambda: _nested_vadd(1),
     "vadd": lambda: vadd_kernel(),
     "vadd_db": lambda: vadd_kernel(copies=2),
     "vadd_db_odd_2blocks": lambda: vadd_kernel(n=2048 * 6, tile=2048, copies=2, blocks=2),

@@ -16,6 +16,10 @@ Choices where ir.py is silent (each a single place below):
 - A block-broadcast source (column stride 0) must hold the same bytes in the lanes it feeds
   (``min(cols, 32 / elem)`` lanes of the block at each row start), else the hardware would read
   different values than the IR means: an ``InternalCompilerError``.
+- ``vec_reduce`` dst needs only element alignment (``WholeReduce*`` writes one element per
+  repeat, and lowering splits reductions of more than ``max_repeat`` rows at element offsets);
+  every other vector operand starts on a 32 B boundary, as do DMA UB sides, whose row strides
+  must be whole 32 B blocks. Vector row strides are also limited to ``max_rep_stride`` blocks.
 - Compare-mask operands (``vec_cmp`` dst, ``vec_select`` mask) may have any row stride in bytes;
   mask bits beyond ``cols`` in the written bytes are 0.
 - float16 math is done in float16, float32 in float32 (numpy rounds per op); ``rsqrt`` and

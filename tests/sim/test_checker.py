@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from ascendsched.lower.ir import BLOCK_IDX, Affine, For, Instr, Kernel, Program, Stmt, view
+from ascendsched.lower.ir import BLOCK_IDX, Affine, For, Instr, Kernel, Program, Region, Stmt, view
 from ascendsched.sim.checker import CheckReport, check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, TraceEvent
@@ -74,8 +74,12 @@ def test_barrier_all_orders_everything() -> None:
 # --------------------------------------------------------------------------- same pipe
 def v_chain(middle: tuple[Stmt, ...]) -> Kernel:
     """load x; a = exp x; <middle>; b = exp a; store b (MTE2->V and V->MTE3 flags in place)."""
-    r = (lambda b: view(b, 0, 2, 128, 128))
-    ex = (lambda d, s: Instr("vec_unary", P.V, (r(d),), (r(s),), (("fn", "exp"),), f"{d}=exp"))
+    def r(b: str) -> Region:
+        return view(b, 0, 2, 128, 128)
+
+    def ex(d: str, s: str) -> Instr:
+        return Instr("vec_unary", P.V, (r(d),), (r(s),), (("fn", "exp"),), f"{d}=exp")
+
     body = (
         Instr("copy_gm_ub", P.MTE2, (r("xu"),), (view("x", 0, 2, 128, 128),)),
         set_flag(P.MTE2, P.V), wait_flag(P.MTE2, P.V),
@@ -148,11 +152,11 @@ def test_event_id_outside_budget() -> None:
 
 # --------------------------------------------------------------------------- blocks and cores
 def test_two_blocks_writing_overlapping_gm_race() -> None:
-    r = (lambda b: view(b, 0, 1, 256, 256))
+    u = view("u", 0, 1, 256, 256)
     body = (
-        Instr("copy_gm_ub", P.MTE2, (r("u"),), (view("x", Affine.of(BLOCK_IDX) * 256, 1, 256, 256),)),
+        Instr("copy_gm_ub", P.MTE2, (u,), (view("x", Affine.of(BLOCK_IDX) * 256, 1, 256, 256),)),
         set_flag(P.MTE2, P.MTE3), wait_flag(P.MTE2, P.MTE3),
-        Instr("copy_ub_gm", P.MTE3, (view("z", 0, 1, 256, 256),), (r("u"),), comment="same z"),
+        Instr("copy_ub_gm", P.MTE3, (view("z", 0, 1, 256, 256),), (u,), comment="same z"),
     )
     k = kernel([("x", (512,), float16, "input"), ("z", (256,), float16, "output")],
                [("u", float16, 256)], body, blocks=2)
@@ -223,3 +227,18 @@ def test_fifty_thousand_events_check_quickly() -> None:
     assert loop.extent == 1024
     rep = check(vadd_kernel(128 * 1024, 128, 2, 4))
     assert rep.races_truncated and len(rep.races) >= 1000 and "1000+ races" in rep.summary()
+
+
+def test_wait_on_the_scalar_pipe_stalls_every_later_instruction() -> None:
+    def trace(sync: bool) -> Trace:
+        evs = [ev("AIV", 0, "vec_dup", "V", writes=(("UB:u:0", 0, 256),))]
+        if sync:
+            evs += [ev("AIV", 1, "set_flag", "V", src="V", dst="S", event_id=0),
+                    ev("AIV", 2, "wait_flag", "S", src="V", dst="S", event_id=0)]
+        evs.append(ev("AIV", len(evs), "copy_ub_gm", "MTE3", reads=(("UB:u:0", 0, 256),),
+                      writes=(("GM:z", 0, 256),)))
+        return Trace(tuple(evs))
+
+    assert check_trace(trace(True), ASCEND_910B).ok
+    rep = check_trace(trace(False), ASCEND_910B)
+    assert race_kinds(rep) == {("RAW", "UB:u:0", "vec_dup", "copy_ub_gm")}

@@ -24,6 +24,8 @@ from ascendsched.lower.ir import Kernel
 from ascendsched.dtypes import DType, bf16_bits, bfloat16, from_bf16_bits
 from ascendsched.errors import AscendSchedError, InternalCompilerError, ToolchainError
 
+_DEFAULT_CACHE = Path(tempfile.gettempdir()) / "ascendsched_cpu_builds"
+
 
 @dataclass(frozen=True)
 class CpuRun:
@@ -41,8 +43,14 @@ class KernelAbort(InternalCompilerError):
         self.trace_jsonl = trace_jsonl
 
 
-def build_cpu(project: EmittedProject, *, sanitize: bool = True) -> Path:
-    """Compile ``project``'s CPU driver with g++; return the binary (cached by content hash)."""
+def build_cpu(project: EmittedProject, *, sanitize: bool = True,
+              cache_dir: Path | None = None) -> Path:
+    """Compile ``project``'s CPU driver with g++; return the binary.
+
+    Binaries are content-addressed (sources, runtime headers, flags) in ``cache_dir``
+    (default: a shared ``ascendsched_cpu_builds`` folder in the system temp dir), so an
+    unchanged kernel is compiled once across projects and test sessions.
+    """
     gxx = shutil.which("g++")
     if gxx is None:
         raise ToolchainError(
@@ -52,23 +60,25 @@ def build_cpu(project: EmittedProject, *, sanitize: bool = True) -> Path:
     if sanitize:
         flags += ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
                   "-fno-omit-frame-pointer"]
-    build = project.out_dir / "build"
-    build.mkdir(exist_ok=True)
+    build = Path(cache_dir) if cache_dir is not None else _DEFAULT_CACHE
+    build.mkdir(parents=True, exist_ok=True)
     sources = [project.cpu_main, project.kernel_cpp, project.tiling_h,
                *sorted(project.runtime_dir.glob("*.h*"))]
     digest = hashlib.sha256(" ".join(flags + list(project.cpu_defines)).encode())
     for s in sources:
         digest.update(s.read_bytes())
-    binary = build / f"cpu_main_{digest.hexdigest()[:16]}"
+    binary = build / f"{project.name}_{digest.hexdigest()[:20]}"
     if binary.exists():
         return binary
+    partial = build / f"{binary.name}.{os.getpid()}.tmp"
     cmd = [gxx, *flags, *project.cpu_defines, "-I", str(project.runtime_dir),
-           "-I", str(project.out_dir), str(project.cpu_main), "-o", str(binary)]
+           "-I", str(project.out_dir), str(project.cpu_main), "-o", str(partial)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ToolchainError(
             f"g++ failed to build the CPU check of kernel '{project.name}'.\n{proc.stderr}\n"
             f"Repro command: {shlex.join(cmd)}\nSource: {project.kernel_cpp}")
+    os.replace(partial, binary)  # atomic: concurrent builders of the same kernel agree
     return binary
 
 

@@ -66,39 +66,55 @@ def unordered_dependences(kernel: Kernel, deps: Dependences | None, target: Targ
         for b in blocks:
             run.block(prog.body, b)
         bounds[prog.core] = (limits, blocks)
-    for d in deps or ():
+    # The instance pairs each dependence must order depend only on the loop structure, not on
+    # the syncs, so they are computed once per Dependences and reused by every re-check
+    # (remove_redundant_sync calls this once per candidate sync).
+    cache: dict = deps.__dict__.setdefault("_pair_cache", {}) if deps is not None else {}
+    for n, d in enumerate(deps or ()):
         if d.core not in bounds:
             continue
         limits, blocks = bounds[d.core]
-        src, dst = deps.info(d.src), deps.info(d.dst)
-        rel = d.relation.intersect_domain(_box(src, limits, blocks)).intersect_range(
-            _box(dst, limits, blocks))
-        if rel.is_empty():
-            continue
-        latest = rel.reverse().lexmax()
+        key = (n, tuple(sorted(limits.items())), blocks)
+        pairs = cache.get(key)
+        if pairs is None:
+            pairs = cache[key] = _instance_pairs(d, deps, limits, blocks)
         bad: list[str] = []
-
-        def check(p: isl.Point, d: Dependence = d, bad: list[str] = bad) -> None:
-            n_dst = len(deps.info(d.dst).loops) + 1
-            coords = [p.get_coordinate_val(isl.dim_type.set, i).to_python()
-                      for i in range(n_dst + len(deps.info(d.src).loops) + 1)]
-            dst_key = (d.dst, tuple(coords[:n_dst]))
-            src_key = (d.src, tuple(coords[n_dst:]))
+        for src_key, dst_key in pairs:
             if dst_key not in events or src_key not in events:
                 bad.append(f"instance {src_key} or {dst_key} never ran")
-                return
+                break
             spipe, sidx, _ = events[src_key]
             _, _, known = events[dst_key]
-            if known[_PIPES.index(spipe)] < sidx and len(bad) < 3:
+            if known[_PIPES.index(spipe)] < sidx:
                 bad.append(f"{src_key} -> {dst_key}")
-
-        latest.wrap().foreach_point(check)
+                if len(bad) >= 3:
+                    break
         if bad:
             problems.append(SyncProblem(f"unordered: {d} at {', '.join(bad)}", d))
     return tuple(problems)
 
 
 # --------------------------------------------------------------------------- private helpers
+def _instance_pairs(d: Dependence, deps: Dependences, limits: dict[str, int],
+                    blocks: tuple[int, ...]) -> tuple[tuple[tuple, tuple], ...]:
+    """(source instance, sink instance) keys: the latest source of each sink instance."""
+    src, dst = deps.info(d.src), deps.info(d.dst)
+    rel = d.relation.intersect_domain(_box(src, limits, blocks)).intersect_range(
+        _box(dst, limits, blocks))
+    if rel.is_empty():
+        return ()
+    n_dst = len(dst.loops) + 1
+    n_all = n_dst + len(src.loops) + 1
+    out: list[tuple[tuple, tuple]] = []
+
+    def point(p: isl.Point) -> None:
+        coords = [p.get_coordinate_val(isl.dim_type.set, i).to_python() for i in range(n_all)]
+        out.append(((d.src, tuple(coords[n_dst:])), (d.dst, tuple(coords[:n_dst]))))
+
+    rel.reverse().lexmax().wrap().foreach_point(point)
+    return tuple(out)
+
+
 def _tested_vars(body: tuple[Stmt, ...]) -> frozenset[str]:
     out: set[str] = set()
     for s in body:

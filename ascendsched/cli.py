@@ -59,6 +59,27 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compile(args: argparse.Namespace) -> int:
+    from ascendsched.driver import compile_kernel
+
+    k, proj = compile_kernel(load(args.target), Path(args.output))
+    print(f"wrote {proj.out_dir}: {proj.kernel_cpp.name}, {proj.host_main.name}, "
+          f"{proj.tiling_h.name}, {proj.cmake.name} ({k.block_dim} blocks)")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from ascendsched.driver import check
+
+    verdicts = check(load(args.target), work_dir=Path(args.work_dir) if args.work_dir else None,
+                     sanitize=not args.no_sanitize, cpp=not args.ir_only)
+    for v in verdicts:
+        print(v)
+    ok = all(v.ok for v in verdicts)
+    print("all checks passed" if ok else "SOME CHECKS FAILED")
+    return 0 if ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="ascendsched", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -66,6 +87,16 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("target", help="MODULE:FUNCTION returning a Schedule or Algorithm")
     e.add_argument("--dump-ir", help="write each lowering step to DIR/NNN_<step>.txt")
     e.set_defaults(fn=cmd_explain)
+    c = sub.add_parser("compile", help="write the AscendC project (kernel, host, tiling, CMake)")
+    c.add_argument("target")
+    c.add_argument("-o", "--output", required=True, help="project directory to write")
+    c.set_defaults(fn=cmd_compile)
+    k = sub.add_parser("check", help="run the verification ladder on the CPU, one verdict per check")
+    k.add_argument("target")
+    k.add_argument("--work-dir", help="where to write the emitted project (default: a temp dir)")
+    k.add_argument("--no-sanitize", action="store_true", help="build without ASan/UBSan")
+    k.add_argument("--ir-only", action="store_true", help="skip the emitted C++ (no g++ needed)")
+    k.set_defaults(fn=cmd_check)
     args = p.parse_args(argv)
     try:
         return args.fn(args)

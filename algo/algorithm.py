@@ -8,7 +8,6 @@ from functools import cached_property
 
 from ascendsched.algo.check import children
 from ascendsched.algo.expr import Expr, Load, Tensor
-
 from ascendsched.errors import AlgorithmError
 
 

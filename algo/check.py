@@ -15,7 +15,6 @@ from ascendsched.algo.expr import (
     Select,
     Unary,
 )
-
 from ascendsched.errors import AlgorithmError
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import sympy
+
 from ascendsched.algo.algorithm import Algorithm, algorithm
 from ascendsched.algo.expr import (
     Binary,
@@ -30,7 +31,6 @@ from ascendsched.algo.expr import (
     Tensor,
     Unary,
 )
-
 from ascendsched.dtypes import store
 from ascendsched.errors import AlgorithmError
 

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from ascendsched.emit_ascendc.emitter import EmittedProject
-from ascendsched.lower.ir import Kernel
 
 from ascendsched.dtypes import DType, bf16_bits, bfloat16, from_bf16_bits
+from ascendsched.emit_ascendc.emitter import EmittedProject
 from ascendsched.errors import AscendSchedError, InternalCompilerError, ToolchainError
+from ascendsched.lower.ir import Kernel
 
 _DEFAULT_CACHE = Path(tempfile.gettempdir()) / "ascendsched_cpu_builds"
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
+from ascendsched.dtypes import DType
+from ascendsched.errors import InternalCompilerError, UnsupportedError
 from ascendsched.lower.ir import (
     BLOCK_IDX,
     Affine,
@@ -43,9 +45,6 @@ from ascendsched.lower.ir import (
     Stmt,
 )
 from ascendsched.target.model import CoreType, Pipe, Scope, Target
-
-from ascendsched.dtypes import DType
-from ascendsched.errors import InternalCompilerError, UnsupportedError
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 TEMPLATE_DIR = Path(__file__).parent / "templates"

@@ -22,11 +22,10 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field, replace
 
+from ascendsched.errors import AscendSchedWarning, BarrierFallbackWarning, SyncError
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Affine, Instr, Kernel, Stmt, StmtMutator
 from ascendsched.target.model import CoreType, Pipe, Target
-
-from ascendsched.errors import AscendSchedWarning, BarrierFallbackWarning, SyncError
 
 
 class EventIdPressureWarning(AscendSchedWarning):

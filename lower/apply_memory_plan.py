@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.plan_memory import MemoryPlan
-
-from ascendsched.errors import InternalCompilerError
 
 
 def apply_memory_plan(kernel: Kernel, plan: MemoryPlan) -> Kernel:

@@ -21,6 +21,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+
 from ascendsched.algo.algorithm import loads
 from ascendsched.algo.check import children
 from ascendsched.algo.expr import (
@@ -38,6 +39,8 @@ from ascendsched.algo.expr import (
     Tensor,
     Unary,
 )
+from ascendsched.dtypes import DType, float32, store, uint8
+from ascendsched.errors import ScheduleError, UnsupportedError
 from ascendsched.lower.ir import (
     BLOCK_IDX,
     Affine,
@@ -55,9 +58,6 @@ from ascendsched.lower.ir import (
 )
 from ascendsched.schedule.schedule import ComputeAt, ComputeInline, Schedule
 from ascendsched.target import CoreType, Pipe, Scope, Target
-
-from ascendsched.dtypes import DType, float32, store, uint8
-from ascendsched.errors import ScheduleError, UnsupportedError
 
 
 def build_loop_nest(sched: Schedule, target: Target | None = None) -> Kernel:

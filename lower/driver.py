@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ascendsched.algo.algorithm import Algorithm
+from ascendsched.errors import CapacityError
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.ir import Kernel
@@ -21,8 +22,6 @@ from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.schedule.default import default_schedules
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
-
-from ascendsched.errors import CapacityError
 
 T = TypeVar("T")
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import islpy as isl
+
 from ascendsched.lower.ir import BLOCK_IDX, Affine, For, If, Instr, Kernel, Stmt
 from ascendsched.lower.polyhedral import Dependence, Dependences
 from ascendsched.target.model import CoreType, Pipe, Target

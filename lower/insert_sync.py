@@ -29,14 +29,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ascendsched.errors import SyncError
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Affine, For, If, Instr, Kernel, Program, Stmt
 from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
 from ascendsched.target.model import Pipe, Target
-
-from ascendsched.errors import SyncError
 
 
 def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:

@@ -51,10 +51,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Union
 
-from ascendsched.target.model import CoreType, Pipe, Scope, Target
-
 from ascendsched.dtypes import DType
 from ascendsched.errors import InternalCompilerError
+from ascendsched.target.model import CoreType, Pipe, Scope, Target
 
 BLOCK_IDX = "block_idx"  # the loop-free variable holding GetBlockIdx()
 

@@ -22,11 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ascendsched.errors import CapacityError
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.lifetimes import Lifetime, Lifetimes
 from ascendsched.target.model import Scope, Target
-
-from ascendsched.errors import CapacityError
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 import islpy as isl
+
+from ascendsched.errors import InternalCompilerError, NotAffineError
 from ascendsched.lower.ir import (
     BLOCK_IDX,
     DMA_OPS,
@@ -44,8 +46,6 @@ from ascendsched.lower.ir import (
     Stmt,
 )
 from ascendsched.target.model import CoreType, Pipe
-
-from ascendsched.errors import InternalCompilerError, NotAffineError
 
 BYTE = "__byte"
 

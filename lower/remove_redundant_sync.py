@@ -12,12 +12,11 @@ tried first, then flag pairs by their set's position (an earlier set covers less
 
 from __future__ import annotations
 
+from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Instr, Kernel, Stmt, StmtMutator
 from ascendsched.lower.polyhedral import Dependences
 from ascendsched.target.model import Target
-
-from ascendsched.errors import InternalCompilerError
 
 
 def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:

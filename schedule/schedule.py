@@ -16,9 +16,8 @@ from dataclasses import dataclass, replace
 
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.expr import Reduce, Tensor
-from ascendsched.target import DEFAULT_TARGET, Target
-
 from ascendsched.errors import ScheduleError
+from ascendsched.target import DEFAULT_TARGET, Target
 
 
 @dataclass(frozen=True)

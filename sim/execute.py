@@ -36,13 +36,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from ascendsched.lower.ir import BLOCK_IDX, Affine, For, If, Instr, Kernel, Program, Region, Stmt
-from ascendsched.sim.trace import Interval, Trace, TraceEvent
-from ascendsched.target.model import CoreType, Pipe, Scope
 
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import AscendSchedError, InternalCompilerError
+from ascendsched.lower.ir import BLOCK_IDX, Affine, For, If, Instr, Kernel, Program, Region, Stmt
+from ascendsched.sim.trace import Interval, Trace, TraceEvent
+from ascendsched.target.model import CoreType, Pipe, Scope
 
 __all__ = ["SimResult", "run_kernel"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from ascendsched.algo import evaluate
 from ascendsched.lower.driver import lower
 from ascendsched.sim.execute import run_kernel

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from ascendsched.dtypes import float16, float32
 from ascendsched.lower.ir import (
-    BLOCK_IDX, Affine, Buffer, For, GmTensor, Instr, Kernel, Program, view,
+    BLOCK_IDX,
+    Affine,
+    Buffer,
+    For,
+    GmTensor,
+    Instr,
+    Kernel,
+    Program,
+    view,
 )
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
 

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 import sympy
+
 from ascendsched.algo import (
     algorithm,
     compute,
@@ -16,7 +17,6 @@ from ascendsched.algo import (
     where,
 )
 from ascendsched.algo import library as L
-
 from ascendsched.dtypes import round_bf16
 
 

@@ -1,10 +1,10 @@
 """Every library vector kernel, default schedule plus three hand-written ones, equals numpy."""
 
 import pytest
+
 from ascendsched.algo import library as L
 from ascendsched.lower.driver import schedule_for
 from ascendsched.schedule import Schedule
-
 from tests.helpers import assert_matches_reference
 
 

@@ -96,10 +96,9 @@ def ops_kernel(rows: int = 16, cols: int = 20) -> Kernel:
         y1 = where(x > 1, exp(x), 0.5 x);  y = float32(float16(y1));  r = sum_j y
         z  = where(x <= 1, 0.5 x, exp(x))   (a mask with a 32-byte row stride)
     """
+    from ascendsched.dtypes import float16, float32, uint8
     from ascendsched.lower.ir import Buffer, GmTensor, Program, view
     from ascendsched.target import ASCEND_910B, Scope
-
-    from ascendsched.dtypes import float16, float32, uint8
 
     P = Pipe
     ld = 32  # UB row pitch in elements (128 B for float32): DataCopyPad UB gap of 1 block

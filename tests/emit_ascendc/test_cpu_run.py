@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from ascendsched.emit_ascendc import EmittedProject, KernelAbort, build_cpu, emit_project, run_cpu
 from ascendsched.lower.ir import For, Kernel
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, traces_match
 from ascendsched.target import CoreType, Pipe
-
 from tests.emit_ascendc.hand import ops_kernel, plan, sync_row_max_sub, sync_vadd
 from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
 

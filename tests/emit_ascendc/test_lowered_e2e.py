@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from ascendsched.emit_ascendc import build_cpu, emit_project, run_cpu
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel

@@ -4,8 +4,8 @@ the repro command and the source path."""
 from __future__ import annotations
 
 import pytest
-from ascendsched.emit_ascendc import build_cpu, check, emit_project
 
+from ascendsched.emit_ascendc import build_cpu, check, emit_project
 from ascendsched.errors import ToolchainError
 from tests.emit_ascendc.hand import plan, sync_row_max_sub
 from tests.ir_fixtures import row_max_sub_kernel

@@ -1,8 +1,8 @@
 """Each malformed expression raises AlgorithmError naming the tensor and the problem."""
 
 import pytest
-from ascendsched.algo import algorithm, compute, placeholder, reduce_axis, reduce_sum
 
+from ascendsched.algo import algorithm, compute, placeholder, reduce_axis, reduce_sum
 from ascendsched.errors import AlgorithmError
 
 

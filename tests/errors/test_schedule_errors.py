@@ -1,11 +1,11 @@
 """Each illegal schedule raises an error naming the primitive, the limit and a fix."""
 
 import pytest
+
 from ascendsched.algo import library as L
+from ascendsched.errors import CapacityError, ScheduleError
 from ascendsched.lower.driver import lower
 from ascendsched.schedule import Schedule
-
-from ascendsched.errors import CapacityError, ScheduleError
 
 
 def test_split_of_missing_axis():

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+
+from ascendsched.errors import CapacityError
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.ir import Buffer, For, Instr, Kernel, Program, view
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
-
-from ascendsched.errors import CapacityError
 from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import islpy as isl
 import pytest
+
+from ascendsched.errors import NotAffineError
 from ascendsched.lower.ir import Affine, For, Instr, Kernel, view
 from ascendsched.lower.polyhedral import DepKind, analyze_dependences, kernel_instrs
 from ascendsched.target import Pipe
-
-from ascendsched.errors import NotAffineError
 from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
 
 

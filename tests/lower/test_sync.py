@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+
 from ascendsched.lower.allocate_event_ids import EventIdPressureWarning, allocate_event_ids
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.happens_before import unordered_dependences
@@ -21,7 +22,6 @@ from ascendsched.lower.remove_redundant_sync import (
     remove_redundant_sync,
 )
 from ascendsched.target import ASCEND_910B, Pipe, Target
-
 from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
 
 

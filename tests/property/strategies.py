@@ -6,6 +6,8 @@ where the index variables exist.
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from ascendsched.algo import (
     abs_,
     algorithm,
@@ -22,7 +24,6 @@ from ascendsched.algo import (
     where,
 )
 from ascendsched.schedule import Schedule
-from hypothesis import strategies as st
 
 FLOAT_UNARY = ("abs", "relu", "neg", "exp", "sqrtabs")
 INT_UNARY = ("relu", "neg")

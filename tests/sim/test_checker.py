@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+
+from ascendsched.dtypes import float16
 from ascendsched.lower.ir import BLOCK_IDX, Affine, For, Instr, Kernel, Program, Region, Stmt, view
 from ascendsched.sim.checker import CheckReport, check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, TraceEvent
 from ascendsched.target import ASCEND_910B, CoreType
-
-from ascendsched.dtypes import float16
 from tests.ir_fixtures import vadd_kernel
 from tests.sim.kit import P, barrier, kernel, set_flag, synced_vadd, wait_flag
 

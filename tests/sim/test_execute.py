@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ascendsched.lower.ir import Instr, Region, view
-from ascendsched.sim.execute import run_kernel
-from ascendsched.target import Pipe
 
 from ascendsched.dtypes import DType, bfloat16, float16, float32, int16, int32, uint8
 from ascendsched.errors import AscendSchedError, InternalCompilerError
+from ascendsched.lower.ir import Instr, Region, view
+from ascendsched.sim.execute import run_kernel
+from ascendsched.target import Pipe
 from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
 from tests.sim.kit import kernel, plan
 

@@ -6,9 +6,9 @@ import json
 from dataclasses import replace
 
 import numpy as np
+
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, traces_match
-
 from tests.sim.kit import synced_vadd
 
 KEYS = {"block", "core", "seq", "op", "pipe", "reads", "writes", "src", "dst", "id", "flag",

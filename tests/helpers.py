@@ -5,25 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ascendsched.algo import evaluate
+from ascendsched.driver import ATOL, RTOL, random_inputs
 from ascendsched.lower.driver import lower
 from ascendsched.sim.execute import run_kernel
-
-# Documented tolerances: elementwise chains are bit-exact against the reference (same ops in the
-# same dtypes); reductions reassociate, so float results get a relative tolerance by dtype.
-RTOL = {"float16": 4e-3, "bfloat16": 2e-2, "float32": 2e-5}
-ATOL = {"float16": 2e-3, "bfloat16": 2e-2, "float32": 1e-5}
-
-
-def random_inputs(algo, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = {}
-    for t in algo.inputs:
-        if t.dtype.is_float:
-            out[t.name] = rng.uniform(-2, 2, t.shape).astype(np.float32)
-        else:
-            lo, hi = (-100, 100) if t.dtype.name == "int8" else (-1000, 1000)
-            out[t.name] = rng.integers(lo, hi, t.shape).astype(t.dtype.np)
-    return out
 
 
 def assert_matches_reference(sched, *, seed: int = 0, sync: bool = True, kernel=None,

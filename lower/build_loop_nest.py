@@ -39,7 +39,7 @@ from ascendsched.algo.expr import (
     Tensor,
     Unary,
 )
-from ascendsched.dtypes import DType, float32, store, uint8
+from ascendsched.dtypes import DType, store, uint8
 from ascendsched.errors import ScheduleError, UnsupportedError
 from ascendsched.lower.ir import (
     BLOCK_IDX,
@@ -349,7 +349,7 @@ class _Builder:
             ub_off = ub_off + Affine.of(var) * ustr[k]
         g_rs = gstr[n - 2] if n > 1 else cols
         u_rs = lay.pitch
-        max_rows = 4095  # DataCopyParams.blockCount is 12 bits (asc-devkit DataCopyParams)
+        max_rows = self.t.max_dma_block_count
         out: list[Stmt] = []
         for r0 in range(0, rows, max_rows):
             nr = min(max_rows, rows - r0)
@@ -629,16 +629,13 @@ class _ExprGen:
             attrs: tuple, comment: str = "") -> None:
         dtypes = {dst.dtype.name} | {s.dtype.name for s in srcs}
         key = "select" if op == "vec_select" else ("cast" if op == "vec_cast" else fn)
-        if key == "cast":
-            pass
-        elif key in self.t.vector_dtypes:
+        if key != "cast" and key in self.t.vector_dtypes:
             bad = [d for d in dtypes if d not in self.t.vector_dtypes[key]]
             if bad:
-                hint = "float32" if "bfloat16" in bad or "int8" in bad else "float32"
                 raise UnsupportedError(
                     f"stage '{self.stage}': vector '{fn}' does not support {', '.join(bad)} on "
                     f"{self.t.name} (supported: {', '.join(sorted(self.t.vector_dtypes[key]))}); "
-                    f"cast the operands to {hint} first")
+                    f"cast the operands to float32 first")
         axes = dst.varying()
         srcs = tuple(self._broadcastable(s, axes) for s in srcs)
         if not axes:  # a single element: treat as one row of one column
@@ -750,7 +747,8 @@ class _ExprGen:
         if x.varying() and outer and set(x.varying()) != set(outer):
             src = self.full(x, tuple(outer), f"rows of {x.buf}")
         per = self.t.elems_per_block(x.dtype.bytes)
-        n8 = -(-rows // 8) * 8
+        g = self.t.brcb_elems_per_repeat
+        n8 = -(-rows // g) * g
         self.v.temps += 1
         name = f"{self.stage}_brcb{self.v.temps}"
         self.b._alloc(name, x.dtype, n8 * per, 1, (n8, per),
@@ -763,8 +761,8 @@ class _ExprGen:
         src_rs = src.strides[x.varying()[-1]] if x.varying() else 0
         if x.varying() and src_rs != 1:
             raise UnsupportedError(f"stage '{self.stage}': per-row values of {x.buf} not contiguous")
-        for r0 in range(0, n8, 8 * self.t.max_repeat):
-            nr = min(8 * self.t.max_repeat, n8 - r0)
+        for r0 in range(0, n8, g * self.t.max_repeat):
+            nr = min(g * self.t.max_repeat, n8 - r0)
             self.v.instrs.append(Instr(
                 "vec_brcb", Pipe.V,
                 (Region(name, Affine(r0 * per), (Dim(nr, per), Dim(per, 1))),),
@@ -883,4 +881,3 @@ def _fold1(op: str, x: float | int, dt: DType) -> float | int:
     return store(dt, f(store(dt, x))).item()
 
 
-_ = float32

@@ -97,6 +97,10 @@ ASCEND_910B = Target(
     gm_bytes_per_s=1.6e12,  # HBM 1.6 TB/s (CATLASS docs assume 1.8)
     vector_dtypes=VECTOR_DTYPES,
     vector_casts=VECTOR_CASTS,
+    # DataCopyParams.blockCount is 12 bits (asc-devkit include/basic_api/kernel_struct_data_copy.h);
+    # Brcb takes 8 source elements per repeat (asc-devkit kernel_struct_brcb.h, docs Brcb.md).
+    max_dma_block_count=4095,
+    brcb_elems_per_repeat=8,
     sources={
         "primary": "mirror-cann/asc-devkit include/, impl/, docs/zh/",
         "summary": "shared/ASCEND_910B.md",

@@ -85,6 +85,8 @@ class Target:
     vector_dtypes: dict[str, frozenset[str]]  # vector fn -> dtypes the V unit supports
     vector_casts: frozenset[tuple[str, str]]  # (src dtype, dst dtype) pairs Cast supports
     sources: dict[str, str]
+    max_dma_block_count: int = 4095  # DataCopyParams.blockCount limit (rows of one DataCopy)
+    brcb_elems_per_repeat: int = 8  # Brcb broadcasts 8 source elements per repeat
 
     def scope(self, scope: Scope) -> ScopeSpec:
         for s in self.scopes:

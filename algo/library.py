@@ -85,17 +85,53 @@ def layernorm(m: int = 8, n: int = 1024, eps: float = 1e-5) -> Algorithm:
 
 
 def gemm(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float16",
-         out_dtype: str = "float16") -> Algorithm:
-    """C[i, j] = sum_k A[i, k] * B[k, j], accumulated in float32 (the Cube path, later)."""
-    a = placeholder("A", (m, k), dtype)
-    b = placeholder("B", (k, n), dtype)
+         out_dtype: str = "float16", *, trans_a: bool = False, trans_b: bool = False
+         ) -> Algorithm:
+    """C[i, j] = sum_k A[i, k] * B[k, j], accumulated in float32 (int32 for int8 inputs).
+
+    ``trans_a``: A is given as (K, M) in GM and read as A[k, i]; ``trans_b``: B is given as
+    (N, K) and read as B[j, k]. int8 inputs take ``out_dtype="int32"``.
+    """
+    a = placeholder("A", (k, m) if trans_a else (m, k), dtype)
+    b = placeholder("B", (n, k) if trans_b else (k, n), dtype)
     kk = reduce_axis(k, "k")
     acc = "int32" if dtype == "int8" else "float32"
-    c = compute("C", (m, n), lambda i, j: reduce_sum(
-        a[i, kk].astype(acc) * b[kk, j].astype(acc), kk, dtype=acc).astype(out_dtype)
-        if out_dtype != acc else reduce_sum(a[i, kk].astype(acc) * b[kk, j].astype(acc), kk,
-                                            dtype=acc))
-    return algorithm("gemm", c)
+
+    def body(i, j):
+        av = a[kk, i] if trans_a else a[i, kk]
+        bv = b[j, kk] if trans_b else b[kk, j]
+        s = reduce_sum(av.astype(acc) * bv.astype(acc), kk, dtype=acc)
+        return s if out_dtype == acc else s.astype(out_dtype)
+
+    return algorithm("gemm", compute("C", (m, n), body))
+
+
+def batched_gemm(batch: int = 4, m: int = 128, n: int = 128, k: int = 128,
+                 dtype: str = "float16", out_dtype: str = "float16", *, trans_a: bool = False,
+                 trans_b: bool = False, shared_b: bool = False) -> Algorithm:
+    """C[b, i, j] = sum_k A[b, i, k] * B[b, k, j] (float32/int32 accumulation).
+
+    ``trans_a``/``trans_b`` as in :func:`gemm` (per batch); ``shared_b``: one B for every batch.
+    """
+    a = placeholder("A", (batch, k, m) if trans_a else (batch, m, k), dtype)
+    bshape = (n, k) if trans_b else (k, n)
+    b = placeholder("B", bshape if shared_b else (batch,) + bshape, dtype)
+    kk = reduce_axis(k, "k")
+    acc = "int32" if dtype == "int8" else "float32"
+
+    def body(p, i, j):
+        av = a[p, kk, i] if trans_a else a[p, i, kk]
+        bidx = (j, kk) if trans_b else (kk, j)
+        bv = b[bidx] if shared_b else b[(p,) + bidx]
+        s = reduce_sum(av.astype(acc) * bv.astype(acc), kk, dtype=acc)
+        return s if out_dtype == acc else s.astype(out_dtype)
+
+    return algorithm("batched_gemm", compute("C", (batch, m, n), body))
+
+
+def gemm_int8(m: int = 256, n: int = 256, k: int = 256) -> Algorithm:
+    """int8 x int8 -> int32 GEMM (exact integer accumulation)."""
+    return gemm(m, n, k, "int8", "int32")
 
 
 VECTOR_KERNELS = {
@@ -105,4 +141,10 @@ VECTOR_KERNELS = {
     "softmax": softmax,
     "rmsnorm": rmsnorm,
     "layernorm": layernorm,
+}
+
+GEMM_KERNELS = {
+    "gemm": gemm,
+    "batched_gemm": batched_gemm,
+    "gemm_int8": gemm_int8,
 }

@@ -1,0 +1,226 @@
+"""Recognise a GEMM in an Algorithm: the Cube path's entry point.
+
+An algorithm is a GEMM when its single output stage is (optionally cast from the accumulator)
+``sum_k cast(A[.., i, k]) * cast(B[.., k, j])`` over one reduce axis, with A and B placeholders
+of one dtype and the accumulator float32 (float16/bfloat16 inputs) or int32 (int8 inputs)::
+
+    C[i, j] = float16(sum[float32](k<K: float32(A[i, k]) * float32(B[k, j])))
+    ->  GemmSpec(M, N, K, batch=1, trans_a=False, trans_b=False, float16 -> float32 -> float16)
+
+A given as (K, M) (read ``A[k, i]``) or B given as (N, K) (read ``B[j, k]``) set ``trans_a`` /
+``trans_b``; a leading output axis that indexes A (and optionally B) makes it batched. Anything
+else raises :class:`UnsupportedError` saying which part did not match.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.expr import Binary, Cast, Expr, IndexVar, Load, Reduce, ReduceVar, Tensor
+from ascendsched.dtypes import DType, as_dtype
+from ascendsched.errors import UnsupportedError
+
+# (input dtype, accumulator dtype) -> legal output dtypes (Fixpipe quantPre: F322F16, F322BF16,
+# none; an int32 accumulator leaves unconverted: asc-devkit docs/zh Fixpipe "quantPre").
+_LEGAL = {
+    ("float16", "float32"): ("float16", "float32"),
+    ("bfloat16", "float32"): ("bfloat16", "float32"),
+    ("int8", "int32"): ("int32",),
+}
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    """``C[b] = A[b] x B[b]`` for ``b < batch``; shapes are the logical (M, K) x (K, N)."""
+
+    name: str
+    a: str  # GM tensor names
+    b: str
+    c: str
+    m: int
+    n: int
+    k: int
+    batch: int = 1  # 1 and not batched: C is (M, N)
+    batched: bool = False  # C is (batch, M, N)
+    b_batched: bool = True  # B has a batch axis (False: one B shared by every batch)
+    trans_a: bool = False  # A in GM is (K, M)
+    trans_b: bool = False  # B in GM is (N, K)
+    in_dtype: DType = as_dtype("float16")
+    acc_dtype: DType = as_dtype("float32")
+    out_dtype: DType = as_dtype("float16")
+
+    def __str__(self) -> str:
+        b = f"{self.batch} x " if self.batched else ""
+        t = "".join(f" {x}" for x, on in (("A^T", self.trans_a), ("B^T", self.trans_b)) if on)
+        return (f"gemm {self.name}: {b}({self.m} x {self.k}) x ({self.k} x {self.n}){t}, "
+                f"{self.in_dtype} -> {self.acc_dtype} -> {self.out_dtype}")
+
+
+def is_gemm(algo: Algorithm) -> bool:
+    """True when :func:`match_gemm` accepts ``algo``."""
+    try:
+        match_gemm(algo)
+    except UnsupportedError:
+        return False
+    return True
+
+
+def looks_like_gemm(algo: Algorithm) -> bool:
+    """True when the output is a sum of products of two inputs: route it to the Cube path
+    (whose matcher then explains any part it cannot lower)."""
+    out = algo.outputs[0]
+    if out.op is None:
+        return False
+    body = out.op.body
+    if isinstance(body, Cast):
+        body = body.x
+    return (isinstance(body, Reduce) and body.op == "sum"
+            and isinstance(_strip(body.body), Binary) and _strip(body.body).op == "mul"
+            and len(algo.inputs) == 2 and len(algo.stages) == 1)
+
+
+def match_gemm(algo: Algorithm) -> GemmSpec:
+    """The GEMM ``algo`` computes, or UnsupportedError naming what does not match."""
+    where = f"algorithm '{algo.name}'"
+    if len(algo.outputs) != 1 or len(algo.stages) != 1:
+        raise UnsupportedError(
+            f"{where}: a Cube GEMM is one stage C = A x B; this algorithm has "
+            f"{len(algo.stages)} stages and {len(algo.outputs)} outputs. Compute the matrix "
+            f"product in its own algorithm and the rest on the vector path")
+    c = algo.outputs[0]
+    assert c.op is not None
+    body = c.op.body
+    out_dtype = c.dtype
+    if isinstance(body, Cast):
+        body = body.x
+    if not isinstance(body, Reduce) or body.op != "sum" or len(body.axes) != 1:
+        raise UnsupportedError(
+            f"{where}: output '{c.name}' is not a single-axis sum (reduce_sum over one "
+            f"reduce_axis); the Cube path lowers C[i, j] = sum_k A[i, k] * B[k, j]")
+    acc = body.dtype
+    kv = body.axes[0]
+    prod = _strip(body.body)
+    if not isinstance(prod, Binary) or prod.op != "mul":
+        raise UnsupportedError(f"{where}: the summand {body.body} is not a product of two "
+                               f"loads; write reduce_sum(A[i, k].astype(acc) * B[k, j]"
+                               f".astype(acc), k, dtype=acc)")
+    la, lb = _load(prod.a, acc, where), _load(prod.b, acc, where)
+    axes = c.op.axes
+    if len(axes) not in (2, 3):
+        raise UnsupportedError(f"{where}: output '{c.name}' has rank {len(axes)}; GEMM outputs "
+                               f"are (M, N) or (batch, M, N)")
+    batched = len(axes) == 3
+    bv, iv, jv = (axes[0], axes[1], axes[2]) if batched else (None, axes[0], axes[1])
+    # operand order: A is the one indexed by i
+    if _uses(la, iv) and _uses(lb, jv):
+        pass
+    elif _uses(lb, iv) and _uses(la, jv):
+        la, lb = lb, la
+    else:
+        raise UnsupportedError(f"{where}: cannot tell A (indexed by {iv.name}) from B (indexed "
+                               f"by {jv.name}) in {prod}")
+    a_t, trans_a, a_b = _operand(la, bv, iv, kv, where, "A")
+    b_t, trans_b, b_b = _operand(lb, bv, jv, kv, where, "B", allow_shared=True)
+    if not a_b and batched:
+        raise UnsupportedError(f"{where}: batched GEMM needs A indexed by the batch axis "
+                               f"'{bv.name}' (a shared A is not supported; swap the roles)")
+    if a_t is b_t:
+        raise UnsupportedError(f"{where}: A and B are the same tensor '{a_t.name}'")
+    if a_t.dtype != b_t.dtype:
+        raise UnsupportedError(f"{where}: A is {a_t.dtype} but B is {b_t.dtype}; the Cube unit "
+                               f"multiplies operands of one dtype: cast one input first")
+    key = (a_t.dtype.name, acc.name)
+    if key not in _LEGAL:
+        raise UnsupportedError(
+            f"{where}: {a_t.dtype} inputs accumulated in {acc} are not a Cube mode; supported: "
+            + ", ".join(f"{i} -> {a}" for i, a in _LEGAL))
+    if out_dtype.name not in _LEGAL[key]:
+        raise UnsupportedError(
+            f"{where}: output dtype {out_dtype} from a {acc} accumulator is not supported by "
+            f"Fixpipe here; use one of {', '.join(_LEGAL[key])}")
+    sizes = [int(s) for s in c.shape] + [int(kv.extent)]
+    if batched:
+        batch, m, n, k = sizes
+    else:
+        (m, n, k), batch = sizes, 1
+    return GemmSpec(algo.name, a_t.name, b_t.name, c.name, m, n, k, batch, batched,
+                    b_b or not batched, trans_a, trans_b, a_t.dtype, acc, out_dtype)
+
+
+def gemm_reference(spec: GemmSpec, inputs: dict[str, np.ndarray]) -> np.ndarray:
+    """C computed with numpy matmul in float64 (int64 for int8), then stored as the output
+    dtype. Equal to ``algo.evaluate`` up to summation order, in O(MN) memory."""
+    from ascendsched.dtypes import store
+
+    exact = spec.in_dtype.name == "int8"
+    wide = np.int64 if exact else np.float64
+    a = np.asarray(inputs[spec.a]).astype(np.float32 if not exact else np.int64).astype(wide)
+    b = np.asarray(inputs[spec.b]).astype(np.float32 if not exact else np.int64).astype(wide)
+    if spec.trans_a:
+        a = np.swapaxes(a, -1, -2)
+    if spec.trans_b:
+        b = np.swapaxes(b, -1, -2)
+    c = np.matmul(a, b)
+    if exact:
+        c = c.astype(np.int32)  # int32 accumulation wraps like the hardware's
+    return store(spec.out_dtype, c.astype(np.float32) if not exact else c)
+
+
+# --------------------------------------------------------------------------- private helpers
+def _strip(e: Expr) -> Expr:
+    while isinstance(e, Cast):
+        e = e.x
+    return e
+
+
+def _load(e: Expr, acc: DType, where: str) -> Load:
+    """A Load cast to the accumulator (or already in it)."""
+    x = e.x if isinstance(e, Cast) else e
+    if isinstance(x, Cast) or not isinstance(x, Load) or not x.tensor.is_placeholder:
+        raise UnsupportedError(f"{where}: GEMM operand {e} is not an input load cast to {acc}")
+    if e.dtype != acc:
+        raise UnsupportedError(
+            f"{where}: the product {e} is computed in {e.dtype}, not in the accumulator dtype "
+            f"{acc}; the Cube unit multiplies exactly and accumulates in {acc}: write "
+            f"{x}.astype('{acc}') * ...")
+    return x
+
+
+def _uses(ld: Load, v: IndexVar) -> bool:
+    return any(i is v or i == v for i in ld.indices)
+
+
+def _operand(ld: Load, bv: IndexVar | None, rv: IndexVar, kv: ReduceVar, where: str, role: str,
+             allow_shared: bool = False) -> tuple[Tensor, bool, bool]:
+    """(tensor, transposed, has batch axis) of an operand load, checking its subscripts."""
+    idx = list(ld.indices)
+    has_b = bv is not None and len(idx) == 3
+    if has_b:
+        if not (idx[0] is bv or idx[0] == bv):
+            raise UnsupportedError(f"{where}: {role} = {ld}: the batch axis '{bv.name}' must be "
+                                   f"its first subscript")
+        idx = idx[1:]
+    elif bv is not None and not allow_shared:
+        raise UnsupportedError(f"{where}: {role} = {ld} is not indexed by the batch axis")
+    if len(idx) != 2:
+        raise UnsupportedError(f"{where}: {role} = {ld} must be a matrix (rank 2, or 3 with a "
+                               f"batch axis)")
+    natural = (rv, kv) if role == "A" else (kv, rv)
+    swapped = natural[::-1]
+    if _same(idx, natural):
+        trans = False
+    elif _same(idx, swapped):
+        trans = True
+    else:
+        raise UnsupportedError(
+            f"{where}: {role} = {ld}: subscripts must be plain axes "
+            f"[{', '.join(v.name for v in natural)}] or transposed "
+            f"[{', '.join(v.name for v in swapped)}] (no offsets or strides)")
+    return ld.tensor, trans, has_b
+
+
+def _same(idx: list[Expr], want: tuple[Expr, ...]) -> bool:
+    return all(a is b or a == b for a, b in zip(idx, want, strict=True))

@@ -1,4 +1,4 @@
-"""Recognise a GEMM in an Algorithm: the Cube path's entry point.
+"""Recognise a GEMM in an Algorithm (the Cube path's entry point); no hardware knowledge here.
 
 An algorithm is a GEMM when its single output stage is (optionally cast from the accumulator)
 ``sum_k cast(A[.., i, k]) * cast(B[.., k, j])`` over one reduce axis, with A and B placeholders
@@ -9,7 +9,8 @@ of one dtype and the accumulator float32 (float16/bfloat16 inputs) or int32 (int
 
 A given as (K, M) (read ``A[k, i]``) or B given as (N, K) (read ``B[j, k]``) set ``trans_a`` /
 ``trans_b``; a leading output axis that indexes A (and optionally B) makes it batched. Anything
-else raises :class:`UnsupportedError` saying which part did not match.
+else raises :class:`UnsupportedError` saying which part did not match. Which dtype combinations
+the Cube unit runs is the lowering's business (``lower/build_gemm.py``), not the matcher's.
 """
 
 from __future__ import annotations
@@ -22,14 +23,6 @@ from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.expr import Binary, Cast, Expr, IndexVar, Load, Reduce, ReduceVar, Tensor
 from ascendsched.dtypes import DType, as_dtype
 from ascendsched.errors import UnsupportedError
-
-# (input dtype, accumulator dtype) -> legal output dtypes (Fixpipe quantPre: F322F16, F322BF16,
-# none; an int32 accumulator leaves unconverted: asc-devkit docs/zh Fixpipe "quantPre").
-_LEGAL = {
-    ("float16", "float32"): ("float16", "float32"),
-    ("bfloat16", "float32"): ("bfloat16", "float32"),
-    ("int8", "int32"): ("int32",),
-}
 
 
 @dataclass(frozen=True)
@@ -132,15 +125,6 @@ def match_gemm(algo: Algorithm) -> GemmSpec:
     if a_t.dtype != b_t.dtype:
         raise UnsupportedError(f"{where}: A is {a_t.dtype} but B is {b_t.dtype}; the Cube unit "
                                f"multiplies operands of one dtype: cast one input first")
-    key = (a_t.dtype.name, acc.name)
-    if key not in _LEGAL:
-        raise UnsupportedError(
-            f"{where}: {a_t.dtype} inputs accumulated in {acc} are not a Cube mode; supported: "
-            + ", ".join(f"{i} -> {a}" for i, a in _LEGAL))
-    if out_dtype.name not in _LEGAL[key]:
-        raise UnsupportedError(
-            f"{where}: output dtype {out_dtype} from a {acc} accumulator is not supported by "
-            f"Fixpipe here; use one of {', '.join(_LEGAL[key])}")
     sizes = [int(s) for s in c.shape] + [int(kv.extent)]
     if batched:
         batch, m, n, k = sizes

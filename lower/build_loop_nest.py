@@ -777,41 +777,70 @@ class _ExprGen:
         return Val(name, Affine(), x.dtype, Affine(), tuple(strides), block=True)
 
     def emit_reduce(self, op: str, out: Val, body: Val, axes: tuple[int, ...]) -> None:
+        """Reduce the last axis of ``body`` into ``out`` with ``WholeReduce*`` levels.
+
+        A row longer than one 256-byte repeat is first reduced chunk by chunk (one result per
+        repeat) into a row of partials, then the partials are reduced: two dependent V
+        instructions (one barrier) instead of a serial fold with a barrier per chunk.
+        """
         k = len(self.dom) - 1
         cols = self.dom[k].extent
         rows = int(np.prod([self.dom[a].extent for a in axes])) if axes else 1
         rs = self._row_stride(body, axes + (k,)) if axes else 0
-        epr = self.t.repeat_bytes // body.dtype.bytes
-        fn = {"sum": "add", "max": "max", "min": "min"}[op]
-        src, src_rs = body, rs
-        if cols > epr:
-            # fold the row's 256-byte chunks into one chunk of partials, then reduce that
-            self.v.temps += 1
-            acc = f"{self.stage}_acc{self.v.temps}"
-            self.b._alloc(acc, body.dtype, rows * epr, 1, (rows, epr),
-                          f"{op} partials of {self.stage}")
-            accv = Val(acc, Affine(), body.dtype, Affine(), ())
-            self._rows_op("vec_unary", acc, epr, [(body, rs, 0)], rows, epr,
-                          (("fn", "copy"),), f"{self.stage}: {op} partials = first chunk")
-            for c0 in range(epr, cols, epr):
-                w = min(epr, cols - c0)
-                self._rows_op("vec_binary", acc, epr, [(accv, epr, 0), (body, rs, c0)], rows, w,
-                              (("fn", fn),), f"{self.stage}: {op} partials, columns {c0}..{c0 + w}")
-            src, src_rs, cols = accv, epr, epr
         for p_, q_ in zip(axes[:-1], axes[1:]):
             if out.strides[p_] != out.strides[q_] * self.dom[q_].extent:
                 raise UnsupportedError(
                     f"stage '{self.stage}': the {op}-reduction result over "
                     f"{[self.dom[a].name for a in axes]} is not contiguous; reduce a tile whose "
                     f"inner result axes are whole")
-        for r0 in range(0, rows, self.t.max_repeat):
-            nr = min(self.t.max_repeat, rows - r0)
+        epr = self.t.repeat_bytes // body.dtype.bytes
+        per = self.t.elems_per_block(body.dtype.bytes)
+        src, src_rs = body, rs
+        while cols > epr:
+            n = -(-cols // epr)
+            npad = -(-n // per) * per  # partial rows start on 32 B (the next level's repeat stride)
+            flat = (rows == 1 or src_rs == cols) and cols % epr == 0 and npad == n
+            self.v.temps += 1
+            acc = f"{self.stage}_part{self.v.temps}"
+            width = n if flat else epr
+            self.b._alloc(acc, body.dtype, rows * width, 1, (rows, width),
+                          f"{op} partials of the rows of {self.stage}")
+            accv = Val(acc, Affine(), body.dtype, Affine(), ())
+            if flat:
+                # rows of whole chunks, back to back: one WholeReduce over rows * n repeats
+                self._reduce_rows(op, accv, 1, src, epr, epr, rows * n,
+                                  f"{self.stage}: {op} of each {epr}-column chunk")
+                src, src_rs, cols = accv, npad, n
+                continue
+            # a tail chunk or strided rows: a per-chunk result would land on an odd element,
+            # which WholeReduce's dst may not (2 * sizeof(T) alignment), so fold the chunks
+            # into one chunk of partials instead (a V barrier per chunk)
+            self._rows_op("vec_unary", acc, epr, [(src, src_rs, 0)], rows, epr,
+                          (("fn", "copy"),), f"{self.stage}: {op} partials = first chunk")
+            fn = {"sum": "add", "max": "max", "min": "min"}[op]
+            for c0 in range(epr, cols, epr):
+                w = min(epr, cols - c0)
+                self._rows_op("vec_binary", acc, epr, [(accv, epr, 0), (src, src_rs, c0)], rows,
+                              w, (("fn", fn),),
+                              f"{self.stage}: {op} partials, columns {c0}..{c0 + w}")
+            src, src_rs, cols = accv, epr, epr
+        self._reduce_rows(op, out, 1, src, src_rs, cols, rows,
+                          f"{self.stage}: {op} over {self.dom[k].name}")
+
+    def _reduce_rows(self, op: str, dst: Val, dst_rs: int, src: Val, src_rs: int, cols: int,
+                     rows: int, comment: str) -> None:
+        """``dst[r * dst_rs] = op(src[r * src_rs : + cols])`` in max_repeat pieces, each
+        piece's dst on 2 elements (WholeReduce's dst alignment is 2 * sizeof(T))."""
+        step = self.t.max_repeat - (self.t.max_repeat % 2 if dst_rs % 2 else 0)
+        for r0 in range(0, rows, step):
+            nr = min(step, rows - r0)
             self.v.instrs.append(Instr(
                 "vec_reduce", Pipe.V,
-                (Region(out.buf, out.offset + r0, (Dim(nr, 1), Dim(1, 1)), out.copy),),
+                (Region(dst.buf, dst.offset + r0 * dst_rs, (Dim(nr, dst_rs), Dim(1, 1)),
+                        dst.copy),),
                 (Region(src.buf, src.offset + r0 * src_rs, (Dim(nr, src_rs), Dim(cols, 1)),
                         src.copy),),
-                (("fn", op),), comment=f"{self.stage}: {op} over {self.dom[k].name}"))
+                (("fn", op),), comment=comment))
 
     def _rows_op(self, op: str, dst: str, dst_rs: int, srcs: list[tuple[Val, int, int]],
                  rows: int, w: int, attrs: tuple, comment: str) -> None:

@@ -51,14 +51,15 @@ def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     for d in deps:
         for r in _requirements(d, deps, kernel, target):
             reqs.setdefault(r, []).append(d.reason)
+    reqs = _fewest_barriers(reqs)
     placed = _build(kernel, reqs)
     # A pair inside a loop whose source pipe may run an iteration ahead (double buffering)
     # would set its flag again before the previous wait consumed it: give it ids k % 2.
     problems = unordered_dependences(placed, deps, target)
     again = {int(c) for p in problems if p.double_set for c in p.channels[:1]}
     if again:
-        reqs = _merged({(_pingpong(r, kernel) if n in again else r): why
-                        for n, (r, why) in enumerate(reqs.items())})
+        reqs = _fewest_barriers(_merged({(_pingpong(r, kernel) if n in again else r): why
+                                         for n, (r, why) in enumerate(reqs.items())}))
         placed = _build(kernel, reqs)
         problems = unordered_dependences(placed, deps, target)
     # ping-pong ids over nested loops may skip a pair of distance 1 at a loop boundary
@@ -79,6 +80,35 @@ def _merged(pairs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:
     out: dict[_Req, list[str]] = {}
     for r, why in pairs.items():
         out.setdefault(r, []).extend(why)
+    return out
+
+
+def _fewest_barriers(reqs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:
+    """Same-pipe requirements as the fewest barriers (interval stabbing, per body).
+
+    A barrier in a body orders every earlier instruction of its pipe before every later one, so
+    a loop-independent requirement ``after < before`` is met by a barrier in any gap
+    ``after + 1 .. before``; a carried one (source after sink in the body) keeps its gap right
+    before the sink. Greedy by right end is optimal: take the latest gap, reuse a chosen one.
+    """
+    out: dict[_Req, list[str]] = {}
+    groups: dict[tuple, list[tuple[_Req, list[str]]]] = {}
+    for r, why in reqs.items():
+        if r.src != r.dst:
+            out[r] = why
+        else:
+            groups.setdefault((r.core, r.src, r.container), []).append((r, why))
+    for (core, pipe, container), items in groups.items():
+        reasons: dict[int, list[str]] = {}
+        for r, why in items:
+            if r.after >= r.before:
+                reasons.setdefault(r.before, []).extend(why)
+        for r, why in sorted((x for x in items if x[0].after < x[0].before),
+                             key=lambda x: x[0].before):
+            hit = [g for g in reasons if r.after < g <= r.before]
+            reasons.setdefault(max(hit) if hit else r.before, []).extend(why)
+        for g in sorted(reasons):
+            out[_Req(core, pipe, pipe, container, g - 1, g)] = reasons[g]
     return out
 
 

@@ -1,0 +1,357 @@
+"""GEMM schedules for the Cube (AIC) path: plain frozen directive records, like ``Schedule``.
+
+Each method checks its input and returns a new schedule (calls chain)::
+
+    s = (GemmSchedule(gemm(1024, 1024, 1024))
+         .tile(128, 256, 256)        # L1 tile (m, n, k): one output tile, K in L1 steps of 256
+         .split_k(64)                # L0 step of K: L0A m x 64, L0B 64 x n
+         .buffer("l1", 2).buffer("l0", 2)      # double buffering of L1 and of L0A/L0B
+         .bind(24).swizzle(4, "m"))  # 24 Cube cores, persistent loop, strips of 4 M-tiles
+
+Model (``lower/build_gemm.py`` turns it into loops): the output (batch x M x N) is cut into
+tiles of ``m x n``; tile number ``T`` (in swizzled order) runs on core ``T % cores`` in its
+``T // cores``-th iteration of the persistent loop. Per tile, K goes through L1 in steps of
+``k`` (GM -> L1, ND -> NZ) and through L0A/L0B in steps of ``k0`` (LoadData), each step one
+Mmad into the L0C tile; Fixpipe writes the tile back. Tile sizes are clamped to the problem
+padded to the fractal (so a 1 x 1 x 1 GEMM uses one 16 x 16 x C0 fractal tile).
+
+Swizzle (CATLASS ``GemmIdentityBlockSwizzle``, include/catlass/gemm/block/block_swizzle.hpp):
+``swizzle(w, "m")`` orders tiles in strips of ``w`` M-tiles, walking down the strip before
+moving to the next N column, so cores working at the same time share A and B tiles in L2;
+``"n"`` is the transpose. ``swizzle(1, "m")`` (the default) is row-major tile order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.gemm_spec import GemmSpec, match_gemm
+from ascendsched.errors import ScheduleError, UnsupportedError
+from ascendsched.target import DEFAULT_TARGET, Target
+from ascendsched.target.model import Scope
+
+
+@dataclass(frozen=True)
+class L1Tile:
+    m: int
+    n: int
+    k: int
+
+
+@dataclass(frozen=True)
+class SplitK:
+    k0: int
+
+
+@dataclass(frozen=True)
+class CubeBuffering:
+    level: str  # "l1" (A and B tiles in L1), "l0" (L0A and L0B), "l0c"
+    copies: int
+
+
+@dataclass(frozen=True)
+class CubeBind:
+    cores: int
+
+
+@dataclass(frozen=True)
+class Swizzle:
+    width: int
+    direction: str  # "m" | "n"
+
+
+GemmDirective = L1Tile | SplitK | CubeBuffering | CubeBind | Swizzle
+LEVELS = ("l1", "l0", "l0c")
+
+
+@dataclass(frozen=True)
+class CubeGeometry:
+    """Fractal sizes of the Cube unit, derived from the target.
+
+    A fractal is ``rows x c0`` elements of one 32-byte block per row (``block_bytes``); its
+    size in bytes is L0A's alignment (one 512 B fractal per LoadData repeat), so
+    ``rows = 512 / 32 = 16``; the L0C fractal is rows x rows (asc-devkit docs/zh Mmad,
+    shared/ASCEND_910B.md "Matrix layout").
+    """
+
+    rows: int  # 16: M and N granule, and the K granule of a 16-bit operand
+    block_bytes: int  # 32
+
+    def c0(self, elem_bytes: int) -> int:
+        """Elements per fractal row: 16 for 16-bit, 32 for int8, 8 for 32-bit."""
+        return self.block_bytes // elem_bytes
+
+
+def cube_geometry(target: Target) -> CubeGeometry:
+    fractal = target.scope(Scope.L0A).alignment
+    return CubeGeometry(fractal // target.block_bytes, target.block_bytes)
+
+
+@dataclass(frozen=True)
+class GemmTiling:
+    """The resolved decisions: effective tile sizes (clamped), tile counts, copies, cores."""
+
+    spec: GemmSpec
+    tm: int
+    tn: int
+    tk: int
+    k0: int
+    mt: int  # tiles along M, N, K (L1 steps), and L0 steps per full L1 K tile
+    nt: int
+    kt: int
+    kk: int
+    tiles: int  # batch * mt * nt
+    cores: int
+    iters: int  # persistent loop trips per core
+    l1_copies: int
+    l0_copies: int
+    l0c_copies: int
+    swizzle: Swizzle
+
+
+@dataclass(frozen=True, eq=False)
+class GemmSchedule:
+    """A GEMM algorithm plus an ordered tuple of Cube scheduling directives."""
+
+    algo: Algorithm
+    directives: tuple[GemmDirective, ...] = ()
+    target: Target = DEFAULT_TARGET
+
+    def __post_init__(self) -> None:
+        _ = self.spec  # UnsupportedError now, not at lowering
+
+    @cached_property
+    def spec(self) -> GemmSpec:
+        return match_gemm(self.algo)
+
+    @property
+    def geometry(self) -> CubeGeometry:
+        return cube_geometry(self.target)
+
+    # ----------------------------------------------------------------- primitives
+    def tile(self, m: int, n: int, k: int) -> GemmSchedule:
+        """L1 tile: an ``m x n`` output tile, K through L1 in steps of ``k``."""
+        g, sp = self.geometry, self.spec
+        c0 = g.c0(sp.in_dtype.bytes)
+        for name, v, gran in (("m", m, g.rows), ("n", n, self._n_granule()), ("k", k, c0)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < gran or v % gran:
+                raise ScheduleError(
+                    f"tile(m={m}, n={n}, k={k}): {name}={v!r} must be a positive multiple of "
+                    f"{gran} (the {sp.in_dtype} fractal is {g.rows} x {c0}); try "
+                    f"{name}={max(gran, _round_up(v, gran) if isinstance(v, int) else gran)}")
+        if any(isinstance(d, L1Tile) for d in self.directives):
+            raise ScheduleError("tile(): the L1 tile is already set; give tile() once")
+        return self._add(L1Tile(m, n, k))
+
+    def split_k(self, k0: int) -> GemmSchedule:
+        """L0 step of K: each L1 K tile goes through L0A/L0B in ``k0`` slices."""
+        c0 = self.geometry.c0(self.spec.in_dtype.bytes)
+        tk = self._tile().k
+        if not isinstance(k0, int) or k0 < c0 or k0 % c0:
+            raise ScheduleError(f"split_k({k0!r}): k0 must be a positive multiple of {c0} (the "
+                                f"{self.spec.in_dtype} fractal's K extent)")
+        if tk % k0:
+            legal = [d for d in range(c0, tk + 1, c0) if tk % d == 0]
+            raise ScheduleError(f"split_k({k0}): k0 must divide the L1 tile's k={tk}; legal: "
+                                f"{', '.join(map(str, legal))}")
+        if any(isinstance(d, SplitK) for d in self.directives):
+            raise ScheduleError("split_k(): already set; give split_k() once")
+        return self._add(SplitK(k0))
+
+    def buffer(self, level: str, copies: int = 2) -> GemmSchedule:
+        """Copies of the L1 tiles (``"l1"``), of the L0A/L0B slices (``"l0"``) or of the L0C
+        tile (``"l0c"``); 2 = double buffering (MTE2/MTE1/M/FIX overlap)."""
+        if level not in LEVELS:
+            raise ScheduleError(f"buffer({level!r}): the level is one of {', '.join(LEVELS)}")
+        if copies not in (1, 2):
+            raise ScheduleError(f"buffer({level!r}, copies={copies}): 1 or 2 copies")
+        return self._add(CubeBuffering(level, copies))
+
+    def bind(self, cores: int) -> GemmSchedule:
+        """Spread the output tiles over ``cores`` Cube cores; each core loops over its tiles
+        (persistent: tile ``T`` on core ``T % cores``)."""
+        limit = self.target.num_aic
+        if not isinstance(cores, int) or isinstance(cores, bool) or not 1 <= cores <= limit:
+            raise ScheduleError(f"bind(cores={cores!r}): {self.target.name} has {limit} Cube "
+                                f"cores; use 1 <= cores <= {limit}")
+        if any(isinstance(d, CubeBind) for d in self.directives):
+            raise ScheduleError("bind(): already bound; give bind() once")
+        return self._add(CubeBind(cores))
+
+    def swizzle(self, width: int, direction: str = "m") -> GemmSchedule:
+        """Tile order: strips of ``width`` M-tiles (``"m"``) or N-tiles (``"n"``)."""
+        if direction not in ("m", "n"):
+            raise ScheduleError(f"swizzle({width}, {direction!r}): direction is 'm' or 'n'")
+        if not isinstance(width, int) or isinstance(width, bool) or width < 1:
+            raise ScheduleError(f"swizzle({width!r}): the strip width must be an int >= 1")
+        return self._add(Swizzle(width, direction))
+
+    # ----------------------------------------------------------------- queries
+    def copies(self, level: str) -> int:
+        n = 1
+        for d in self.directives:
+            if isinstance(d, CubeBuffering) and d.level == level:
+                n = d.copies
+        return n
+
+    @cached_property
+    def tiling(self) -> GemmTiling:
+        """Effective tiling: tiles clamped to the fractal-padded problem."""
+        sp, g = self.spec, self.geometry
+        t = self._tile()
+        c0 = g.c0(sp.in_dtype.bytes)
+        ng = self._n_granule()
+        tm = min(t.m, _round_up(sp.m, g.rows))
+        tn = min(t.n, _round_up(sp.n, ng))
+        tk = min(t.k, _round_up(sp.k, c0))
+        k0 = next((d.k0 for d in self.directives if isinstance(d, SplitK)), t.k)
+        k0 = min(k0, tk)
+        if tk % k0:  # the clamp broke divisibility: largest divisor of tk not above k0
+            k0 = max(d for d in range(c0, k0 + 1, c0) if tk % d == 0)
+        mt, nt, kt = -(-sp.m // tm), -(-sp.n // tn), -(-sp.k // tk)
+        tiles = sp.batch * mt * nt
+        cores = min(next((d.cores for d in self.directives if isinstance(d, CubeBind)), 1),
+                    tiles)
+        sw = Swizzle(1, "m")
+        for d in self.directives:
+            if isinstance(d, Swizzle):
+                sw = d
+        width = min(sw.width, mt if sw.direction == "m" else nt)
+        return GemmTiling(sp, tm, tn, tk, k0, mt, nt, kt, tk // k0, tiles, cores,
+                          -(-tiles // cores), self.copies("l1"), self.copies("l0"),
+                          self.copies("l0c"), Swizzle(width, sw.direction))
+
+    def tile_coords(self, tile: int) -> tuple[int, int, int]:
+        """(batch, m tile, n tile) of tile number ``tile`` in the swizzled order."""
+        t = self.tiling
+        per = t.mt * t.nt
+        b, r = divmod(tile, per)
+        w, (rows, cols) = t.swizzle.width, ((t.mt, t.nt) if t.swizzle.direction == "m"
+                                           else (t.nt, t.mt))
+        group, inner = divmod(r, w * cols)
+        height = min(w, rows - group * w)
+        major, minor = group * w + inner % height, inner // height
+        return (b, major, minor) if t.swizzle.direction == "m" else (b, minor, major)
+
+    def loop_nest_text(self) -> str:
+        """Pseudocode of the loops before lowering."""
+        t = self.tiling
+        lines = [f"for T in block_idx + {t.cores} * (0..{t.iters}):   # {t.tiles} tiles of "
+                 f"{t.tm} x {t.tn}, swizzle({t.swizzle.width}, {t.swizzle.direction!r}) on "
+                 f"{t.cores} Cube cores",
+                 f"  for kt in 0..{t.kt}:   # L1 K step {t.tk}, {t.l1_copies} L1 copies",
+                 f"    GM -> L1 (ND -> NZ): A {t.tm} x {t.tk}, B {t.tk} x {t.tn}",
+                 f"    for kk in 0..{t.kk}:   # L0 K step {t.k0}, {t.l0_copies} L0A/L0B copies",
+                 f"      L1 -> L0A {t.tm} x {t.k0} (zz), L1 -> L0B {t.k0} x {t.tn} (zn)",
+                 "      Mmad L0C += L0A x L0B   # init on the first K step",
+                 f"  L0C -> GM (Fixpipe NZ -> ND, {self.spec.acc_dtype} -> "
+                 f"{self.spec.out_dtype}), {t.l0c_copies} L0C copies"]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        lines = [f"GemmSchedule({self.algo.name})"]
+        for d in self.directives:
+            if isinstance(d, L1Tile):
+                lines.append(f"  .tile({d.m}, {d.n}, {d.k})")
+            elif isinstance(d, SplitK):
+                lines.append(f"  .split_k({d.k0})")
+            elif isinstance(d, CubeBuffering):
+                lines.append(f"  .buffer({d.level!r}, copies={d.copies})")
+            elif isinstance(d, CubeBind):
+                lines.append(f"  .bind({d.cores})")
+            elif isinstance(d, Swizzle):
+                lines.append(f"  .swizzle({d.width}, {d.direction!r})")
+        return "\n".join(lines)
+
+    # ----------------------------------------------------------------- helpers
+    def _add(self, d: GemmDirective) -> GemmSchedule:
+        return replace(self, directives=self.directives + (d,))
+
+    def _tile(self) -> L1Tile:
+        for d in self.directives:
+            if isinstance(d, L1Tile):
+                return d
+        raise ScheduleError(f"GemmSchedule({self.algo.name}): no L1 tile; call .tile(m, n, k) "
+                            f"first (or use default_gemm_schedules)")
+
+    def _n_granule(self) -> int:
+        """N granule: the L0B/L0C fractal's 16 columns; int8 B is kept in L1 with N along C0
+        (32), so its N tile steps by 32."""
+        g = self.geometry
+        return max(g.rows, g.c0(self.spec.in_dtype.bytes)) if self.spec.in_dtype.bytes == 1 \
+            else g.rows
+
+
+def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
+                           ) -> list[GemmSchedule]:
+    """Candidate default schedules, best first (``schedule_for`` takes the first that fits).
+
+    Tiles are multiples of the fractal no larger than the padded problem; L1 and L0A/L0B are
+    double buffered when the K loop has more than one step; L0C is double buffered when a core
+    runs more than one tile. Candidates whose buffers would not fit the target's L0A, L0B, L0C
+    or L1 (with that buffering) are dropped; the rest are ranked by the estimated cycles of the
+    busiest core: its tiles (balanced over the cores) times the larger of the Cube time (one
+    ``rows x rows x c0`` fractal MMA per cycle, shared/ASCEND_910B.md "Throughput") and its
+    share of the GM bandwidth for the A and B tiles and the C tile; ties go to larger tiles.
+    """
+    base = GemmSchedule(algo, target=target)
+    sp, g = base.spec, base.geometry
+    eb, ab = sp.in_dtype.bytes, sp.acc_dtype.bytes
+    c0, ng = g.c0(eb), base._n_granule()
+    cap = {s: target.scope(s).usable for s in (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C)}
+    mp, np_, kp = _round_up(sp.m, g.rows), _round_up(sp.n, ng), _round_up(sp.k, c0)
+    sizes_mn = (256, 128, 64, 32, 16)
+    cands: list[tuple[tuple, GemmSchedule]] = []
+    seen: set[str] = set()
+    for tm in sorted({min(_round_up(s, g.rows), mp) for s in sizes_mn}, reverse=True):
+        for tn in sorted({min(_round_up(s, ng), np_) for s in sizes_mn}, reverse=True):
+            for k0 in sorted({min(_round_up(s, c0), kp) for s in (128, 64, 32, 16)},
+                             reverse=True):
+                tiles = sp.batch * -(-sp.m // tm) * -(-sp.n // tn)
+                cores = min(tiles, target.num_aic)
+                multi_tile = tiles > cores
+                l0c = 2 if multi_tile and 2 * tm * tn * ab <= cap[Scope.L0C] else 1
+                if tm * tn * ab * l0c > cap[Scope.L0C]:
+                    continue
+                # the L1 K tile: up to 4 L0 steps, as long as A + B tiles fit (double buffered)
+                tk = k0
+                for mult in (4, 2, 1):
+                    tk = min(k0 * mult, _round_up(kp, k0))
+                    if 2 * (tm + tn) * tk * eb <= cap[Scope.L1]:
+                        break
+                ksteps = -(-sp.k // k0)
+                l0 = 2 if ksteps > 1 else 1
+                l1 = 2 if -(-sp.k // tk) > 1 or multi_tile else 1
+                if (tm * k0 * eb * l0 > cap[Scope.L0A] or k0 * tn * eb * l0 > cap[Scope.L0B]
+                        or (tm + tn) * tk * eb * l1 > cap[Scope.L1]):
+                    continue
+                eff = base.tile(tm, tn, tk).split_k(k0).tiling  # clamped to the problem
+                s = base.tile(eff.tm, eff.tn, eff.tk).split_k(eff.k0)
+                if str(s) in seen:
+                    continue
+                seen.add(str(s))
+                for level, n in (("l1", l1), ("l0", l0), ("l0c", l0c)):
+                    if n > 1:
+                        s = s.buffer(level, n)
+                if cores > 1:
+                    s = s.bind(cores)
+                mtiles = -(-sp.m // tm)
+                if cores > 1 and mtiles > 1:
+                    s = s.swizzle(min(4, mtiles), "m")
+                waves = -(-tiles // cores)
+                # busiest core's cycles: max(Cube, its share of GM bandwidth) per tile
+                mma = tm * tn * kp / (g.rows * g.rows * c0)
+                bw = target.gm_bytes_per_s / target.clock_hz / cores
+                gm = ((tm + tn) * kp * eb + tm * tn * sp.out_dtype.bytes) / bw
+                cost = (round(waves * max(mma, gm)), -(eff.tm * eff.tn), -eff.tk, -eff.k0)
+                cands.append((cost, s))
+    if not cands:
+        raise UnsupportedError(f"no default GEMM tiling of {sp} fits {target.name}'s L0/L1")
+    cands.sort(key=lambda c: c[0])
+    return [s for _, s in cands]
+
+
+def _round_up(x: int, a: int) -> int:
+    return -(-x // a) * a

@@ -15,11 +15,13 @@ from typing import Any, TypeVar
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.errors import CapacityError
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
+from ascendsched.lower.build_gemm import build_gemm, capacity_hint
 from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.schedule.default import default_schedules
+from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
 
@@ -56,14 +58,22 @@ class PassLog:
         return "\n".join(f"{n:>20}: {t * 1e3:8.1f} ms" for n, _, t in self.steps)
 
 
-def lower(sched: Schedule, target: Target | None = None, *, log: PassLog | None = None,
-          sync: bool = True) -> Kernel:
+def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
+          log: PassLog | None = None, sync: bool = True) -> Kernel:
     """Lower a scheduled algorithm to a final kernel: planned memory, inserted syncs."""
     target = target or sched.target
     log = log if log is not None else PassLog()
-    k = log("build loop nest", build_loop_nest(sched, target))
+    if isinstance(sched, GemmSchedule):  # the Cube path
+        k = log("build gemm", build_gemm(sched, target))
+    else:
+        k = log("build loop nest", build_loop_nest(sched, target))
     lifetimes = log("lifetimes", buffer_lifetimes(k))
-    plan = log("memory plan", plan_memory(k, lifetimes, target))
+    try:
+        plan = log("memory plan", plan_memory(k, lifetimes, target))
+    except CapacityError as e:
+        if isinstance(sched, GemmSchedule):
+            raise capacity_hint(sched, e) from None
+        raise
     k = log("apply memory plan", apply_memory_plan(k, plan))
     if not sync:
         return k
@@ -76,14 +86,17 @@ def lower(sched: Schedule, target: Target | None = None, *, log: PassLog | None 
     return log("insert sync", insert_sync(k, deps, target))
 
 
-def schedule_for(obj: Schedule | Algorithm, target: Target = DEFAULT_TARGET) -> Schedule:
-    """The schedule to lower: ``obj`` itself, or the largest default candidate that fits."""
-    if isinstance(obj, Schedule):
+def schedule_for(obj: Schedule | GemmSchedule | Algorithm, target: Target = DEFAULT_TARGET
+                 ) -> Schedule | GemmSchedule:
+    """The schedule to lower: ``obj`` itself, or the largest default candidate that fits
+    (a GEMM algorithm gets a Cube schedule, ``schedule/gemm.py``)."""
+    if isinstance(obj, (Schedule, GemmSchedule)):
         return obj
     last: CapacityError | None = None
     for cand in default_schedules(obj, target):
         try:
-            k = build_loop_nest(cand, target)
+            k = build_gemm(cand, target) if isinstance(cand, GemmSchedule) else \
+                build_loop_nest(cand, target)
             plan_memory(k, buffer_lifetimes(k), target)
             return cand
         except CapacityError as e:

@@ -15,14 +15,21 @@ from collections.abc import Iterator
 
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.expr import Reduce
+from ascendsched.algo.gemm_spec import looks_like_gemm
+from ascendsched.schedule.gemm import GemmSchedule, default_gemm_schedules
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
 
 ELEMENT_BUDGETS = (16384, 8192, 4096, 2048, 1024, 512, 256, 128, 64, 32, 16)
 
 
-def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET) -> Iterator[Schedule]:
-    """Candidate default schedules, from the largest tile to the smallest."""
+def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
+                      ) -> Iterator[Schedule | GemmSchedule]:
+    """Candidate default schedules, from the largest tile to the smallest (a GEMM gets Cube
+    schedules: ``schedule/gemm.py``'s ``default_gemm_schedules``)."""
+    if looks_like_gemm(algo):
+        yield from default_gemm_schedules(algo, target)
+        return
     seen: set[str] = set()
     for budget in ELEMENT_BUDGETS:
         for double in (True, False):

@@ -135,7 +135,8 @@ class GemmSchedule:
         """L1 tile: an ``m x n`` output tile, K through L1 in steps of ``k``."""
         g, sp = self.geometry, self.spec
         c0 = g.c0(sp.in_dtype.bytes)
-        for name, v, gran in (("m", m, g.rows), ("n", n, self._n_granule()), ("k", k, c0)):
+        for name, v, gran in (("m", m, self._m_granule()), ("n", n, self._n_granule()),
+                              ("k", k, c0)):
             if not isinstance(v, int) or isinstance(v, bool) or v < gran or v % gran:
                 raise ScheduleError(
                     f"tile(m={m}, n={n}, k={k}): {name}={v!r} must be a positive multiple of "
@@ -202,8 +203,8 @@ class GemmSchedule:
         sp, g = self.spec, self.geometry
         t = self._tile()
         c0 = g.c0(sp.in_dtype.bytes)
-        ng = self._n_granule()
-        tm = min(t.m, _round_up(sp.m, g.rows))
+        ng, mg = self._n_granule(), self._m_granule()
+        tm = min(t.m, _round_up(sp.m, mg))
         tn = min(t.n, _round_up(sp.n, ng))
         tk = min(t.k, _round_up(sp.k, c0))
         k0 = next((d.k0 for d in self.directives if isinstance(d, SplitK)), t.k)
@@ -276,12 +277,16 @@ class GemmSchedule:
         raise ScheduleError(f"GemmSchedule({self.algo.name}): no L1 tile; call .tile(m, n, k) "
                             f"first (or use default_gemm_schedules)")
 
+    def _m_granule(self) -> int:
+        """M granule: 16 (fractal rows), but int8 A^T sits in L1 with M along C0 (32)."""
+        sp, g = self.spec, self.geometry
+        return g.c0(1) if sp.in_dtype.bytes == 1 and sp.trans_a else g.rows
+
     def _n_granule(self) -> int:
-        """N granule: the L0B/L0C fractal's 16 columns; int8 B is kept in L1 with N along C0
-        (32), so its N tile steps by 32."""
-        g = self.geometry
-        return max(g.rows, g.c0(self.spec.in_dtype.bytes)) if self.spec.in_dtype.bytes == 1 \
-            else g.rows
+        """N granule: 16 (L0B/L0C fractal), but int8 B (K, N) sits in L1 with N along C0 (32)
+        and its LoadDataWithTranspose fills 32 columns at a time (lower/ir.py load_l0b)."""
+        sp, g = self.spec, self.geometry
+        return g.c0(1) if sp.in_dtype.bytes == 1 and not sp.trans_b else g.rows
 
 
 def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
@@ -299,13 +304,13 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
     base = GemmSchedule(algo, target=target)
     sp, g = base.spec, base.geometry
     eb, ab = sp.in_dtype.bytes, sp.acc_dtype.bytes
-    c0, ng = g.c0(eb), base._n_granule()
+    c0, ng, mg = g.c0(eb), base._n_granule(), base._m_granule()
     cap = {s: target.scope(s).usable for s in (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C)}
-    mp, np_, kp = _round_up(sp.m, g.rows), _round_up(sp.n, ng), _round_up(sp.k, c0)
+    mp, np_, kp = _round_up(sp.m, mg), _round_up(sp.n, ng), _round_up(sp.k, c0)
     sizes_mn = (256, 128, 64, 32, 16)
     cands: list[tuple[tuple, GemmSchedule]] = []
     seen: set[str] = set()
-    for tm in sorted({min(_round_up(s, g.rows), mp) for s in sizes_mn}, reverse=True):
+    for tm in sorted({min(_round_up(s, mg), mp) for s in sizes_mn}, reverse=True):
         for tn in sorted({min(_round_up(s, ng), np_) for s in sizes_mn}, reverse=True):
             for k0 in sorted({min(_round_up(s, c0), kp) for s in (128, 64, 32, 16)},
                              reverse=True):

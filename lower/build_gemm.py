@@ -1,0 +1,417 @@
+"""GEMM schedule -> AIC kernel IR: the Cube path's loop nest (no syncs, no addresses yet).
+
+Per output tile (``m x n``, coordinates from the persistent loop and the swizzle)::
+
+    for kt in 0..K/k:                                   # L1 K steps (the K tail peeled)
+      [MTE2] copy_gm_l1  a_l1 <- A tile   (Nd2Nz)        # only the valid rows/columns
+      [MTE2] copy_gm_l1  b_l1 <- B tile
+      for kk in 0..k/k0:                                # L0 K steps
+        [MTE1] load_l0a  a_l0 <- a_l1     (LoadData, per 16-row block: nz -> Zz)
+        [MTE1] load_l0b  b_l0 <- b_l1     (nz -> Zn)
+        [M]    mmad      c_l0 <- a_l0, b_l0   cmatrixInitVal = (first K step)
+    [FIX] fixpipe C tile <- c_l0          (NZ -> ND, f32 -> f16/bf16, valid region only)
+
+Padding (lower/ir.py "Cube"): tiles are whole fractals on chip; Mmad uses the full tile's m and n
+(pad rows of A and pad columns of B only reach pad entries of C, which Fixpipe never writes) and
+the exact k of each step (Mmad ignores K padding), so no pad bytes need zeroing. m is at least 16,
+never 1 (GEMV mode). Tiles at the M/N edges differ from full tiles only in the GM-side sizes of
+their copies and Fixpipe: those instructions get one guarded version per case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ascendsched.errors import CapacityError, UnsupportedError
+from ascendsched.lower.ir import (
+    BLOCK_IDX,
+    CUBE_FRACTAL_BYTES,
+    CUBE_ROWS,
+    FIXPIPE_QUANT,
+    MMAD_DTYPES,
+    Affine,
+    Buffer,
+    Cond,
+    For,
+    GmTensor,
+    If,
+    Instr,
+    Kernel,
+    Program,
+    Stmt,
+    cube_c0,
+    make_cube_instr,
+)
+from ascendsched.schedule.gemm import GemmSchedule, GemmTiling
+from ascendsched.target import CoreType, Scope, Target
+
+_QUANT = {("float32", "float16"): "F322F16", ("float32", "bfloat16"): "F322BF16",
+          ("float32", "float32"): "NoQuant", ("int32", "int32"): "NoQuant"}
+
+
+def build_gemm(sched: GemmSchedule, target: Target | None = None) -> Kernel:
+    """Lower a GEMM schedule to an unsynchronised, unplanned AIC kernel."""
+    return _Builder(sched, target or sched.target).build()
+
+
+def capacity_hint(sched: GemmSchedule, err: CapacityError) -> CapacityError:
+    """The planner's CapacityError with the GEMM schedule decisions that size each buffer."""
+    t = sched.tiling
+    sp = sched.spec
+    eb, ab = sp.in_dtype.bytes, sp.acc_dtype.bytes
+    lines = [
+        f"a_l1 + b_l1 (L1) = ({t.tm} x {t.tk} + {t.tk} x {t.tn}) x {eb} B x {t.l1_copies} "
+        f"copies, from .tile({t.tm}, {t.tn}, {t.tk}) and .buffer('l1', {t.l1_copies})",
+        f"a_l0 (L0A) = {t.tm} x {t.k0} x {eb} B x {t.l0_copies}, b_l0 (L0B) = {t.k0} x {t.tn} x "
+        f"{eb} B x {t.l0_copies}, from the tile's m/n, .split_k({t.k0}) and "
+        f".buffer('l0', {t.l0_copies})",
+        f"c_l0 (L0C) = {t.tm} x {t.tn} x {ab} B x {t.l0c_copies}, from the tile's m x n and "
+        f".buffer('l0c', {t.l0c_copies})",
+    ]
+    return CapacityError(f"{err}\nGEMM schedule {sp}:\n  " + "\n  ".join(lines)
+                         + "\nShrink the tile (m, n for L0C; m or n with k0 for L0A/L0B; k for "
+                           "L1) or drop a double buffer.")
+
+
+# --------------------------------------------------------------------------- builder
+@dataclass(frozen=True)
+class _Tile:
+    """Coordinates of the tile being generated (affine in block_idx and the loop vars)."""
+
+    b: Affine
+    mi: Affine
+    ni: Affine
+    t: Affine  # persistent-loop iteration (for buffer copy counters)
+
+
+class _Builder:
+    def __init__(self, sched: GemmSchedule, target: Target) -> None:
+        self.s = sched
+        self.t: GemmTiling = sched.tiling
+        self.sp = sched.spec
+        self.target = target
+        sp = self.sp
+        acc = MMAD_DTYPES.get((sp.in_dtype.name, sp.in_dtype.name))
+        if acc != sp.acc_dtype.name:
+            raise UnsupportedError(
+                f"{sp}: the Cube unit multiplies {sp.in_dtype} into {acc or 'nothing'}, not "
+                f"{sp.acc_dtype}; supported: "
+                + ", ".join(f"{a} -> {c}" for (a, _), c in MMAD_DTYPES.items()))
+        q = _QUANT.get((sp.acc_dtype.name, sp.out_dtype.name))
+        if q is None or q not in FIXPIPE_QUANT:
+            raise UnsupportedError(
+                f"{sp}: Fixpipe cannot convert {sp.acc_dtype} to {sp.out_dtype}; outputs from "
+                f"{sp.acc_dtype}: "
+                + ", ".join(o for a, o in _QUANT if a == sp.acc_dtype.name))
+        self.quant = q
+        self.c0 = cube_c0(sp.in_dtype)
+        self.f = CUBE_FRACTAL_BYTES // sp.in_dtype.bytes  # elements per fractal
+        self.int8 = sp.in_dtype.bytes == 1
+        t = self.t
+        self.k_full = sp.k // t.tk  # full L1 K steps
+        self.k_tail = sp.k - self.k_full * t.tk  # K of the peeled last L1 step (0: none)
+        self.steps = [t.kk] * self.k_full + ([-(-self.k_tail // t.k0)] if self.k_tail else [])
+        self.steps_per_tile = sum(self.steps)
+
+    # ----------------------------------------------------------------- driver
+    def build(self) -> Kernel:
+        sp, t = self.sp, self.t
+        ind, acc, out = sp.in_dtype, sp.acc_dtype, sp.out_dtype
+        buffers = (
+            Buffer("a_l1", Scope.L1, ind, t.tm * t.tk, t.l1_copies, (t.tm, t.tk),
+                   comment=f"A tile {'(K, M)' if sp.trans_a else '(M, K)'} nz"),
+            Buffer("b_l1", Scope.L1, ind, t.tk * t.tn, t.l1_copies, (t.tk, t.tn),
+                   comment=f"B tile {'(N, K)' if sp.trans_b else '(K, N)'} nz"),
+            Buffer("a_l0", Scope.L0A, ind, t.tm * t.k0, t.l0_copies, (t.tm, t.k0),
+                   comment="A slice Zz"),
+            Buffer("b_l0", Scope.L0B, ind, t.k0 * t.tn, t.l0_copies, (t.k0, t.tn),
+                   comment="B slice Zn"),
+            Buffer("c_l0", Scope.L0C, acc, t.tm * t.tn, t.l0c_copies, (t.tm, t.tn),
+                   comment="C tile Nz"),
+        )
+        ashape = (sp.k, sp.m) if sp.trans_a else (sp.m, sp.k)
+        bshape = (sp.n, sp.k) if sp.trans_b else (sp.k, sp.n)
+        cshape: tuple[int, ...] = (sp.m, sp.n)
+        if sp.batched:
+            ashape = (sp.batch,) + ashape
+            if sp.b_batched:
+                bshape = (sp.batch,) + bshape
+            cshape = (sp.batch,) + cshape
+        params = (GmTensor(sp.a, ashape, ind), GmTensor(sp.b, bshape, ind),
+                  GmTensor(sp.c, cshape, out, "output"))
+        return Kernel(name=sp.name, params=params, buffers=buffers, block_dim=t.cores,
+                      programs=(Program(CoreType.AIC, tuple(self._tiles())),),
+                      target=self.target, notes=tuple(str(self.s).splitlines()))
+
+    # ----------------------------------------------------------------- tile loop + swizzle
+    def _tiles(self) -> list[Stmt]:
+        t = self.t
+        if t.iters > 1:
+            var = "t"
+            idx = Affine.of("t") * t.cores + Affine.of(BLOCK_IDX)
+            tt = Affine.of("t")
+        else:
+            var = None
+            idx = Affine.of(BLOCK_IDX)
+            tt = Affine()
+        body = self._swizzled(idx, tt)
+        if t.iters * t.cores > t.tiles:  # some cores have one tile less
+            body = [If((Cond(idx, "<=", t.tiles - 1),), tuple(body), "persistent loop: tile < "
+                       f"{t.tiles}")]
+        if var is None:
+            return body
+        return [For(var, t.iters, tuple(body),
+                    f"persistent: tile t*{t.cores} + block_idx of {t.tiles}")]
+
+    def _swizzled(self, idx: Affine, tt: Affine) -> list[Stmt]:
+        t = self.t
+        per = t.mt * t.nt
+        b = idx.floordiv(per) if self.sp.batch > 1 else Affine()
+        r = idx.modulo(per) if self.sp.batch > 1 else idx
+        w = t.swizzle.width
+        rows, cols = (t.mt, t.nt) if t.swizzle.direction == "m" else (t.nt, t.mt)
+        groups = -(-rows // w)
+        last = rows - (groups - 1) * w
+
+        def coords(r_: Affine, base_group: Affine, height: int) -> _Tile:
+            inner = r_ - base_group * (w * cols)
+            major = base_group * w + inner.modulo(height)
+            minor = inner.floordiv(height)
+            mi, ni = (major, minor) if t.swizzle.direction == "m" else (minor, major)
+            return _Tile(b, mi, ni, tt)
+
+        if last == w:
+            return self._tile_body(coords(r, r.floordiv(w * cols), w))
+        split = (groups - 1) * w * cols
+        full = self._tile_body(coords(r, r.floordiv(w * cols), w))
+        tail = self._tile_body(coords(r, Affine(groups - 1), last))
+        out: list[Stmt] = []
+        if split > 0:
+            out.append(If((Cond(r, "<=", split - 1),), tuple(full), f"swizzle strips of {w}"))
+        out.append(If((Cond(r, ">=", split),), tuple(tail), f"last swizzle strip ({last})"))
+        return out
+
+    # ----------------------------------------------------------------- one output tile
+    def _tile_body(self, tile: _Tile) -> list[Stmt]:
+        t = self.t
+        body: list[Stmt] = []
+        ccopy = _mod2(tile.t) if t.l0c_copies == 2 else Affine()
+        if self.k_full > 1:
+            inner = self._l1_step(tile, Affine.of("kt"), t.tk, ccopy)
+            body.append(For("kt", self.k_full, tuple(inner), f"L1 K steps of {t.tk}"))
+        elif self.k_full == 1:
+            body.extend(self._l1_step(tile, Affine(), t.tk, ccopy))
+        if self.k_tail:
+            body.extend(self._l1_step(tile, Affine(self.k_full), self.k_tail, ccopy))
+        body.extend(self._fixpipe(tile, ccopy))
+        return body
+
+    def _l1_step(self, tile: _Tile, kt: Affine, kv: int, ccopy: Affine) -> list[Stmt]:
+        """One L1 K step of ``kv`` valid K (kt: its index, affine)."""
+        t = self.t
+        l1_counter = tile.t * len(self.steps) + kt
+        l1copy = _mod2(l1_counter) if t.l1_copies == 2 else Affine()
+        out: list[Stmt] = []
+        out.extend(self._copy_a(tile, kt, kv, l1copy))
+        out.extend(self._copy_b(tile, kt, kv, l1copy))
+        nfull, krem = kv // t.k0, kv % t.k0
+        first_step = tile.t * self.steps_per_tile + kt * t.kk  # kt < k_full here, or the tail
+        if nfull > 1:
+            kk = Affine.of("kk")
+            steps = self._l0_step(tile, kt, kk, t.k0, first_step + kk, l1copy, ccopy)
+            out.append(For("kk", nfull, tuple(steps), f"L0 K steps of {t.k0}"))
+        elif nfull == 1:
+            out.extend(self._l0_step(tile, kt, Affine(), t.k0, first_step, l1copy, ccopy))
+        if krem:
+            out.extend(self._l0_step(tile, kt, Affine(nfull), krem, first_step + nfull,
+                                     l1copy, ccopy))
+        return out
+
+    def _l0_step(self, tile: _Tile, kt: Affine, kk: Affine, ks: int, step: Affine,
+                 l1copy: Affine, ccopy: Affine) -> list[Stmt]:
+        """Loads of one L0 K step (``ks`` valid K at L1 column ``kk * k0``) and its Mmad."""
+        t, sp = self.t, self.sp
+        l0copy = _mod2(step) if t.l0_copies == 2 else Affine()
+        out = self._load_a(kk, ks, l1copy, l0copy) + self._load_b(kk, ks, l1copy, l0copy)
+        first = (step - tile.t * self.steps_per_tile)  # K step within the tile
+        init: bool | Cond = True if first.is_const and first.const == 0 else (
+            False if first.is_const else Cond(first, "==", 0))
+        out.append(make_cube_instr(
+            "mmad", (("c_l0", 0, ccopy, sp.acc_dtype), ("a_l0", 0, l0copy, sp.in_dtype),
+                     ("b_l0", 0, l0copy, sp.in_dtype)),
+            comment="C = A x B on the first K step, C += A x B after",
+            m=t.tm, n=t.tn, k=ks, unitFlag=0, kDirectionAlign=False, cmatrixSource=False,
+            cmatrixInitVal=init))
+        return out
+
+    # ----------------------------------------------------------------- GM -> L1 (Nd2Nz)
+    def _copy_a(self, tile: _Tile, kt: Affine, kv: int, l1copy: Affine) -> list[Stmt]:
+        sp, t = self.sp, self.t
+        mtail = sp.m - (t.mt - 1) * t.tm
+        batch = tile.b * (sp.m * sp.k)
+        if sp.trans_a:  # GM (K, M): rows k, columns m; L1 (K, M) nz with tk rows
+            off = batch + kt * (t.tk * sp.m) + tile.mi * t.tm
+            return self._edge(tile.mi, t.mt, mtail != t.tm, lambda mv: self._nd2nz(
+                "a_l1", sp.a, off, l1copy, kv, mv, sp.m, t.tk, f"A^T tile {kv} x {mv}"),
+                t.tm, mtail)
+        off = batch + tile.mi * (t.tm * sp.k) + kt * t.tk
+        return self._edge(tile.mi, t.mt, mtail != t.tm, lambda mv: self._nd2nz(
+            "a_l1", sp.a, off, l1copy, mv, kv, sp.k, t.tm, f"A tile {mv} x {kv}"), t.tm, mtail)
+
+    def _copy_b(self, tile: _Tile, kt: Affine, kv: int, l1copy: Affine) -> list[Stmt]:
+        sp, t = self.sp, self.t
+        ntail = sp.n - (t.nt - 1) * t.tn
+        batch = tile.b * (sp.n * sp.k) if sp.b_batched else Affine()
+        if sp.trans_b:  # GM (N, K): rows n, columns k; L1 (N, K) nz with tn rows
+            off = batch + tile.ni * (t.tn * sp.k) + kt * t.tk
+            return self._edge(tile.ni, t.nt, ntail != t.tn, lambda nv: self._nd2nz(
+                "b_l1", sp.b, off, l1copy, nv, kv, sp.k, t.tn, f"B^T tile {nv} x {kv}"),
+                t.tn, ntail)
+        off = batch + kt * (t.tk * sp.n) + tile.ni * t.tn
+        return self._edge(tile.ni, t.nt, ntail != t.tn, lambda nv: self._nd2nz(
+            "b_l1", sp.b, off, l1copy, kv, nv, sp.n, t.tk, f"B tile {kv} x {nv}"), t.tn, ntail)
+
+    def _nd2nz(self, l1: str, gm: str, off: Affine, l1copy: Affine, rows: int, cols: int,
+               src_cols: int, l1_rows: int, what: str) -> Instr:
+        """GM row-major ``rows x cols`` (row length ``src_cols``) -> L1 nz with ``l1_rows``
+        rows per column group (Nd2NzParams: lower/ir.py ``copy_gm_l1``)."""
+        d = self.sp.in_dtype
+        return make_cube_instr(
+            "copy_gm_l1", ((l1, 0, l1copy, d), (gm, off, 0, d)), comment=what,
+            ndNum=1, nValue=rows, dValue=cols, srcNdMatrixStride=0, srcDValue=src_cols,
+            dstNzC0Stride=l1_rows, dstNzNStride=1, dstNzMatrixStride=0)
+
+    def _edge(self, coord: Affine, count: int, has_tail: bool, make, full: int, tail: int
+              ) -> list[Stmt]:
+        """``make(size)`` for interior tiles and ``make(tail)`` for the last, guarded."""
+        if not has_tail:
+            return [make(full)]
+        if count == 1:
+            return [make(tail)]
+        return [If((Cond(coord, "<=", count - 2),), (make(full),), "interior tile"),
+                If((Cond(coord, ">=", count - 1),), (make(tail),), "edge tile")]
+
+    # ----------------------------------------------------------------- L1 -> L0
+    def _load_a(self, kk: Affine, ks: int, l1copy: Affine, l0copy: Affine) -> list[Stmt]:
+        """A slice (tm x ks at L1 K offset kk*k0) -> L0A Zz with Kp = ks padded to C0."""
+        sp, t, f, c0 = self.sp, self.t, self.f, self.c0
+        kp = -(-ks // c0) * c0
+        d = sp.in_dtype
+        ops = (("a_l0", None, l0copy, d), ("a_l1", None, l1copy, d))
+        if not sp.trans_a:  # L1 (M, K) nz: per 16-row block mb, its Kp/C0 fractals
+            return self._per_block(
+                "mb", t.tm // CUBE_ROWS, "load_l0a", ops,
+                dst=lambda v: v * (kp // c0 * f),
+                src=lambda v: kk * (t.k0 // c0 * t.tm * c0) + v * f,
+                params=dict(startIndex=0, repeatTimes=kp // c0, srcStride=t.tm // CUBE_ROWS,
+                            sid=0, dstGap=0, ifTranspose=False, addrMode=0),
+                what="A nz -> Zz")
+        if not self.int8:  # L1 (K, M) nz, 16-bit: per 16-column block mb, transpose fractals
+            return self._per_block(
+                "mb", t.tm // CUBE_ROWS, "load_l0a", ops,
+                dst=lambda v: v * (kp // CUBE_ROWS * f),
+                src=lambda v: v * (t.tk // CUBE_ROWS * f) + kk * (t.k0 // CUBE_ROWS * f),
+                params=dict(startIndex=0, repeatTimes=kp // CUBE_ROWS, srcStride=1, sid=0,
+                            dstGap=0, ifTranspose=True, addrMode=0),
+                what="A^T nz -> Zz (fractal transpose)")
+        # int8 A^T: L1 (K, M) nz, 32 x 32 squares -> two Zz fractals each (catlass nZ -> zZ)
+        sq = 2 * f
+        return self._per_block(
+            "mg", t.tm // c0, "load_l0a_transpose", ops,
+            dst=lambda v: v * (2 * (kp // c0) * f),
+            src=lambda v: v * (t.tk // c0 * sq) + kk * (t.k0 // c0 * sq),
+            params=dict(startIndex=0, repeatTimes=kp // c0, srcStride=1, dstGap=0,
+                        dstFracGap=kp // c0 - 1, addrMode=0),
+            what="int8 A^T nz -> Zz (LoadDataWithTranspose)")
+
+    def _load_b(self, kk: Affine, ks: int, l1copy: Affine, l0copy: Affine) -> list[Stmt]:
+        """B slice (ks x tn at L1 K offset kk*k0) -> L0B Zn with Kp = ks padded to C0."""
+        sp, t, f, c0 = self.sp, self.t, self.f, self.c0
+        kp = -(-ks // c0) * c0
+        d = sp.in_dtype
+        ops = (("b_l0", None, l0copy, d), ("b_l1", None, l1copy, d))
+        if sp.trans_b:  # L1 (N, K) nz is Zn already: one plain copy of the step's groups
+            total = kp // c0 * (t.tn // CUBE_ROWS)
+            return self._chunks("load_l0b", ops, total, kk * (t.k0 // c0 * t.tn * c0),
+                                "B^T nz -> Zn (plain)")
+        if not self.int8:  # L1 (K, N) nz, 16-bit: per 16-row block kb, transpose fractals
+            return self._per_block(
+                "kb", kp // CUBE_ROWS, "load_l0b", ops,
+                dst=lambda v: v * (t.tn // CUBE_ROWS * f),
+                src=lambda v: kk * (t.k0 // CUBE_ROWS * f) + v * f,
+                params=dict(startIndex=0, repeatTimes=t.tn // CUBE_ROWS,
+                            srcStride=t.tk // CUBE_ROWS, sid=0, dstGap=0, ifTranspose=True,
+                            addrMode=0),
+                what="B nz -> Zn (fractal transpose)")
+        sq = 2 * f  # int8 B (K, N): per 32-row block, 32 x 32 squares (catlass SplitBTranspose)
+        return self._per_block(
+            "kb", kp // c0, "load_l0b_transpose", ops,
+            dst=lambda v: v * (t.tn // CUBE_ROWS * f),
+            src=lambda v: kk * (t.k0 // c0 * sq) + v * sq,
+            params=dict(startIndex=0, repeatTimes=t.tn // c0, srcStride=t.tk // c0, dstGap=1,
+                        dstFracGap=0, addrMode=0),
+            what="int8 B nz -> Zn (LoadDataWithTranspose)")
+
+    def _per_block(self, var: str, count: int, op: str, ops, dst, src, params: dict,
+                   what: str) -> list[Stmt]:
+        """One load per block ``var < count`` (a loop when count > 1)."""
+        v = Affine.of(var) if count > 1 else Affine()
+        (dn, _, dc, dd), (sn, _, sc, sd) = ops
+        ins = make_cube_instr(op, ((dn, dst(v), dc, dd), (sn, src(v), sc, sd)), comment=what,
+                              **params)
+        return [For(var, count, (ins,), what)] if count > 1 else [ins]
+
+    def _chunks(self, op: str, ops, total: int, src0: Affine, what: str) -> list[Stmt]:
+        """Plain fractal copy of ``total`` fractals, in calls of at most 255 repeats."""
+        (dn, _, dc, dd), (sn, _, sc, sd) = ops
+        out: list[Stmt] = []
+        done = 0
+        limit = 255  # LoadData2DParams.repeatTimes (lower/ir.py CUBE_PARAM_RANGES)
+        while done < total:
+            n = min(limit, total - done)
+            out.append(make_cube_instr(
+                op, ((dn, done * self.f, dc, dd), (sn, src0 + done * self.f, sc, sd)),
+                comment=what, startIndex=0, repeatTimes=n, srcStride=1, sid=0, dstGap=0,
+                ifTranspose=False, addrMode=0))
+            done += n
+        return out
+
+    # ----------------------------------------------------------------- L0C -> GM
+    def _fixpipe(self, tile: _Tile, ccopy: Affine) -> list[Stmt]:
+        sp, t = self.sp, self.t
+        mtail = sp.m - (t.mt - 1) * t.tm
+        ntail = sp.n - (t.nt - 1) * t.tn
+        off = tile.b * (sp.m * sp.n) + tile.mi * (t.tm * sp.n) + tile.ni * t.tn
+
+        def make(mv: int, nv: int) -> Instr:
+            return make_cube_instr(
+                "fixpipe", ((sp.c, off, 0, sp.out_dtype), ("c_l0", 0, ccopy, sp.acc_dtype)),
+                comment=f"C tile {mv} x {nv} (NZ -> ND, {self.quant})",
+                nSize=nv, mSize=mv, srcStride=t.tm, dstStride=sp.n, quantPre=self.quant,
+                reluEn=False, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0)
+
+        ms = [(t.tm, Cond(tile.mi, "<=", t.mt - 2)), (mtail, Cond(tile.mi, ">=", t.mt - 1))] \
+            if mtail != t.tm and t.mt > 1 else [(mtail, None)]
+        ns = [(t.tn, Cond(tile.ni, "<=", t.nt - 2)), (ntail, Cond(tile.ni, ">=", t.nt - 1))] \
+            if ntail != t.tn and t.nt > 1 else [(ntail, None)]
+        out: list[Stmt] = []
+        for mv, mc in ms:
+            for nv, nc in ns:
+                conds = tuple(c for c in (mc, nc) if c is not None)
+                ins = make(mv, nv)
+                out.append(If(conds, (ins,), "edge tile") if conds else ins)
+        return out
+
+
+def _mod2(e: Affine) -> Affine:
+    """``e mod 2`` for a counter of plain loop variables, with coefficients reduced mod 2 so
+    ``(2*t + kt) mod 2`` becomes ``kt mod 2`` (simpler isl sets, same value)."""
+    if e.mods or e.divs:
+        return e.modulo(2)
+    terms = tuple((v, c % 2) for v, c in e.terms if c % 2)
+    r = Affine(e.const % 2, terms)
+    if not terms:
+        return r
+    if len(terms) == 1 and r.const == 0:
+        return Affine.mod(terms[0][0], 2)
+    return r.modulo(2)

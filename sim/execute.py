@@ -26,6 +26,8 @@ Choices where ir.py is silent (each a single place below):
   ``reciprocal`` are computed in float64 and rounded once; bfloat16 results are rounded with
   ``dtypes.store``; integer results wrap. Vector dtypes and casts are checked against the
   target's ``vector_dtypes`` / ``vector_casts`` tables.
+- Cube (AIC) ops live in ``sim/cube.py``; L1/L0A/L0B/L0C start as 0xFF bytes (poison), UB and
+  the rest as zeros. Vector/DMA ops must run in the AIV program, cube ops in the AIC program.
 - Cross-core flags use mode-2 counters with ONE AIV per block (the IR has no sub-block index).
 """
 
@@ -40,8 +42,20 @@ import numpy as np
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import AscendSchedError, InternalCompilerError
-from ascendsched.lower.ir import BLOCK_IDX, Affine, For, If, Instr, Kernel, Program, Region, Stmt
-from ascendsched.sim.trace import Interval, Trace, TraceEvent
+from ascendsched.lower.ir import (
+    BLOCK_IDX,
+    CUBE_PIPES,
+    Affine,
+    For,
+    If,
+    Instr,
+    Kernel,
+    Program,
+    Region,
+    Stmt,
+)
+from ascendsched.sim.cube import CUBE_HANDLERS, POISON_BYTE, Storage
+from ascendsched.sim.trace import Interval, Trace, TraceEvent, merge_intervals
 from ascendsched.target.model import CoreType, Pipe, Scope
 
 __all__ = ["SimResult", "run_kernel"]
@@ -82,18 +96,16 @@ def _round_up(x: int, a: int) -> int:
     return -(-x // a) * a
 
 
-def _merge(space: str, lo: np.ndarray, hi: np.ndarray) -> list[Interval]:
-    """Sorted, coalesced union of the byte intervals [lo, hi)."""
-    if lo.size == 0:
-        return []
-    order = np.argsort(lo, kind="stable")
-    lo, hi = lo[order], hi[order]
-    reach = np.maximum.accumulate(hi)
-    start = np.ones(lo.size, dtype=bool)
-    start[1:] = lo[1:] > reach[:-1]
-    idx = np.flatnonzero(start)
-    ends = np.append(idx[1:], lo.size) - 1
-    return [(space, int(a), int(b)) for a, b in zip(lo[idx], reach[ends], strict=True)]
+_merge = merge_intervals
+# Cube scopes start as garbage: bytes nobody wrote read as NaN (floats) / -1 (ints), so a lowering
+# that relies on unwritten fractal padding gets wrong numbers (ir.py "Cube (AIC)").
+_POISONED = frozenset([Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C])
+
+
+def _fresh(scope: Scope, nbytes: int) -> np.ndarray:
+    if scope in _POISONED:
+        return np.full(nbytes, POISON_BYTE, np.uint8)
+    return np.zeros(nbytes, np.uint8)
 
 
 @dataclass
@@ -172,6 +184,7 @@ class _Ctx:
     ins: Instr
     env: dict[str, int]
     block: int
+    core: str = ""
     reads: list[Interval] = field(default_factory=list)
     writes: list[Interval] = field(default_factory=list)
 
@@ -251,33 +264,37 @@ class _Machine:
         return out
 
     # ---- operands
-    def resolve(self, cx: _Ctx, region: Region, role: str) -> _Operand:
+    def storage(self, cx: _Ctx, region: Region, role: str) -> Storage:
+        """Where the copy a region names lives: its bytes, base address and trace space."""
         k = self.k
         if region.tensor in k.param_map:
             t = k.param_map[region.tensor]
             if region.copy.evaluate(cx.env) != 0:
                 raise cx.fail(f"{role}: GM tensor {t.name} has no copies")
-            dtype, scope, elems = t.dtype, Scope.GM, t.elems
-            mem, base, space = self.gm[t.name], 0, f"GM:{t.name}"
-        elif region.tensor in k.buffer_map:
-            b = k.buffer_map[region.tensor]
-            copy = region.copy.evaluate(cx.env)
-            if not 0 <= copy < b.copies:
-                raise cx.fail(f"{role}: copy {copy} of {b.name} out of range 0..{b.copies - 1}")
-            dtype, scope, elems = b.dtype, b.scope, b.elems
-            if self.planned:
-                key: tuple = (cx.block, b.scope)
-                if key not in self.onchip:
-                    self.onchip[key] = np.zeros(self.t.scope(b.scope).capacity, np.uint8)
-                mem, base, space = self.onchip[key], b.offsets[copy], str(b.scope)
-            else:
-                key = (cx.block, b.name, copy)
-                if key not in self.onchip:
-                    self.onchip[key] = np.zeros(_round_up(b.nbytes, self.t.block_bytes),
-                                                np.uint8)
-                mem, base, space = self.onchip[key], 0, f"{b.scope}:{b.name}:{copy}"
-        else:
+            return Storage(t.name, t.dtype, Scope.GM, f"GM:{t.name}", self.gm[t.name], 0,
+                           t.elems)
+        if region.tensor not in k.buffer_map:
             raise cx.fail(f"{role}: unknown tensor {region.tensor!r}")
+        b = k.buffer_map[region.tensor]
+        copy = region.copy.evaluate(cx.env)
+        if not 0 <= copy < b.copies:
+            raise cx.fail(f"{role}: copy {copy} of {b.name} out of range 0..{b.copies - 1}")
+        if self.planned:
+            key: tuple = (cx.block, b.scope)
+            if key not in self.onchip:
+                self.onchip[key] = _fresh(b.scope, self.t.scope(b.scope).capacity)
+            mem, base, space = self.onchip[key], b.offsets[copy], str(b.scope)
+        else:
+            key = (cx.block, b.name, copy)
+            if key not in self.onchip:
+                self.onchip[key] = _fresh(b.scope, _round_up(b.nbytes, self.t.block_bytes))
+            mem, base, space = self.onchip[key], 0, f"{b.scope}:{b.name}:{copy}"
+        return Storage(b.name, b.dtype, b.scope, space, mem, base, b.elems)
+
+    def resolve(self, cx: _Ctx, region: Region, role: str) -> _Operand:
+        st = self.storage(cx, region, role)
+        dtype, scope, elems, mem, base, space = (st.dtype, st.scope, st.elems, st.mem, st.base,
+                                                 st.space)
         dims = region.dims
         if len(dims) == 2:
             (rows, rs), (cols, cs) = dims
@@ -345,7 +362,7 @@ class _Machine:
 
     def _run_instr(self, ins: Instr, env: dict[str, int], block: int, core: str, seq: int
                    ) -> Iterator[tuple[int, str, int]]:
-        cx = _Ctx(self, ins, env, block)
+        cx = _Ctx(self, ins, env, block, core)
         src = dst = event_id = flag_id = None
         if ins.op in ("set_flag", "wait_flag"):
             other = ins.attr("dst" if ins.op == "set_flag" else "src")
@@ -373,6 +390,9 @@ class _Machine:
                 raise cx.fail(f"unknown op {ins.op!r} on {core} (simulated: "
                               f"{', '.join(sorted(_HANDLERS))})")
             want = _PIPE_OF[ins.op]
+            need = "AIC" if ins.op in CUBE_PIPES else "AIV"
+            if core != need:
+                raise cx.fail(f"{ins.op} runs on the {need} core, not in the {core} program")
             if ins.pipe != want:
                 raise cx.fail(f"{ins.op} runs on pipe {want}, not {ins.pipe}")
             handler(cx)
@@ -810,8 +830,10 @@ _HANDLERS: dict[str, Callable[[_Ctx], None]] = {
     "vec_brcb": _vec_brcb,
     "vec_cmp": _vec_cmp,
     "vec_select": _vec_select,
+    **CUBE_HANDLERS,
 }
 _PIPE_OF: dict[str, Pipe] = {
     "copy_gm_ub": Pipe.MTE2, "copy_ub_gm": Pipe.MTE3,
     **{op: Pipe.V for op in _HANDLERS if op.startswith("vec_")},
+    **CUBE_PIPES,
 }

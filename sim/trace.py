@@ -16,7 +16,26 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 
+import numpy as np
+
 Interval = tuple[str, int, int]  # (space, lo, hi), bytes [lo, hi)
+
+
+
+def merge_intervals(space: str, lo: np.ndarray, hi: np.ndarray) -> list[Interval]:
+    """Sorted, coalesced union of the byte intervals [lo, hi) of one space."""
+    lo, hi = np.asarray(lo).ravel(), np.asarray(hi).ravel()
+    if lo.size == 0:
+        return []
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    reach = np.maximum.accumulate(hi)
+    start = np.ones(lo.size, dtype=bool)
+    start[1:] = lo[1:] > reach[:-1]
+    idx = np.flatnonzero(start)
+    ends = np.append(idx[1:], lo.size) - 1
+    return [(space, int(a), int(b)) for a, b in zip(lo[idx], reach[ends], strict=True)]
+
 
 _KEYS = ("block", "core", "seq", "op", "pipe", "reads", "writes", "src", "dst", "id", "flag",
          "label")

@@ -1,0 +1,294 @@
+"""Hand-built GEMM kernels in Cube (AIC) IR, for the sim, polyhedral and sync tests.
+
+``gemm_kernel(GemmCase(...))`` writes the AIC program a GEMM lowering would produce, without
+syncs: output tiles (tm x tn) spread over ``blocks`` (tile t = block_idx + blocks * i), per
+tile an L1 K loop (``kl``, tile tk, ``l1_copies`` buffers) and inside it an L0 K loop (``k0``,
+tile tk0, ``l0_copies`` buffers), then one fixpipe per tile (L0C ``c_copies`` buffers). Tails
+of M, N and K get their own instructions under ``If`` conditions (the params are static), an
+M tail of one row runs Mmad with m = 16 (never GEMV). Layouts and parameter recipes are the
+ones of ``lower/ir.py``'s "Cube (AIC)" section; ``trans_a`` / ``trans_b`` load A as (K, M) /
+B as (N, K) from GM. ``reference`` is the numpy result with the hardware's arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ascendsched import dtypes as dt
+from ascendsched.dtypes import DType
+from ascendsched.lower.ir import (
+    BLOCK_IDX,
+    Affine,
+    Buffer,
+    Cond,
+    For,
+    GmTensor,
+    If,
+    Instr,
+    Kernel,
+    Program,
+    Stmt,
+    cube_c0,
+    make_cube_instr,
+)
+from ascendsched.target import ASCEND_910B, CoreType, Scope
+
+R = 16  # fractal rows
+QUANT = {"float32": "NoQuant", "int32": "NoQuant", "float16": "F322F16",
+         "bfloat16": "F322BF16"}
+
+
+@dataclass(frozen=True)
+class GemmCase:
+    m: int
+    n: int
+    k: int
+    tm: int
+    tn: int
+    tk: int  # L1 tile along K
+    tk0: int  # L0 tile along K (divides tk)
+    dtype: DType = dt.float16
+    out: DType = dt.float32
+    blocks: int = 1
+    l1_copies: int = 1
+    l0_copies: int = 1
+    c_copies: int = 1
+    trans_a: bool = False
+    trans_b: bool = False
+    name: str = "gemm"
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _up(a: int, b: int) -> int:
+    return _ceil(a, b) * b
+
+
+def _cases(total: int, tile: int) -> list[tuple[int, int, str]]:
+    """(size, n_full, kind) of the full tiles and the tail: kind 'full' | 'tail' | 'only'."""
+    n = _ceil(total, tile)
+    tail = total - (n - 1) * tile
+    if n == 1:
+        return [(tail, 0, "only")]
+    if tail == tile:
+        return [(tile, n, "only")]
+    return [(tile, n - 1, "full"), (tail, n - 1, "tail")]
+
+
+def _guard(var: Affine, n_full: int, kind: str, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    if kind == "only":
+        return body
+    if kind == "full":
+        return (If((Cond(var, "<", n_full),), body),)
+    return (If((Cond(var, ">=", n_full),), body),)  # the tail: index n_full
+
+
+def gemm_kernel(c: GemmCase) -> Kernel:
+    """The AIC GEMM program for ``c`` (unsynced, unplanned)."""
+    a_dt, out = c.dtype, c.out
+    acc = dt.int32 if a_dt is dt.int8 else dt.float32
+    c0 = cube_c0(a_dt)
+    assert c.tk % c.tk0 == 0 and c.tk0 % c0 == 0 and c.tm % R == 0 and c.tn % R == 0
+    assert not (a_dt is dt.int8 and (c.trans_a or c.trans_b)), "int8 fixtures: A, B plain"
+    b_rows = 32 if a_dt is dt.int8 else R  # L1 row padding of B (K rows): int8 squares are 32
+    ncol = 32 if a_dt is dt.int8 else R  # Mmad n padding: int8 Zn rows come in 32 columns
+    nm, nn = _ceil(c.m, c.tm), _ceil(c.n, c.tn)
+    tiles = nm * nn
+    iters = _ceil(tiles, c.blocks)
+    i_var = Affine.of("i")
+    t = Affine.of(BLOCK_IDX) + i_var * c.blocks
+    bm, bn = t.floordiv(nn), t.modulo(nn)
+    nk = _ceil(c.k, c.tk)
+    kl = Affine.of("kl")
+    k0 = Affine.of("k0")
+    l1c = Affine.mod("kl", 2) if c.l1_copies == 2 else Affine()
+    l0c = Affine.mod("k0", 2) if c.l0_copies == 2 else Affine()
+    cc = Affine.mod("i", 2) if c.c_copies == 2 else Affine()
+    # buffer sizes (elements) for the largest tile
+    mp = _up(c.tm, R)
+    a_l1 = (_up(c.tk, R) * _up(c.tm, c0)) if c.trans_a else mp * _up(c.tk, c0)
+    b_l1 = (_up(c.tn, R) * _up(c.tk, c0)) if c.trans_b else _up(c.tk, b_rows) * _up(c.tn, c0)
+    a_l0 = mp * _up(c.tk0, c0)
+    b_l0 = _up(c.tk0, c0) * _up(c.tn, ncol)
+    c_l0 = mp * _up(c.tn, ncol)
+
+    def k0_body(mc: int, ncs: int, kc: int, kc0: int, first: Affine) -> tuple[Stmt, ...]:
+        """L0 loads and the Mmad for one L0 K tile of kc0 columns."""
+        m_mmad = R if mc == 1 else mc
+        rp = _up(mc, R)
+        kp0 = _up(kc0, c0)
+        n_mmad = _up(ncs, ncol) if a_dt is dt.int8 else ncs
+        np_ = _up(n_mmad, R)
+        kb0 = k0 * (c.tk0 // c0)  # first C0 column group of this L0 tile in the L1 tile
+        f = 512 // a_dt.bytes
+        out: list[Stmt] = []
+        if c.trans_a:  # L1 holds A^T (kc, mc) nz, rows padded to 16: per 16-row block of M
+            kp16 = _up(kc, R)
+            out.append(For("ma", rp // R, (make_cube_instr(
+                "load_l0a", (("a_l0", Affine.of("ma") * (kp0 // c0) * f, l0c, a_dt),
+                             ("a_l1", (Affine.of("ma") * (kp16 // R) + kb0) * f, l1c, a_dt)),
+                "A^T fractals -> Zz", startIndex=0, repeatTimes=kp0 // c0, srcStride=1, sid=0,
+                dstGap=0, ifTranspose=True, addrMode=0),)))
+        else:  # L1 holds A (mc, kc) nz: per 16-row block, the row of fractals
+            out.append(For("ma", rp // R, (make_cube_instr(
+                "load_l0a", (("a_l0", Affine.of("ma") * (kp0 // c0) * f, l0c, a_dt),
+                             ("a_l1", (kb0 * (rp // R) + Affine.of("ma")) * f, l1c, a_dt)),
+                "A nz -> Zz", startIndex=0, repeatTimes=kp0 // c0, srcStride=rp // R, sid=0,
+                dstGap=0, ifTranspose=False, addrMode=0),)))
+        if c.trans_b:  # L1 holds B^T (ncs, kc) nz == Zn order: one plain copy
+            out.append(make_cube_instr(
+                "load_l0b", (("b_l0", 0, l0c, a_dt), ("b_l1", kb0 * (np_ // R) * f, l1c, a_dt)),
+                "B^T nz -> Zn", startIndex=0, repeatTimes=(kp0 // c0) * (np_ // R), srcStride=1,
+                sid=0, dstGap=0, ifTranspose=False, addrMode=0))
+        elif a_dt is dt.int8:  # 32x32 squares transposed into two Zn fractals each
+            kp32 = _up(kc, 32)
+            t0 = k0 * (c.tk0 // 32)
+            out.append(For("kb", kp0 // 32, (make_cube_instr(
+                "load_l0b_transpose",
+                (("b_l0", Affine.of("kb") * (np_ // R) * f, l0c, a_dt),
+                 ("b_l1", (t0 + Affine.of("kb")) * 2 * f, l1c, a_dt)),
+                "B nz -> Zn (int8 squares)", startIndex=0, repeatTimes=np_ // 32,
+                srcStride=kp32 // 32, dstGap=1, dstFracGap=0, addrMode=0),)))
+        else:  # 16-bit B (kc, ncs) nz: per 16-row block of K, transpose each fractal
+            kp16 = _up(kc, R)
+            out.append(For("kb", kp0 // R, (make_cube_instr(
+                "load_l0b", (("b_l0", Affine.of("kb") * (np_ // R) * f, l0c, a_dt),
+                             ("b_l1", (kb0 + Affine.of("kb")) * f, l1c, a_dt)),
+                "B nz -> Zn (fractal transpose)", startIndex=0, repeatTimes=np_ // R,
+                srcStride=kp16 // R, sid=0, dstGap=0, ifTranspose=True, addrMode=0),)))
+        out.append(make_cube_instr(
+            "mmad", (("c_l0", 0, cc, acc), ("a_l0", 0, l0c, a_dt), ("b_l0", 0, l0c, a_dt)),
+            "C (+)= A x B", m=m_mmad, n=n_mmad, k=kc0, unitFlag=0, kDirectionAlign=False,
+            cmatrixSource=False, cmatrixInitVal=Cond(first, "==", 0)))
+        return tuple(out)
+
+    def kl_body(mc: int, ncs: int, kc: int) -> tuple[Stmt, ...]:
+        """GM -> L1 copies of one L1 K tile (kc columns) and its L0 loop."""
+        rp = _up(mc, R)
+        row0 = bm * c.tm
+        col0 = bn * c.tn
+        k_off = kl * c.tk
+        if c.trans_a:  # A is (K, M) in GM
+            ca = make_cube_instr(
+                "copy_gm_l1", (("a_l1", 0, l1c, a_dt), ("a", k_off * c.m + row0, 0, a_dt)),
+                "A^T tile -> L1", ndNum=1, nValue=kc, dValue=mc, srcNdMatrixStride=0,
+                srcDValue=c.m, dstNzC0Stride=_up(kc, R), dstNzNStride=1, dstNzMatrixStride=0)
+        else:
+            ca = make_cube_instr(
+                "copy_gm_l1", (("a_l1", 0, l1c, a_dt), ("a", row0 * c.k + k_off, 0, a_dt)),
+                "A tile -> L1", ndNum=1, nValue=mc, dValue=kc, srcNdMatrixStride=0,
+                srcDValue=c.k, dstNzC0Stride=rp, dstNzNStride=1, dstNzMatrixStride=0)
+        if c.trans_b:  # B is (N, K) in GM
+            cb = make_cube_instr(
+                "copy_gm_l1", (("b_l1", 0, l1c, a_dt), ("b", col0 * c.k + k_off, 0, a_dt)),
+                "B^T tile -> L1", ndNum=1, nValue=ncs, dValue=kc, srcNdMatrixStride=0,
+                srcDValue=c.k, dstNzC0Stride=_up(ncs, R), dstNzNStride=1, dstNzMatrixStride=0)
+        else:
+            cb = make_cube_instr(
+                "copy_gm_l1", (("b_l1", 0, l1c, a_dt), ("b", k_off * c.n + col0, 0, a_dt)),
+                "B tile -> L1", ndNum=1, nValue=kc, dValue=ncs, srcNdMatrixStride=0,
+                srcDValue=c.n, dstNzC0Stride=_up(kc, b_rows), dstNzNStride=1,
+                dstNzMatrixStride=0)
+        body: list[Stmt] = [ca, cb]
+        for kc0, cnt, kind in _cases(kc, c.tk0):
+            body += _guard(k0, cnt, kind, k0_body(mc, ncs, kc, kc0, kl + k0))
+        return (*body[:2], For("k0", _ceil(kc, c.tk0), tuple(body[2:])))
+
+    def tile_body(mc: int, ncs: int) -> tuple[Stmt, ...]:
+        body: list[Stmt] = []
+        for kc, cnt, kind in _cases(c.k, c.tk):
+            body += _guard(kl, cnt, kind, kl_body(mc, ncs, kc))
+        rp = _up(mc if mc > 1 else R, R)
+        fix = make_cube_instr(
+            "fixpipe", (("c", bm * c.tm * c.n + bn * c.tn, 0, out), ("c_l0", 0, cc, acc)),
+            "C tile -> GM", nSize=ncs, mSize=mc, srcStride=rp, dstStride=c.n,
+            quantPre=QUANT[out.name], reluEn=False, unitFlag=0, ndNum=1, srcNdStride=0,
+            dstNdStride=0)
+        return (For("kl", nk, tuple(body)), fix)
+
+    per_tile: list[Stmt] = []
+    for mc, mcnt, mkind in _cases(c.m, c.tm):
+        for ncs, ncnt, nkind in _cases(c.n, c.tn):
+            inner = _guard(bn, ncnt, nkind, tile_body(mc, ncs))
+            per_tile += _guard(bm, mcnt, mkind, inner)
+    body: tuple[Stmt, ...] = tuple(per_tile)
+    if tiles % c.blocks:
+        body = (If((Cond(t, "<", tiles),), body),)
+    a_shape = (c.k, c.m) if c.trans_a else (c.m, c.k)
+    b_shape = (c.n, c.k) if c.trans_b else (c.k, c.n)
+    return Kernel(
+        name=c.name,
+        params=(GmTensor("a", a_shape, a_dt), GmTensor("b", b_shape, a_dt),
+                GmTensor("c", (c.m, c.n), out, "output")),
+        buffers=(Buffer("a_l1", Scope.L1, a_dt, a_l1, c.l1_copies),
+                 Buffer("b_l1", Scope.L1, a_dt, b_l1, c.l1_copies),
+                 Buffer("a_l0", Scope.L0A, a_dt, a_l0, c.l0_copies),
+                 Buffer("b_l0", Scope.L0B, a_dt, b_l0, c.l0_copies),
+                 Buffer("c_l0", Scope.L0C, acc, c_l0, c.c_copies)),
+        block_dim=c.blocks,
+        programs=(Program(CoreType.AIC, (For("i", iters, body),)),),
+        target=ASCEND_910B,
+    )
+
+
+def inputs(c: GemmCase, seed: int = 0, *, small_ints: bool = True) -> dict[str, np.ndarray]:
+    """A and B as the kernel takes them (transposed when trans_a / trans_b).
+
+    ``small_ints``: integers in [-4, 4], so every sum is exact and results compare bit-exactly.
+    """
+    rng = np.random.default_rng(seed)
+
+    def draw(shape: tuple[int, int]) -> np.ndarray:
+        if c.dtype is dt.int8:
+            return rng.integers(-128, 128, shape).astype(np.int8)
+        v = rng.integers(-4, 5, shape) if small_ints else rng.standard_normal(shape)
+        return dt.store(c.dtype, v.astype(np.float32))
+
+    a = draw((c.m, c.k))
+    b = draw((c.k, c.n))
+    return {"a": a.T.copy() if c.trans_a else a, "b": b.T.copy() if c.trans_b else b}
+
+
+def reference(c: GemmCase, ins: dict[str, np.ndarray]) -> np.ndarray:
+    """C = A x B with the cube's arithmetic: fp32 (int32) accumulation, then the output cast."""
+    a = ins["a"].T if c.trans_a else ins["a"]
+    b = ins["b"].T if c.trans_b else ins["b"]
+    if c.dtype is dt.int8:
+        return dt.store(c.out, a.astype(np.int64) @ b.astype(np.int64))
+    acc = a.astype(np.float64) @ b.astype(np.float64)
+    return dt.store(c.out, acc.astype(np.float32))
+
+
+CASES: dict[str, GemmCase] = {
+    # one tile, nothing divides: 33 x 47 x 70
+    "fp16_single": GemmCase(33, 47, 70, 48, 48, 80, 80, name="fp16_single"),
+    # K loop, L1 and L0 double buffered, K tail (70 = 32 + 32 + 6), L0 split 16
+    "fp16_kloop_db": GemmCase(33, 47, 70, 48, 48, 32, 16, l1_copies=2, l0_copies=2,
+                              name="fp16_kloop_db"),
+    # 3 blocks over 2 x 3 output tiles with M and N tails, L0C double buffered
+    "fp16_blocks": GemmCase(40, 70, 48, 32, 32, 32, 16, blocks=3, l1_copies=2, l0_copies=2,
+                            c_copies=2, name="fp16_blocks"),
+    "bf16_out_bf16": GemmCase(33, 47, 70, 48, 48, 32, 32, dt.bfloat16, dt.bfloat16,
+                              l1_copies=2, name="bf16_out_bf16"),
+    "fp16_out_fp16": GemmCase(17, 31, 45, 32, 32, 48, 16, out=dt.float16, l0_copies=2,
+                              name="fp16_out_fp16"),
+    "int8": GemmCase(33, 47, 70, 48, 48, 64, 32, dt.int8, dt.int32, l1_copies=2,
+                     l0_copies=2, name="int8"),
+    "fp16_trans": GemmCase(33, 47, 70, 48, 48, 32, 16, trans_a=True, trans_b=True,
+                           l0_copies=2, name="fp16_trans"),
+    "m_tail_1": GemmCase(17, 20, 16, 16, 32, 16, 16, blocks=2, name="m_tail_1"),
+}
+
+
+def case(name: str, **changes: object) -> GemmCase:
+    return replace(CASES[name], **changes)
+
+
+def instrs(k: Kernel) -> list[Instr]:
+    from ascendsched.lower.ir import iter_instrs
+
+    return [i for p in k.programs for i, _ in iter_instrs(p.body)]

@@ -9,7 +9,11 @@ The only module of ascendsched that imports islpy. Every :class:`Instr` of every
 
 Byte rules (shared with the simulator's trace format): the UB side of a DMA moves whole 32-byte
 blocks per row; GM is exact; vector operands are exact element bytes, except block-broadcast
-sources (column stride 0), which read the whole 32-byte block at each row start. Before memory
+sources (column stride 0), which read the whole 32-byte block at each row start. Cube ops
+touch the element boxes their AscendC params imply (``ir.cube_footprints``: Nd2Nz writes whole
+32 B fractal rows, loads whole fractals, Mmad whole padded tiles, Fixpipe reads whole 16-element
+row blocks and writes the exact mSize x nSize region); an ``mmad`` also reads its C tile on the
+instances where ``cmatrixInitVal`` is false. Before memory
 planning every on-chip buffer is its own space and copy ``c`` occupies bytes
 ``[c * round32(nbytes), ...)`` of it; after planning (``Buffer.offsets`` set) the space is the
 scope and copy ``c`` starts at ``offsets[c]``. ``k mod 2`` terms become quasi-affine constraints.
@@ -34,6 +38,7 @@ import islpy as isl
 from ascendsched.errors import InternalCompilerError, NotAffineError
 from ascendsched.lower.ir import (
     BLOCK_IDX,
+    CUBE_OPS,
     DMA_OPS,
     VECTOR_OPS,
     Affine,
@@ -44,6 +49,8 @@ from ascendsched.lower.ir import (
     Kernel,
     Region,
     Stmt,
+    cube_footprints,
+    cube_params,
 )
 from ascendsched.target.model import CoreType, Pipe
 
@@ -226,6 +233,11 @@ def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
     return tuple(out)
 
 
+def instr_accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
+    """The byte accesses of one instruction (one per kind and space), as the analysis uses."""
+    return _accesses(kernel, info)
+
+
 def region_space(kernel: Kernel, tensor: str) -> str:
     """The physical space a tensor lives in: GM tensor name, buffer name, or planned scope."""
     if tensor in kernel.buffer_map:
@@ -292,11 +304,19 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
     if ins.is_sync:
         return []
     acc: dict[tuple[str, str], list[tuple[str, isl.Map]]] = {}
-    for kind, regions in (("W", ins.writes), ("R", ins.reads)):
+    writes, reads = ins.writes, ins.reads
+    extra: list[tuple[Region, str]] = []
+    if ins.op in CUBE_OPS:
+        writes, reads, extra = _cube_regions(kernel, info)
+    for kind, regions in (("W", writes), ("R", reads)):
         for r in regions:
             key = (kind, region_space(kernel, r.tensor))
             acc.setdefault(key, []).append((_describe(kernel, r),
                                             _region_map(kernel, info, r, kind)))
+    for r, when in extra:  # reads that happen only on some instances
+        key = ("R", region_space(kernel, r.tensor))
+        acc.setdefault(key, []).append((_describe(kernel, r),
+                                        _region_map(kernel, info, r, "R", when)))
     out = []
     for (k, s), parts in acc.items():
         m = parts[0][1]
@@ -329,8 +349,40 @@ def _describe(kernel: Kernel, r: Region) -> str:
     return f"{r.tensor}[copy {r.copy}]"
 
 
-def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> isl.Map:
-    """instance -> M_<space>[byte] for one region, by the byte rules in the module docstring."""
+def _cube_regions(kernel: Kernel, info: InstrInfo
+                  ) -> tuple[tuple[Region, ...], tuple[Region, ...], list[tuple[Region, str]]]:
+    """A cube op's regions with the element boxes its params imply (ir.cube_footprints), and
+    mmad's read of C on the instances that accumulate (``cmatrixInitVal`` false)."""
+    ins = info.instr
+    params = cube_params(ins)
+    regions = ins.writes + ins.reads
+    boxes = cube_footprints(ins.op, params, tuple(kernel.dtype_of(r.tensor) for r in regions))
+    exact = tuple(Region(r.tensor, r.offset, box, r.copy)
+                  for r, box in zip(regions, boxes, strict=True))
+    nw = len(ins.writes)
+    extra: list[tuple[Region, str]] = []
+    if ins.op == "mmad":
+        init = params["cmatrixInitVal"]
+        bound = frozenset((BLOCK_IDX,) + info.loop_vars)
+        if isinstance(init, Cond):
+            lhs = affine_text(init.lhs, bound, f"cmatrixInitVal of S{info.id}")
+            neg = {"<": f"{lhs} >= {init.rhs}", "<=": f"{lhs} > {init.rhs}",
+                   ">=": f"{lhs} < {init.rhs}",
+                   "==": f"({lhs} < {init.rhs} or {lhs} > {init.rhs})"}[init.op]
+            extra.append((exact[0], neg))
+        elif init is False:
+            extra.append((exact[0], ""))
+        elif init is not True:
+            raise InternalCompilerError(f"S{info.id}: cmatrixInitVal must be a bool or a Cond, "
+                                        f"not {init!r}")
+    return exact[:nw], exact[nw:], extra
+
+
+def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str, when: str = ""
+                ) -> isl.Map:
+    """instance -> M_<space>[byte] for one region, by the byte rules in the module docstring.
+
+    ``when``: an isl condition on the instance restricting the access (empty: always)."""
     ins = info.instr
     bound = frozenset((BLOCK_IDX,) + info.loop_vars)
     where = f"region {r} of S{info.id} ({ins.op})"
@@ -373,6 +425,8 @@ def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> isl.Ma
         ex = f"exists ({', '.join(exists)} : {body})" if exists else body
         pieces.append(f"{copy_cond} and {ex}" if copy_cond else ex)
     dom = _domain_text(kernel, info.loops, info.conds)
+    if when:
+        dom = f"{dom} and ({when})"
     space = region_space(kernel, r.tensor)
     text = "; ".join(f"S{info.id}[{_dims(info.loops)}] -> M_{space}[{BYTE}] : {dom} and {p}"
                      for p in pieces)

@@ -292,3 +292,40 @@ def instrs(k: Kernel) -> list[Instr]:
     from ascendsched.lower.ir import iter_instrs
 
     return [i for p in k.programs for i, _ in iter_instrs(p.body)]
+
+
+def mutate(kern: Kernel, op: str, nth: int = 0, /, *, keep_dims: bool = False,
+           **changes: object) -> Kernel:
+    """``k`` with the params of the ``nth`` static ``op`` instruction changed; its region dims
+    are re-derived from the new params unless ``keep_dims``."""
+    from ascendsched.lower.ir import StmtMutator
+
+    seen = [0]
+
+    class _M(StmtMutator):
+        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+            if s.op != op:
+                return (s,)
+            seen[0] += 1
+            if seen[0] - 1 != nth:
+                return (s,)
+            attrs = tuple((n, changes.get(n, v)) for n, v in s.attrs)
+            if keep_dims:
+                return (replace(s, attrs=attrs),)
+            regions = s.writes + s.reads
+            operands = tuple((r.tensor, r.offset, r.copy, kern.dtype_of(r.tensor))
+                             for r in regions)
+            return (make_cube_instr(op, operands, s.comment, **dict(attrs)),)
+
+    prog = kern.programs[0]
+    out = kern.replace_body(prog.core, _M().visit_body(prog.body))
+    assert seen[0] > nth, f"no {op} #{nth}"
+    return out
+
+
+def planned(k: Kernel) -> Kernel:
+    from ascendsched.lower.apply_memory_plan import apply_memory_plan
+    from ascendsched.lower.lifetimes import buffer_lifetimes
+    from ascendsched.lower.plan_memory import plan_memory
+
+    return apply_memory_plan(k, plan_memory(k, buffer_lifetimes(k), k.target))

@@ -51,6 +51,27 @@ def build_cpu(project: EmittedProject, *, sanitize: bool = True,
     (default: a shared ``ascendsched_cpu_builds`` folder in the system temp dir), so an
     unchanged kernel is compiled once across projects and test sessions.
     """
+    return _compile(project.name, project.cpu_main, [project.kernel_cpp, project.tiling_h],
+                    project.runtime_dir, project.cpu_defines, [project.out_dir],
+                    sanitize=sanitize, cache_dir=cache_dir, source_hint=project.kernel_cpp)
+
+
+def build_source(name: str, source: Path, *, defines: tuple[str, ...] = (),
+                 sanitize: bool = True, cache_dir: Path | None = None) -> Path:
+    """Compile one C++17 file against the CPU runtime headers (runtime unit programs).
+
+    ``defines`` are ``-D`` flags (the target macros the runtime needs); cached like
+    :func:`build_cpu`.
+    """
+    from ascendsched.emit_ascendc.emitter import RUNTIME_DIR
+
+    return _compile(name, Path(source), [], RUNTIME_DIR, tuple(defines), [Path(source).parent],
+                    sanitize=sanitize, cache_dir=cache_dir, source_hint=Path(source))
+
+
+def _compile(name: str, main: Path, extra: list[Path], runtime_dir: Path,
+             defines: tuple[str, ...], includes: list[Path], *, sanitize: bool,
+             cache_dir: Path | None, source_hint: Path) -> Path:
     gxx = shutil.which("g++")
     if gxx is None:
         raise ToolchainError(
@@ -62,22 +83,23 @@ def build_cpu(project: EmittedProject, *, sanitize: bool = True,
                   "-fno-omit-frame-pointer"]
     build = Path(cache_dir) if cache_dir is not None else _DEFAULT_CACHE
     build.mkdir(parents=True, exist_ok=True)
-    sources = [project.cpu_main, project.kernel_cpp, project.tiling_h,
-               *sorted(project.runtime_dir.glob("*.h*"))]
-    digest = hashlib.sha256(" ".join(flags + list(project.cpu_defines)).encode())
+    sources = [main, *extra, *sorted(runtime_dir.glob("*.h*"))]
+    digest = hashlib.sha256(" ".join(flags + list(defines)).encode())
     for s in sources:
         digest.update(s.read_bytes())
-    binary = build / f"{project.name}_{digest.hexdigest()[:20]}"
+    binary = build / f"{name}_{digest.hexdigest()[:20]}"
     if binary.exists():
         return binary
     partial = build / f"{binary.name}.{os.getpid()}.tmp"
-    cmd = [gxx, *flags, *project.cpu_defines, "-I", str(project.runtime_dir),
-           "-I", str(project.out_dir), str(project.cpu_main), "-o", str(partial)]
+    cmd = [gxx, *flags, *defines, "-I", str(runtime_dir)]
+    for inc in includes:
+        cmd += ["-I", str(inc)]
+    cmd += [str(main), "-o", str(partial)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ToolchainError(
-            f"g++ failed to build the CPU check of kernel '{project.name}'.\n{proc.stderr}\n"
-            f"Repro command: {shlex.join(cmd)}\nSource: {project.kernel_cpp}")
+            f"g++ failed to build the CPU check of kernel '{name}'.\n{proc.stderr}\n"
+            f"Repro command: {shlex.join(cmd)}\nSource: {source_hint}")
     os.replace(partial, binary)  # atomic: concurrent builders of the same kernel agree
     return binary
 

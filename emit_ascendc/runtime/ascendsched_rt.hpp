@@ -1,11 +1,16 @@
-// ascendsched CPU runtime: per-block state (UB, flags, TPipe cursor), GM registry, trace writer.
+// ascendsched CPU runtime: per-block state (on-chip memories, flags, TPipe cursors), GM
+// registry, trace writer.
 //
-// Execution model: one block at a time, every call executed immediately in program order
-// (pipes are not modelled concurrently; races are the trace checker's job). Each executed
-// AscendC call appends one JSON line to the trace in the format of sim/trace.py:
+// Execution model: one block (and core type) at a time, every call executed immediately in
+// program order (pipes are not modelled concurrently; races are the trace checker's job). Each
+// executed AscendC call appends one JSON line to the trace in the format of sim/trace.py:
 //   {"block", "core", "seq", "op", "pipe", "reads", "writes", "src", "dst", "id", "flag", "label"}
 // with reads/writes as sorted, coalesced [space, lo, hi) byte intervals ("GM:<param>" offsets
-// inside the tensor, "UB" physical addresses).
+// inside the tensor; "UB", "L1", "L0A", "L0B", "L0C" physical addresses).
+//
+// On-chip memories: UB on the AIV; L1, L0A, L0B and L0C on the AIC. Each block starts with
+// fresh, poisoned memories (UB 0xCD, the Cube memories 0xFF = NaN for every float type and -1
+// for integers), so a kernel that reads bytes no instruction wrote shows it in its results.
 //
 // Hardware numbers come from the emitted project (generated from kernel.target), as macros:
 #pragma once
@@ -37,6 +42,39 @@ constexpr uint64_t kBlocksPerRepeat = kRepeat / kBlock;
 constexpr uint32_t kMaxRepeat = ASCENDSCHED_MAX_REPEAT;
 constexpr int32_t kEventIdLimit = ASCENDSCHED_EVENT_ID_LIMIT;
 
+// Cube (AIC) memories: usable bytes from kernel.target (0 = the kernel uses none of them).
+#ifndef ASCENDSCHED_L1_USABLE
+#define ASCENDSCHED_L1_USABLE 0
+#endif
+#ifndef ASCENDSCHED_L0A_USABLE
+#define ASCENDSCHED_L0A_USABLE 0
+#endif
+#ifndef ASCENDSCHED_L0B_USABLE
+#define ASCENDSCHED_L0B_USABLE 0
+#endif
+#ifndef ASCENDSCHED_L0C_USABLE
+#define ASCENDSCHED_L0C_USABLE 0
+#endif
+
+// Physical memories of one core. Index into State::mem.
+enum Space : uint8_t { kUB = 0, kL1, kL0A, kL0B, kL0C, kNumSpaces };
+
+inline const char* space_name(uint8_t s) {
+    static const char* const names[kNumSpaces] = {"UB", "L1", "L0A", "L0B", "L0C"};
+    return s < kNumSpaces ? names[s] : "?";
+}
+
+inline uint64_t space_usable(uint8_t s) {
+    switch (s) {
+        case kUB: return kUbUsable;
+        case kL1: return ASCENDSCHED_L1_USABLE;
+        case kL0A: return ASCENDSCHED_L0A_USABLE;
+        case kL0B: return ASCENDSCHED_L0B_USABLE;
+        case kL0C: return ASCENDSCHED_L0C_USABLE;
+        default: return 0;
+    }
+}
+
 struct GmRegion {
     std::string name;
     const uint8_t* base;
@@ -51,10 +89,13 @@ struct Access {
 
 struct State {
     std::vector<uint8_t> ub;
+    std::vector<uint8_t> l1, l0a, l0b, l0c;  // AIC memories (empty on the AIV)
     int64_t block = 0;
     int64_t block_num = 1;
     int64_t seq = 0;
-    uint64_t pipe_cursor = 0;  // TPipe::InitBuffer allocation cursor (bytes)
+    const char* core = "AIV";  // "AIV" | "AIC": the core type this program runs on
+    uint64_t pipe_cursor = 0;  // TPipe::InitBuffer allocation cursor in UB (bytes)
+    uint64_t cursors[kNumSpaces] = {0, 0, 0, 0, 0};  // ... in the Cube memories
     std::FILE* trace = nullptr;
     std::vector<GmRegion> gm;
     std::map<std::pair<int, int32_t>, int> pending;  // (HardEvent, id) -> outstanding sets
@@ -93,6 +134,29 @@ inline void check_align(const char* file, int line, const char* api, const char*
     if (addr % align != 0) {
         fail(file, line, std::string(api) + ": " + operand + " starts at UB address " + S(addr) +
                              ", which is not " + S(align) + "-byte aligned");
+    }
+}
+
+inline bool is_aic() { return std::strcmp(st().core, "AIC") == 0; }
+
+inline std::vector<uint8_t>& mem(uint8_t space) {
+    State& s = st();
+    switch (space) {
+        case kL1: return s.l1;
+        case kL0A: return s.l0a;
+        case kL0B: return s.l0b;
+        case kL0C: return s.l0c;
+        default: return s.ub;
+    }
+}
+
+// Bounds of an access to a Cube memory: inside the usable part of that memory.
+inline void check_space(const char* file, int line, const char* api, uint8_t space, uint64_t lo, uint64_t bytes) {
+    const uint64_t usable = space_usable(space);
+    if (lo + bytes > usable) {
+        fail(file, line, std::string(api) + ": " + space_name(space) + " access [" + S(static_cast<long long>(lo)) +
+                             ", " + S(static_cast<long long>(lo + bytes)) + ") is outside the usable " +
+                             space_name(space) + " [0, " + S(static_cast<long long>(usable)) + ")");
     }
 }
 
@@ -181,7 +245,7 @@ inline std::string json_accesses(const std::vector<Access>& v) {
 
 inline void emit(Record r) {
     State& s = st();
-    std::string line = "{\"block\": " + S(s.block) + ", \"core\": \"AIV\", \"seq\": " + S(s.seq) +
+    std::string line = "{\"block\": " + S(s.block) + ", \"core\": \"" + s.core + "\", \"seq\": " + S(s.seq) +
                        ", \"op\": " + json_str(r.op) + ", \"pipe\": " + json_str(r.pipe) +
                        ", \"reads\": " + json_accesses(coalesce(r.reads)) +
                        ", \"writes\": " + json_accesses(coalesce(r.writes)) +
@@ -209,14 +273,23 @@ inline void open_trace(const char* path) {
     }
 }
 
-inline void begin_block(int64_t block, int64_t block_num) {
+// core: "AIV" (vector program: a fresh, poisoned UB) or "AIC" (Cube program: fresh L1, L0A,
+// L0B and L0C filled with 0xFF, which the hardware leaves undefined).
+inline void begin_block(int64_t block, int64_t block_num, const char* core = "AIV") {
     State& s = st();
     s.block = block;
     s.block_num = block_num;
     s.seq = 0;
+    s.core = core;
     s.pipe_cursor = 0;
+    for (uint64_t& c : s.cursors) c = 0;
     s.pending.clear();
-    s.ub.assign(kUbUsable, 0xCD);  // fresh UB per block, poisoned so unwritten data shows
+    const bool aic = std::strcmp(core, "AIC") == 0;
+    s.ub.assign(aic ? 0 : kUbUsable, 0xCD);  // fresh UB per block, poisoned so unwritten data shows
+    s.l1.assign(aic ? space_usable(kL1) : 0, 0xFF);
+    s.l0a.assign(aic ? space_usable(kL0A) : 0, 0xFF);
+    s.l0b.assign(aic ? space_usable(kL0B) : 0, 0xFF);
+    s.l0c.assign(aic ? space_usable(kL0C) : 0, 0xFF);
 }
 
 inline void check_flags_drained();  // defined in kernel_operator.h (needs HardEvent names)

@@ -27,6 +27,49 @@ using GM_ADDR = uint8_t*;
 // pipe_t is a global enum in CCE (PIPE_S, PIPE_V, ...).
 enum pipe_t : uint8_t { PIPE_S = 0, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_FIX };
 
+// Kernel types, docs "设置Kernel类型" (KERNEL_TASK_TYPE_DEFAULT, hiascend atlasascendc_api_07_0218):
+// KERNEL_TYPE_AIC_ONLY launches only Cube cores, KERNEL_TYPE_AIV_ONLY only Vector cores,
+// KERNEL_TYPE_MIX_AIC_1_2 one AIC and two AIVs per block. The CPU driver runs the program of
+// each core type the kernel has; the macro records the declared type and the runtime checks it
+// against the core that runs the code.
+enum KernelMetaType {
+    KERNEL_TYPE_AIV_ONLY,
+    KERNEL_TYPE_AIC_ONLY,
+    KERNEL_TYPE_MIX_AIV_1_0,
+    KERNEL_TYPE_MIX_AIC_1_0,
+    KERNEL_TYPE_MIX_AIC_1_1,
+    KERNEL_TYPE_MIX_AIC_1_2,
+    KERNEL_TYPE_AICORE,
+    KERNEL_TYPE_VECTORCORE,
+    KERNEL_TYPE_MIX_AICORE,
+    KERNEL_TYPE_MIX_VECTOR_CORE,
+    KERNEL_TYPE_MAX
+};
+
+namespace ascendsched_rt {
+inline void kernel_task_type(KernelMetaType t, const char* file, int line) {
+    const bool aic = is_aic();
+    const bool ok = t == KERNEL_TYPE_MIX_AIC_1_2 || t == KERNEL_TYPE_MIX_AIC_1_1 ||
+                    (aic ? (t == KERNEL_TYPE_AIC_ONLY || t == KERNEL_TYPE_MIX_AIC_1_0)
+                         : (t == KERNEL_TYPE_AIV_ONLY || t == KERNEL_TYPE_MIX_AIV_1_0));
+    if (!ok) {
+        fail(file, line, std::string("KERNEL_TASK_TYPE_DEFAULT: the kernel type launches no ") + st().core +
+                             " cores, but this code runs on the " + st().core);
+    }
+}
+}  // namespace ascendsched_rt
+
+#define KERNEL_TASK_TYPE_DEFAULT(value) ::ascendsched_rt::kernel_task_type(value, __FILE__, __LINE__)
+
+// impl/utils/sys_macros.h (asc-devkit): ASCEND_IS_AIC / ASCEND_IS_AIV select the code of one
+// core type (`if ASCEND_IS_AIC { ... }`); the device compiler folds them per core
+// (__DAV_C220_CUBE__ / __DAV_C220_VEC__), the CPU runtime evaluates them per run, as the
+// ASCENDC_CPU_DEBUG build of the real headers does (g_coreType).
+#define ASCEND_IS_AIC (::ascendsched_rt::is_aic())
+#define ASCEND_IS_AIV (!::ascendsched_rt::is_aic())
+#define ASCEND_IS_NOT_AIC (!::ascendsched_rt::is_aic())
+#define ASCEND_IS_NOT_AIV (::ascendsched_rt::is_aic())
+
 namespace AscendC {
 
 namespace rt = ascendsched_rt;
@@ -35,40 +78,49 @@ namespace rt = ascendsched_rt;
 // include/basic_api/kernel_tpipe.h (TPosition), impl/basic_api/kernel_event.h (HardEvent).
 enum class TPosition : uint8_t { GM, A1, A2, B1, B2, C1, C2, CO1, CO2, VECIN, VECOUT, VECCALC, LCM, SPM, TSCM };
 
-#define ASCENDSCHED_HARD_EVENTS(X)                                                                  \
-    X(MTE2_V, "MTE2", "V") X(V_MTE2, "V", "MTE2") X(MTE3_V, "MTE3", "V") X(V_MTE3, "V", "MTE3")      \
-    X(V_V, "V", "V") X(MTE3_MTE2, "MTE3", "MTE2") X(MTE2_MTE3, "MTE2", "MTE3") X(S_V, "S", "V")       \
-    X(V_S, "V", "S") X(S_MTE2, "S", "MTE2") X(MTE2_S, "MTE2", "S") X(S_MTE3, "S", "MTE3")            \
-    X(MTE3_S, "MTE3", "S") X(MTE2_MTE1, "MTE2", "MTE1") X(MTE1_MTE2, "MTE1", "MTE2")                 \
-    X(MTE1_M, "MTE1", "M") X(M_MTE1, "M", "MTE1") X(MTE3_MTE1, "MTE3", "MTE1")                       \
-    X(MTE1_MTE3, "MTE1", "MTE3") X(MTE2_M, "MTE2", "M") X(M_MTE2, "M", "MTE2") X(M_FIX, "M", "FIX")  \
-    X(FIX_M, "FIX", "M") X(MTE2_FIX, "MTE2", "FIX") X(FIX_MTE2, "FIX", "MTE2") X(FIX_S, "FIX", "S")  \
-    X(M_S, "M", "S") X(FIX_MTE3, "FIX", "MTE3") X(MTE1_FIX, "MTE1", "FIX") X(FIX_MTE1, "FIX", "MTE1") \
-    X(FIX_FIX, "FIX", "FIX")
+// Third column: the cores on which the event exists (1 = AIV, 2 = AIC, 3 = both), from the
+// valid pairs per core type in shared/ASCEND_910B.md "Synchronisation" (target/ascend910b.py).
+#define ASCENDSCHED_HARD_EVENTS(X)                                                                           \
+    X(MTE2_V, "MTE2", "V", 1) X(V_MTE2, "V", "MTE2", 1) X(MTE3_V, "MTE3", "V", 1) X(V_MTE3, "V", "MTE3", 1)    \
+    X(V_V, "V", "V", 1) X(MTE3_MTE2, "MTE3", "MTE2", 3) X(MTE2_MTE3, "MTE2", "MTE3", 3) X(S_V, "S", "V", 1)     \
+    X(V_S, "V", "S", 1) X(S_MTE2, "S", "MTE2", 3) X(MTE2_S, "MTE2", "S", 3) X(S_MTE3, "S", "MTE3", 3)          \
+    X(MTE3_S, "MTE3", "S", 3) X(MTE2_MTE1, "MTE2", "MTE1", 2) X(MTE1_MTE2, "MTE1", "MTE2", 2)                 \
+    X(MTE1_M, "MTE1", "M", 2) X(M_MTE1, "M", "MTE1", 2) X(MTE3_MTE1, "MTE3", "MTE1", 2)                       \
+    X(MTE1_MTE3, "MTE1", "MTE3", 2) X(MTE2_M, "MTE2", "M", 2) X(M_MTE2, "M", "MTE2", 2) X(M_FIX, "M", "FIX", 2) \
+    X(FIX_M, "FIX", "M", 2) X(MTE2_FIX, "MTE2", "FIX", 2) X(FIX_MTE2, "FIX", "MTE2", 2) X(FIX_S, "FIX", "S", 2) \
+    X(M_S, "M", "S", 2) X(FIX_MTE3, "FIX", "MTE3", 2) X(MTE1_FIX, "MTE1", "FIX", 2)                           \
+    X(FIX_MTE1, "FIX", "MTE1", 2) X(FIX_FIX, "FIX", "FIX", 2)
 
-#define ASCENDSCHED_ENUM_ITEM(name, s, d) name,
+#define ASCENDSCHED_ENUM_ITEM(name, s, d, c) name,
 enum class HardEvent : uint8_t { ASCENDSCHED_HARD_EVENTS(ASCENDSCHED_ENUM_ITEM) };
 #undef ASCENDSCHED_ENUM_ITEM
 
 inline const char* event_name(HardEvent e) {
-#define ASCENDSCHED_NAME_ITEM(name, s, d) if (e == HardEvent::name) return #name;
+#define ASCENDSCHED_NAME_ITEM(name, s, d, c) if (e == HardEvent::name) return #name;
     ASCENDSCHED_HARD_EVENTS(ASCENDSCHED_NAME_ITEM)
 #undef ASCENDSCHED_NAME_ITEM
     return "?";
 }
 
 inline const char* event_src(HardEvent e) {
-#define ASCENDSCHED_SRC_ITEM(name, s, d) if (e == HardEvent::name) return s;
+#define ASCENDSCHED_SRC_ITEM(name, s, d, c) if (e == HardEvent::name) return s;
     ASCENDSCHED_HARD_EVENTS(ASCENDSCHED_SRC_ITEM)
 #undef ASCENDSCHED_SRC_ITEM
     return "?";
 }
 
 inline const char* event_dst(HardEvent e) {
-#define ASCENDSCHED_DST_ITEM(name, s, d) if (e == HardEvent::name) return d;
+#define ASCENDSCHED_DST_ITEM(name, s, d, c) if (e == HardEvent::name) return d;
     ASCENDSCHED_HARD_EVENTS(ASCENDSCHED_DST_ITEM)
 #undef ASCENDSCHED_DST_ITEM
     return "?";
+}
+
+inline int event_cores(HardEvent e) {
+#define ASCENDSCHED_CORE_ITEM(name, s, d, c) if (e == HardEvent::name) return c;
+    ASCENDSCHED_HARD_EVENTS(ASCENDSCHED_CORE_ITEM)
+#undef ASCENDSCHED_CORE_ITEM
+    return 0;
 }
 
 // impl/basic_api/utils/kernel_utils_mode.h
@@ -162,8 +214,9 @@ struct BrcbRepeatParams {
 template <typename T>
 class LocalTensor {
 public:
-    uint64_t addr_ = 0;  // physical UB byte address
+    uint64_t addr_ = 0;  // physical byte address in its memory
     uint64_t size_ = 0;  // elements
+    uint8_t space_ = rt::kUB;  // the physical memory (rt::Space) of its TPosition
     LocalTensor operator[](const uint32_t offset) const {
         LocalTensor t = *this;
         t.addr_ += static_cast<uint64_t>(offset) * sizeof(T);
@@ -191,8 +244,23 @@ public:
     }
 };
 
+// The physical memory of a TPosition on 910B (include/basic_api/kernel_tpipe.h; docs TPosition):
+// VECIN/VECOUT/VECCALC (and LCM) = UB, A1/B1/C1 = L1, A2 = L0A, B2 = L0B, CO1 = L0C.
+constexpr uint8_t position_space(TPosition pos) {
+    switch (pos) {
+        case TPosition::A1: case TPosition::B1: case TPosition::C1: return rt::kL1;
+        case TPosition::A2: return rt::kL0A;
+        case TPosition::B2: return rt::kL0B;
+        case TPosition::CO1: return rt::kL0C;
+        case TPosition::VECIN: case TPosition::VECOUT: case TPosition::VECCALC: case TPosition::LCM: return rt::kUB;
+        default: return rt::kNumSpaces;
+    }
+}
+
 template <TPosition pos = TPosition::LCM>
 class TBuf {
+    static_assert(position_space(pos) != rt::kNumSpaces, "TBuf position not modelled by the CPU runtime");
+
 public:
     uint64_t base_ = 0;
     uint64_t len_ = 0;
@@ -214,6 +282,7 @@ public:
         LocalTensor<T> t;
         t.addr_ = base_ + bufOffset;
         t.size_ = size;
+        t.space_ = position_space(pos);
         return t;
     }
     template <typename T>
@@ -226,20 +295,29 @@ class TPipe {
 public:
     TPipe() {}
     // include/basic_api/kernel_tpipe.h: InitBuffer(TBuf<pos>& buf, uint32_t len); len in bytes,
-    // allocated after the previous buffers of this TPipe and rounded up to 32 bytes.
+    // allocated after the previous buffers of this TPipe in the same physical memory and rounded
+    // up to 32 bytes. UB exists only on the AIV, L1/L0A/L0B/L0C only on the AIC.
     template <TPosition pos>
     bool InitBuffer(TBuf<pos>& buf, uint32_t len, ASCENDSCHED_LOC) {
         rt::State& s = rt::st();
-        uint64_t rounded = (static_cast<uint64_t>(len) + rt::kBlock - 1) / rt::kBlock * rt::kBlock;
-        if (len == 0 || s.pipe_cursor + rounded > rt::kUbUsable) {
-            rt::fail(file_, line_, "TPipe::InitBuffer of " + rt::S(len) + " B at UB offset " +
-                                       rt::S(static_cast<long long>(s.pipe_cursor)) + " exceeds the usable UB (" +
-                                       rt::S(rt::kUbUsable) + " B)");
+        constexpr uint8_t space = position_space(pos);
+        const bool cube = space != rt::kUB;
+        if (cube != rt::is_aic()) {
+            rt::fail(file_, line_, std::string("TPipe::InitBuffer: ") + rt::space_name(space) + " does not exist on the " +
+                                       s.core + " (UB is on the AIV; L1, L0A, L0B, L0C are on the AIC)");
         }
-        buf.base_ = s.pipe_cursor;
+        uint64_t& cursor = cube ? s.cursors[space] : s.pipe_cursor;
+        const uint64_t usable = rt::space_usable(space);
+        uint64_t rounded = (static_cast<uint64_t>(len) + rt::kBlock - 1) / rt::kBlock * rt::kBlock;
+        if (len == 0 || cursor + rounded > usable) {
+            rt::fail(file_, line_, "TPipe::InitBuffer of " + rt::S(len) + " B at " + rt::space_name(space) + " offset " +
+                                       rt::S(static_cast<long long>(cursor)) + " exceeds the usable " +
+                                       rt::space_name(space) + " (" + rt::S(static_cast<long long>(usable)) + " B)");
+        }
+        buf.base_ = cursor;
         buf.len_ = rounded;
         buf.init_ = true;
-        s.pipe_cursor += rounded;
+        cursor += rounded;
         return true;
     }
 };
@@ -253,6 +331,10 @@ inline int64_t GetBlockNum() { return rt::st().block_num; }
 // include/basic_api/kernel_operator_block_sync_intf.h: SetFlag<HardEvent>(int32_t eventID),
 // WaitFlag<HardEvent>(int32_t eventID), PipeBarrier<pipe_t>().
 inline void check_event_id(const char* api, HardEvent e, int32_t id, const char* file_, int line_) {
+    if (!(event_cores(e) & (rt::is_aic() ? 2 : 1))) {
+        rt::fail(file_, line_, std::string(api) + "<HardEvent::" + event_name(e) + ">: this event does not exist on the " +
+                                   rt::st().core + " (see the valid HardEvent pairs per core type)");
+    }
     if (id < 0 || id >= rt::kEventIdLimit) {
         rt::fail(file_, line_, std::string(api) + "<HardEvent::" + event_name(e) + ">(" + rt::S(id) +
                                    "): event id outside the target's budget [0, " + rt::S(rt::kEventIdLimit) + ")");
@@ -938,6 +1020,8 @@ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, con
 }
 
 }  // namespace AscendC
+
+#include "ascendsched_cube.hpp"
 
 namespace ascendsched_rt {
 inline void check_flags_drained() {

@@ -266,8 +266,8 @@ def reference(c: GemmCase, ins: dict[str, np.ndarray]) -> np.ndarray:
 CASES: dict[str, GemmCase] = {
     # one tile, nothing divides: 33 x 47 x 70
     "fp16_single": GemmCase(33, 47, 70, 48, 48, 80, 80, name="fp16_single"),
-    # K loop, L1 and L0 double buffered, K tail (70 = 32 + 32 + 6), L0 split 16
-    "fp16_kloop_db": GemmCase(33, 47, 70, 48, 48, 32, 16, l1_copies=2, l0_copies=2,
+    # K loop, L1 and L0 double buffered, K tails (150 = 64 + 64 + 22, 22 = 16 + 6), L0 split 16
+    "fp16_kloop_db": GemmCase(33, 47, 150, 48, 48, 64, 16, l1_copies=2, l0_copies=2,
                               name="fp16_kloop_db"),
     # 3 blocks over 2 x 3 output tiles with M and N tails, L0C double buffered
     "fp16_blocks": GemmCase(40, 70, 48, 32, 32, 32, 16, blocks=3, l1_copies=2, l0_copies=2,

@@ -188,7 +188,7 @@ def test_accumulating_mmad_reads_c() -> None:
     c = CASES["fp16_kloop_db"]
     res, _ = _run(gemm_kernel(c), c)
     mm = [e for e in res.trace.events if e.op == "mmad"]
-    assert len(mm) == 5  # K tiles 16, 16 | 16, 16 | 6
+    assert len(mm) == 10  # K tiles 4 x 16 | 4 x 16 | 16, 6
     assert not any(iv[0].startswith("L0C") for iv in mm[0].reads)
     assert all(any(iv[0].startswith("L0C") for iv in e.reads) for e in mm[1:])
 

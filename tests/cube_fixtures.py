@@ -93,9 +93,10 @@ def gemm_kernel(c: GemmCase) -> Kernel:
     acc = dt.int32 if a_dt is dt.int8 else dt.float32
     c0 = cube_c0(a_dt)
     assert c.tk % c.tk0 == 0 and c.tk0 % c0 == 0 and c.tm % R == 0 and c.tn % R == 0
-    assert not (a_dt is dt.int8 and (c.trans_a or c.trans_b)), "int8 fixtures: A, B plain"
-    b_rows = 32 if a_dt is dt.int8 else R  # L1 row padding of B (K rows): int8 squares are 32
-    ncol = 32 if a_dt is dt.int8 else R  # Mmad n padding: int8 Zn rows come in 32 columns
+    i8 = a_dt is dt.int8
+    b_rows = 32 if i8 else R  # L1 row padding of B (K rows): int8 squares are 32 x 32
+    ncol = 32 if i8 and not c.trans_b else R  # Mmad n padding: int8 squares give 32 columns
+    mrow = 32 if i8 and c.trans_a else R  # L0A row padding: int8 A^T squares give 32 rows
     nm, nn = _ceil(c.m, c.tm), _ceil(c.n, c.tn)
     tiles = nm * nn
     iters = _ceil(tiles, c.blocks)
@@ -110,9 +111,9 @@ def gemm_kernel(c: GemmCase) -> Kernel:
     cc = Affine.mod("i", 2) if c.c_copies == 2 else Affine()
     # buffer sizes (elements) for the largest tile
     mp = _up(c.tm, R)
-    a_l1 = (_up(c.tk, R) * _up(c.tm, c0)) if c.trans_a else mp * _up(c.tk, c0)
+    a_l1 = (_up(c.tk, b_rows) * _up(c.tm, c0)) if c.trans_a else mp * _up(c.tk, c0)
     b_l1 = (_up(c.tn, R) * _up(c.tk, c0)) if c.trans_b else _up(c.tk, b_rows) * _up(c.tn, c0)
-    a_l0 = mp * _up(c.tk0, c0)
+    a_l0 = _up(c.tm, mrow) * _up(c.tk0, c0)
     b_l0 = _up(c.tk0, c0) * _up(c.tn, ncol)
     c_l0 = mp * _up(c.tn, ncol)
 
@@ -121,12 +122,21 @@ def gemm_kernel(c: GemmCase) -> Kernel:
         m_mmad = R if mc == 1 else mc
         rp = _up(mc, R)
         kp0 = _up(kc0, c0)
-        n_mmad = _up(ncs, ncol) if a_dt is dt.int8 else ncs
+        n_mmad = _up(ncs, ncol) if ncol > R else ncs
         np_ = _up(n_mmad, R)
         kb0 = k0 * (c.tk0 // c0)  # first C0 column group of this L0 tile in the L1 tile
         f = 512 // a_dt.bytes
         out: list[Stmt] = []
-        if c.trans_a:  # L1 holds A^T (kc, mc) nz, rows padded to 16: per 16-row block of M
+        if c.trans_a and i8:  # L1 holds A^T (kc, mc) nz, rows padded to 32: 32x32 squares
+            nk0, nk1 = kp0 // 32, _up(kc, 32) // 32
+            t0 = k0 * (c.tk0 // 32)
+            out.append(For("mg", _ceil(mc, 32), (make_cube_instr(
+                "load_l0a_transpose",
+                (("a_l0", Affine.of("mg") * 2 * nk0 * f, l0c, a_dt),
+                 ("a_l1", (Affine.of("mg") * nk1 + t0) * 2 * f, l1c, a_dt)),
+                "A^T squares -> Zz", startIndex=0, repeatTimes=nk0, srcStride=1, dstGap=0,
+                dstFracGap=nk0 - 1, addrMode=0),)))
+        elif c.trans_a:  # L1 holds A^T (kc, mc) nz, rows padded to 16: per 16-row block of M
             kp16 = _up(kc, R)
             out.append(For("ma", rp // R, (make_cube_instr(
                 "load_l0a", (("a_l0", Affine.of("ma") * (kp0 // c0) * f, l0c, a_dt),
@@ -144,7 +154,7 @@ def gemm_kernel(c: GemmCase) -> Kernel:
                 "load_l0b", (("b_l0", 0, l0c, a_dt), ("b_l1", kb0 * (np_ // R) * f, l1c, a_dt)),
                 "B^T nz -> Zn", startIndex=0, repeatTimes=(kp0 // c0) * (np_ // R), srcStride=1,
                 sid=0, dstGap=0, ifTranspose=False, addrMode=0))
-        elif a_dt is dt.int8:  # 32x32 squares transposed into two Zn fractals each
+        elif i8:  # 32x32 squares transposed into two Zn fractals each
             kp32 = _up(kc, 32)
             t0 = k0 * (c.tk0 // 32)
             out.append(For("kb", kp0 // 32, (make_cube_instr(
@@ -176,7 +186,8 @@ def gemm_kernel(c: GemmCase) -> Kernel:
             ca = make_cube_instr(
                 "copy_gm_l1", (("a_l1", 0, l1c, a_dt), ("a", k_off * c.m + row0, 0, a_dt)),
                 "A^T tile -> L1", ndNum=1, nValue=kc, dValue=mc, srcNdMatrixStride=0,
-                srcDValue=c.m, dstNzC0Stride=_up(kc, R), dstNzNStride=1, dstNzMatrixStride=0)
+                srcDValue=c.m, dstNzC0Stride=_up(kc, b_rows), dstNzNStride=1,
+                dstNzMatrixStride=0)
         else:
             ca = make_cube_instr(
                 "copy_gm_l1", (("a_l1", 0, l1c, a_dt), ("a", row0 * c.k + k_off, 0, a_dt)),
@@ -281,6 +292,8 @@ CASES: dict[str, GemmCase] = {
     "fp16_trans": GemmCase(33, 47, 70, 48, 48, 32, 16, trans_a=True, trans_b=True,
                            l0_copies=2, name="fp16_trans"),
     "m_tail_1": GemmCase(17, 20, 16, 16, 32, 16, 16, blocks=2, name="m_tail_1"),
+    "int8_trans": GemmCase(40, 47, 100, 48, 48, 64, 32, dt.int8, dt.int32, trans_a=True,
+                           trans_b=True, l0_copies=2, name="int8_trans"),
 }
 
 
@@ -329,3 +342,54 @@ def planned(k: Kernel) -> Kernel:
     from ascendsched.lower.plan_memory import plan_memory
 
     return apply_memory_plan(k, plan_memory(k, buffer_lifetimes(k), k.target))
+
+
+def batched_kernel(batch: int = 3, m: int = 20, n: int = 24, k: int = 40,
+                   copies: int = 2) -> Kernel:
+    """C[b] = A[b] x B[b] (fp16 -> fp32) with one ndNum = batch Nd2Nz copy per operand, per-batch
+    L0 loads and Mmads into one L0C tile per batch, and one ndNum = batch Fixpipe."""
+    f16, f = dt.float16, 256
+    mp, kp, np_ = _up(m, R), _up(k, R), _up(n, R)
+    bt = Affine.of("bt")
+    cp = Affine.mod("bt", 2) if copies == 2 else Affine()
+    body: tuple[Stmt, ...] = (
+        make_cube_instr("copy_gm_l1", (("a_l1", 0, 0, f16), ("a", 0, 0, f16)), "A[b] -> L1",
+                        ndNum=batch, nValue=m, dValue=k, srcNdMatrixStride=m * k, srcDValue=k,
+                        dstNzC0Stride=mp, dstNzNStride=1, dstNzMatrixStride=mp * kp),
+        make_cube_instr("copy_gm_l1", (("b_l1", 0, 0, f16), ("b", 0, 0, f16)), "B[b] -> L1",
+                        ndNum=batch, nValue=k, dValue=n, srcNdMatrixStride=k * n, srcDValue=n,
+                        dstNzC0Stride=kp, dstNzNStride=1, dstNzMatrixStride=kp * np_),
+        For("bt", batch, (
+            For("ma", mp // R, (make_cube_instr(
+                "load_l0a", (("a_l0", Affine.of("ma") * (kp // R) * f, cp, f16),
+                             ("a_l1", bt * mp * kp + Affine.of("ma") * f, 0, f16)),
+                startIndex=0, repeatTimes=kp // R, srcStride=mp // R, sid=0, dstGap=0,
+                ifTranspose=False, addrMode=0),)),
+            For("kb", kp // R, (make_cube_instr(
+                "load_l0b", (("b_l0", Affine.of("kb") * (np_ // R) * f, cp, f16),
+                             ("b_l1", bt * kp * np_ + Affine.of("kb") * f, 0, f16)),
+                startIndex=0, repeatTimes=np_ // R, srcStride=kp // R, sid=0, dstGap=0,
+                ifTranspose=True, addrMode=0),)),
+            make_cube_instr("mmad", (("c_l0", bt * mp * np_, 0, dt.float32),
+                                     ("a_l0", 0, cp, f16), ("b_l0", 0, cp, f16)),
+                            m=m, n=n, k=k, unitFlag=0, kDirectionAlign=False,
+                            cmatrixSource=False, cmatrixInitVal=True),
+        )),
+        make_cube_instr("fixpipe", (("c", 0, 0, dt.float32), ("c_l0", 0, 0, dt.float32)),
+                        "C[b] -> GM", nSize=n, mSize=m, srcStride=mp, dstStride=n,
+                        quantPre="NoQuant", reluEn=False, unitFlag=0, ndNum=batch,
+                        srcNdStride=mp * np_ // (R * R), dstNdStride=m * n),
+    )
+    return Kernel(
+        name="batched",
+        params=(GmTensor("a", (batch, m, k), f16), GmTensor("b", (batch, k, n), f16),
+                GmTensor("c", (batch, m, n), dt.float32, "output")),
+        buffers=(Buffer("a_l1", Scope.L1, f16, batch * mp * kp),
+                 Buffer("b_l1", Scope.L1, f16, batch * kp * np_),
+                 Buffer("a_l0", Scope.L0A, f16, mp * kp, copies),
+                 Buffer("b_l0", Scope.L0B, f16, kp * np_, copies),
+                 Buffer("c_l0", Scope.L0C, dt.float32, batch * mp * np_)),
+        block_dim=1,
+        programs=(Program(CoreType.AIC, body),),
+        target=ASCEND_910B,
+    )

@@ -111,3 +111,56 @@ def test_every_inserted_sync_is_needed(name: str) -> None:
         report, _ = _check(allocate_event_ids(drop_channels(pruned, frozenset([ch])), T,
                                               verify=False), name)
         assert report.races, f"removing sync channel {ch} of {name} left no race"
+
+
+def test_batched_kernel_synced() -> None:
+    from tests.cube_fixtures import batched_kernel
+
+    rng = np.random.default_rng(2)
+    a = rng.integers(-4, 5, (3, 20, 40)).astype(np.float16)
+    b = rng.integers(-4, 5, (3, 40, 24)).astype(np.float16)
+    for k, want_ok in ((planned(batched_kernel()), False), (_synced(batched_kernel()), True)):
+        res = run_kernel(k, {"a": a, "b": b}, trace=True)
+        np.testing.assert_array_equal(res.outputs["c"],
+                                      np.matmul(a.astype(np.float32), b.astype(np.float32)))
+        assert check_trace(res.trace, T).ok == want_ok
+
+
+def _ev(seq: int, op: str, pipe: str, w=(), r=(), src=None, dst=None, eid=None):  # noqa: ANN001, ANN202
+    from ascendsched.sim.trace import TraceEvent
+
+    return TraceEvent(0, "AIC", seq, op, pipe, tuple(r), tuple(w), src, dst, eid)
+
+
+def test_checker_on_aic_pipes() -> None:
+    from ascendsched.sim.trace import Trace
+
+    c = ("L0C", 0, 1024)
+    # two accumulating Mmads: same-pipe M needs PipeBarrier<PIPE_M> (target table)
+    racy = Trace((_ev(0, "mmad", "M", w=[c]), _ev(1, "mmad", "M", w=[c], r=[c])))
+    assert {r.kind for r in check_trace(racy, T).races} == {"RAW", "WAW"}
+    fenced = Trace((_ev(0, "mmad", "M", w=[c]), _ev(1, "barrier", "M"),
+                    _ev(2, "mmad", "M", w=[c], r=[c])))
+    assert check_trace(fenced, T).ok
+    # M -> FIX through a flag; MTE1 -> M; MTE2 -> MTE1
+    l1, l0 = ("L1", 0, 512), ("L0A", 0, 512)
+    chain = Trace((
+        _ev(0, "copy_gm_l1", "MTE2", w=[l1], r=[("GM:a", 0, 512)]),
+        _ev(1, "set_flag", "MTE2", src="MTE2", dst="MTE1", eid=0),
+        _ev(2, "wait_flag", "MTE1", src="MTE2", dst="MTE1", eid=0),
+        _ev(3, "load_l0a", "MTE1", w=[l0], r=[l1]),
+        _ev(4, "set_flag", "MTE1", src="MTE1", dst="M", eid=0),
+        _ev(5, "wait_flag", "M", src="MTE1", dst="M", eid=0),
+        _ev(6, "mmad", "M", w=[c], r=[l0]),
+        _ev(7, "set_flag", "M", src="M", dst="FIX", eid=0),
+        _ev(8, "wait_flag", "FIX", src="M", dst="FIX", eid=0),
+        _ev(9, "fixpipe", "FIX", w=[("GM:c", 0, 64)], r=[c]),
+    ))
+    assert check_trace(chain, T).ok
+    broken = Trace(tuple(e for e in chain.events if e.seq not in (7, 8)))
+    (race,) = check_trace(broken, T).races
+    assert (race.kind, race.first.op, race.second.op) == ("RAW", "mmad", "fixpipe")
+    # an illegal AIC HardEvent (FIX -> MTE1 exists, MTE1 -> MTE1 does not)
+    bad = Trace((_ev(0, "set_flag", "MTE1", src="MTE1", dst="MTE1", eid=0),
+                 _ev(1, "wait_flag", "MTE1", src="MTE1", dst="MTE1", eid=0)))
+    assert any(f.kind == "illegal event" for f in check_trace(bad, T).flag_errors)

@@ -358,3 +358,18 @@ def test_make_cube_instr_checks_params() -> None:
     assert _load().pipe == Pipe.MTE1 and _mmad().pipe == Pipe.M
     assert [i.op for i in instrs(gemm_kernel(case("fp16_single")))].count("mmad") == 1
     assert Affine.of(3).const == 3
+
+
+def test_batched_nd_num_copies_and_fixpipe() -> None:
+    from tests.cube_fixtures import batched_kernel
+
+    rng = np.random.default_rng(1)
+    a = rng.integers(-4, 5, (3, 20, 40)).astype(np.float16)
+    b = rng.integers(-4, 5, (3, 40, 24)).astype(np.float16)
+    for k in (batched_kernel(), planned(batched_kernel(copies=1))):
+        res = run_kernel(k, {"a": a, "b": b}, trace=True)
+        np.testing.assert_array_equal(res.outputs["c"],
+                                      np.matmul(a.astype(np.float32), b.astype(np.float32)))
+    fx = [e for e in res.trace.events if e.op == "fixpipe"][0]
+    assert fx.writes == (("GM:c", 0, 3 * 20 * 24 * 4),)
+    assert len(fx.reads) == 3 * 2  # 2 column blocks of 16 per batch matrix

@@ -45,7 +45,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     print()
     print(sched)
     print()
-    print(print_loop_nest(sched))
+    print(sched.loop_nest_text() if hasattr(sched, "loop_nest_text") else print_loop_nest(sched))
     log = PassLog(dump_dir=Path(args.dump_ir) if args.dump_ir else None)
     try:
         k = lower(sched, log=log)

@@ -17,11 +17,13 @@ import numpy as np
 
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.evaluate import evaluate
+from ascendsched.algo.gemm_spec import gemm_reference
 from ascendsched.emit_ascendc.check import build_cpu, run_cpu
 from ascendsched.emit_ascendc.emitter import EmittedProject, emit_project
 from ascendsched.errors import AscendSchedError
 from ascendsched.lower.driver import PassLog, lower, schedule_for
 from ascendsched.lower.ir import Kernel
+from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
@@ -42,7 +44,7 @@ class Verdict:
         return f"{'PASS' if self.ok else 'FAIL'}  {self.check:<28} {self.detail}"
 
 
-def compile_kernel(obj: Schedule | Algorithm, out_dir: Path, *, log: PassLog | None = None
+def compile_kernel(obj: Schedule | GemmSchedule | Algorithm, out_dir: Path, *, log: PassLog | None = None
                    ) -> tuple[Kernel, EmittedProject]:
     """Lower and emit the AscendC project for ``obj`` into ``out_dir``."""
     k = lower(schedule_for(obj), log=log)
@@ -71,7 +73,7 @@ def compare(got: np.ndarray, want: np.ndarray, dtype: str) -> tuple[bool, str]:
     return ok, f"max abs error {err:.3g}"
 
 
-def check(obj: Schedule | Algorithm, *, work_dir: Path | None = None, sanitize: bool = True,
+def check(obj: Schedule | GemmSchedule | Algorithm, *, work_dir: Path | None = None, sanitize: bool = True,
           seed: int = 0, cpp: bool = True) -> list[Verdict]:
     """Run every rung of the verification ladder; one Verdict per check."""
     sched = schedule_for(obj)
@@ -82,7 +84,9 @@ def check(obj: Schedule | Algorithm, *, work_dir: Path | None = None, sanitize: 
     out.append(Verdict("lower", True, f"{sum(1 for _ in str(k).splitlines())} IR lines in "
                        f"{time.perf_counter() - t0:.2f} s"))
     inputs = random_inputs(algo, seed)
-    ref = evaluate(algo, inputs)
+    # a GEMM's reference is numpy matmul: evaluate() would build the M x N x K product tensor
+    ref = {sched.spec.c: gemm_reference(sched.spec, inputs)} \
+        if isinstance(sched, GemmSchedule) else evaluate(algo, inputs)
     sim = run_kernel(k, inputs, trace=True)
     for o in algo.outputs:
         ok, msg = compare(sim.outputs[o.name], ref[o.name], o.dtype.name)

@@ -293,77 +293,92 @@ class _Builder:
 
     # ----------------------------------------------------------------- L1 -> L0
     def _load_a(self, kk: Affine, ks: int, l1copy: Affine, l0copy: Affine) -> list[Stmt]:
-        """A slice (tm x ks at L1 K offset kk*k0) -> L0A Zz with Kp = ks padded to C0."""
+        """A slice (tm x ks at L1 K offset kk*k0) -> L0A Zz with Kp = ks padded to C0.
+
+        Zz puts fractal (mb, kg) at ``(mb * Kp/C0 + kg) * F``. Plain LoadData walks either one
+        16-row block (repeat over kg) or one K group (repeat over mb): whichever needs fewer
+        calls (lower/ir.py ``load_l0a``: src step ``srcStride*F``, dst step ``(dstGap+1)*F``).
+        """
         sp, t, f, c0 = self.sp, self.t, self.f, self.c0
         kp = -(-ks // c0) * c0
-        d = sp.in_dtype
-        ops = (("a_l0", None, l0copy, d), ("a_l1", None, l1copy, d))
-        if not sp.trans_a:  # L1 (M, K) nz: per 16-row block mb, its Kp/C0 fractals
-            return self._per_block(
-                "mb", t.tm // CUBE_ROWS, "load_l0a", ops,
-                dst=lambda v: v * (kp // c0 * f),
-                src=lambda v: kk * (t.k0 // c0 * t.tm * c0) + v * f,
-                params=dict(startIndex=0, repeatTimes=kp // c0, srcStride=t.tm // CUBE_ROWS,
-                            sid=0, dstGap=0, ifTranspose=False, addrMode=0),
-                what="A nz -> Zz")
-        if not self.int8:  # L1 (K, M) nz, 16-bit: per 16-column block mb, transpose fractals
-            return self._per_block(
-                "mb", t.tm // CUBE_ROWS, "load_l0a", ops,
-                dst=lambda v: v * (kp // CUBE_ROWS * f),
-                src=lambda v: v * (t.tk // CUBE_ROWS * f) + kk * (t.k0 // CUBE_ROWS * f),
-                params=dict(startIndex=0, repeatTimes=kp // CUBE_ROWS, srcStride=1, sid=0,
-                            dstGap=0, ifTranspose=True, addrMode=0),
-                what="A^T nz -> Zz (fractal transpose)")
+        ops = (("a_l0", l0copy), ("a_l1", l1copy))
+        mbs, kgs = t.tm // CUBE_ROWS, kp // c0
+        if not sp.trans_a:  # L1 (M, K) nz: fractal (mb, kg) at (kg * tm/16 + mb) * F
+            base = kk * (t.k0 // c0 * t.tm * c0)
+            return self._either(
+                "load_l0a", ops, "A nz -> Zz", dict(ifTranspose=False),
+                ("mb", mbs, lambda v: v * (kgs * f), lambda v: base + v * f, kgs, mbs, 0),
+                ("kg", kgs, lambda v: v * f, lambda v: base + v * (t.tm * c0), mbs, 1,
+                 kgs - 1))
+        if not self.int8:  # L1 (K, M) nz, 16-bit: fractal (kb, mb) at (mb * tk/16 + kb) * F
+            base = kk * (t.k0 // CUBE_ROWS * f)
+            return self._either(
+                "load_l0a", ops, "A^T nz -> Zz (fractal transpose)", dict(ifTranspose=True),
+                ("mb", mbs, lambda v: v * (kgs * f), lambda v: base + v * (t.tk // CUBE_ROWS * f),
+                 kgs, 1, 0),
+                ("kb", kgs, lambda v: v * f, lambda v: base + v * f, mbs, t.tk // CUBE_ROWS,
+                 kgs - 1))
         # int8 A^T: L1 (K, M) nz, 32 x 32 squares -> two Zz fractals each (catlass nZ -> zZ)
         sq = 2 * f
         return self._per_block(
             "mg", t.tm // c0, "load_l0a_transpose", ops,
-            dst=lambda v: v * (2 * (kp // c0) * f),
+            dst=lambda v: v * (2 * kgs * f),
             src=lambda v: v * (t.tk // c0 * sq) + kk * (t.k0 // c0 * sq),
-            params=dict(startIndex=0, repeatTimes=kp // c0, srcStride=1, dstGap=0,
-                        dstFracGap=kp // c0 - 1, addrMode=0),
+            params=dict(startIndex=0, repeatTimes=kgs, srcStride=1, dstGap=0,
+                        dstFracGap=kgs - 1, addrMode=0),
             what="int8 A^T nz -> Zz (LoadDataWithTranspose)")
 
     def _load_b(self, kk: Affine, ks: int, l1copy: Affine, l0copy: Affine) -> list[Stmt]:
-        """B slice (ks x tn at L1 K offset kk*k0) -> L0B Zn with Kp = ks padded to C0."""
+        """B slice (ks x tn at L1 K offset kk*k0) -> L0B Zn with Kp = ks padded to C0.
+
+        Zn puts fractal (kg, nb) at ``(kg * tn/16 + nb) * F``.
+        """
         sp, t, f, c0 = self.sp, self.t, self.f, self.c0
         kp = -(-ks // c0) * c0
-        d = sp.in_dtype
-        ops = (("b_l0", None, l0copy, d), ("b_l1", None, l1copy, d))
+        ops = (("b_l0", l0copy), ("b_l1", l1copy))
+        nbs, kgs = t.tn // CUBE_ROWS, kp // c0
         if sp.trans_b:  # L1 (N, K) nz is Zn already: one plain copy of the step's groups
-            total = kp // c0 * (t.tn // CUBE_ROWS)
-            return self._chunks("load_l0b", ops, total, kk * (t.k0 // c0 * t.tn * c0),
+            return self._chunks("load_l0b", ops, kgs * nbs, kk * (t.k0 // c0 * t.tn * c0),
                                 "B^T nz -> Zn (plain)")
-        if not self.int8:  # L1 (K, N) nz, 16-bit: per 16-row block kb, transpose fractals
-            return self._per_block(
-                "kb", kp // CUBE_ROWS, "load_l0b", ops,
-                dst=lambda v: v * (t.tn // CUBE_ROWS * f),
-                src=lambda v: kk * (t.k0 // CUBE_ROWS * f) + v * f,
-                params=dict(startIndex=0, repeatTimes=t.tn // CUBE_ROWS,
-                            srcStride=t.tk // CUBE_ROWS, sid=0, dstGap=0, ifTranspose=True,
-                            addrMode=0),
-                what="B nz -> Zn (fractal transpose)")
+        if not self.int8:  # L1 (K, N) nz, 16-bit: fractal (kb, nb) at (nb * tk/16 + kb) * F
+            base = kk * (t.k0 // CUBE_ROWS * f)
+            return self._either(
+                "load_l0b", ops, "B nz -> Zn (fractal transpose)", dict(ifTranspose=True),
+                ("kb", kgs, lambda v: v * (nbs * f), lambda v: base + v * f, nbs,
+                 t.tk // CUBE_ROWS, 0),
+                ("nb", nbs, lambda v: v * f, lambda v: base + v * (t.tk // CUBE_ROWS * f), kgs,
+                 1, nbs - 1))
         sq = 2 * f  # int8 B (K, N): per 32-row block, 32 x 32 squares (catlass SplitBTranspose)
         return self._per_block(
-            "kb", kp // c0, "load_l0b_transpose", ops,
-            dst=lambda v: v * (t.tn // CUBE_ROWS * f),
+            "kb", kgs, "load_l0b_transpose", ops,
+            dst=lambda v: v * (nbs * f),
             src=lambda v: kk * (t.k0 // c0 * sq) + v * sq,
             params=dict(startIndex=0, repeatTimes=t.tn // c0, srcStride=t.tk // c0, dstGap=1,
                         dstFracGap=0, addrMode=0),
             what="int8 B nz -> Zn (LoadDataWithTranspose)")
 
+    def _either(self, op: str, ops, what: str, extra: dict, *options) -> list[Stmt]:
+        """The LoadData2D walk with the fewest calls. Each option: (loop var, calls, dst(v),
+        src(v), repeatTimes, srcStride, dstGap)."""
+        var, count, dst, src, rep, stride, gap = min(options, key=lambda o: o[1])
+        return self._per_block(var, count, op, ops, dst=dst, src=src, what=what, params=dict(
+            startIndex=0, repeatTimes=rep, srcStride=stride, sid=0, dstGap=gap, addrMode=0,
+            **extra))
+
     def _per_block(self, var: str, count: int, op: str, ops, dst, src, params: dict,
                    what: str) -> list[Stmt]:
         """One load per block ``var < count`` (a loop when count > 1)."""
         v = Affine.of(var) if count > 1 else Affine()
-        (dn, _, dc, dd), (sn, _, sc, sd) = ops
-        ins = make_cube_instr(op, ((dn, dst(v), dc, dd), (sn, src(v), sc, sd)), comment=what,
+        (dn, dc), (sn, sc) = ops
+        d = self.sp.in_dtype
+        ins = make_cube_instr(op, ((dn, dst(v), dc, d), (sn, src(v), sc, d)), comment=what,
                               **params)
         return [For(var, count, (ins,), what)] if count > 1 else [ins]
 
     def _chunks(self, op: str, ops, total: int, src0: Affine, what: str) -> list[Stmt]:
         """Plain fractal copy of ``total`` fractals, in calls of at most 255 repeats."""
-        (dn, _, dc, dd), (sn, _, sc, sd) = ops
+        (dn, dc), (sn, sc) = ops
+        dd = sd = self.sp.in_dtype
         out: list[Stmt] = []
         done = 0
         limit = 255  # LoadData2DParams.repeatTimes (lower/ir.py CUBE_PARAM_RANGES)

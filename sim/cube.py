@@ -162,7 +162,9 @@ def _in_bounds(cx: Any, o: _Opnd, idx: np.ndarray) -> None:
 
 def _no_overlap(cx: Any, o: _Opnd, idx: np.ndarray) -> None:
     flat = idx.ravel()
-    if np.unique(flat).size != flat.size:
+    hit = np.zeros(o.st.elems, dtype=np.bool_)  # (in bounds: checked before)
+    hit[flat] = True
+    if np.count_nonzero(hit) != flat.size:
         raise cx.fail(f"{o.role} {o.st.tensor}: the instruction writes some elements twice "
                       "(overlapping destination; the hardware leaves the order undefined)")
 
@@ -297,8 +299,10 @@ def _mmad(cx: Any) -> None:
     av = _values(a.st.dtype, a.raw()[aidx])
     bv = _values(b.st.dtype, b.raw()[bidx])
     if c.st.dtype.is_float:
+        # einsum, not BLAS: threaded sgemm on a busy 2-core machine takes ~1000x longer for
+        # these small tiles, and einsum's float32 sums are the same on every machine.
         with np.errstate(all="ignore"):
-            prod = np.matmul(av.astype(np.float32), bv.astype(np.float32))
+            prod = np.einsum("ik,kj->ij", av.astype(np.float32), bv.astype(np.float32))
     else:
         prod = av @ bv
     if not init:

@@ -27,8 +27,9 @@ def merge_intervals(space: str, lo: np.ndarray, hi: np.ndarray) -> list[Interval
     lo, hi = np.asarray(lo).ravel(), np.asarray(hi).ravel()
     if lo.size == 0:
         return []
-    order = np.argsort(lo, kind="stable")
-    lo, hi = lo[order], hi[order]
+    if not (lo[1:] >= lo[:-1]).all():
+        order = np.argsort(lo, kind="stable")
+        lo, hi = lo[order], hi[order]
     reach = np.maximum.accumulate(hi)
     start = np.ones(lo.size, dtype=bool)
     start[1:] = lo[1:] > reach[:-1]

@@ -583,6 +583,7 @@ MMAD_DTYPES: dict[tuple[str, str], str] = {  # (A, B) -> C (Mmad.md 表7, the mo
     ("float16", "float16"): "float32", ("bfloat16", "bfloat16"): "float32",
     ("int8", "int8"): "int32",
 }
+_CUBE_BOOL_PARAMS = frozenset(["ifTranspose", "kDirectionAlign", "cmatrixSource", "reluEn"])
 CUBE_FRACTAL_BYTES = 512  # one L0A/L0B fractal: 16 rows x 32 B (LoadData_2D.md)
 CUBE_ROWS = 16  # rows of a fractal; L0C fractals are 16 x 16 (Mmad.md)
 CUBE_BLOCK_BYTES = 32  # C0_SIZE: the row of a fractal (Nd2Nz dstNzC0Stride unit)
@@ -609,6 +610,15 @@ def cube_params(ins: Instr) -> dict[str, AttrValue]:
         raise InternalCompilerError(
             f"`{ins}`: {ins.op} attrs must be exactly {', '.join(names)}"
             + (f"; missing {missing}" if missing else "") + (f"; unknown {extra}" if extra else ""))
+    for name in CUBE_PARAMS[ins.op]:
+        v = got[name]
+        if name in _CUBE_BOOL_PARAMS and not isinstance(v, bool):
+            raise InternalCompilerError(f"`{ins}`: {ins.op} {name}={v!r} must be a bool")
+        if name == "cmatrixInitVal" and not isinstance(v, (bool, Cond)):
+            raise InternalCompilerError(f"`{ins}`: cmatrixInitVal={v!r} must be a bool or a Cond")
+        if name == "quantPre" and v not in FIXPIPE_QUANT:
+            raise InternalCompilerError(f"`{ins}`: quantPre={v!r}; one of "
+                                        f"{', '.join(FIXPIPE_QUANT)}")
     for name, (lo, hi) in CUBE_PARAM_RANGES[ins.op].items():
         v = got[name]
         if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:

@@ -18,6 +18,23 @@ API units, verified against the AscendC sources (mirror-cann/asc-devkit):
   Compare (910B): mask ignored, bits packed 256/sizeof(T) per repeat; Select
       VSEL_TENSOR_TENSOR_MODE consumes selMask contiguously, 256/sizeof(T) bits per repeat
       (docs Compare/Select; impl/basic_api/dav_c220/kernel_operator_vec_cmp_impl.h)
+
+Cube (AIC) programs (lower/ir.py "Cube (AIC)"): each cube op's attrs ARE the fields of its
+AscendC parameter struct, so the printer passes them through in constructor order:
+  Nd2NzParams(ndNum, nValue, dValue, srcNdMatrixStride, srcDValue, dstNzC0Stride, dstNzNStride,
+      dstNzMatrixStride)  include/basic_api/kernel_struct_data_copy.h
+  LoadData2DParams(startIndex, repeatTimes, srcStride, sid, dstGap, ifTranspose, addrMode),
+  LoadData2dTransposeParams(startIndex, repeatTimes, srcStride, dstGap, dstFracGap, addrMode),
+  MmadParams(m, n, k, unitFlag, cmatrixSource, cmatrixInitVal) (+ .kDirectionAlign)
+      include/basic_api/kernel_struct_mm.h
+  FixpipeParamsV220(nSize, mSize, srcStride, dstStride, reluEn, quantPre, deqScalar, ndNum,
+      srcNdStride, dstNdStride, unitFlag)  include/basic_api/kernel_struct_fixpipe.h
+Kernel type: KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY / _AIV_ONLY / _MIX_AIC_1_1) (docs
+"设置Kernel类型", hiascend atlasascendc_api_07_0218); each core's code sits in
+``if ASCEND_IS_AIC { ... }`` / ``if ASCEND_IS_AIV { ... }`` (impl/utils/sys_macros.h: constexpr
+per core, from __DAV_C220_CUBE__ / __DAV_C220_VEC__). A mix kernel is 1 AIC : 1 AIV, the
+pairing the IR and sim model (one AIV per block). One TBuf per physical scope: TPosition A1 = L1
+(A1 and B1 are the same memory), A2 = L0A, B2 = L0B, CO1 = L0C (include/basic_api/kernel_tpipe.h).
 """
 
 from __future__ import annotations
@@ -33,6 +50,7 @@ from ascendsched.dtypes import DType
 from ascendsched.errors import InternalCompilerError, UnsupportedError
 from ascendsched.lower.ir import (
     BLOCK_IDX,
+    CUBE_OPS,
     Affine,
     Buffer,
     Cond,
@@ -43,6 +61,7 @@ from ascendsched.lower.ir import (
     Kernel,
     Region,
     Stmt,
+    cube_params,
 )
 from ascendsched.target.model import CoreType, Pipe, Scope, Target
 
@@ -102,16 +121,22 @@ def emit_project(kernel: Kernel, out_dir: Path, *, tiling: dict | None = None) -
 
 
 # --------------------------------------------------------------------------- checks
+def _cores(k: Kernel) -> tuple[CoreType, ...]:
+    """Core types with a non-empty program, AIC first."""
+    return tuple(c for c in (CoreType.AIC, CoreType.AIV)
+                 if (p := k.program(c)) is not None and p.body)
+
+
 def _check_kernel(k: Kernel) -> None:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k.name):
         raise InternalCompilerError(f"kernel name {k.name!r} is not a C identifier")
-    for p in k.programs:
-        if p.core == CoreType.AIC and p.body:
-            raise UnsupportedError(
-                f"kernel {k.name}: Cube (AIC) programs are not emitted yet; only vector kernels")
+    cores = _cores(k)
     for b in k.buffers:
-        if b.scope != Scope.UB:
-            raise UnsupportedError(f"kernel {k.name}: buffer {b.name} in {b.scope}: only UB is emitted")
+        core = k.target.scope(b.scope).core
+        if core not in cores:
+            raise InternalCompilerError(
+                f"kernel {k.name}: buffer {b.name} in {b.scope} belongs to the {core}, which has "
+                "no program")
         if b.offsets is None:
             raise InternalCompilerError(
                 f"kernel {k.name}: buffer {b.name} has no planned offsets; run memory planning "
@@ -120,6 +145,8 @@ def _check_kernel(k: Kernel) -> None:
 
 def _cpu_defines(t: Target) -> tuple[str, ...]:
     ub = t.scope(Scope.UB)
+    cube = tuple(f"-DASCENDSCHED_{s.value}_USABLE={t.scope(s).usable}"
+                 for s in (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C))
     return (
         f"-DASCENDSCHED_UB_CAPACITY={ub.capacity}",
         f"-DASCENDSCHED_UB_USABLE={ub.usable}",
@@ -127,6 +154,7 @@ def _cpu_defines(t: Target) -> tuple[str, ...]:
         f"-DASCENDSCHED_REPEAT_BYTES={t.repeat_bytes}",
         f"-DASCENDSCHED_MAX_REPEAT={t.max_repeat}",
         f"-DASCENDSCHED_EVENT_ID_LIMIT={max(t.event_ids) + 1}",
+        *cube,
     )
 
 
@@ -177,6 +205,25 @@ def _comment(text: str) -> str:
     return f"  // {text}" if text else ""
 
 
+# Physical scope -> (TPosition of its TBuf, variable name); kernel_tpipe.h positions on 910B.
+_CUBE_TBUF = {Scope.L1: ("A1", "l1buf"), Scope.L0A: ("A2", "l0abuf"), Scope.L0B: ("B2", "l0bbuf"),
+              Scope.L0C: ("CO1", "l0cbuf")}
+_KTYPE_NOTE = {
+    "KERNEL_TYPE_AIV_ONLY": "launch Vector cores only",
+    "KERNEL_TYPE_AIC_ONLY": "launch Cube cores only: blockDim Cube cores",
+    "KERNEL_TYPE_MIX_AIC_1_1": "one Cube and one Vector core per block",
+}
+_CUBE_API_LINES = (
+    "//   DataCopy(Nd2NzParams) GM->L1      include/basic_api/kernel_operator_data_copy_intf.h,",
+    "//                                     kernel_struct_data_copy.h",
+    "//   LoadData, LoadDataWithTranspose   include/basic_api/kernel_operator_mm_intf.h,",
+    "//   Mmad, MmadParams                  kernel_struct_mm.h",
+    "//   Fixpipe, FixpipeParamsV220        include/basic_api/kernel_operator_fixpipe_intf.h,",
+    "//                                     kernel_struct_fixpipe.h",
+    "//   KERNEL_TASK_TYPE_DEFAULT          docs 设置Kernel类型 (hiascend atlasascendc_api_07_0218)",
+    "//   ASCEND_IS_AIC / ASCEND_IS_AIV     impl/utils/sys_macros.h",
+)
+
 _CMP = {"lt": "LT", "gt": "GT", "le": "LE", "ge": "GE", "eq": "EQ", "ne": "NE"}
 _ROUND = {"rint": "CAST_RINT", "trunc": "CAST_TRUNC", "floor": "CAST_FLOOR", "ceil": "CAST_CEIL",
           "round": "CAST_ROUND", "none": "CAST_NONE"}
@@ -200,6 +247,7 @@ class _KernelPrinter:
         taken = {b.name for b in kernel.buffers}
         self.gm_var = {n: (v + "_" if v in taken else v) for n, v in gm_names.items()}
         self.row_var_depth = 0
+        self.core = CoreType.AIV  # core of the program being printed
 
     # ---- output helpers
     def emit(self, line: str = "") -> None:
@@ -231,6 +279,7 @@ class _KernelPrinter:
             "//   Compare, Select                   include/basic_api/kernel_operator_vec_cmpsel_intf.h",
             "//   SetFlag, WaitFlag, PipeBarrier    include/basic_api/kernel_operator_block_sync_intf.h",
             "//   GetBlockIdx                       include/basic_api/kernel_operator_sys_var_intf.h",
+            *(_CUBE_API_LINES if CoreType.AIC in _cores(k) else ()),
             '#include "kernel_operator.h"',
             f'#include "{k.name}_tiling.h"',
             "",
@@ -240,11 +289,32 @@ class _KernelPrinter:
             "{",
         ]
         self.lines = []
+        cores = _cores(k)
+        ktype = {(CoreType.AIC,): "KERNEL_TYPE_AIC_ONLY",
+                 (CoreType.AIC, CoreType.AIV): "KERNEL_TYPE_MIX_AIC_1_1"}.get(
+                     cores, "KERNEL_TYPE_AIV_ONLY")
+        self.emit(f"KERNEL_TASK_TYPE_DEFAULT({ktype});  // {_KTYPE_NOTE[ktype]}")
         self._declarations()
-        prog = k.program(CoreType.AIV)
-        if prog is not None:
-            self.emit("")
-            self._body(prog.body)
+        if cores == (CoreType.AIV,) or not cores:  # vector kernel: no core sections
+            self._core_buffers(CoreType.AIV)
+            prog = k.program(CoreType.AIV)
+            if prog is not None:
+                self.emit("")
+                self._body(prog.body)
+        else:
+            for core in cores:
+                self.core = core
+                self.emit("")
+                macro = "ASCEND_IS_AIC" if core == CoreType.AIC else "ASCEND_IS_AIV"
+                what = "Cube core: GM -> L1 -> L0A/L0B -> Mmad -> L0C -> GM" \
+                    if core == CoreType.AIC else "Vector core"
+                self.emit(f"if {macro} {{  // {what}")
+                self.indent += 1
+                self._core_buffers(core)
+                self.emit("")
+                self._body(k.program(core).body)
+                self.indent -= 1
+                self.emit("}")
         return "\n".join(head + self.lines + ["}", ""])
 
     def _declarations(self) -> None:
@@ -265,10 +335,18 @@ class _KernelPrinter:
                 src = _ident(p.name)
             self.emit(f"GlobalTensor<{ct}> {var};  // {p.kind} {p.dtype}{list(p.shape)}")
             self.emit(f"{var}.SetGlobalBuffer((__gm__ {ct}*){src}, {p.elems});")
-        if not k.buffers:
+
+    def _core_buffers(self, core: CoreType) -> None:
+        """TPipe and one TBuf per physical scope of ``core`` with its buffers at planned offsets."""
+        if core == CoreType.AIC:
+            self._cube_buffers()
+            return
+        k = self.k
+        bufs = [b for b in k.buffers if b.scope == Scope.UB]
+        if not bufs:
             return
         ub = self.t.scope(Scope.UB)
-        arena = max(o + b.nbytes for b in k.buffers for o in (b.offsets or ()))
+        arena = max(o + b.nbytes for b in bufs for o in (b.offsets or ()))
         arena = -(-arena // self.t.block_bytes) * self.t.block_bytes
         self.emit("")
         self.emit("// Unified Buffer, as planned by ascendsched's memory planner. One TPipe owns one")
@@ -281,17 +359,41 @@ class _KernelPrinter:
         self.emit("TPipe pipe;")
         self.emit("TBuf<TPosition::VECCALC> ubuf;")
         self.emit(f"pipe.InitBuffer(ubuf, {arena});")
-        for b in k.buffers:
+        for b in bufs:
             self._declare_buffer(b)
 
-    def _declare_buffer(self, b: Buffer) -> None:
+    def _cube_buffers(self) -> None:
+        k = self.k
+        scopes = [s for s in _CUBE_TBUF if any(b.scope == s for b in k.buffers)]
+        if not scopes:
+            return
+        self.emit("// Cube memories, as planned by ascendsched's memory planner: one TBuf per physical")
+        self.emit("// scope (TPosition A1 = L1, A2 = L0A, B2 = L0B, CO1 = L0C), each spanning the planned")
+        self.emit("// arena, and every IR buffer copy a LocalTensor at its planned byte offset")
+        self.emit("// (TBuf::GetWithOffset<T>(count, byteOffset)). Starts honour the scope alignment of")
+        self.emit("// the target (L0A/L0B 512 B, L0C 1 KB for Mmad).")
+        self.emit("TPipe pipe;")
+        for sc in scopes:
+            pos, var = _CUBE_TBUF[sc]
+            bufs = [b for b in k.buffers if b.scope == sc]
+            arena = max(o + b.nbytes for b in bufs for o in (b.offsets or ()))
+            arena = -(-arena // self.t.block_bytes) * self.t.block_bytes
+            self.emit(f"TBuf<TPosition::{pos}> {var};  // {sc}: arena {arena} B of "
+                      f"{self.t.scope(sc).usable} B usable")
+            self.emit(f"pipe.InitBuffer({var}, {arena});")
+        for sc in scopes:
+            for b in k.buffers:
+                if b.scope == sc:
+                    self._declare_buffer(b, _CUBE_TBUF[sc][1])
+
+    def _declare_buffer(self, b: Buffer, tbuf: str = "ubuf") -> None:
         ct = _ctype(b.dtype)
         offs = b.offsets or ()
         spans = ", ".join(f"[{o}, {o + b.nbytes})" for o in offs)
         shape = f"{list(b.shape)} " if b.shape else ""
-        self.emit(f"// {b.name}: {b.dtype}{shape}[{b.elems}] x{b.copies} at UB bytes {spans}"
+        self.emit(f"// {b.name}: {b.dtype}{shape}[{b.elems}] x{b.copies} at {b.scope} bytes {spans}"
                   + (f"; {b.comment}" if b.comment else ""))
-        gets = [f"ubuf.GetWithOffset<{ct}>({b.elems}, {o})" for o in offs]
+        gets = [f"{tbuf}.GetWithOffset<{ct}>({b.elems}, {o})" for o in offs]
         if b.copies == 1:
             self.emit(f"LocalTensor<{ct}> {_ident(b.name)} = {gets[0]};")
         else:
@@ -324,6 +426,12 @@ class _KernelPrinter:
         handler = _OP_TABLE.get(i.op)
         if handler is None:
             raise UnsupportedError(f"kernel {self.k.name}: op {i.op!r} has no AscendC template")
+        cube = i.op in CUBE_OPS
+        if not i.is_sync and cube != (self.core == CoreType.AIC):
+            where = "Cube (AIC)" if self.core == CoreType.AIC else "Vector (AIV)"
+            raise UnsupportedError(
+                f"kernel {self.k.name}: `{i}` cannot run on the {where} core: "
+                f"{'cube ops belong to the AIC program' if cube else 'vector/UB ops belong to the AIV program'}")
         handler(self, i)
 
     # ---- operand expressions
@@ -552,8 +660,8 @@ def _vec_select(p: _KernelPrinter, i: Instr) -> None:
 
 
 def _event(p: _KernelPrinter, i: Instr, src: Pipe, dst: Pipe) -> str:
-    if not p.t.is_legal_event(CoreType.AIV, src, dst):
-        raise InternalCompilerError(f"{i}: HardEvent {src}_{dst} does not exist on AIV")
+    if not p.t.is_legal_event(p.core, src, dst):
+        raise InternalCompilerError(f"{i}: HardEvent {src}_{dst} does not exist on {p.core}")
     return f"HardEvent::{src}_{dst}"
 
 
@@ -581,7 +689,99 @@ def _cross_wait(p: _KernelPrinter, i: Instr) -> None:
     p._line(i, f"CrossCoreWaitFlag({i.attr('flag_id')});")
 
 
+# --------------------------------------------------------------------------- cube op templates
+def _cbool(v: object) -> str:
+    if not isinstance(v, bool):
+        raise InternalCompilerError(f"expected a bool parameter, got {v!r}")
+    return "true" if v else "false"
+
+
+def _cube_args(p: _KernelPrinter, i: Instr) -> dict:
+    """The validated API params (lower/ir.py cube_params: all present, in documented ranges)."""
+    return cube_params(i)
+
+
+def _copy_gm_l1(p: _KernelPrinter, i: Instr) -> None:
+    a = _cube_args(p, i)
+    l1, gm = i.writes[0], i.reads[0]
+    args = ", ".join(str(a[n]) for n in ("ndNum", "nValue", "dValue", "srcNdMatrixStride",
+                                         "srcDValue", "dstNzC0Stride", "dstNzNStride",
+                                         "dstNzMatrixStride"))
+    note = (f"ND {a['nValue']} x {a['dValue']} -> NZ, column groups {a['dstNzC0Stride']} x 32 B "
+            f"apart" + (f", {a['ndNum']} matrices" if a["ndNum"] != 1 else ""))
+    p._line(i, f"DataCopy({p._ub(l1)}, {p._gm(gm)}, Nd2NzParams({args}));", note)
+
+
+def _load2d(p: _KernelPrinter, i: Instr) -> None:
+    a = _cube_args(p, i)
+    dst, src = i.writes[0], i.reads[0]
+    args = (f"{a['startIndex']}, {a['repeatTimes']}, {a['srcStride']}, {a['sid']}, {a['dstGap']}, "
+            f"{_cbool(a['ifTranspose'])}, {a['addrMode']}")
+    note = (f"{a['repeatTimes']} fractals, src stride {a['srcStride']} x 512 B"
+            + (", each transposed" if a["ifTranspose"] else ""))
+    p._line(i, f"LoadData({p._ub(dst)}, {p._ub(src)}, LoadData2DParams({args}));", note)
+
+
+def _load_transpose(p: _KernelPrinter, i: Instr) -> None:
+    a = _cube_args(p, i)
+    dst, src = i.writes[0], i.reads[0]
+    args = ", ".join(str(a[n]) for n in ("startIndex", "repeatTimes", "srcStride", "dstGap",
+                                         "dstFracGap", "addrMode"))
+    p._line(i, f"LoadDataWithTranspose({p._ub(dst)}, {p._ub(src)}, "
+               f"LoadData2dTransposeParams({args}));",
+            f"{a['repeatTimes']} transposed squares")
+
+
+def _init_expr(v: object) -> str:
+    if isinstance(v, Cond):
+        return f"({_cexpr(v.lhs)} {v.op} {v.rhs})"
+    return _cbool(v)
+
+
+def _mmad(p: _KernelPrinter, i: Instr) -> None:
+    a = _cube_args(p, i)
+    c, (fm, filt) = i.writes[0], i.reads
+    init = _init_expr(a["cmatrixInitVal"])
+    params = (f"MmadParams({a['m']}, {a['n']}, {a['k']}, {a['unitFlag']}, "
+              f"{_cbool(a['cmatrixSource'])}, {init})")
+    note = f"C[{a['m']} x {a['n']}] " + ("= A x B" if a["cmatrixInitVal"] is True else
+                                         "+= A x B" if a["cmatrixInitVal"] is False else
+                                         f"= A x B when {init}, else += A x B")
+    call = f"Mmad({p._ub(c)}, {p._ub(fm)}, {p._ub(filt)}, {{}});"
+    if a["kDirectionAlign"] is not True:
+        p._line(i, call.format(params), note)
+        return
+    p.emit("{")
+    p.indent += 1
+    p.emit(f"MmadParams mmadParams = {params};")
+    p.emit("mmadParams.kDirectionAlign = true;  // float K aligned to 16 in L0A/L0B")
+    p._line(i, call.format("mmadParams"), note)
+    p.indent -= 1
+    p.emit("}")
+
+
+_QUANT = {"NoQuant": "QuantMode_t::NoQuant", "F322F16": "QuantMode_t::F322F16",
+          "F322BF16": "QuantMode_t::F322BF16"}
+
+
+def _fixpipe(p: _KernelPrinter, i: Instr) -> None:
+    a = _cube_args(p, i)
+    gm, l0c = i.writes[0], i.reads[0]
+    quant = _QUANT.get(str(a["quantPre"]))
+    if quant is None:
+        raise UnsupportedError(f"{i}: quantPre {a['quantPre']!r} has no emission ({', '.join(_QUANT)})")
+    t, u = _ctype(p.k.dtype_of(gm.tensor)), _ctype(p.k.dtype_of(l0c.tensor))
+    params = (f"FixpipeParamsV220({a['nSize']}, {a['mSize']}, {a['srcStride']}, {a['dstStride']}, "
+              f"{_cbool(a['reluEn'])}, {quant}, 0, {a['ndNum']}, {a['srcNdStride']}, "
+              f"{a['dstNdStride']}, {a['unitFlag']})")
+    note = f"{a['mSize']} x {a['nSize']} valid region, NZ -> ND"
+    p._line(i, f"Fixpipe<{t}, {u}, CFG_ROW_MAJOR>({p._gm(gm)}, {p._ub(l0c)}, {params});", note)
+
+
 _OP_TABLE = {
+    "copy_gm_l1": _copy_gm_l1, "load_l0a": _load2d, "load_l0b": _load2d,
+    "load_l0a_transpose": _load_transpose, "load_l0b_transpose": _load_transpose,
+    "mmad": _mmad, "fixpipe": _fixpipe,
     "copy_gm_ub": _dma, "copy_ub_gm": _dma,
     "vec_binary": _vec_binary, "vec_unary": _vec_unary, "vec_scalar": _vec_scalar,
     "vec_dup": _vec_dup, "vec_cast": _vec_cast, "vec_reduce": _vec_reduce,
@@ -681,8 +881,9 @@ def _cpu_main(k: Kernel, fields: list[tuple[str, int]]) -> str:
         setup.append(f"    ascendsched_rt::register_gm(\"{p.name}\", workspace.data() + {ws_off}, {p.nbytes});")
         ws_off += -(-p.nbytes // _GM_WORKSPACE_ALIGN) * _GM_WORKSPACE_ALIGN
     call += ["workspace.data()", "reinterpret_cast<GM_ADDR>(&tilingData)"]
+    cores = ", ".join(f'"{c}"' for c in (_cores(k) or (CoreType.AIV,)))
     return _render("cpu_main.cpp.in", {
-        "name": k.name, "defines": defines, "setup": "\n".join(setup),
+        "name": k.name, "defines": defines, "setup": "\n".join(setup), "cores": cores,
         "call": ", ".join(call), "outputs": "\n".join(outs), "block_dim": str(k.block_dim),
         "tiling_struct": _struct_name(k), "workspace_bytes": str(_workspace_bytes(k)),
     })

@@ -5,7 +5,8 @@
 //   GM -> L1   DataCopy(LocalTensor, GlobalTensor, Nd2NzParams)            MTE2  "copy_gm_l1"
 //   L1 -> L0A  LoadData(LocalTensor A2, LocalTensor A1, LoadData2DParams)   MTE1  "load_l0a"
 //   L1 -> L0B  LoadData(LocalTensor B2, LocalTensor B1, LoadData2DParams)   MTE1  "load_l0b"
-//              LoadDataWithTranspose(dst, src, LoadData2dTransposeParams)   MTE1  "load_l0a"/"load_l0b"
+//              LoadDataWithTranspose(dst, src, LoadData2dTransposeParams)   MTE1  "load_l0a_transpose",
+//                                                                                 "load_l0b_transpose"
 //   L0A x L0B -> L0C  Mmad(dst CO1, fm A2, filter B2, MmadParams)           M     "mmad"
 //   L0C -> GM  Fixpipe<T, U, CFG_ROW_MAJOR>(GlobalTensor, LocalTensor CO1, FixpipeParamsV220)
 //                                                                           FIX   "fixpipe"
@@ -36,8 +37,9 @@
 // whole 32 B blocks (the pad of a row's last block is written with zeros); LoadData reads and
 // writes whole 512 B fractals; Mmad reads the ceil(m/16) x Kb A fractals and Kb x ceil(n/16)
 // B fractals it uses and writes (and, when accumulating, reads) the ceil(m/16) x ceil(n/16)
-// L0C fractals; Fixpipe reads the mSize x nSize L0C elements and writes the mSize x nSize GM
-// elements.
+// L0C fractals; Fixpipe reads whole 16-element L0C row blocks (ceil(nSize/16) per row) and
+// writes exactly the mSize x nSize GM elements. (The same bytes as lower/ir.py's
+// cube_footprints and sim/cube.py, derived here independently from the params.)
 //
 // Undefined bytes are poisoned: L0C elements of the written fractals outside m x n are filled
 // with 0xFF (NaN / -1), as are the Cube memories at block start; Mmad ignores A/B elements
@@ -322,9 +324,9 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
 // ============================================================================ L1 -> L0A/L0B (MTE1)
 namespace cube {
 template <typename T>
-inline const char* load_op(const char* api, const LocalTensor<T>& dst, const char* file_, int line_) {
-    if (dst.space_ == rt::kL0A) return "load_l0a";
-    if (dst.space_ == rt::kL0B) return "load_l0b";
+inline const char* load_op(const char* api, const LocalTensor<T>& dst, bool transpose, const char* file_, int line_) {
+    if (dst.space_ == rt::kL0A) return transpose ? "load_l0a_transpose" : "load_l0a";
+    if (dst.space_ == rt::kL0B) return transpose ? "load_l0b_transpose" : "load_l0b";
     rt::fail(file_, line_, std::string(api) + ": dst is in " + rt::space_name(dst.space_) +
                                ", but must be in L0A (TPosition A2) or L0B (TPosition B2)");
 }
@@ -340,7 +342,7 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadData moves b8/b16/b32 fractals");
     const char* api = "LoadData(LoadData2DParams)";
     cube::need_aic(api, file_, line_);
-    const char* op = cube::load_op(api, dst, file_, line_);
+    const char* op = cube::load_op(api, dst, false, file_, line_);
     cube::need_space(api, "src", src, rt::kL1, "A1/B1", file_, line_);
     cube::need_align(api, "dst", dst.space_, dst.addr_, cube::kFractal, file_, line_);
     cube::need_align(api, "src", rt::kL1, src.addr_, cube::kC0Bytes, file_, line_);
@@ -389,7 +391,7 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
     static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadDataWithTranspose moves b8/b16/b32");
     const char* api = "LoadDataWithTranspose";
     cube::need_aic(api, file_, line_);
-    const char* op = cube::load_op(api, dst, file_, line_);
+    const char* op = cube::load_op(api, dst, true, file_, line_);
     cube::need_space(api, "src", src, rt::kL1, "A1/B1", file_, line_);
     cube::need_align(api, "dst", dst.space_, dst.addr_, cube::kFractal, file_, line_);
     cube::need_align(api, "src", rt::kL1, src.addr_, cube::kC0Bytes, file_, line_);
@@ -529,10 +531,14 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
                 }
                 o = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(s)));  // wraps
             } else {
-                double s = 0.0;  // every product exact in double; one rounding per Mmad
+                // products exact; the k-sum of one Mmad rounded once to fp32, then added to C in
+                // fp32 when accumulating (sums in fp32, as lower/ir.py states; the order of the
+                // additions inside one Mmad is not documented)
+                double s = 0.0;
                 for (uint64_t kk = 0; kk < k; ++kk) s += av[r * k + kk] * bv[kk * n + c];
-                if (!p.cmatrixInitVal) s += static_cast<double>(cube::load<float>(rt::kL0C, c_addr(r, c)));
-                o = static_cast<float>(s);
+                float f = static_cast<float>(s);
+                if (!p.cmatrixInitVal) f = cube::load<float>(rt::kL0C, c_addr(r, c)) + f;
+                o = f;
             }
         }
     }
@@ -549,7 +555,7 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
 //   i*srcNdStride*256 + (c/16)*srcStride*16 + r*16 + c%16
 // and written to GM element i*dstNdStride + r*dstStride + c, converted by quantPre:
 // NoQuant (float -> float, int32_t -> int32_t), F322F16 / F322BF16 (float -> half / bfloat16_t,
-// CAST_RINT); reluEn applies ReLU. src 64 B aligned in L0C; mSize in [1, 8192] with NZ2ND;
+// CAST_RINT); reluEn applies ReLU before the cast. src 64 B aligned in L0C; mSize in [1, 8192] with NZ2ND;
 // nSize in [1, 4095]; GM destinations must not overlap (dstStride >= nSize).
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
 inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p, ASCENDSCHED_LOC) {
@@ -599,8 +605,8 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
             for (uint64_t cb = 0; cb * 16 < p.nSize; ++cb) {
                 const uint64_t lo = s0 + (cb * p.srcStride * 16 + r * 16) * sizeof(U);
                 const uint64_t cnt = std::min<uint64_t>(16, p.nSize - cb * 16);
-                rt::check_space(file_, line_, api, rt::kL0C, lo, cnt * sizeof(U));
-                rec.reads.push_back(cube::acc(rt::kL0C, lo, cnt * sizeof(U)));
+                rt::check_space(file_, line_, api, rt::kL0C, lo, 16 * sizeof(U));
+                rec.reads.push_back(cube::acc(rt::kL0C, lo, 16 * sizeof(U)));  // whole row block
                 for (uint64_t j = 0; j < cnt; ++j) {
                     U v = cube::load<U>(rt::kL0C, lo + j * sizeof(U));
                     if (p.reluEn && v < U(0)) v = U(0);

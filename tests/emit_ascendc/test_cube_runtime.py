@@ -399,10 +399,9 @@ def test_gemm_fp16_layouts_numbers_and_trace(harness, tmp_path):
     assert mm.reads == (("L0A", 0, 3072), ("L0B", 0, 3072))
     fx = next(e for e in ev if e.op == "fixpipe")
     assert fx.pipe == "FIX" and fx.writes == (("GM:c", 0, 960),)
-    # L0C reads: rows 0..19 of N-fractal column 0 (16 columns: contiguous), then 8 of 16
-    # columns of each row of N-fractal column 1, 2 KB (Mp * 16 elements) further
-    assert fx.reads == (("L0C", 0, 1280),) + tuple(
-        ("L0C", 2048 + 64 * r, 2048 + 64 * r + 32) for r in range(20))
+    # L0C reads: whole 16-element row blocks, rows 0..19 of both N-fractal columns, the
+    # second one Mp * 16 elements = 2 KB further
+    assert fx.reads == (("L0C", 0, 1280), ("L0C", 2048, 2048 + 1280))
     sets = [e for e in ev if e.op == "set_flag"]
     assert [(e.src, e.dst) for e in sets] == [("MTE2", "MTE1"), ("MTE1", "M"), ("M", "FIX")]
 
@@ -420,6 +419,12 @@ def test_gemm_int8_with_transposed_squares(harness, tmp_path):
     assert (l0b[~valid] == -1).all()
     c = _mem(tmp_path, "c", np.int32).reshape(18, 40)
     np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+    ev = Trace.from_jsonl((tmp_path / "trace.jsonl").read_text()).events
+    tr = [e for e in ev if e.op == "load_l0b_transpose"]
+    assert len(tr) == 3 and tr[0].pipe == "MTE1"
+    # k block 0: squares (n block pair 0, 1) at L1 4096 + 0 and + 3 KB; L0B fractals 0..3
+    assert tr[0].reads == (("L1", 4096, 5120), ("L1", 4096 + 3072, 4096 + 4096))
+    assert tr[0].writes == (("L0B", 0, 2048),)
 
 
 def test_gemm_fp32_b_transposed_relu(harness, tmp_path):
@@ -446,9 +451,10 @@ def test_gemm_bf16_accumulates_over_k(harness, tmp_path):
     p = _run(harness, "gemm_bf16_acc", tmp_path, {"a": bf16_bits(a), "b": bf16_bits(b)})
     assert p.returncode == 0, p.stderr
     c = from_bf16_bits(_mem(tmp_path, "c", np.uint16)).reshape(32, 32)
+    # each Mmad's k-sum rounds to fp32 once, the accumulation adds in fp32
     half1 = (a[:, :32].astype(np.float64) @ b[:32].astype(np.float64)).astype(np.float32)
-    ref = (half1.astype(np.float64) + a[:, 32:].astype(np.float64) @ b[32:].astype(np.float64))
-    np.testing.assert_array_equal(c, from_bf16_bits(bf16_bits(ref.astype(np.float32))))
+    half2 = (a[:, 32:].astype(np.float64) @ b[32:].astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(c, from_bf16_bits(bf16_bits(half1 + half2)))
     mm = [e for e in Trace.from_jsonl((tmp_path / "trace.jsonl").read_text()).events
           if e.op == "mmad"]
     assert mm[0].reads == (("L0A", 0, 2048), ("L0B", 0, 2048))          # init: C not read

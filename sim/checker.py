@@ -26,6 +26,10 @@ Execution model (DESIGN.md "execution model", 910B). Per stream (= block + core)
   type in that block. The trace has one AIV stream per block, so "an AIC wait needs sets from
   both AIVs" reduces to one set.
 * Different blocks are never ordered.
+* The Cube core's stream (AIC: MTE2 GM->L1, MTE1 L1->L0A/L0B, M Mmad, FIX Fixpipe) follows the
+  same rules as the vector core's; which pipes complete in order comes only from
+  ``target.needs_same_pipe_barrier`` (on 910B every AIC pipe needs ``PipeBarrier``, so two
+  Mmads accumulating into one L0C tile race unless a barrier or a flag chain orders them).
 
 Happens-before. Knowledge is a vector clock with two counters per (core, pipe) of a block:
 ``started[p] = n`` (every p instruction with seq < n has started) and ``completed[p] = n``.

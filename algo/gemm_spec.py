@@ -141,8 +141,9 @@ def gemm_reference(spec: GemmSpec, inputs: dict[str, np.ndarray]) -> np.ndarray:
 
     exact = spec.in_dtype.name == "int8"
     wide = np.int64 if exact else np.float64
-    a = np.asarray(inputs[spec.a]).astype(np.float32 if not exact else np.int64).astype(wide)
-    b = np.asarray(inputs[spec.b]).astype(np.float32 if not exact else np.int64).astype(wide)
+    # inputs as the tensors hold them (e.g. float32 storage of bfloat16 rounded to bfloat16)
+    a = store(spec.in_dtype, np.asarray(inputs[spec.a])).astype(wide)
+    b = store(spec.in_dtype, np.asarray(inputs[spec.b])).astype(wide)
     if spec.trans_a:
         a = np.swapaxes(a, -1, -2)
     if spec.trans_b:

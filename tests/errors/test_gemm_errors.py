@@ -1,0 +1,96 @@
+"""GEMM user errors: each bad input raises one exact error type with a message that names the
+cause: overflow of L0A / L0B / L0C / L1 (the planner's CapacityError), illegal schedule
+primitives (ScheduleError), algorithms or dtypes the Cube path cannot lower (UnsupportedError)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ascendsched.algo import compute, placeholder, reduce_axis, reduce_sum
+from ascendsched.algo import library as L
+from ascendsched.algo.algorithm import algorithm
+from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
+from ascendsched.lower.driver import lower
+from ascendsched.schedule.gemm import GemmSchedule
+
+
+@pytest.mark.parametrize("scope,sched,buffer", [
+    ("L0A", GemmSchedule(L.gemm(256, 16, 256)).tile(256, 16, 256), "a_l0"),
+    ("L0B", GemmSchedule(L.gemm(16, 256, 256)).tile(16, 256, 256), "b_l0"),
+    ("L0C", GemmSchedule(L.gemm(256, 256, 16)).tile(256, 256, 16), "c_l0"),
+    ("L1", GemmSchedule(L.gemm(128, 128, 2048)).tile(128, 128, 1024).split_k(64)
+     .buffer("l1", 2), "a_l1"),
+], ids=["L0A", "L0B", "L0C", "L1"])
+def test_overflow_is_the_planners_capacity_error(scope: str, sched: GemmSchedule,
+                                                 buffer: str) -> None:
+    with pytest.raises(CapacityError, match=rf"{scope} buffers need \d+ B but ascend910b "
+                                            rf"{scope} has \d+ B usable") as e:
+        lower(sched)
+    msg = str(e.value)
+    assert buffer in msg and "GEMM schedule" in msg and ".tile(" in msg
+
+
+def test_double_buffering_is_what_overflows_l0a() -> None:
+    s = GemmSchedule(L.gemm(256, 16, 256)).tile(256, 16, 256).split_k(128)
+    lower(s, sync=False)  # 64 KB: fits exactly
+    with pytest.raises(CapacityError, match="a_l0: 2 copies"):
+        lower(s.buffer("l0", 2), sync=False)
+
+
+@pytest.mark.parametrize("build,match", [
+    (lambda s: s.tile(24, 16, 16), r"m=24 must be a positive multiple of 16"),
+    (lambda s: s.tile(16, 16, 8), r"k=8 must be a positive multiple of 16"),
+    (lambda s: s.tile(16, 16, 16).tile(32, 32, 32), "already set"),
+    (lambda s: s.tile(16, 16, 64).split_k(48), r"k0 must divide the L1 tile's k=64; legal: "
+                                               r"16, 32, 64"),
+    (lambda s: s.tile(16, 16, 64).split_k(8), "multiple of 16"),
+    (lambda s: s.split_k(16), r"no L1 tile; call \.tile"),
+    (lambda s: s.bind(25), "has 24 Cube cores"),
+    (lambda s: s.buffer("l2", 2), "one of l1, l0, l0c"),
+    (lambda s: s.buffer("l1", 3), "1 or 2 copies"),
+    (lambda s: s.swizzle(2, "k"), "direction is 'm' or 'n'"),
+    (lambda s: s.swizzle(0), "width must be an int >= 1"),
+])
+def test_illegal_schedule(build, match: str) -> None:
+    with pytest.raises(ScheduleError, match=match):
+        build(GemmSchedule(L.gemm(64, 64, 64)))
+
+
+def test_int8_granules() -> None:
+    s = GemmSchedule(L.gemm_int8(64, 64, 64))
+    with pytest.raises(ScheduleError, match="k=16 must be a positive multiple of 32"):
+        s.tile(16, 32, 16)
+    with pytest.raises(ScheduleError, match="n=16 must be a positive multiple of 32"):
+        s.tile(16, 16, 32)  # int8 B (K, N) keeps N along the 32-element C0 in L1
+    GemmSchedule(L.gemm(64, 64, 64, "int8", "int32", trans_b=True)).tile(16, 16, 32)
+
+
+def test_not_a_gemm() -> None:
+    with pytest.raises(UnsupportedError, match="is not a single-axis sum"):
+        GemmSchedule(L.vadd())
+    with pytest.raises(UnsupportedError, match="5 stages"):
+        GemmSchedule(L.softmax())
+
+
+def test_product_in_the_input_dtype() -> None:
+    a, b = placeholder("A", (32, 32)), placeholder("B", (32, 32))
+    k = reduce_axis(32, "k")
+    c = compute("C", (32, 32), lambda i, j: reduce_sum((a[i, k] * b[k, j]).astype("float32"),
+                                                       k, dtype="float32"))
+    with pytest.raises(UnsupportedError, match="not a product of two loads|computed in float16"):
+        GemmSchedule(algorithm("g", c))
+
+
+def test_mixed_input_dtypes() -> None:
+    a, b = placeholder("A", (32, 32), "float16"), placeholder("B", (32, 32), "bfloat16")
+    k = reduce_axis(32, "k")
+    c = compute("C", (32, 32), lambda i, j: reduce_sum(
+        a[i, k].astype("float32") * b[k, j].astype("float32"), k, dtype="float32"))
+    with pytest.raises(UnsupportedError, match="A is float16 but B is bfloat16"):
+        GemmSchedule(algorithm("g", c))
+
+
+def test_unsupported_output_dtype() -> None:
+    s = GemmSchedule(L.gemm(32, 32, 32, "int8", "float16")).tile(16, 32, 32)
+    with pytest.raises(UnsupportedError, match="Fixpipe cannot convert int32 to float16"):
+        lower(s)

@@ -55,22 +55,31 @@ def build_gemm(sched: GemmSchedule, target: Target | None = None) -> Kernel:
 
 
 def capacity_hint(sched: GemmSchedule, err: CapacityError) -> CapacityError:
-    """The planner's CapacityError with the GEMM schedule decisions that size each buffer."""
+    """The planner's CapacityError plus the GEMM schedule decisions that size the buffers of
+    the overflowing scope, and the way out."""
     t = sched.tiling
     sp = sched.spec
     eb, ab = sp.in_dtype.bytes, sp.acc_dtype.bytes
-    lines = [
-        f"a_l1 + b_l1 (L1) = ({t.tm} x {t.tk} + {t.tk} x {t.tn}) x {eb} B x {t.l1_copies} "
-        f"copies, from .tile({t.tm}, {t.tn}, {t.tk}) and .buffer('l1', {t.l1_copies})",
-        f"a_l0 (L0A) = {t.tm} x {t.k0} x {eb} B x {t.l0_copies}, b_l0 (L0B) = {t.k0} x {t.tn} x "
-        f"{eb} B x {t.l0_copies}, from the tile's m/n, .split_k({t.k0}) and "
-        f".buffer('l0', {t.l0_copies})",
-        f"c_l0 (L0C) = {t.tm} x {t.tn} x {ab} B x {t.l0c_copies}, from the tile's m x n and "
-        f".buffer('l0c', {t.l0c_copies})",
-    ]
-    return CapacityError(f"{err}\nGEMM schedule {sp}:\n  " + "\n  ".join(lines)
-                         + "\nShrink the tile (m, n for L0C; m or n with k0 for L0A/L0B; k for "
-                           "L1) or drop a double buffer.")
+    why = {
+        "L1": (f"a_l1 + b_l1 = ({t.tm} x {t.tk} + {t.tk} x {t.tn}) x {eb} B x {t.l1_copies} "
+               f"copies, from .tile({t.tm}, {t.tn}, {t.tk}) and .buffer('l1', {t.l1_copies})",
+               "a smaller tile k (or m, n), or .buffer('l1', 1)"),
+        "L0A": (f"a_l0 = {t.tm} x {t.k0} x {eb} B x {t.l0_copies} copies, from the tile's "
+                f"m={t.tm}, .split_k({t.k0}) and .buffer('l0', {t.l0_copies})",
+                "a smaller split_k or tile m, or .buffer('l0', 1)"),
+        "L0B": (f"b_l0 = {t.k0} x {t.tn} x {eb} B x {t.l0_copies} copies, from the tile's "
+                f"n={t.tn}, .split_k({t.k0}) and .buffer('l0', {t.l0_copies})",
+                "a smaller split_k or tile n, or .buffer('l0', 1)"),
+        "L0C": (f"c_l0 = {t.tm} x {t.tn} x {ab} B x {t.l0c_copies} copies, from the tile's "
+                f"m x n and .buffer('l0c', {t.l0c_copies})",
+                "a smaller tile m or n, or .buffer('l0c', 1)"),
+    }
+    msg = str(err)
+    scope = next((s for s in why if f": {s} buffers need" in msg), None)
+    if scope is None:
+        return err
+    cause, fix = why[scope]
+    return CapacityError(f"{msg}\nIn GEMM schedule ({sp}): {cause}. Try {fix}.")
 
 
 # --------------------------------------------------------------------------- builder

@@ -42,7 +42,7 @@ from ascendsched.lower.ir import (
     cube_params,
     squeeze_dims,
 )
-from ascendsched.sim.trace import Interval, merge_intervals
+from ascendsched.sim.trace import Interval
 from ascendsched.target.model import Scope
 
 __all__ = ["CUBE_HANDLERS", "POISON_BYTE", "Storage"]
@@ -85,8 +85,18 @@ class _Opnd:
         return st.mem[st.base:st.base + st.elems * self.eb].view(_RAW[self.eb])
 
     def bytes_of(self, idx: np.ndarray) -> list[Interval]:
-        lo = self.st.base + idx.ravel().astype(np.int64) * self.eb
-        return merge_intervals(self.st.space, lo, lo + self.eb)
+        """Coalesced byte intervals of the elements ``idx`` (runs of consecutive elements)."""
+        flat = idx.ravel()
+        if flat.size == 0:
+            return []
+        if flat.size > 1 and not (flat[1:] >= flat[:-1]).all():
+            flat = np.sort(flat)
+        brk = np.flatnonzero(np.diff(flat) > 1)
+        starts = np.concatenate((flat[:1], flat[brk + 1]))
+        ends = np.concatenate((flat[brk], flat[-1:])) + 1
+        base, eb, sp = self.st.base, self.eb, self.st.space
+        return [(sp, base + int(a) * eb, base + int(b) * eb)
+                for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
 def _values(dtype: DType, raw: np.ndarray) -> np.ndarray:
@@ -175,12 +185,15 @@ def _same_dtype(cx: Any, a: _Opnd, b: _Opnd) -> None:
                       f"{b.st.tensor} is {b.st.dtype}")
 
 
-def _move(cx: Any, dst: _Opnd, didx: np.ndarray, src: _Opnd, sidx: np.ndarray) -> None:
-    """Raw copy src[sidx] -> dst[didx] (same shapes), with bounds, overlap and trace."""
+def _move(cx: Any, dst: _Opnd, didx: np.ndarray, src: _Opnd, sidx: np.ndarray,
+          sset: np.ndarray | None = None) -> None:
+    """Raw copy src[sidx] -> dst[didx] (same shapes), with bounds, overlap and trace.
+
+    ``sset``: the same source elements as ``sidx`` in ascending order (cheaper to trace)."""
     _in_bounds(cx, src, sidx)
     _in_bounds(cx, dst, didx)
     _no_overlap(cx, dst, didx)
-    cx.read(src.bytes_of(sidx))
+    cx.read(src.bytes_of(sidx if sset is None else sset))
     cx.write(dst.bytes_of(didx))
     vals = src.raw()[sidx].copy()
     dst.raw()[didx] = vals
@@ -205,7 +218,7 @@ def _copy_gm_l1(cx: Any) -> None:
     _in_bounds(cx, l1, didx)
     _no_overlap(cx, l1, didx)
     cx.read(gm.bytes_of(sidx))
-    cx.write(l1.bytes_of(didx))
+    cx.write(l1.bytes_of(didx.reshape(nd, n, dp // c0, c0).transpose(0, 2, 1, 3)))
     vals = np.zeros((nd, n, dp), dtype=_RAW[l1.eb])  # the 32 B round-up of a row is zeroed
     vals[:, :, :d] = gm.raw()[sidx]
     l1.raw()[didx] = vals
@@ -219,14 +232,15 @@ def _load2d(cx: Any) -> None:
     rep = p["repeatTimes"]
     j = np.arange(rep, dtype=np.int64)[:, None]
     e = np.arange(f, dtype=np.int64)[None, :]
+    frac = src.off + (p["startIndex"] + j * p["srcStride"]) * f  # source fractal starts
+    sset = frac + e
     if p["ifTranspose"]:
         if dst.eb != 2:
             raise cx.fail(f"ifTranspose supports 16-bit types only, not {dst.st.dtype} "
                           "(use load_l0b_transpose / LoadDataWithTranspose)")
         e = (e % _R) * _R + e // _R  # dst element 16a+b takes src element 16b+a
-    sidx = src.off + (p["startIndex"] + j * p["srcStride"]) * f + e
     didx = dst.off + j * (p["dstGap"] + 1) * f + np.arange(f, dtype=np.int64)[None, :]
-    _move(cx, dst, didx, src, sidx)
+    _move(cx, dst, didx, src, frac + e, sset)
 
 
 def _load_transpose(cx: Any) -> None:
@@ -250,7 +264,9 @@ def _load_transpose(cx: Any) -> None:
     sidx = src.off + (p["startIndex"] + j * p["srcStride"]) * sq + i * side + _R * q + a
     didx = (dst.off + j * (p["dstGap"] + 1) * f + q * (p["dstFracGap"] + 1) * f + a * side + i)
     shape = (rep, nfrac, _R, side)
-    _move(cx, dst, np.broadcast_to(didx, shape), src, np.broadcast_to(sidx, shape))
+    sset = (src.off + (p["startIndex"] + j.reshape(rep, 1) * p["srcStride"]) * sq
+            + np.arange(sq, dtype=np.int64)[None, :])  # whole squares, ascending
+    _move(cx, dst, np.broadcast_to(didx, shape), src, np.broadcast_to(sidx, shape), sset)
 
 
 # --------------------------------------------------------------------------- Mmad
@@ -305,12 +321,13 @@ def _mmad(cx: Any) -> None:
             prod = np.einsum("ik,kj->ij", av.astype(np.float32), bv.astype(np.float32))
     else:
         prod = av @ bv
+    ctile = c.off + np.arange(mp * np_, dtype=np.int64)  # the tile is contiguous (Nz)
     if not init:
-        cx.read(c.bytes_of(cidx))
+        cx.read(c.bytes_of(ctile))
         old = _values(c.st.dtype, c.raw()[cidx[:m, :n]])
         with np.errstate(all="ignore"):
             prod = old.astype(prod.dtype) + prod
-    cx.write(c.bytes_of(cidx))
+    cx.write(c.bytes_of(ctile))
     craw = c.raw()
     craw[cidx] = np.array(-1).astype(_RAW[c.eb])  # pad entries of the tile: garbage
     craw[cidx[:m, :n]] = _bits(c.st.dtype, prod)
@@ -340,7 +357,8 @@ def _fixpipe(cx: Any) -> None:
     _in_bounds(cx, l0c, sidx)
     _in_bounds(cx, gm, didx)
     _no_overlap(cx, gm, didx)
-    cx.read(l0c.bytes_of(sidx))  # whole 16-element row blocks
+    # whole 16-element row blocks, traced in (matrix, column block, row) order
+    cx.read(l0c.bytes_of(sidx.reshape(nd, ms, -1, _R).transpose(0, 2, 1, 3)))
     cx.write(gm.bytes_of(didx))
     v = _values(l0c.st.dtype, l0c.raw()[sidx[:, :, :ns]])
     if p["reluEn"]:

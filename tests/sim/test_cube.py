@@ -373,3 +373,34 @@ def test_batched_nd_num_copies_and_fixpipe() -> None:
     fx = [e for e in res.trace.events if e.op == "fixpipe"][0]
     assert fx.writes == (("GM:c", 0, 3 * 20 * 24 * 4),)
     assert len(fx.reads) == 3 * 2  # 2 column blocks of 16 per batch matrix
+
+
+def test_load_with_transpose_b16_equals_if_transpose() -> None:
+    # A^T fp16: LoadDataWithTranspose (one 16x16 square per repeat) == LoadData + ifTranspose
+    from ascendsched.lower.ir import StmtMutator
+
+    c = CASES["fp16_trans"]
+    k = gemm_kernel(c)
+
+    class _Swap(StmtMutator):
+        def visit_Instr(self, s: Instr) -> tuple:
+            if s.op != "load_l0a":
+                return (s,)
+            p = dict(s.attrs)
+            ops = tuple((r.tensor, r.offset, r.copy, k.dtype_of(r.tensor))
+                        for r in s.writes + s.reads)
+            return (make_cube_instr("load_l0a_transpose", ops, startIndex=0,
+                                    repeatTimes=p["repeatTimes"], srcStride=p["srcStride"],
+                                    dstGap=0, dstFracGap=0, addrMode=0),)
+
+    swapped = k.replace_body(CoreType.AIC, _Swap().visit_body(k.programs[0].body))
+    assert "load_l0a_transpose" in {i.op for i in instrs(swapped)}
+    res, ref = _run(swapped, c)
+    assert _equal(res.outputs["c"], ref)
+
+
+def test_forgetting_the_l0c_init_gives_garbage() -> None:
+    # cmatrixInitVal False on the first K step accumulates onto never-written (poison) L0C
+    c = CASES["fp16_single"]
+    res, _ = _run(mutate(gemm_kernel(c), "mmad", cmatrixInitVal=False), c)
+    assert np.isnan(res.outputs["c"]).all()

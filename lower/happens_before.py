@@ -48,11 +48,14 @@ class SyncProblem:
 
 
 def unordered_dependences(kernel: Kernel, deps: Dependences | None, target: Target, *,
-                          clamp: int = 6, by_channel: bool = True) -> tuple[SyncProblem, ...]:
+                          clamp: int = 6, by_channel: bool = True,
+                          skip: frozenset[int] = frozenset(), first_only: bool = False
+                          ) -> tuple[SyncProblem, ...]:
     """Dependences of ``deps`` that the syncs of ``kernel`` leave unordered, plus flag errors:
     a set that may fire before the previous wait of its event consumed the flag (double set),
     a wait with no set, a set never waited for. ``by_channel``: flags are told apart by their
-    ``channel`` attr as well as their id (before event-id allocation)."""
+    ``channel`` attr as well as their id (before event-id allocation). ``skip``: indices of
+    dependences not to check; ``first_only``: stop at the first problem (a yes/no question)."""
     problems: list[SyncProblem] = []
     events: dict[tuple[int, tuple[int, ...]], tuple[Pipe, int, tuple[int, ...]]] = {}
     # the Instr objects survive insertion, so identity maps them to dependence ids
@@ -67,12 +70,14 @@ def unordered_dependences(kernel: Kernel, deps: Dependences | None, target: Targ
         for b in blocks:
             run.block(prog.body, b)
         bounds[prog.core] = (limits, blocks)
+    if problems and first_only:
+        return tuple(problems)
     # The instance pairs each dependence must order depend only on the loop structure, not on
     # the syncs, so they are computed once per Dependences and reused by every re-check
     # (remove_redundant_sync calls this once per candidate sync).
     cache: dict = deps.__dict__.setdefault("_pair_cache", {}) if deps is not None else {}
     for n, d in enumerate(deps or ()):
-        if d.core not in bounds:
+        if d.core not in bounds or n in skip:
             continue
         limits, blocks = bounds[d.core]
         key = (n, tuple(sorted(limits.items())), blocks)
@@ -92,6 +97,8 @@ def unordered_dependences(kernel: Kernel, deps: Dependences | None, target: Targ
                     break
         if bad:
             problems.append(SyncProblem(f"unordered: {d} at {', '.join(bad)}", d))
+            if first_only:
+                break
     return tuple(problems)
 
 

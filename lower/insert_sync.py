@@ -40,40 +40,51 @@ from ascendsched.target.model import Pipe, Target
 
 def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     """``kernel`` with the flags and barriers that order ``deps`` (computed on ``kernel``)."""
-    placed = place_syncs(kernel, deps, target)
-    pruned = remove_redundant_sync(placed, deps, target)
+    placed, settled = _place(kernel, deps, target)
+    pruned = remove_redundant_sync(placed, deps, target, settled=settled)
     return allocate_event_ids(pruned, target)
 
 
 def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     """Every needed sync, one channel per placement (attrs ``channel``, ``role``), local ids."""
+    return _place(kernel, deps, target)[0]
+
+
+def _place(kernel: Kernel, deps: Dependences, target: Target
+           ) -> tuple[Kernel, frozenset[int]]:
+    """The placed kernel and the *settled* dependences: same-pipe ones ordered by a ``keep``
+    barrier (never pruned), which no later re-check needs to look at."""
     reqs: dict[_Req, list[str]] = {}
+    per_dep: list[list[_Req]] = []
     for d in deps:
-        for r in _requirements(d, deps, kernel, target):
+        per_dep.append(_requirements(d, deps, kernel, target))
+        for r in per_dep[-1]:
             reqs.setdefault(r, []).append(d.reason)
-    reqs = _fewest_barriers(reqs)
+    reqs, covered = _fewest_barriers(reqs)
+    reqs = _fewest_flags(reqs)
+    skip = frozenset(n for n, rs in enumerate(per_dep) if rs and all(r in covered for r in rs))
     placed = _build(kernel, reqs)
     # A pair inside a loop whose source pipe may run an iteration ahead (double buffering)
     # would set its flag again before the previous wait consumed it: give it ids k % 2.
-    problems = unordered_dependences(placed, deps, target)
+    problems = unordered_dependences(placed, deps, target, skip=skip)
     again = {int(c) for p in problems if p.double_set for c in p.channels[:1]}
     if again:
-        reqs = _fewest_barriers(_merged({(_pingpong(r, kernel) if n in again else r): why
-                                         for n, (r, why) in enumerate(reqs.items())}))
+        reqs = _fewest_flags(_merged({(_pingpong(r, kernel) if n in again else r): why
+                                      for n, (r, why) in enumerate(reqs.items())}))
         placed = _build(kernel, reqs)
-        problems = unordered_dependences(placed, deps, target)
+        problems = unordered_dependences(placed, deps, target, skip=skip)
     # ping-pong ids over nested loops may skip a pair of distance 1 at a loop boundary
     weak = {p.dep.reason for p in problems if p.dep is not None}
     if weak:
         reqs = _merged({(replace(r, ids=1) if r.ids == 2 and set(why) & weak else r): why
                         for r, why in reqs.items()})
         placed = _build(kernel, reqs)
-        problems = unordered_dependences(placed, deps, target)
+        problems = unordered_dependences(placed, deps, target, skip=skip)
     if problems:
         raise SyncError("sync placement cannot order this kernel (a pair that needs a reverse "
                         "'slot free' sync is not supported yet):\n  "
                         + "\n  ".join(map(str, problems)))
-    return placed
+    return placed, skip
 
 
 def _merged(pairs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:
@@ -83,15 +94,20 @@ def _merged(pairs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:
     return out
 
 
-def _fewest_barriers(reqs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:
-    """Same-pipe requirements as the fewest barriers (interval stabbing, per body).
+def _fewest_barriers(reqs: dict[_Req, list[str]]
+                     ) -> tuple[dict[_Req, list[str]], frozenset[_Req]]:
+    """Same-pipe requirements as the fewest barriers (interval stabbing, per body), and the
+    requirements a ``keep`` barrier meets.
 
     A barrier in a body orders every earlier instruction of its pipe before every later one, so
     a loop-independent requirement ``after < before`` is met by a barrier in any gap
-    ``after + 1 .. before``; a carried one (source after sink in the body) keeps its gap right
-    before the sink. Greedy by right end is optimal: take the latest gap, reuse a chosen one.
+    ``after + 1 .. before`` (greedy by right end is optimal: take the latest gap, reuse a
+    chosen one); these barriers are marked ``keep``. A carried one (source after sink in the
+    loop body) is met by any barrier after the source or up to the sink, else it gets a
+    barrier right before the sink, which pruning may still find implied by flags.
     """
     out: dict[_Req, list[str]] = {}
+    covered: set[_Req] = set()
     groups: dict[tuple, list[tuple[_Req, list[str]]]] = {}
     for r, why in reqs.items():
         if r.src != r.dst:
@@ -100,15 +116,52 @@ def _fewest_barriers(reqs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:
             groups.setdefault((r.core, r.src, r.container), []).append((r, why))
     for (core, pipe, container), items in groups.items():
         reasons: dict[int, list[str]] = {}
-        for r, why in items:
-            if r.after >= r.before:
-                reasons.setdefault(r.before, []).extend(why)
         for r, why in sorted((x for x in items if x[0].after < x[0].before),
                              key=lambda x: x[0].before):
             hit = [g for g in reasons if r.after < g <= r.before]
             reasons.setdefault(max(hit) if hit else r.before, []).extend(why)
+            covered.add(r)
+        kept = set(reasons)
+        for r, why in items:
+            if r.after >= r.before:
+                hit = [g for g in kept if g > r.after or g <= r.before]
+                if hit:
+                    covered.add(r)
+                reasons.setdefault(hit[0] if hit else r.before, []).extend(why)
         for g in sorted(reasons):
-            out[_Req(core, pipe, pipe, container, g - 1, g)] = reasons[g]
+            out[_Req(core, pipe, pipe, container, g - 1, g, keep=g in kept)] = reasons[g]
+    return out, frozenset(covered)
+
+
+def _fewest_flags(reqs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:
+    """Flag requirements of one kind (pipes, body, loop, ids) folded into the pairs that
+    already imply them, without delaying any sink.
+
+    A pair with its set after child ``a`` and its wait before child ``b`` of a body orders
+    every dependence of that kind whose source is at or before ``a`` and whose sink is at or
+    after ``b``. Taking requirements tightest first (earliest sink, latest source), each joins
+    a pair it contains or becomes a pair of its own; merging any further would make a sink wait
+    for a source it does not depend on (less overlap), which pruning never does either.
+    """
+    out: dict[_Req, list[str]] = {}
+    kinds: dict[tuple, list[tuple[_Req, list[str]]]] = {}
+    for r, why in reqs.items():
+        if r.src == r.dst:
+            out.setdefault(r, []).extend(why)
+        else:
+            kinds.setdefault((r.core, r.src, r.dst, r.container, r.loop, r.var, r.ids),
+                             []).append((r, why))
+    for items in kinds.values():
+        pairs: list[tuple[_Req, list[str]]] = []
+        for r, why in sorted(items, key=lambda x: (x[0].before, -x[0].after)):
+            home = next((p for p in pairs if p[0].after >= r.after and p[0].before <= r.before),
+                        None)
+            if home is None:
+                pairs.append((r, list(why)))
+            else:
+                home[1].extend(why)
+        for r, why in pairs:
+            out.setdefault(r, []).extend(why)
     return out
 
 
@@ -198,6 +251,7 @@ class _Req:
     loop: tuple[int, ...] | None = None
     var: str = ""
     ids: int = 1
+    keep: bool = False  # a barrier no other sync can replace (not a pruning candidate)
 
 
 def _requirements(d: Dependence, deps: Dependences, kernel: Kernel, target: Target
@@ -276,8 +330,9 @@ def _materialize(r: _Req, n: int, comment: str, kernel: Kernel
                  ) -> list[tuple[tuple[int, ...], int, int, Instr]]:
     """(container path, gap, group, instr) for requirement ``r`` as channel ``n``."""
     if r.src == r.dst:
+        role = (("role", "keep"),) if r.keep else ()
         return [(r.container, r.before, _BARRIER,
-                 Instr("barrier", r.dst, attrs=(("channel", n),), comment=comment))]
+                 Instr("barrier", r.dst, attrs=(("channel", n),) + role, comment=comment))]
 
     def flag(op: str, eid: Affine, role: str) -> Instr:
         other = ("dst", r.dst) if op == "set_flag" else ("src", r.src)

@@ -187,6 +187,10 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
         by_space.setdefault((instrs[a.instr].core, a.space), []).append(a)
     deps: list[Dependence] = []
     target = kernel.target
+    # byte hull of each access: pairs whose hulls are disjoint cannot conflict (after memory
+    # planning every UB buffer shares the space "UB", so this skips most pairs cheaply)
+    hull = {id(a): _hull(a.relation) for a in accesses}
+    before: dict[tuple[int, int], isl.Map] = {}
     for (core, space), accs in by_space.items():
         for sa in accs:
             for da in accs:
@@ -195,10 +199,16 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                 s, d = instrs[sa.instr], instrs[da.instr]
                 if s.pipe == d.pipe and not target.needs_same_pipe_barrier.get(s.pipe, True):
                     continue
+                (slo, shi), (dlo, dhi) = hull[id(sa)], hull[id(da)]
+                if shi < dlo or dhi < slo:
+                    continue
                 kind = {("W", "R"): DepKind.RAW, ("R", "W"): DepKind.WAR,
                         ("W", "W"): DepKind.WAW}[(sa.kind, da.kind)]
+                order = before.get((s.id, d.id))
+                if order is None:
+                    order = before[(s.id, d.id)] = _before(s, d)
                 rel = sa.relation.apply_range(da.relation.reverse())
-                rel = rel.intersect(_before(s, d))
+                rel = rel.intersect(order)
                 if rel.is_empty():
                     continue
                 common, carried, indep = _levels(s, d, rel)
@@ -449,6 +459,16 @@ def _copy_bases(kernel: Kernel, r: Region, bound: frozenset[str], where: str
         return [(bases[c], "")]
     text = affine_text(r.copy, bound, where)
     return [(bases[c], f"{text} = {c}") for c in range(buf.copies)]
+
+
+def _hull(rel: isl.Map) -> tuple[float, float]:
+    """Lowest and highest byte ``rel`` touches (an empty relation: an empty range)."""
+    rng = rel.range()
+    if rng.is_empty():
+        return (1.0, 0.0)
+    lo, hi = rng.dim_min_val(0), rng.dim_max_val(0)
+    return (float(lo.to_python()) if lo.is_int() else float("-inf"),
+            float(hi.to_python()) if hi.is_int() else float("inf"))
 
 
 def _before(s: InstrInfo, d: InstrInfo) -> isl.Map:

@@ -19,15 +19,20 @@ from ascendsched.lower.polyhedral import Dependences
 from ascendsched.target.model import Target
 
 
-def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
-    """Drop every sync channel of ``kernel`` whose dependences other syncs already order."""
-    problems = unordered_dependences(kernel, deps, target)
+def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target, *,
+                          settled: frozenset[int] = frozenset()) -> Kernel:
+    """Drop every sync channel of ``kernel`` whose dependences other syncs already order.
+
+    ``settled``: indices of dependences ordered by ``keep`` barriers, which are never dropped,
+    so no trial needs to re-check them.
+    """
+    problems = unordered_dependences(kernel, deps, target, skip=settled)
     if problems:
         raise InternalCompilerError("sync placement leaves problems before pruning:\n  "
                                     + "\n  ".join(map(str, problems)))
     for ch in _candidates(kernel):
         trial = drop_channels(kernel, frozenset([ch]))
-        if not unordered_dependences(trial, deps, target):
+        if not unordered_dependences(trial, deps, target, skip=settled, first_only=True):
             kernel = trial
     return kernel
 
@@ -75,7 +80,7 @@ def _candidates(kernel: Kernel) -> list[int]:
                 ch = s.attr("channel")
                 if ch is None:
                     continue
-                if s.op == "barrier":
+                if s.op == "barrier" and s.attr("role") != "keep":
                     pos.setdefault(int(ch), (0, counter))
                 elif s.op == "set_flag" and s.attr("role") == "set":
                     pos[int(ch)] = (1, counter)

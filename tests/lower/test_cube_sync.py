@@ -110,7 +110,9 @@ def test_every_inserted_sync_is_needed(name: str) -> None:
     for ch in chans:
         report, _ = _check(allocate_event_ids(drop_channels(pruned, frozenset([ch])), T,
                                               verify=False), name)
-        assert report.races, f"removing sync channel {ch} of {name} left no race"
+        # needed = its removal shows as a race, or as a flag set twice before its wait (the
+        # producer runs ahead and the flag is lost on hardware)
+        assert report.races or report.flag_errors, f"removing sync channel {ch} of {name} left no race"
 
 
 def test_batched_kernel_synced() -> None:

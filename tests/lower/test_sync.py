@@ -58,7 +58,7 @@ def test_vadd_single_buffer() -> None:
     assert _syncs(k) == [
         "set V->MTE2 0", "set MTE3->V 0",
         "wait V->MTE2 0", "set MTE2->V 0", "wait MTE2->V 0", "wait MTE3->V 0",
-        "set V->MTE3 0", "set V->MTE2 0", "wait V->MTE3 0", "set MTE3->V 0",
+        "set V->MTE2 0", "set V->MTE3 0", "wait V->MTE3 0", "set MTE3->V 0",
         "wait V->MTE2 0", "wait MTE3->V 0"]
     st = sync_stats(k)
     assert st["per_iteration"]["k"] == {"sets": 4, "waits": 4, "barriers": 0, "pipe_all": 0}
@@ -72,7 +72,7 @@ def test_vadd_double_buffer_ping_pong() -> None:
     assert _syncs(k) == [
         "set V->MTE2 0", "set V->MTE2 1", "set MTE3->V 0", "set MTE3->V 1",
         "wait V->MTE2 (k % 2)", "set MTE2->V (k % 2)", "wait MTE2->V (k % 2)",
-        "wait MTE3->V (k % 2)", "set V->MTE3 (k % 2)", "set V->MTE2 (k % 2)",
+        "wait MTE3->V (k % 2)", "set V->MTE2 (k % 2)", "set V->MTE3 (k % 2)",
         "wait V->MTE3 (k % 2)", "set MTE3->V (k % 2)",
         "wait V->MTE2 0", "wait V->MTE2 1", "wait MTE3->V 0", "wait MTE3->V 1"]
     st = sync_stats(k)

@@ -266,6 +266,40 @@ template <typename T> inline T load(uint8_t space, uint64_t addr) {
 
 template <typename T> inline void store(uint8_t space, uint64_t addr, T v) { std::memcpy(at(space, addr), &v, sizeof(T)); }
 
+// out[r*n + c] = sum_k a[r*k + kk] * bt[c*k + kk]: exact products summed in double, four
+// columns at a time (independent chains; the ISA does not document the order of additions
+// inside one Mmad). The runtime's hottest loop; it walks only the runtime's own vectors of
+// m*k, n*k and m*n doubles, so it is exempt from the sanitizers (the kernel's memory accesses
+// are all checked before it runs).
+__attribute__((no_sanitize("address", "undefined")))
+inline void dots(const double* a, const double* bt, uint64_t m, uint64_t n, uint64_t k, double* out) {
+    for (uint64_t r = 0; r < m; ++r) {
+        const double* ar = a + r * k;
+        uint64_t c = 0;
+        for (; c + 4 <= n; c += 4) {
+            const double *b0 = bt + c * k, *b1 = b0 + k, *b2 = b1 + k, *b3 = b2 + k;
+            double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (uint64_t kk = 0; kk < k; ++kk) {
+                const double x = ar[kk];
+                s0 += x * b0[kk];
+                s1 += x * b1[kk];
+                s2 += x * b2[kk];
+                s3 += x * b3[kk];
+            }
+            out[r * n + c] = s0;
+            out[r * n + c + 1] = s1;
+            out[r * n + c + 2] = s2;
+            out[r * n + c + 3] = s3;
+        }
+        for (; c < n; ++c) {
+            const double* bc = bt + c * k;
+            double s0 = 0;
+            for (uint64_t kk = 0; kk < k; ++kk) s0 += ar[kk] * bc[kk];
+            out[r * n + c] = s0;
+        }
+    }
+}
+
 }  // namespace cube
 
 // ============================================================================ GM -> L1 (MTE2)
@@ -509,13 +543,16 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
     auto c_addr = [&](uint64_t r, uint64_t c) {
         return dst.addr_ + ((c / 16) * mb * 256 + r * 16 + c % 16) * sizeof(T);
     };
-    std::vector<double> av(m * k), bv(k * n);
+    // A row-major (m x k) and B column-major (n x k), so each dot product walks contiguous memory
+    std::vector<double> av(m * k), bt(n * k);
     for (uint64_t r = 0; r < m; ++r) {
         for (uint64_t c = 0; c < k; ++c) av[r * k + c] = cube::to_double(cube::load<U>(rt::kL0A, a_addr(r, c)));
     }
     for (uint64_t kk = 0; kk < k; ++kk) {
-        for (uint64_t nn = 0; nn < n; ++nn) bv[kk * n + nn] = cube::to_double(cube::load<S>(rt::kL0B, b_addr(kk, nn)));
+        for (uint64_t nn = 0; nn < n; ++nn) bt[nn * k + kk] = cube::to_double(cube::load<S>(rt::kL0B, b_addr(kk, nn)));
     }
+    std::vector<double> dot(m * n);
+    cube::dots(av.data(), bt.data(), m, n, k, dot.data());
     std::vector<T> out(mb * 16 * nb * 16);
     for (uint64_t r = 0; r < mb * 16; ++r) {
         for (uint64_t c = 0; c < nb * 16; ++c) {
@@ -525,18 +562,14 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
                 continue;
             }
             if constexpr (std::is_same_v<T, int32_t>) {
-                int64_t s = p.cmatrixInitVal ? 0 : cube::load<int32_t>(rt::kL0C, c_addr(r, c));
-                for (uint64_t kk = 0; kk < k; ++kk) {
-                    s += static_cast<int64_t>(av[r * k + kk]) * static_cast<int64_t>(bv[kk * n + c]);
-                }
+                // int8 x int8 sums of up to 4095 terms are exact in double (< 2^53)
+                int64_t s = static_cast<int64_t>(dot[r * n + c]);
+                if (!p.cmatrixInitVal) s += cube::load<int32_t>(rt::kL0C, c_addr(r, c));
                 o = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(s)));  // wraps
             } else {
-                // products exact; the k-sum of one Mmad rounded once to fp32, then added to C in
-                // fp32 when accumulating (sums in fp32, as lower/ir.py states; the order of the
-                // additions inside one Mmad is not documented)
-                double s = 0.0;
-                for (uint64_t kk = 0; kk < k; ++kk) s += av[r * k + kk] * bv[kk * n + c];
-                float f = static_cast<float>(s);
+                // the k-sum of one Mmad rounded once to fp32, then added to C in fp32 when
+                // accumulating (sums in fp32, lower/ir.py)
+                float f = static_cast<float>(dot[r * n + c]);
                 if (!p.cmatrixInitVal) f = cube::load<float>(rt::kL0C, c_addr(r, c)) + f;
                 o = f;
             }

@@ -432,6 +432,13 @@ inline const uint8_t* gm_bytes(const GlobalTensor<T>& g, uint64_t byte_off, uint
     return reinterpret_cast<const uint8_t*>(g.base_) + lo;
 }
 
+inline void need_ub_tensor(const char* api, const char* operand, uint8_t space, const char* file_, int line_) {
+    if (space != rt::kUB) {
+        rt::fail(file_, line_, std::string(api) + ": " + operand + " is a LocalTensor in " + rt::space_name(space) +
+                                   "; this DataCopy overload moves GM <-> UB (use Nd2NzParams for GM -> L1)");
+    }
+}
+
 // One burst: GM [gm_off, gm_off+len) <-> UB [ub, ub+len); UB side traced as whole 32 B blocks.
 template <typename T>
 inline void burst(bool to_ub, const GlobalTensor<T>& g, uint64_t gm_off, uint64_t ub, uint64_t len, const char* api,
@@ -515,6 +522,7 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
     }
     DataCopyParams p(1, static_cast<uint16_t>(bytes / rt::kBlock), 0, 0);
     if (p.blockLen == 0) rt::fail(file_, line_, "DataCopy of fewer than 32 bytes moves nothing");
+    detail::need_ub_tensor("DataCopy", "dst", dst.space_, file_, line_);
     detail::copy_blocks(true, src, dst.addr_, p, "DataCopy", file_, line_);
 }
 
@@ -527,16 +535,19 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
     }
     DataCopyParams p(1, static_cast<uint16_t>(bytes / rt::kBlock), 0, 0);
     if (p.blockLen == 0) rt::fail(file_, line_, "DataCopy of fewer than 32 bytes moves nothing");
+    detail::need_ub_tensor("DataCopy", "src", src.space_, file_, line_);
     detail::copy_blocks(false, dst, src.addr_, p, "DataCopy", file_, line_);
 }
 
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p, ASCENDSCHED_LOC) {
+    detail::need_ub_tensor("DataCopy", "dst", dst.space_, file_, line_);
     detail::copy_blocks(true, src, dst.addr_, p, "DataCopy", file_, line_);
 }
 
 template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p, ASCENDSCHED_LOC) {
+    detail::need_ub_tensor("DataCopy", "src", src.space_, file_, line_);
     detail::copy_blocks(false, dst, src.addr_, p, "DataCopy", file_, line_);
 }
 
@@ -548,12 +559,14 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
     if (pad.leftPadding != 0 || pad.rightPadding != 0) {
         rt::fail(file_, line_, "DataCopyPad: left/right padding is not supported by the CPU runtime");
     }
+    detail::need_ub_tensor("DataCopy", "dst", dst.space_, file_, line_);
     detail::copy_pad(true, src, dst.addr_, p, "DataCopyPad", file_, line_);
 }
 
 template <typename T>
 inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p,
                         ASCENDSCHED_LOC) {
+    detail::need_ub_tensor("DataCopy", "src", src.space_, file_, line_);
     detail::copy_pad(false, dst, src.addr_, p, "DataCopyPad", file_, line_);
 }
 
@@ -572,6 +585,7 @@ struct Operand {
     uint64_t esize;
     uint64_t blk;
     uint64_t rep;
+    uint8_t space = rt::kUB;
     uint64_t lane(uint64_t r, uint64_t k) const {
         const uint64_t epb = rt::kBlock / esize;
         return base + r * rep * rt::kBlock + (k / epb) * blk * rt::kBlock + (k % epb) * esize;
@@ -606,7 +620,15 @@ inline void check_level0(const char* api, uint64_t mask, uint64_t lanes, uint64_
     }
 }
 
+inline void need_ub(const char* api, const char* operand, uint8_t space, const char* file_, int line_) {
+    if (space != rt::kUB) {
+        rt::fail(file_, line_, std::string(api) + ": " + operand + " is a LocalTensor in " + rt::space_name(space) +
+                                   ": vector instructions and GM<->UB copies work on UB (TPosition VECIN/VECOUT/VECCALC)");
+    }
+}
+
 inline void check_operand(const char* api, const Operand& o, const char* file_, int line_) {
+    need_ub(api, o.name, o.space, file_, line_);
     rt::check_align(file_, line_, api, o.name, o.base, rt::kBlock);
 }
 
@@ -634,7 +656,7 @@ inline void elementwise(const char* api, const char* op, const Operand& dst, con
 
 template <typename T>
 inline Operand opnd(const char* name, const LocalTensor<T>& t, uint64_t blk, uint64_t rep) {
-    return Operand{name, t.addr_, sizeof(T), blk, rep};
+    return Operand{name, t.addr_, sizeof(T), blk, rep, t.space_};
 }
 
 template <typename T, typename F>
@@ -829,6 +851,8 @@ inline void whole_reduce(const char* api, const LocalTensor<T>& dst, const Local
                          const char* file_, int line_) {
     if (mask < 1 || repeatTime < 0) rt::fail(file_, line_, std::string(api) + ": mask and repeatTime must be positive");
     check_level0(api, static_cast<uint64_t>(mask), rt::kRepeat / sizeof(T), static_cast<uint64_t>(repeatTime), file_, line_);
+    need_ub(api, "src", src.space_, file_, line_);
+    need_ub(api, "dst", dst.space_, file_, line_);
     rt::check_align(file_, line_, api, "src", src.addr_, rt::kBlock);
     rt::check_align(file_, line_, api, "dst", dst.addr_, 2 * sizeof(T));
     Operand os = opnd("src", src, static_cast<uint64_t>(srcBlkStride), static_cast<uint64_t>(srcRepStride));
@@ -894,6 +918,8 @@ inline void WholeReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src,
 template <typename T>
 inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const uint8_t repeatTime,
                  const BrcbRepeatParams& p, ASCENDSCHED_LOC) {
+    detail::need_ub("Brcb", "dst", dst.space_, file_, line_);
+    detail::need_ub("Brcb", "src0", src0.space_, file_, line_);
     rt::check_align(file_, line_, "Brcb", "dst", dst.addr_, rt::kBlock);
     rt::check_align(file_, line_, "Brcb", "src0", src0.addr_, rt::kBlock);
     if (repeatTime > rt::kMaxRepeat) rt::fail(file_, line_, "Brcb: repeatTime exceeds the limit");

@@ -240,6 +240,10 @@ static std::map<std::string, std::function<void()>> cases() {
     m["ub_on_aic"] = [] { TPipe p; TBuf<TPosition::VECCALC> u; p.InitBuffer(u, 1024); };
     m["mmad_operand_in_l1"] = [] { small_setup([](Bufs& B, GlobalTensor<half>&, GlobalTensor<half>&) {
         Mmad(B.l0c.Get<float>(), B.l1.Get<half>(), B.l0b.Get<half>(), MmadParams(16, 16, 16, 0, false, true)); }); };
+    m["vector_on_l1"] = [] { small_setup([](Bufs& B, GlobalTensor<half>&, GlobalTensor<half>&) {
+        Add(B.l1.Get<half>(), B.l1.Get<half>(), B.l1.Get<half>(), 128, 1, BinaryRepeatParams()); }); };
+    m["ub_copy_into_l1"] = [] { small_setup([](Bufs& B, GlobalTensor<half>& a, GlobalTensor<half>&) {
+        DataCopy(B.l1.Get<half>(), a, 64); }); };
     return m;
 }
 
@@ -475,6 +479,8 @@ def test_gemm_bf16_accumulates_over_k(harness, tmp_path):
     ("aiv_event_on_aic", r"SetFlag<HardEvent::MTE2_V>: this event does not exist on the AIC"),
     ("ub_on_aic", r"TPipe::InitBuffer: UB does not exist on the AIC"),
     ("mmad_operand_in_l1", r"Mmad: fm is a LocalTensor in L1, but must be in L0A \(TPosition A2\)"),
+    ("vector_on_l1", r"Add: dst is a LocalTensor in L1: vector instructions and GM<->UB copies work on UB"),
+    ("ub_copy_into_l1", r"DataCopy: dst is a LocalTensor in L1; this DataCopy overload moves GM <-> UB"),
 ])
 def test_documented_rules_abort(harness, tmp_path, case, message):
     p = _run(harness, case, tmp_path, {})

@@ -74,13 +74,15 @@ def compare(got: np.ndarray, want: np.ndarray, dtype: str) -> tuple[bool, str]:
 
 
 def check(obj: Schedule | GemmSchedule | Algorithm, *, work_dir: Path | None = None, sanitize: bool = True,
-          seed: int = 0, cpp: bool = True) -> list[Verdict]:
-    """Run every rung of the verification ladder; one Verdict per check."""
+          seed: int = 0, cpp: bool = True, kernel: Kernel | None = None) -> list[Verdict]:
+    """Run every rung of the verification ladder; one Verdict per check.
+
+    ``kernel``: the already lowered kernel of ``obj`` (skips lowering again)."""
     sched = schedule_for(obj)
     algo = sched.algo
     out: list[Verdict] = []
     t0 = time.perf_counter()
-    k = lower(sched)
+    k = kernel if kernel is not None else lower(sched)
     out.append(Verdict("lower", True, f"{sum(1 for _ in str(k).splitlines())} IR lines in "
                        f"{time.perf_counter() - t0:.2f} s"))
     inputs = random_inputs(algo, seed)
@@ -116,3 +118,51 @@ def check(obj: Schedule | GemmSchedule | Algorithm, *, work_dir: Path | None = N
     rep = check_trace(cpp_trace, k.target)
     out.append(Verdict("C++ trace race check", rep.ok, rep.summary()))
     return out
+
+
+@dataclass(frozen=True)
+class SyncMinimality:
+    """Each inserted sync removed in turn: ``needed`` ones make the checker report a race or a
+    flag error; ``removable`` lists the others (the target is none)."""
+
+    kernel: str
+    needed: int
+    removable: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return (f"{self.kernel}: {self.needed} syncs, each needed; {len(self.removable)} "
+                f"removable" + "".join(f"\n  removable: {r}" for r in self.removable))
+
+
+def sync_minimality(obj: Schedule | GemmSchedule | Algorithm, seed: int = 0) -> SyncMinimality:
+    """Drop each sync channel of the lowered ``obj`` (a set/wait pair with its prologue and
+    epilogue, or a barrier) and run the trace checker on the result."""
+    from ascendsched.lower.allocate_event_ids import allocate_event_ids
+    from ascendsched.lower.insert_sync import pruned_syncs
+    from ascendsched.lower.polyhedral import analyze_dependences
+    from ascendsched.lower.remove_redundant_sync import channels_of, drop_channels
+
+    sched = schedule_for(obj)
+    planned = lower(sched, sync=False)
+    deps = analyze_dependences(planned)
+    target = planned.target
+    pruned = pruned_syncs(planned, deps, target)
+    inputs = random_inputs(sched.algo, seed)
+    removable: list[str] = []
+    chans = channels_of(pruned)
+    for ch in chans:
+        trial = allocate_event_ids(drop_channels(pruned, frozenset([ch])), target, verify=False)
+        rep = check_trace(run_kernel(trial, inputs, trace=True).trace, target)
+        if not rep.races and not rep.flag_errors and not rep.deadlocks:
+            removable.append(_channel_text(pruned, ch))
+    return SyncMinimality(planned.name, len(chans) - len(removable), tuple(removable))
+
+
+def _channel_text(k: Kernel, ch: int) -> str:
+    from ascendsched.lower.ir import iter_instrs
+
+    for p in k.programs:
+        for ins, _ in iter_instrs(p.body):
+            if ins.is_sync and ins.attr("channel") == ch:
+                return str(ins)
+    return f"channel {ch}"

@@ -40,9 +40,14 @@ from ascendsched.target.model import Pipe, Target
 
 def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     """``kernel`` with the flags and barriers that order ``deps`` (computed on ``kernel``)."""
-    placed, settled = _place(kernel, deps, target)
-    pruned = remove_redundant_sync(placed, deps, target, settled=settled)
-    return allocate_event_ids(pruned, target)
+    return allocate_event_ids(pruned_syncs(kernel, deps, target), target)
+
+
+def pruned_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
+    """Placed and pruned syncs, before event-id allocation (each sync still carries its
+    ``channel``: what the sync minimality check drops one at a time)."""
+    placed, settled_by = _place(kernel, deps, target)
+    return remove_redundant_sync(placed, deps, target, settled_by=settled_by)
 
 
 def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
@@ -51,9 +56,10 @@ def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
 
 
 def _place(kernel: Kernel, deps: Dependences, target: Target
-           ) -> tuple[Kernel, frozenset[int]]:
-    """The placed kernel and the *settled* dependences: same-pipe ones ordered by a ``keep``
-    barrier (never pruned), which no later re-check needs to look at."""
+           ) -> tuple[Kernel, dict[int, frozenset[int]]]:
+    """The placed kernel and, per ``keep`` barrier channel, the dependences it *settles*
+    (same-pipe ones with the barrier between source and sink in one body): while the barrier
+    stays, no re-check needs to look at them."""
     reqs: dict[_Req, list[str]] = {}
     per_dep: list[list[_Req]] = []
     for d in deps:
@@ -62,7 +68,11 @@ def _place(kernel: Kernel, deps: Dependences, target: Target
             reqs.setdefault(r, []).append(d.reason)
     reqs, covered = _fewest_barriers(reqs)
     reqs = _fewest_flags(reqs)
-    skip = frozenset(n for n, rs in enumerate(per_dep) if rs and all(r in covered for r in rs))
+    settles: dict[_Req, set[int]] = {}
+    for n, rs in enumerate(per_dep):
+        if len(rs) == 1 and rs[0] in covered:
+            settles.setdefault(covered[rs[0]], set()).add(n)
+    skip = frozenset(n for ns in settles.values() for n in ns)
     placed = _build(kernel, reqs)
     # A pair inside a loop whose source pipe may run an iteration ahead (double buffering)
     # would set its flag again before the previous wait consumed it: give it ids k % 2.
@@ -84,7 +94,8 @@ def _place(kernel: Kernel, deps: Dependences, target: Target
         raise SyncError("sync placement cannot order this kernel (a pair that needs a reverse "
                         "'slot free' sync is not supported yet):\n  "
                         + "\n  ".join(map(str, problems)))
-    return placed, skip
+    channel = {r: n for n, r in enumerate(reqs)}  # _build numbers channels in this order
+    return placed, {channel[r]: frozenset(ns) for r, ns in settles.items()}
 
 
 def _merged(pairs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:
@@ -95,9 +106,9 @@ def _merged(pairs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:
 
 
 def _fewest_barriers(reqs: dict[_Req, list[str]]
-                     ) -> tuple[dict[_Req, list[str]], frozenset[_Req]]:
-    """Same-pipe requirements as the fewest barriers (interval stabbing, per body), and the
-    requirements a ``keep`` barrier meets.
+                     ) -> tuple[dict[_Req, list[str]], dict[_Req, _Req]]:
+    """Same-pipe requirements as the fewest barriers (interval stabbing, per body), and for
+    each requirement a ``keep`` barrier meets, that barrier.
 
     A barrier in a body orders every earlier instruction of its pipe before every later one, so
     a loop-independent requirement ``after < before`` is met by a barrier in any gap
@@ -107,7 +118,7 @@ def _fewest_barriers(reqs: dict[_Req, list[str]]
     barrier right before the sink, which pruning may still find implied by flags.
     """
     out: dict[_Req, list[str]] = {}
-    covered: set[_Req] = set()
+    covered: dict[_Req, int] = {}  # requirement -> gap of its keep barrier
     groups: dict[tuple, list[tuple[_Req, list[str]]]] = {}
     for r, why in reqs.items():
         if r.src != r.dst:
@@ -119,18 +130,23 @@ def _fewest_barriers(reqs: dict[_Req, list[str]]
         for r, why in sorted((x for x in items if x[0].after < x[0].before),
                              key=lambda x: x[0].before):
             hit = [g for g in reasons if r.after < g <= r.before]
-            reasons.setdefault(max(hit) if hit else r.before, []).extend(why)
-            covered.add(r)
+            gap = max(hit) if hit else r.before
+            reasons.setdefault(gap, []).extend(why)
+            covered[r] = gap
         kept = set(reasons)
         for r, why in items:
             if r.after >= r.before:
                 hit = [g for g in kept if g > r.after or g <= r.before]
                 if hit:
-                    covered.add(r)
+                    covered[r] = hit[0]
                 reasons.setdefault(hit[0] if hit else r.before, []).extend(why)
-        for g in sorted(reasons):
-            out[_Req(core, pipe, pipe, container, g - 1, g, keep=g in kept)] = reasons[g]
-    return out, frozenset(covered)
+        barrier = {g: _Req(core, pipe, pipe, container, g - 1, g, keep=g in kept)
+                   for g in sorted(reasons)}
+        for g, r in barrier.items():
+            out[r] = reasons[g]
+        for r in [x for x, _ in items if x in covered]:
+            covered[r] = barrier[covered[r]]  # type: ignore[assignment]
+    return out, covered  # type: ignore[return-value]
 
 
 def _fewest_flags(reqs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:

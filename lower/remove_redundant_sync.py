@@ -20,20 +20,24 @@ from ascendsched.target.model import Target
 
 
 def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target, *,
-                          settled: frozenset[int] = frozenset()) -> Kernel:
+                          settled_by: dict[int, frozenset[int]] | None = None) -> Kernel:
     """Drop every sync channel of ``kernel`` whose dependences other syncs already order.
 
-    ``settled``: indices of dependences ordered by ``keep`` barriers, which are never dropped,
-    so no trial needs to re-check them.
+    ``settled_by``: per barrier channel, the dependences it orders by sitting between source
+    and sink in one body. While it stays they need no re-check; trying to drop it re-checks
+    them (and every dependence a dropped barrier settled, which may now lean on others).
     """
-    problems = unordered_dependences(kernel, deps, target, skip=settled)
+    settled_by = settled_by or {}
+    skip = frozenset(n for ns in settled_by.values() for n in ns)
+    problems = unordered_dependences(kernel, deps, target, skip=skip)
     if problems:
         raise InternalCompilerError("sync placement leaves problems before pruning:\n  "
                                     + "\n  ".join(map(str, problems)))
     for ch in _candidates(kernel):
         trial = drop_channels(kernel, frozenset([ch]))
-        if not unordered_dependences(trial, deps, target, skip=settled, first_only=True):
-            kernel = trial
+        trial_skip = skip - settled_by.get(ch, frozenset())
+        if not unordered_dependences(trial, deps, target, skip=trial_skip, first_only=True):
+            kernel, skip = trial, trial_skip
     return kernel
 
 
@@ -80,7 +84,7 @@ def _candidates(kernel: Kernel) -> list[int]:
                 ch = s.attr("channel")
                 if ch is None:
                     continue
-                if s.op == "barrier" and s.attr("role") != "keep":
+                if s.op == "barrier":
                     pos.setdefault(int(ch), (0, counter))
                 elif s.op == "set_flag" and s.attr("role") == "set":
                     pos[int(ch)] = (1, counter)

@@ -1,78 +1,21 @@
-"""Every library vector kernel, default schedule plus three hand-written ones, equals numpy."""
+"""Every library vector kernel under its default and hand-written schedules (single and
+double buffered, multi-core): the synced kernel equals numpy and its trace checks clean."""
 
 import pytest
 
 from ascendsched.algo import library as L
-from ascendsched.lower.driver import schedule_for
-from ascendsched.schedule import Schedule
+from ascendsched.sim.checker import check_trace
+from tests.e2e.vector_cases import CASES, IDS, lowered
 from tests.helpers import assert_matches_reference
 
 
-def _fused(s: Schedule, stages, consumer: str, loop: str) -> Schedule:
-    for st in stages:
-        s = s.compute_at(st, consumer, loop)
-    return s
-
-
-def _schedules():
-    yield "vadd", "default", schedule_for(L.vadd(8192))
-    a = L.vadd(10000)
-    yield "vadd", "tail+2cores+db", Schedule(a).split("z", "i", 2048).bind("z", "i_o", 2) \
-        .buffer("x").buffer("y").buffer("z")
-    yield "vadd", "small tiles", Schedule(L.vadd(4096)).split("z", "i", 256)
-    yield "vadd", "48 cores uneven", Schedule(L.vadd(3000)).split("z", "i", 64).bind("z", "i_o", 48)
-
-    yield "mul_add_relu", "default", schedule_for(L.fused_mul_add_relu(8192))
-    a = L.fused_mul_add_relu(5000)
-    yield "mul_add_relu", "db", Schedule(a).split("d", "i", 1024).buffer("a").buffer("b") \
-        .buffer("c").buffer("d")
-    yield "mul_add_relu", "cores", Schedule(a).split("d", "i", 512).bind("d", "i_o", 8)
-    yield "mul_add_relu", "one tile", Schedule(L.fused_mul_add_relu(777))
-
-    yield "bias_add", "default", schedule_for(L.bias_add(64, 1024))
-    a = L.bias_add(37, 1000)
-    yield "bias_add", "2-D tiles tails", Schedule(a).tile("y", ("i", "j"), (8, 256))
-    yield "bias_add", "reordered+fused+cores", Schedule(a).tile("y", ("i", "j"), (8, 256)) \
-        .reorder("y", "j_o", "i_o").fuse("y", "j_o", "i_o", fused="t").bind("y", "t", 6) \
-        .buffer("x").buffer("y")
-    yield "bias_add", "row tiles db", Schedule(L.bias_add(64, 4096)).split("y", "i", 2) \
-        .buffer("x").buffer("y")
-
-    fused = ("xf", "mx", "e", "s")
-    yield "softmax", "default", schedule_for(L.softmax(8, 1024))
-    a = L.softmax(40, 1000)
-    yield "softmax", "rows 8", _fused(Schedule(a).split("y", "i", 8), fused, "y", "i_o")
-    yield "softmax", "rows 3 cores 5 db", _fused(
-        Schedule(a).split("y", "i", 3).bind("y", "i_o", 5).compute_inline("xf"),
-        ("mx", "e", "s"), "y", "i_o").buffer("x").buffer("y")
-    yield "softmax", "column tiles", _fused(Schedule(L.softmax(16, 512)).tile("y", ("i", "j"), (4, 128)),
-                                            fused, "y", "j_o")
-
-    yield "rmsnorm", "default", schedule_for(L.rmsnorm(8, 1024))
-    a = L.rmsnorm(24, 1000)
-    yield "rmsnorm", "rows 4", _fused(Schedule(a).split("y", "i", 4), ("xf", "ss", "r"), "y", "i_o")
-    yield "rmsnorm", "rows 5 cores 3 inline", _fused(
-        Schedule(a).split("y", "i", 5).bind("y", "i_o", 3).compute_inline("xf").compute_inline("r"),
-        ("ss",), "y", "i_o").buffer("x").buffer("y")
-    yield "rmsnorm", "one tile", _fused(Schedule(L.rmsnorm(8, 256)), ("xf", "ss", "r"), "y", "root")
-
-    yield "layernorm", "default", schedule_for(L.layernorm(8, 1024))
-    a = L.layernorm(20, 1000)
-    stages = ("xf", "mean", "d", "var", "r")
-    yield "layernorm", "rows 4", _fused(Schedule(a).split("y", "i", 4), stages, "y", "i_o")
-    yield "layernorm", "rows 3 cores 2 db", _fused(Schedule(a).split("y", "i", 3).bind("y", "i_o", 2),
-                                                   stages, "y", "i_o").buffer("x").buffer("y")
-    yield "layernorm", "inline elementwise", _fused(
-        Schedule(L.layernorm(8, 512)).split("y", "i", 2).compute_inline("r"),
-        ("xf", "mean", "d", "var"), "y", "i_o")
-
-
-CASES = list(_schedules())
-
-
-@pytest.mark.parametrize("kernel,label,sched", CASES, ids=[f"{k}-{lab}" for k, lab, _ in CASES])
-def test_ir_execution_equals_reference(kernel, label, sched):
-    assert_matches_reference(sched, sync=False)
+@pytest.mark.parametrize("case_id", IDS)
+def test_synced_kernel_equals_reference_and_is_race_free(case_id):
+    sched = CASES[IDS.index(case_id)][2]
+    k, res = assert_matches_reference(sched, kernel=lowered(case_id), trace=True)
+    report = check_trace(res.trace, k.target)
+    assert report.ok, f"{case_id}:\n{report.summary()}"
+    assert not report.races and not report.deadlocks
 
 
 def test_every_library_kernel_has_default_and_three_hand_schedules():
@@ -82,3 +25,5 @@ def test_every_library_kernel_has_default_and_three_hand_schedules():
     assert set(counts) == set(L.VECTOR_KERNELS)
     for k, labels in counts.items():
         assert "default" in labels and len(labels) >= 4, (k, labels)
+    kinds = " ".join(label for _, label, _ in CASES)
+    assert "db" in kinds and "cores" in kinds  # double buffered and multi-core schedules

@@ -77,7 +77,7 @@ def _compile(name: str, main: Path, extra: list[Path], runtime_dir: Path,
         raise ToolchainError(
             "g++ was not found on PATH; the CPU check of emitted AscendC needs a C++17 compiler. "
             "Install it with `apt-get install g++` (Debian/Ubuntu) and retry.")
-    flags = ["-std=c++17", "-O1", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+    flags = ["-std=c++17", "-O1", "-g", "-pthread", "-Wall", "-Wextra", "-Wno-unused-parameter"]
     if sanitize:
         flags += ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
                   "-fno-omit-frame-pointer"]

@@ -682,11 +682,13 @@ def _barrier(p: _KernelPrinter, i: Instr) -> None:
 
 
 def _cross_set(p: _KernelPrinter, i: Instr) -> None:
-    p._line(i, f"CrossCoreSetFlag<{i.attr('mode')}, PIPE_{i.pipe}>({i.attr('flag_id')});")
+    p._line(i, f"CrossCoreSetFlag<{i.attr('mode', 2)}, PIPE_{i.pipe}>({i.attr('flag_id')});")
 
 
 def _cross_wait(p: _KernelPrinter, i: Instr) -> None:
-    p._line(i, f"CrossCoreWaitFlag({i.attr('flag_id')});")
+    # the template args carry the IR's mode and pipe (they do not change the 910B behaviour:
+    # the wait blocks every pipe of the core, docs CrossCoreWaitFlag(ISASI))
+    p._line(i, f"CrossCoreWaitFlag<{i.attr('mode', 2)}, PIPE_{i.pipe}>({i.attr('flag_id')});")
 
 
 # --------------------------------------------------------------------------- cube op templates

@@ -16,12 +16,17 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -87,6 +92,8 @@ struct Access {
     uint64_t hi;
 };
 
+// Per core program: each runs on its own thread in a mix kernel (AIC and AIV of a block
+// concurrently, as the cross-core flags need), so the state is thread_local.
 struct State {
     std::vector<uint8_t> ub;
     std::vector<uint8_t> l1, l0a, l0b, l0c;  // AIC memories (empty on the AIV)
@@ -96,18 +103,35 @@ struct State {
     const char* core = "AIV";  // "AIV" | "AIC": the core type this program runs on
     uint64_t pipe_cursor = 0;  // TPipe::InitBuffer allocation cursor in UB (bytes)
     uint64_t cursors[kNumSpaces] = {0, 0, 0, 0, 0};  // ... in the Cube memories
-    std::FILE* trace = nullptr;
-    std::vector<GmRegion> gm;
     std::map<std::pair<int, int32_t>, int> pending;  // (HardEvent, id) -> outstanding sets
 };
 
 inline State& st() {
-    static State s;
+    thread_local State s;
+    return s;
+}
+
+// Shared by every core program: the GM registry (written before the grid runs), the trace file
+// and the cross-core flag counters (mode 2: per block, per receiving core type, per flag id).
+struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::FILE* trace = nullptr;
+    std::vector<GmRegion> gm;
+    std::map<std::tuple<int64_t, std::string, int>, int> cross;  // (block, to core, flag) -> count
+    // (block, core) -> kRunning, kDone, or the flag id it waits on (>= 0)
+    std::map<std::pair<int64_t, std::string>, int> state;
+};
+constexpr int kRunning = -1;
+constexpr int kDone = -2;
+
+inline Shared& shared() {
+    static Shared s;
     return s;
 }
 
 [[noreturn]] inline void fail(const char* file, int line, const std::string& msg) {
-    std::fflush(st().trace);
+    if (shared().trace) std::fflush(shared().trace);
     std::fprintf(stderr, "ascendsched CPU runtime: %s:%d: block %lld: %s\n", file, line,
                  static_cast<long long>(st().block), msg.c_str());
     std::fflush(stderr);
@@ -174,12 +198,12 @@ inline void ub_store(uint64_t addr, T v) {
 
 // ----------------------------------------------------------------------------- GM registry
 inline void register_gm(const std::string& name, const uint8_t* base, uint64_t bytes) {
-    st().gm.push_back(GmRegion{name, base, bytes});
+    shared().gm.push_back(GmRegion{name, base, bytes});
 }
 
 inline Access gm_access(const char* file, int line, const void* ptr, uint64_t bytes) {
     const uint8_t* p = static_cast<const uint8_t*>(ptr);
-    for (const GmRegion& r : st().gm) {
+    for (const GmRegion& r : shared().gm) {
         if (p >= r.base && p + bytes <= r.base + r.bytes) {
             uint64_t lo = static_cast<uint64_t>(p - r.base);
             return Access{"GM:" + r.name, lo, lo + bytes};
@@ -199,6 +223,8 @@ struct Record {
     const char* dst = nullptr;
     bool has_id = false;
     int32_t id = 0;
+    bool has_flag = false;  // cross-core flag id
+    int32_t flag = 0;
     std::string label;
 };
 
@@ -252,9 +278,12 @@ inline void emit(Record r) {
                        ", \"src\": " + (r.src ? json_str(r.src) : "null") +
                        ", \"dst\": " + (r.dst ? json_str(r.dst) : "null") +
                        ", \"id\": " + (r.has_id ? S(r.id) : "null") +
-                       ", \"flag\": null, \"label\": " + json_str(r.label) + "}\n";
+                       ", \"flag\": " + (r.has_flag ? S(r.flag) : "null") +
+                       ", \"label\": " + json_str(r.label) + "}\n";
     ++s.seq;
-    if (s.trace) std::fputs(line.c_str(), s.trace);
+    Shared& sh = shared();
+    std::lock_guard<std::mutex> lock(sh.mu);
+    if (sh.trace) std::fputs(line.c_str(), sh.trace);
 }
 
 inline std::string label(const char* api, const char* file, int line) {
@@ -266,8 +295,8 @@ inline std::string label(const char* api, const char* file, int line) {
 
 // ----------------------------------------------------------------------------- launch
 inline void open_trace(const char* path) {
-    st().trace = std::fopen(path, "w");
-    if (!st().trace) {
+    shared().trace = std::fopen(path, "w");
+    if (!shared().trace) {
         std::fprintf(stderr, "ascendsched CPU runtime: cannot write trace %s\n", path);
         std::exit(2);
     }
@@ -294,11 +323,87 @@ inline void begin_block(int64_t block, int64_t block_num, const char* core = "AI
 
 inline void check_flags_drained();  // defined in kernel_operator.h (needs HardEvent names)
 
-inline void end_block() { check_flags_drained(); }
+inline void end_block() {
+    check_flags_drained();
+    Shared& sh = shared();
+    std::lock_guard<std::mutex> lock(sh.mu);
+    sh.state[{st().block, st().core}] = kDone;
+    sh.cv.notify_all();
+}
+
+// Runs block `block` of the grid: the program of every core type in `cores` ("AIC", "AIV"),
+// each with fresh memories; with two core types on two threads, so that cross-core flags
+// (CrossCoreSetFlag / CrossCoreWaitFlag, mode 2) can pass between them.
+template <typename F>
+inline void run_block(int64_t block, int64_t block_num, std::initializer_list<const char*> cores, F kernel) {
+    {
+        Shared& sh = shared();
+        std::lock_guard<std::mutex> lock(sh.mu);
+        for (const char* c : cores) sh.state[{block, c}] = kRunning;
+    }
+    auto one = [&](const char* core) {
+        begin_block(block, block_num, core);
+        kernel();
+        end_block();
+    };
+    if (cores.size() == 1) {
+        one(*cores.begin());
+        return;
+    }
+    std::vector<std::thread> threads;
+    for (const char* c : cores) threads.emplace_back(one, c);
+    for (std::thread& t : threads) t.join();
+}
+
+// Cross-core flags, mode 2 (docs CrossCoreSetFlag(ISASI) / CrossCoreWaitFlag(ISASI)): a set
+// increments the counter of flagId on the other core type of the same block; a wait blocks
+// while its counter is 0, then decrements it. A counter holds at most 15 (more is a hardware
+// exception). A wait that no running core of the block can release is a deadlock.
+inline void cross_set(const char* file, int line, int flag) {
+    Shared& sh = shared();
+    const std::string to = is_aic() ? "AIV" : "AIC";
+    std::unique_lock<std::mutex> lock(sh.mu);
+    int& c = sh.cross[{st().block, to, flag}];
+    if (c >= 15) {
+        lock.unlock();
+        fail(file, line, "CrossCoreSetFlag(" + S(flag) + "): the " + to + " counter of flag " + S(flag) +
+                             " already holds 15 sets: one more raises a hardware exception");
+    }
+    ++c;
+    sh.cv.notify_all();
+}
+
+inline void cross_wait(const char* file, int line, int flag) {
+    Shared& sh = shared();
+    const int64_t block = st().block;
+    const std::string me = st().core;
+    std::unique_lock<std::mutex> lock(sh.mu);
+    sh.state[{block, me}] = flag;
+    while (sh.cross[{block, me, flag}] == 0) {
+        bool can_progress = false;
+        std::string others;
+        for (const auto& kv : sh.state) {
+            if (kv.first.first != block || kv.first.second == me) continue;
+            const int w = kv.second;
+            others += " " + kv.first.second + (w == kDone ? " finished" : w == kRunning ? " runs" :
+                                               " waits on flag " + S(w));
+            if (w == kRunning || (w >= 0 && sh.cross[{block, kv.first.second, w}] > 0)) can_progress = true;
+        }
+        if (!can_progress) {
+            lock.unlock();
+            fail(file, line, "CrossCoreWaitFlag(" + S(flag) + ") can never be released: cross-core deadlock (" +
+                                 me + " waits;" + others + ")");
+        }
+        sh.cv.wait_for(lock, std::chrono::milliseconds(20));
+    }
+    --sh.cross[{block, me, flag}];
+    sh.state[{block, me}] = kRunning;
+    sh.cv.notify_all();
+}
 
 inline void close_trace() {
-    if (st().trace) std::fclose(st().trace);
-    st().trace = nullptr;
+    if (shared().trace) std::fclose(shared().trace);
+    shared().trace = nullptr;
 }
 
 }  // namespace ascendsched_rt

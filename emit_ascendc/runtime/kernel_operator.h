@@ -404,14 +404,41 @@ inline void PipeBarrier(ASCENDSCHED_LOC) {
     rt::emit(r);
 }
 
+// include/basic_api/kernel_operator_block_sync_intf.h; docs CrossCoreSetFlag(ISASI),
+// CrossCoreWaitFlag(ISASI): modes 0/1/2 take pipes V, M, MTE1, MTE2, MTE3, FIX (not S, ALL) and
+// flag ids 0..15; on 910B a wait blocks every pipe of its core (its template args have no
+// effect). Only mode 2 (the AIC and the AIV of one block, KERNEL_TYPE_MIX_AIC_1_1) is modelled.
 template <uint8_t modeId, pipe_t pipe>
 inline void CrossCoreSetFlag(uint16_t flagId, ASCENDSCHED_LOC) {
-    rt::fail(file_, line_, "CrossCoreSetFlag(" + rt::S(flagId) + "): cross-core flags are not modelled by the CPU runtime");
+    if (modeId != 2) {
+        rt::fail(file_, line_, "CrossCoreSetFlag<" + rt::S(modeId) + ">: only mode 2 (AIC <-> AIV of one block) is "
+                               "modelled by the CPU runtime");
+    }
+    if (pipe == PIPE_S || pipe == PIPE_ALL) {
+        rt::fail(file_, line_, std::string("CrossCoreSetFlag: PIPE_") + pipe_name(pipe) + " is not supported in mode 2");
+    }
+    if (flagId > 15) rt::fail(file_, line_, "CrossCoreSetFlag(" + rt::S(flagId) + "): flag ids are 0..15");
+    rt::cross_set(file_, line_, flagId);
+    rt::Record r;
+    r.op = "cross_set";
+    r.pipe = pipe_name(pipe);
+    r.has_flag = true;
+    r.flag = flagId;
+    r.label = rt::label("CrossCoreSetFlag", file_, line_);
+    rt::emit(r);
 }
 
 template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
 inline void CrossCoreWaitFlag(uint16_t flagId, ASCENDSCHED_LOC) {
-    rt::fail(file_, line_, "CrossCoreWaitFlag(" + rt::S(flagId) + "): cross-core flags are not modelled by the CPU runtime");
+    if (flagId > 15) rt::fail(file_, line_, "CrossCoreWaitFlag(" + rt::S(flagId) + "): flag ids are 0..15");
+    rt::cross_wait(file_, line_, flagId);
+    rt::Record r;
+    r.op = "cross_wait";
+    r.pipe = pipe_name(pipe);
+    r.has_flag = true;
+    r.flag = flagId;
+    r.label = rt::label("CrossCoreWaitFlag", file_, line_);
+    rt::emit(r);
 }
 
 // ============================================================================ DMA (MTE2 / MTE3)

@@ -169,7 +169,7 @@ def test_cube_calls_carry_the_ir_params(built, tmp_path):
 
 def test_cpu_driver_runs_the_aic_program(built):
     main = built["fp16_blocks"].project.cpu_main.read_text()
-    assert 'for (const char* core : {"AIC"})' in main
+    assert "ascendsched_rt::run_block(block, blockDim, {\"AIC\"}, [&] { fp16_blocks(" in main
     assert "-DASCENDSCHED_L0C_USABLE=131072" in " ".join(built["fp16_blocks"].project.cpu_defines)
 
 

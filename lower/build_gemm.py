@@ -15,12 +15,12 @@ Padding (lower/ir.py "Cube"): tiles are whole fractals on chip; Mmad uses the fu
 (pad rows of A and pad columns of B only reach pad entries of C, which Fixpipe never writes) and
 the exact k of each step (Mmad ignores K padding), so no pad bytes need zeroing. m is at least 16,
 never 1 (GEMV mode). Tiles at the M/N edges differ from full tiles only in the GM-side sizes of
-their copies and Fixpipe: those instructions get one guarded version per case.
+their copies and Fixpipe: the tile body gets one guarded version per edge case.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ascendsched.errors import CapacityError, UnsupportedError
 from ascendsched.lower.ir import (
@@ -91,6 +91,8 @@ class _Tile:
     mi: Affine
     ni: Affine
     t: Affine  # persistent-loop iteration (for buffer copy counters)
+    mv: int = 0  # valid rows and columns of this tile version
+    nv: int = 0
 
 
 class _Builder:
@@ -190,10 +192,10 @@ class _Builder:
             return _Tile(b, mi, ni, tt)
 
         if last == w:
-            return self._tile_body(coords(r, r.floordiv(w * cols), w))
+            return self._versions(coords(r, r.floordiv(w * cols), w))
         split = (groups - 1) * w * cols
-        full = self._tile_body(coords(r, r.floordiv(w * cols), w))
-        tail = self._tile_body(coords(r, Affine(groups - 1), last))
+        full = self._versions(coords(r, r.floordiv(w * cols), w))
+        tail = self._versions(coords(r, Affine(groups - 1), last))
         out: list[Stmt] = []
         if split > 0:
             out.append(If((Cond(r, "<=", split - 1),), tuple(full), f"swizzle strips of {w}"))
@@ -201,6 +203,27 @@ class _Builder:
         return out
 
     # ----------------------------------------------------------------- one output tile
+    def _versions(self, tile: _Tile) -> list[Stmt]:
+        """One guarded copy of the tile body per edge case (interior / last M tile x interior /
+        last N tile): only the GM-side sizes differ, and each loop body stays straight-line."""
+        sp, t = self.sp, self.t
+        mtail = sp.m - (t.mt - 1) * t.tm
+        ntail = sp.n - (t.nt - 1) * t.tn
+        ms = [(t.tm, Cond(tile.mi, "<=", t.mt - 2)), (mtail, Cond(tile.mi, ">=", t.mt - 1))] \
+            if mtail != t.tm and t.mt > 1 else [(mtail, None)]
+        ns = [(t.tn, Cond(tile.ni, "<=", t.nt - 2)), (ntail, Cond(tile.ni, ">=", t.nt - 1))] \
+            if ntail != t.tn and t.nt > 1 else [(ntail, None)]
+        out: list[Stmt] = []
+        for mv, mc in ms:
+            for nv, nc in ns:
+                body = self._tile_body(replace(tile, mv=mv, nv=nv))
+                conds = tuple(c for c in (mc, nc) if c is not None)
+                if conds:
+                    out.append(If(conds, tuple(body), f"{mv} x {nv} tile"))
+                else:
+                    out.extend(body)
+        return out
+
     def _tile_body(self, tile: _Tile) -> list[Stmt]:
         t = self.t
         body: list[Stmt] = []
@@ -256,29 +279,25 @@ class _Builder:
     # ----------------------------------------------------------------- GM -> L1 (Nd2Nz)
     def _copy_a(self, tile: _Tile, kt: Affine, kv: int, l1copy: Affine) -> list[Stmt]:
         sp, t = self.sp, self.t
-        mtail = sp.m - (t.mt - 1) * t.tm
         batch = tile.b * (sp.m * sp.k)
         if sp.trans_a:  # GM (K, M): rows k, columns m; L1 (K, M) nz with tk rows
             off = batch + kt * (t.tk * sp.m) + tile.mi * t.tm
-            return self._edge(tile.mi, t.mt, mtail != t.tm, lambda mv: self._nd2nz(
-                "a_l1", sp.a, off, l1copy, kv, mv, sp.m, t.tk, f"A^T tile {kv} x {mv}"),
-                t.tm, mtail)
+            return [self._nd2nz("a_l1", sp.a, off, l1copy, kv, tile.mv, sp.m, t.tk,
+                                f"A^T tile {kv} x {tile.mv}")]
         off = batch + tile.mi * (t.tm * sp.k) + kt * t.tk
-        return self._edge(tile.mi, t.mt, mtail != t.tm, lambda mv: self._nd2nz(
-            "a_l1", sp.a, off, l1copy, mv, kv, sp.k, t.tm, f"A tile {mv} x {kv}"), t.tm, mtail)
+        return [self._nd2nz("a_l1", sp.a, off, l1copy, tile.mv, kv, sp.k, t.tm,
+                            f"A tile {tile.mv} x {kv}")]
 
     def _copy_b(self, tile: _Tile, kt: Affine, kv: int, l1copy: Affine) -> list[Stmt]:
         sp, t = self.sp, self.t
-        ntail = sp.n - (t.nt - 1) * t.tn
         batch = tile.b * (sp.n * sp.k) if sp.b_batched else Affine()
         if sp.trans_b:  # GM (N, K): rows n, columns k; L1 (N, K) nz with tn rows
             off = batch + tile.ni * (t.tn * sp.k) + kt * t.tk
-            return self._edge(tile.ni, t.nt, ntail != t.tn, lambda nv: self._nd2nz(
-                "b_l1", sp.b, off, l1copy, nv, kv, sp.k, t.tn, f"B^T tile {nv} x {kv}"),
-                t.tn, ntail)
+            return [self._nd2nz("b_l1", sp.b, off, l1copy, tile.nv, kv, sp.k, t.tn,
+                                f"B^T tile {tile.nv} x {kv}")]
         off = batch + kt * (t.tk * sp.n) + tile.ni * t.tn
-        return self._edge(tile.ni, t.nt, ntail != t.tn, lambda nv: self._nd2nz(
-            "b_l1", sp.b, off, l1copy, kv, nv, sp.n, t.tk, f"B tile {kv} x {nv}"), t.tn, ntail)
+        return [self._nd2nz("b_l1", sp.b, off, l1copy, kv, tile.nv, sp.n, t.tk,
+                            f"B tile {kv} x {tile.nv}")]
 
     def _nd2nz(self, l1: str, gm: str, off: Affine, l1copy: Affine, rows: int, cols: int,
                src_cols: int, l1_rows: int, what: str) -> Instr:
@@ -289,16 +308,6 @@ class _Builder:
             "copy_gm_l1", ((l1, 0, l1copy, d), (gm, off, 0, d)), comment=what,
             ndNum=1, nValue=rows, dValue=cols, srcNdMatrixStride=0, srcDValue=src_cols,
             dstNzC0Stride=l1_rows, dstNzNStride=1, dstNzMatrixStride=0)
-
-    def _edge(self, coord: Affine, count: int, has_tail: bool, make, full: int, tail: int
-              ) -> list[Stmt]:
-        """``make(size)`` for interior tiles and ``make(tail)`` for the last, guarded."""
-        if not has_tail:
-            return [make(full)]
-        if count == 1:
-            return [make(tail)]
-        return [If((Cond(coord, "<=", count - 2),), (make(full),), "interior tile"),
-                If((Cond(coord, ">=", count - 1),), (make(tail),), "edge tile")]
 
     # ----------------------------------------------------------------- L1 -> L0
     def _load_a(self, kk: Affine, ks: int, l1copy: Affine, l0copy: Affine) -> list[Stmt]:
@@ -403,28 +412,12 @@ class _Builder:
     # ----------------------------------------------------------------- L0C -> GM
     def _fixpipe(self, tile: _Tile, ccopy: Affine) -> list[Stmt]:
         sp, t = self.sp, self.t
-        mtail = sp.m - (t.mt - 1) * t.tm
-        ntail = sp.n - (t.nt - 1) * t.tn
         off = tile.b * (sp.m * sp.n) + tile.mi * (t.tm * sp.n) + tile.ni * t.tn
-
-        def make(mv: int, nv: int) -> Instr:
-            return make_cube_instr(
-                "fixpipe", ((sp.c, off, 0, sp.out_dtype), ("c_l0", 0, ccopy, sp.acc_dtype)),
-                comment=f"C tile {mv} x {nv} (NZ -> ND, {self.quant})",
-                nSize=nv, mSize=mv, srcStride=t.tm, dstStride=sp.n, quantPre=self.quant,
-                reluEn=False, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0)
-
-        ms = [(t.tm, Cond(tile.mi, "<=", t.mt - 2)), (mtail, Cond(tile.mi, ">=", t.mt - 1))] \
-            if mtail != t.tm and t.mt > 1 else [(mtail, None)]
-        ns = [(t.tn, Cond(tile.ni, "<=", t.nt - 2)), (ntail, Cond(tile.ni, ">=", t.nt - 1))] \
-            if ntail != t.tn and t.nt > 1 else [(ntail, None)]
-        out: list[Stmt] = []
-        for mv, mc in ms:
-            for nv, nc in ns:
-                conds = tuple(c for c in (mc, nc) if c is not None)
-                ins = make(mv, nv)
-                out.append(If(conds, (ins,), "edge tile") if conds else ins)
-        return out
+        return [make_cube_instr(
+            "fixpipe", ((sp.c, off, 0, sp.out_dtype), ("c_l0", 0, ccopy, sp.acc_dtype)),
+            comment=f"C tile {tile.mv} x {tile.nv} (NZ -> ND, {self.quant})",
+            nSize=tile.nv, mSize=tile.mv, srcStride=t.tm, dstStride=sp.n, quantPre=self.quant,
+            reluEn=False, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0)]
 
 
 def _mod2(e: Affine) -> Affine:

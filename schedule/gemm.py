@@ -251,6 +251,12 @@ class GemmSchedule:
                  f"{self.spec.out_dtype}), {t.l0c_copies} L0C copies"]
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        return f"<{str(self).replace(chr(10) + '  ', '')} of {self.spec}>"
+
+    def _repr_pretty_(self, p, cycle: bool) -> None:  # noqa: ANN001 (IPython/hypothesis)
+        p.text(repr(self))
+
     def __str__(self) -> str:
         lines = [f"GemmSchedule({self.algo.name})"]
         for d in self.directives:

@@ -404,6 +404,11 @@ inline void PipeBarrier(ASCENDSCHED_LOC) {
     rt::emit(r);
 }
 
+// SetSyncBaseAddr(uint64_t config): the FFTS base address cross-core flags use when a mix kernel
+// is launched with <<<>>> (catlass kernels call AscendC::SetSyncBaseAddr(fftsAddr) first; host
+// rtGetC2cCtrlAddr). The CPU runtime's flags need no base: accepted and ignored.
+inline void SetSyncBaseAddr(uint64_t config) { (void)config; }
+
 // include/basic_api/kernel_operator_block_sync_intf.h; docs CrossCoreSetFlag(ISASI),
 // CrossCoreWaitFlag(ISASI): modes 0/1/2 take pipes V, M, MTE1, MTE2, MTE3, FIX (not S, ALL) and
 // flag ids 0..15; on 910B a wait blocks every pipe of its core (its template args have no
@@ -418,14 +423,14 @@ inline void CrossCoreSetFlag(uint16_t flagId, ASCENDSCHED_LOC) {
         rt::fail(file_, line_, std::string("CrossCoreSetFlag: PIPE_") + pipe_name(pipe) + " is not supported in mode 2");
     }
     if (flagId > 15) rt::fail(file_, line_, "CrossCoreSetFlag(" + rt::S(flagId) + "): flag ids are 0..15");
-    rt::cross_set(file_, line_, flagId);
-    rt::Record r;
+    rt::Record r;  // recorded before the counter moves: the file lists a set before its wait
     r.op = "cross_set";
     r.pipe = pipe_name(pipe);
     r.has_flag = true;
     r.flag = flagId;
     r.label = rt::label("CrossCoreSetFlag", file_, line_);
     rt::emit(r);
+    rt::cross_set(file_, line_, flagId);
 }
 
 template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>

@@ -92,6 +92,13 @@ def test_mix_kernel_text(built):
     assert "CrossCoreSetFlag<2, PIPE_FIX>(0);" in s[aic:aiv]
     assert "CrossCoreWaitFlag<2, PIPE_MTE2>(0);" in s[aiv:]
     assert "ws_gm.SetGlobalBuffer((__gm__ float*)workspace + 0, 1551);" in s
+    # cross-core flags under <<<>>>: the FFTS base address comes first and is set first
+    assert 'void gemm_relu_mix(uint64_t fftsAddr, GM_ADDR a, GM_ADDR b, GM_ADDR y,' in s
+    assert s.index("SetSyncBaseAddr(fftsAddr);") < aic
+    host = built["ok"][1].host_main.read_text()
+    assert "rtGetC2cCtrlAddr(&fftsAddr, &fftsLen)" in host and '#include "runtime/rt_ffts.h"' in host
+    assert "ACLRT_LAUNCH_KERNEL(gemm_relu_mix)(blockDim, stream, fftsAddr, aDevice," in host
+    assert "runtime  # rtGetC2cCtrlAddr" in built["ok"][1].cmake.read_text()
 
 
 def test_mix_kernel_runs_both_cores(built):

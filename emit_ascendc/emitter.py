@@ -882,7 +882,20 @@ def _cmake_vars(k: Kernel) -> dict[str, str]:
     return {"name": k.name, "soc_version": _SOC_VERSION.get(k.target.name, "Ascend910B2"),
             "target": k.target.name, "npu_arch": k.target.npu_arch,
             "extra_libs": "    runtime  # rtGetC2cCtrlAddr (cross-core flags)\n" if _uses_ffts(k)
-            else ""}
+            else "", "cores_note": _cores_note(k)}
+
+
+def _cores_note(k: Kernel) -> str:
+    cores = _cores(k)
+    if cores == (CoreType.AIC,):
+        return (f"Cube only (`KERNEL_TYPE_AIC_ONLY`): blockDim = {k.block_dim} launches "
+                f"{k.block_dim} Cube cores (the 910B2 has {k.target.num_aic}).")
+    if cores == (CoreType.AIC, CoreType.AIV):
+        return ("mix (`KERNEL_TYPE_MIX_AIC_1_1`): each of the blockDim blocks runs one Cube and one "
+                "Vector core" + ("; the kernel's first argument is the FFTS base address "
+                                 "(`rtGetC2cCtrlAddr`) for its cross-core flags." if _uses_ffts(k)
+                                 else "."))
+    return (f"Vector only (`KERNEL_TYPE_AIV_ONLY`): blockDim = {k.block_dim} Vector cores.")
 
 
 def _cpu_main(k: Kernel, fields: list[tuple[str, int]]) -> str:

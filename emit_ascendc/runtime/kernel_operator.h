@@ -395,8 +395,22 @@ inline const char* pipe_name(pipe_t p) {
     return "?";
 }
 
+// The pipes of each core type on 910B (shared/ASCEND_910B.md "Pipes and data paths"): the AIV
+// has V, MTE2, MTE3, S; the AIC has MTE1, MTE2, M, FIX, S (MTE3 appears in AIC HardEvents too).
+inline bool pipe_on_core(pipe_t p, bool aic) {
+    switch (p) {
+        case PIPE_V: return !aic;
+        case PIPE_M: case PIPE_MTE1: case PIPE_FIX: return aic;
+        default: return true;
+    }
+}
+
 template <pipe_t pipe>
 inline void PipeBarrier(ASCENDSCHED_LOC) {
+    if (!pipe_on_core(pipe, rt::is_aic())) {
+        rt::fail(file_, line_, std::string("PipeBarrier<PIPE_") + pipe_name(pipe) + ">: the " + rt::st().core +
+                                   " has no " + pipe_name(pipe) + " pipe");
+    }
     rt::Record r;
     r.op = "barrier";
     r.pipe = pipe_name(pipe);

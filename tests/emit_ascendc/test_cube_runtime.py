@@ -244,6 +244,7 @@ static std::map<std::string, std::function<void()>> cases() {
         Add(B.l1.Get<half>(), B.l1.Get<half>(), B.l1.Get<half>(), 128, 1, BinaryRepeatParams()); }); };
     m["ub_copy_into_l1"] = [] { small_setup([](Bufs& B, GlobalTensor<half>& a, GlobalTensor<half>&) {
         DataCopy(B.l1.Get<half>(), a, 64); }); };
+    m["pipe_v_barrier_on_aic"] = [] { PipeBarrier<PIPE_V>(); };
     return m;
 }
 
@@ -481,6 +482,7 @@ def test_gemm_bf16_accumulates_over_k(harness, tmp_path):
     ("mmad_operand_in_l1", r"Mmad: fm is a LocalTensor in L1, but must be in L0A \(TPosition A2\)"),
     ("vector_on_l1", r"Add: dst is a LocalTensor in L1: vector instructions and GM<->UB copies work on UB"),
     ("ub_copy_into_l1", r"DataCopy: dst is a LocalTensor in L1; this DataCopy overload moves GM <-> UB"),
+    ("pipe_v_barrier_on_aic", r"PipeBarrier<PIPE_V>: the AIC has no V pipe"),
 ])
 def test_documented_rules_abort(harness, tmp_path, case, message):
     p = _run(harness, case, tmp_path, {})

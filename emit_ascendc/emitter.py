@@ -61,8 +61,10 @@ from ascendsched.lower.ir import (
     Kernel,
     Region,
     Stmt,
+    cube_footprints,
     cube_params,
     iter_instrs,
+    squeeze_dims,
 )
 from ascendsched.target.model import CoreType, Pipe, Scope, Target
 
@@ -712,8 +714,21 @@ def _cbool(v: object) -> str:
 
 
 def _cube_args(p: _KernelPrinter, i: Instr) -> dict:
-    """The validated API params (lower/ir.py cube_params: all present, in documented ranges)."""
-    return cube_params(i)
+    """The validated API params (lower/ir.py cube_params: all present, in documented ranges).
+
+    The printed call moves the bytes its params imply, while the polyhedral analysis and the
+    syncs used the regions' dims: they must describe the same box (ir.cube_footprints).
+    """
+    a = cube_params(i)
+    regions = i.writes + i.reads
+    boxes = cube_footprints(i.op, a, tuple(p.k.dtype_of(r.tensor) for r in regions))
+    for r, box in zip(regions, boxes, strict=True):
+        if squeeze_dims(r.dims) != squeeze_dims(box):
+            raise InternalCompilerError(
+                f"kernel {p.k.name}: `{i}`: region {r} disagrees with the footprint "
+                f"{[tuple(d) for d in box]} its params imply; build cube instructions with "
+                "ir.make_cube_instr")
+    return a
 
 
 def _copy_gm_l1(p: _KernelPrinter, i: Instr) -> None:

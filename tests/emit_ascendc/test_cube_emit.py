@@ -221,3 +221,15 @@ def test_gemv_mode_m_aborts(built):
     with pytest.raises(KernelAbort, match=r"fp16_single_kernel\.cpp:\d+: block 0: Mmad: m == 1 "
                                           r"switches the Cube into GEMV mode"):
         run_cpu(b.binary, b.kernel, _single_inputs())
+
+
+def test_region_that_disagrees_with_its_params_is_not_emitted(tmp_path):
+    from ascendsched.errors import InternalCompilerError
+    from tests.cube_fixtures import mutate
+
+    # repeatTimes changed without re-deriving the region: the analysis saw 5 fractals, the call
+    # would move 4
+    bad = mutate(gemm_kernel(CASES["fp16_single"]), "load_l0a", 0, keep_dims=True, repeatTimes=4)
+    with pytest.raises(InternalCompilerError, match=r"disagrees with the footprint .* its params "
+                                                    r"imply; build cube instructions with"):
+        emit_project(_final(bad), tmp_path)

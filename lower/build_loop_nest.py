@@ -131,6 +131,7 @@ class _Builder:
     def __init__(self, sched: Schedule, target: Target) -> None:
         self.s = sched
         self.t = target
+        self.padded: set[str] = set()  # buffers grown by one repeat for Compare's over-read
         self.algo = sched.algo
         if len(self.algo.outputs) != 1:
             raise UnsupportedError(
@@ -551,13 +552,28 @@ class _ExprGen:
         dst, ca, cb, a, b = regs
         rows, cols = dst.dims[0].extent, dst.dims[1].extent
         dt = self.b.buffers[ca.tensor].dtype
-        per_rep = self.t.repeat_bytes // dt.bytes // 8  # mask bytes one repeat writes
+        lanes = self.t.repeat_bytes // dt.bytes
+        per_rep = lanes // 8  # mask bytes one repeat writes
         mask = f"{self.stage}_mask"
         self.b._alloc(mask, uint8, rows * per_rep, 1, (rows, per_rep),
                       f"compare mask of {self.stage} (1 bit per element)")
+        # The 910B Compare ignores its mask: each repeat reads all 256 B of both operands and
+        # writes 256 / sizeof(T) bits (emit_ascendc/runtime/kernel_operator.h, Compare). The
+        # compare reads whole repeats (operand buffers padded by one repeat so the over-read
+        # stays inside them) and writes whole mask rows; the select reads its lanes' bits.
+        full = Region(mask, Affine(), (Dim(rows, per_rep), Dim(per_rep, 1)))
         m = Region(mask, Affine(), (Dim(rows, per_rep), Dim(-(-cols // 8), 1)))
-        return [Instr("vec_cmp", Pipe.V, (m,), (ca, cb), attrs, comment + " (compare)"),
+        wide = tuple(self._whole_repeats(r, lanes) for r in (ca, cb))
+        return [Instr("vec_cmp", Pipe.V, (full,), wide, attrs, comment + " (compare)"),
                 Instr("vec_select", Pipe.V, (dst,), (m, a, b), (), comment + " (select)")]
+
+    def _whole_repeats(self, r: Region, lanes: int) -> Region:
+        rows, col = r.dims
+        if col.stride != 0 and r.tensor not in self.b.padded:
+            buf = self.b.buffers[r.tensor]
+            self.b.buffers[r.tensor] = replace(buf, elems=buf.elems + lanes)
+            self.b.padded.add(r.tensor)
+        return replace(r, dims=(rows, Dim(lanes, col.stride)))
 
     def reduce(self, e: Reduce, dst: Val | None) -> Val:
         if len(e.axes) != 1:
@@ -748,7 +764,9 @@ class _ExprGen:
             src = self.full(x, tuple(outer), f"rows of {x.buf}")
         per = self.t.elems_per_block(x.dtype.bytes)
         g = self.t.brcb_elems_per_repeat
-        n8 = -(-rows // g) * g
+        # one value for every row: one Brcb repeat (its first block holds the value in every
+        # lane) read with row stride 0; Brcb itself needs a contiguous source
+        n8 = -(-rows // g) * g if x.varying() else g
         self.v.temps += 1
         name = f"{self.stage}_brcb{self.v.temps}"
         self.b._alloc(name, x.dtype, n8 * per, 1, (n8, per),
@@ -766,12 +784,11 @@ class _ExprGen:
             self.v.instrs.append(Instr(
                 "vec_brcb", Pipe.V,
                 (Region(name, Affine(r0 * per), (Dim(nr, per), Dim(per, 1))),),
-                (Region(src.buf, src.offset + r0 * (1 if x.varying() else 0),
-                        (Dim(nr, 1 if x.varying() else 0), Dim(1, 1)), src.copy),),
+                (Region(src.buf, src.offset + r0, (Dim(nr, 1), Dim(1, 1)), src.copy),),
                 comment=f"{self.stage}: broadcast {x.buf} per row"))
         strides = [0] * len(self.dom)
         acc = per
-        for a in reversed(outer):
+        for a in reversed(outer if x.varying() else []):
             strides[a] = acc
             acc *= self.dom[a].extent
         return Val(name, Affine(), x.dtype, Affine(), tuple(strides), block=True)

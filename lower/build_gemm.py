@@ -15,12 +15,13 @@ Padding (lower/ir.py "Cube"): tiles are whole fractals on chip; Mmad uses the fu
 (pad rows of A and pad columns of B only reach pad entries of C, which Fixpipe never writes) and
 the exact k of each step (Mmad ignores K padding), so no pad bytes need zeroing. m is at least 16,
 never 1 (GEMV mode). Tiles at the M/N edges differ from full tiles only in the GM-side sizes of
-their copies and Fixpipe: the tile body gets one guarded version per edge case.
+their copies and Fixpipe: each class of equal tiles (interior, M edge, N edge, corner; the last
+swizzle strip) gets its own persistent loop, so loop bodies are straight-line code.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ascendsched.errors import CapacityError, UnsupportedError
 from ascendsched.lower.ir import (
@@ -42,7 +43,7 @@ from ascendsched.lower.ir import (
     cube_c0,
     make_cube_instr,
 )
-from ascendsched.schedule.gemm import GemmSchedule, GemmTiling
+from ascendsched.schedule.gemm import GemmSchedule, GemmTiling, TileClass
 from ascendsched.target import CoreType, Scope, Target
 
 _QUANT = {("float32", "float16"): "F322F16", ("float32", "bfloat16"): "F322BF16",
@@ -154,76 +155,46 @@ class _Builder:
                       programs=(Program(CoreType.AIC, tuple(self._tiles())),),
                       target=self.target, notes=tuple(str(self.s).splitlines()))
 
-    # ----------------------------------------------------------------- tile loop + swizzle
+    # ----------------------------------------------------------------- persistent loops
     def _tiles(self) -> list[Stmt]:
-        t = self.t
-        if t.iters > 1:
-            var = "t"
-            idx = Affine.of("t") * t.cores + Affine.of(BLOCK_IDX)
-            tt = Affine.of("t")
-        else:
-            var = None
-            idx = Affine.of(BLOCK_IDX)
-            tt = Affine()
-        body = self._swizzled(idx, tt)
-        if t.iters * t.cores > t.tiles:  # some cores have one tile less
-            body = [If((Cond(idx, "<=", t.tiles - 1),), tuple(body), "persistent loop: tile < "
-                       f"{t.tiles}")]
-        if var is None:
-            return body
-        return [For(var, t.iters, tuple(body),
-                    f"persistent: tile t*{t.cores} + block_idx of {t.tiles}")]
+        """One persistent loop per tile class (schedule/gemm.py ``tile_classes``): tiles are
+        numbered across the classes and tile ``T`` runs on core ``T % cores``, so every loop
+        body is straight-line code with static sizes."""
+        out: list[Stmt] = []
+        base = 0
+        classes = self.s.tile_classes
+        for n, c in enumerate(classes):
+            var = "t" if len(classes) == 1 else f"t{n}"
+            out.extend(self._class_loop(c, var, base))
+            base += self.sp.batch * c.rows * c.cols
+        return out
 
-    def _swizzled(self, idx: Affine, tt: Affine) -> list[Stmt]:
-        t = self.t
-        per = t.mt * t.nt
+    def _class_loop(self, c: TileClass, var: str, base: int) -> list[Stmt]:
+        cores = self.t.cores
+        count = self.sp.batch * c.rows * c.cols
+        # this core's first tile of the class: T in [0, cores) with (base + T) % cores == core
+        shift = (cores - base % cores) % cores
+        first = Affine.of(BLOCK_IDX) if cores > 1 else Affine()
+        if shift:
+            first = (first + shift).modulo(cores)
+        iters = -(-count // cores)
+        tt = Affine.of(var) if iters > 1 else Affine()
+        idx = first + tt * cores
+        per = c.rows * c.cols
         b = idx.floordiv(per) if self.sp.batch > 1 else Affine()
         r = idx.modulo(per) if self.sp.batch > 1 else idx
-        w = t.swizzle.width
-        rows, cols = (t.mt, t.nt) if t.swizzle.direction == "m" else (t.nt, t.mt)
-        groups = -(-rows // w)
-        last = rows - (groups - 1) * w
-
-        def coords(r_: Affine, base_group: Affine, height: int) -> _Tile:
-            inner = r_ - base_group * (w * cols)
-            major = base_group * w + inner.modulo(height)
-            minor = inner.floordiv(height)
-            mi, ni = (major, minor) if t.swizzle.direction == "m" else (minor, major)
-            return _Tile(b, mi, ni, tt)
-
-        if last == w:
-            return self._versions(coords(r, r.floordiv(w * cols), w))
-        split = (groups - 1) * w * cols
-        full = self._versions(coords(r, r.floordiv(w * cols), w))
-        tail = self._versions(coords(r, Affine(groups - 1), last))
-        out: list[Stmt] = []
-        if split > 0:
-            out.append(If((Cond(r, "<=", split - 1),), tuple(full), f"swizzle strips of {w}"))
-        out.append(If((Cond(r, ">=", split),), tuple(tail), f"last swizzle strip ({last})"))
-        return out
+        mi, ni = c.coords(r) if per > 1 else (Affine(), Affine())
+        tile = _Tile(b, _aff(mi) + c.m0, _aff(ni) + c.n0, tt, c.mv, c.nv)
+        body = self._tile_body(tile)
+        what = (f"{c.label}: {count} tiles of {c.mv} x {c.nv}"
+                + (f", swizzle({c.width}, {c.direction!r})" if c.width > 1 else ""))
+        if iters * cores > count:
+            body = [If((Cond(idx, "<=", count - 1),), tuple(body), f"{what}: tile < {count}")]
+        if iters == 1:
+            return body
+        return [For(var, iters, tuple(body), f"persistent over {what}")]
 
     # ----------------------------------------------------------------- one output tile
-    def _versions(self, tile: _Tile) -> list[Stmt]:
-        """One guarded copy of the tile body per edge case (interior / last M tile x interior /
-        last N tile): only the GM-side sizes differ, and each loop body stays straight-line."""
-        sp, t = self.sp, self.t
-        mtail = sp.m - (t.mt - 1) * t.tm
-        ntail = sp.n - (t.nt - 1) * t.tn
-        ms = [(t.tm, Cond(tile.mi, "<=", t.mt - 2)), (mtail, Cond(tile.mi, ">=", t.mt - 1))] \
-            if mtail != t.tm and t.mt > 1 else [(mtail, None)]
-        ns = [(t.tn, Cond(tile.ni, "<=", t.nt - 2)), (ntail, Cond(tile.ni, ">=", t.nt - 1))] \
-            if ntail != t.tn and t.nt > 1 else [(ntail, None)]
-        out: list[Stmt] = []
-        for mv, mc in ms:
-            for nv, nc in ns:
-                body = self._tile_body(replace(tile, mv=mv, nv=nv))
-                conds = tuple(c for c in (mc, nc) if c is not None)
-                if conds:
-                    out.append(If(conds, tuple(body), f"{mv} x {nv} tile"))
-                else:
-                    out.extend(body)
-        return out
-
     def _tile_body(self, tile: _Tile) -> list[Stmt]:
         t = self.t
         body: list[Stmt] = []
@@ -432,3 +403,7 @@ def _mod2(e: Affine) -> Affine:
     if len(terms) == 1 and r.const == 0:
         return Affine.mod(terms[0][0], 2)
     return r.modulo(2)
+
+
+def _aff(x: Affine | int) -> Affine:
+    return Affine.of(x) if isinstance(x, int) else x

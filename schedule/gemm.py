@@ -90,6 +90,39 @@ def cube_geometry(target: Target) -> CubeGeometry:
 
 
 @dataclass(frozen=True)
+class TileClass:
+    """A ``rows x cols`` rectangle of tiles at tile ``(m0, n0)``, all ``mv x nv`` valid
+    elements, walked in strips of ``width`` along ``direction`` (``rows`` or ``cols`` is a
+    multiple of ``width``)."""
+
+    label: str
+    rows: int
+    cols: int
+    m0: int
+    n0: int
+    width: int
+    direction: str
+    mv: int
+    nv: int
+
+    def coords(self, r: int) -> tuple[int, int]:
+        """(m, n) tile offsets of the ``r``-th tile of the rectangle (ints or Affine)."""
+        w = self.width
+        span = w * (self.cols if self.direction == "m" else self.rows)
+        group, inner = _div(r, span), _mod(r, span)
+        major, minor = group * w + _mod(inner, w), _div(inner, w)
+        return (major, minor) if self.direction == "m" else (minor, major)
+
+
+def _div(x, d: int):  # noqa: ANN001, ANN202 -- int, or lower's Affine (floordiv)
+    return x // d if isinstance(x, int) else x.floordiv(d)
+
+
+def _mod(x, d: int):  # noqa: ANN001, ANN202
+    return x % d if isinstance(x, int) else x.modulo(d)
+
+
+@dataclass(frozen=True)
 class GemmTiling:
     """The resolved decisions: effective tile sizes (clamped), tile counts, copies, cores."""
 
@@ -224,17 +257,48 @@ class GemmSchedule:
                           -(-tiles // cores), self.copies("l1"), self.copies("l0"),
                           self.copies("l0c"), Swizzle(width, sw.direction))
 
+    @cached_property
+    def tile_classes(self) -> tuple[TileClass, ...]:
+        """The output tiles as rectangles of equal-size tiles, in execution order: interior
+        tiles in whole swizzle strips, the last (narrower) strip, the M-edge row, the N-edge
+        column, the corner. Each is one persistent loop in the kernel, with static sizes."""
+        t, sp = self.tiling, self.spec
+        mtail, ntail = sp.m - (t.mt - 1) * t.tm, sp.n - (t.nt - 1) * t.tn
+        mi = t.mt - 1 if mtail != t.tm else t.mt  # interior tile rows / columns
+        ni = t.nt - 1 if ntail != t.tn else t.nt
+        w, d = t.swizzle.width, t.swizzle.direction
+        out: list[TileClass] = []
+        if mi and ni:
+            major = mi if d == "m" else ni
+            full = major // w * w if w > 1 else major
+            if d == "m":
+                parts = [(full, ni, 0, 0, w), (mi - full, ni, full, 0, mi - full)]
+            else:
+                parts = [(mi, full, 0, 0, w), (mi, ni - full, 0, full, ni - full)]
+            out += [TileClass("interior", r, c, m0, n0, width, d, t.tm, t.tn)
+                    for r, c, m0, n0, width in parts if r and c]
+        if mi < t.mt and ni:
+            out.append(TileClass("M edge", 1, ni, mi, 0, 1, "m", mtail, t.tn))
+        if ni < t.nt and mi:
+            out.append(TileClass("N edge", mi, 1, 0, ni, 1, "m", t.tm, ntail))
+        if mi < t.mt and ni < t.nt:
+            out.append(TileClass("corner", 1, 1, mi, ni, 1, "m", mtail, ntail))
+        return tuple(out)
+
+    def tile_order(self) -> list[tuple[int, int, int]]:
+        """(batch, m tile, n tile) of every tile in execution order (tile T runs on core
+        T % cores)."""
+        order = []
+        for c in self.tile_classes:
+            for i in range(self.spec.batch * c.rows * c.cols):
+                b, r = divmod(i, c.rows * c.cols)
+                mi, ni = c.coords(r)
+                order.append((b, c.m0 + mi, c.n0 + ni))
+        return order
+
     def tile_coords(self, tile: int) -> tuple[int, int, int]:
-        """(batch, m tile, n tile) of tile number ``tile`` in the swizzled order."""
-        t = self.tiling
-        per = t.mt * t.nt
-        b, r = divmod(tile, per)
-        w, (rows, cols) = t.swizzle.width, ((t.mt, t.nt) if t.swizzle.direction == "m"
-                                           else (t.nt, t.mt))
-        group, inner = divmod(r, w * cols)
-        height = min(w, rows - group * w)
-        major, minor = group * w + inner % height, inner // height
-        return (b, major, minor) if t.swizzle.direction == "m" else (b, minor, major)
+        """(batch, m tile, n tile) of tile number ``tile`` in execution order."""
+        return self.tile_order()[tile]
 
     def loop_nest_text(self) -> str:
         """Pseudocode of the loops before lowering."""

@@ -46,7 +46,7 @@
 // outside m x k / k x n (docs Mmad: "其他无效数据在计算中会被忽略").
 #pragma once
 
-#include <set>
+#include <vector>
 
 // CCE global enum (docs Fixpipe_L0CToGM.md, FixpipeParamsV220::quantPre); used as
 // QuantMode_t::F322F16 in kernels.
@@ -242,16 +242,30 @@ inline rt::Access acc(uint8_t space, uint64_t lo, uint64_t bytes) {
     return rt::Access{rt::space_name(space), lo, lo + bytes};
 }
 
-// Bytes of a write set, for the documented "destinations must not overlap" rules.
+// Granules of one memory written by one call, for the documented "destinations must not
+// overlap" rules (a byte map over the memory: cheap next to the copy itself).
 struct WriteSet {
-    std::set<uint64_t> starts;
-    bool add(uint64_t lo, uint64_t bytes, uint64_t granule) {
-        for (uint64_t a = lo; a < lo + bytes; a += granule) {
-            if (!starts.insert(a).second) return false;
+    uint64_t granule;
+    std::vector<uint8_t> seen;
+    WriteSet(uint8_t space, uint64_t granule_) : granule(granule_), seen(rt::space_usable(space) / granule_ + 1, 0) {}
+    bool add(uint64_t lo, uint64_t bytes) {  // lo, bytes: multiples of the granule, in bounds
+        for (uint64_t a = lo / granule; a < (lo + bytes) / granule; ++a) {
+            if (seen[a]) return false;
+            seen[a] = 1;
         }
         return true;
     }
 };
+
+// Appends an access, extending the previous one when it continues it (most calls touch their
+// bytes in address order; the trace writer coalesces the rest).
+inline void push(std::vector<rt::Access>& v, rt::Access a) {
+    if (!v.empty() && v.back().hi == a.lo && v.back().space == a.space) {
+        v.back().hi = a.hi;
+        return;
+    }
+    v.push_back(std::move(a));
+}
 
 template <typename T> inline double to_double(T v) {
     if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>) return static_cast<double>(static_cast<float>(v));
@@ -270,8 +284,8 @@ template <typename T> inline void store(uint8_t space, uint64_t addr, T v) { std
 // columns at a time (independent chains; the ISA does not document the order of additions
 // inside one Mmad). The runtime's hottest loop; it walks only the runtime's own vectors of
 // m*k, n*k and m*n doubles, so it is exempt from the sanitizers (the kernel's memory accesses
-// are all checked before it runs).
-__attribute__((no_sanitize("address", "undefined")))
+// are all checked before it runs) and optimized even in the -O0 check builds.
+__attribute__((no_sanitize("address", "undefined"), optimize("O2")))
 inline void dots(const double* a, const double* bt, uint64_t m, uint64_t n, uint64_t k, double* out) {
     for (uint64_t r = 0; r < m; ++r) {
         const double* ar = a + r * k;
@@ -328,17 +342,17 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
     rt::Record rec;
     rec.op = "copy_gm_l1";
     rec.pipe = "MTE2";
-    cube::WriteSet written;
+    cube::WriteSet written(rt::kL1, cube::kC0Bytes);
     for (uint64_t i = 0; i < p.ndNum; ++i) {
         for (uint64_t r = 0; r < p.nValue; ++r) {
             const uint64_t gm_elem = i * p.srcNdMatrixStride + r * p.srcDValue;
             const uint8_t* g = detail::gm_bytes(src, gm_elem * sizeof(T), p.dValue * sizeof(T), api, file_, line_);
-            rec.reads.push_back(rt::gm_access(file_, line_, g, p.dValue * sizeof(T)));
+            cube::push(rec.reads, rt::gm_access(file_, line_, g, p.dValue * sizeof(T)));
             for (uint64_t c = 0; c < blocks; ++c) {
                 const uint64_t a = dst.addr_ + i * p.dstNzMatrixStride * sizeof(T) +
                                    (c * p.dstNzC0Stride + r * p.dstNzNStride) * cube::kC0Bytes;
                 rt::check_space(file_, line_, api, rt::kL1, a, cube::kC0Bytes);
-                if (!written.add(a, cube::kC0Bytes, cube::kC0Bytes)) {
+                if (!written.add(a, cube::kC0Bytes)) {
                     rt::fail(file_, line_, std::string(api) + ": the 32 B L1 block at " + cube::S(a) + " (matrix " +
                                                cube::S(i) + ", row " + cube::S(r) + ", column block " + cube::S(c) +
                                                ") is written twice: Nd2Nz destinations must not overlap "
@@ -347,7 +361,7 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
                 const uint64_t n = std::min<uint64_t>(c0, p.dValue - c * c0);
                 std::memset(cube::at(rt::kL1, a), 0, cube::kC0Bytes);
                 std::memcpy(cube::at(rt::kL1, a), g + c * c0 * sizeof(T), n * sizeof(T));
-                rec.writes.push_back(cube::acc(rt::kL1, a, cube::kC0Bytes));
+                cube::push(rec.writes, cube::acc(rt::kL1, a, cube::kC0Bytes));
             }
         }
     }
@@ -406,8 +420,8 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
         } else {
             std::memcpy(cube::at(dst.space_, d), frac.data(), cube::kFractal);
         }
-        rec.reads.push_back(cube::acc(rt::kL1, s, cube::kFractal));
-        rec.writes.push_back(cube::acc(dst.space_, d, cube::kFractal));
+        cube::push(rec.reads, cube::acc(rt::kL1, s, cube::kFractal));
+        cube::push(rec.writes, cube::acc(dst.space_, d, cube::kFractal));
     }
     rec.label = rt::label(api, file_, line_);
     rt::emit(rec);
@@ -437,12 +451,12 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
     rt::Record rec;
     rec.op = op;
     rec.pipe = "MTE1";
-    cube::WriteSet written;
+    cube::WriteSet written(dst.space_, cube::kFractal);
     std::vector<T> q(side * side), qt(side * side);
     for (uint64_t i = 0; i < p.repeatTimes; ++i) {
         const uint64_t s = src.addr_ + (p.startIndex + i * p.srcStride) * nfrac * cube::kFractal;
         rt::check_space(file_, line_, api, rt::kL1, s, nfrac * cube::kFractal);
-        rec.reads.push_back(cube::acc(rt::kL1, s, nfrac * cube::kFractal));
+        cube::push(rec.reads, cube::acc(rt::kL1, s, nfrac * cube::kFractal));
         // square Q[r][c]
         for (uint64_t f = 0; f < nfrac; ++f) {
             for (uint64_t r = 0; r < 16; ++r) {
@@ -460,7 +474,7 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
             const uint64_t d = dst.addr_ + (i * (1 + static_cast<uint64_t>(p.dstGap)) +
                                             f * (1 + static_cast<uint64_t>(p.dstFracGap))) * cube::kFractal;
             rt::check_space(file_, line_, api, dst.space_, d, cube::kFractal);
-            if (!written.add(d, cube::kFractal, cube::kFractal)) {
+            if (!written.add(d, cube::kFractal)) {
                 rt::fail(file_, line_, std::string(api) + ": the destination fractal at " + rt::space_name(dst.space_) +
                                            " " + cube::S(d) + " is written twice (dstGap/dstFracGap too small)");
             }
@@ -470,7 +484,7 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
                     cube::store<T>(dst.space_, d + (r * c0 + c) * sizeof(T), v);
                 }
             }
-            rec.writes.push_back(cube::acc(dst.space_, d, cube::kFractal));
+            cube::push(rec.writes, cube::acc(dst.space_, d, cube::kFractal));
         }
     }
     rec.label = rt::label(api, file_, line_);
@@ -545,11 +559,21 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
     };
     // A row-major (m x k) and B column-major (n x k), so each dot product walks contiguous memory
     std::vector<double> av(m * k), bt(n * k);
+    const uint8_t* l0a = rt::mem(rt::kL0A).data();
+    const uint8_t* l0b = rt::mem(rt::kL0B).data();
     for (uint64_t r = 0; r < m; ++r) {
-        for (uint64_t c = 0; c < k; ++c) av[r * k + c] = cube::to_double(cube::load<U>(rt::kL0A, a_addr(r, c)));
+        for (uint64_t c = 0; c < k; ++c) {
+            U v;
+            std::memcpy(&v, l0a + a_addr(r, c), sizeof(U));
+            av[r * k + c] = cube::to_double(v);
+        }
     }
     for (uint64_t kk = 0; kk < k; ++kk) {
-        for (uint64_t nn = 0; nn < n; ++nn) bt[nn * k + kk] = cube::to_double(cube::load<S>(rt::kL0B, b_addr(kk, nn)));
+        for (uint64_t nn = 0; nn < n; ++nn) {
+            S v;
+            std::memcpy(&v, l0b + b_addr(kk, nn), sizeof(S));
+            bt[nn * k + kk] = cube::to_double(v);
+        }
     }
     std::vector<double> dot(m * n);
     cube::dots(av.data(), bt.data(), m, n, k, dot.data());
@@ -639,7 +663,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
                 const uint64_t lo = s0 + (cb * p.srcStride * 16 + r * 16) * sizeof(U);
                 const uint64_t cnt = std::min<uint64_t>(16, p.nSize - cb * 16);
                 rt::check_space(file_, line_, api, rt::kL0C, lo, 16 * sizeof(U));
-                rec.reads.push_back(cube::acc(rt::kL0C, lo, 16 * sizeof(U)));  // whole row block
+                cube::push(rec.reads, cube::acc(rt::kL0C, lo, 16 * sizeof(U)));  // whole row block
                 for (uint64_t j = 0; j < cnt; ++j) {
                     U v = cube::load<U>(rt::kL0C, lo + j * sizeof(U));
                     if (p.reluEn && v < U(0)) v = U(0);
@@ -649,7 +673,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
             const uint64_t gm_elem = i * p.dstNdStride + r * static_cast<uint64_t>(p.dstStride);
             uint8_t* g = const_cast<uint8_t*>(detail::gm_bytes(dst, gm_elem * sizeof(T), p.nSize * sizeof(T), api, file_, line_));
             std::memcpy(g, row.data(), p.nSize * sizeof(T));
-            rec.writes.push_back(rt::gm_access(file_, line_, g, p.nSize * sizeof(T)));
+            cube::push(rec.writes, rt::gm_access(file_, line_, g, p.nSize * sizeof(T)));
         }
     }
     rec.label = rt::label(api, file_, line_);

@@ -13,7 +13,7 @@ from ascendsched.algo import library as L
 from ascendsched.algo.gemm_spec import gemm_reference, match_gemm
 from ascendsched.driver import random_inputs
 from ascendsched.lower.driver import PassLog, lower, schedule_for
-from ascendsched.lower.ir import iter_instrs
+from ascendsched.lower.ir import BLOCK_IDX, For, If, iter_instrs
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
@@ -135,6 +135,44 @@ def test_swizzle_visits_every_tile_once() -> None:
                                   for n in range(t.nt)]
     s = _s(L.gemm(64, 64, 16)).tile(16, 16, 16).swizzle(2, "m")
     assert [s.tile_coords(i) for i in range(4)] == [(0, 0, 0), (0, 1, 0), (0, 0, 1), (0, 1, 1)]
+
+
+def _fixpipe_tiles(k, sched: GemmSchedule) -> dict[int, list[tuple[int, int, int]]]:
+    """Per core, the (batch, m tile, n tile) each executed Fixpipe writes, in program order."""
+    spec, t = sched.spec, sched.tiling
+    out: dict[int, list[tuple[int, int, int]]] = {}
+
+    def walk(body, env, core):
+        for s in body:
+            if isinstance(s, For):
+                for i in range(s.extent):
+                    walk(s.body, {**env, s.var: i}, core)
+            elif isinstance(s, If):
+                if s.evaluate(env):
+                    walk(s.body, env, core)
+            elif s.op == "fixpipe":
+                off = s.writes[0].offset.evaluate(env)
+                b, rest = divmod(off, spec.m * spec.n)
+                row, col = divmod(rest, spec.n)
+                out.setdefault(core, []).append((b, row // t.tm, col // t.tn))
+
+    for core in range(k.block_dim):
+        walk(k.programs[0].body, {BLOCK_IDX: core}, core)
+    return out
+
+
+@pytest.mark.parametrize("sched", [
+    _s(L.batched_gemm(2, 100, 90, 16)).tile(16, 16, 16).bind(7).swizzle(3, "n"),
+    _s(L.gemm(150, 140, 16)).tile(32, 32, 16).bind(5).swizzle(4, "m"),
+    _s(L.gemm(64, 64, 16)).tile(16, 16, 16).bind(24),
+], ids=["batched swizzle n", "swizzle m edges", "more cores than tiles"])
+def test_cores_run_the_schedules_tile_order(sched: GemmSchedule) -> None:
+    """Tile T of schedule.tile_order() runs on core T % cores, in order: the lowering's affine
+    tile coordinates (persistent loops, swizzle, edge classes) match the schedule's model."""
+    t = sched.tiling
+    order = sched.tile_order()
+    want = {c: [order[i] for i in range(c, t.tiles, t.cores)] for c in range(t.cores)}
+    assert _fixpipe_tiles(lower(sched, sync=False), sched) == want
 
 
 def test_kernel_structure() -> None:

@@ -774,9 +774,10 @@ def _mmad(p: _KernelPrinter, i: Instr) -> None:
     init = _init_expr(a["cmatrixInitVal"])
     params = (f"MmadParams({a['m']}, {a['n']}, {a['k']}, {a['unitFlag']}, "
               f"{_cbool(a['cmatrixSource'])}, {init})")
-    note = f"C[{a['m']} x {a['n']}] " + ("= A x B" if a["cmatrixInitVal"] is True else
-                                         "+= A x B" if a["cmatrixInitVal"] is False else
-                                         f"= A x B when {init}, else += A x B")
+    note = "" if i.comment else (
+        f"C[{a['m']} x {a['n']}] " + ("= A x B" if a["cmatrixInitVal"] is True else
+                                      "+= A x B" if a["cmatrixInitVal"] is False else
+                                      f"= A x B when {init}, else += A x B"))
     call = f"Mmad({p._ub(c)}, {p._ub(fm)}, {p._ub(filt)}, {{}});"
     if a["kDirectionAlign"] is not True:
         p._line(i, call.format(params), note)
@@ -804,7 +805,7 @@ def _fixpipe(p: _KernelPrinter, i: Instr) -> None:
     params = (f"FixpipeParamsV220({a['nSize']}, {a['mSize']}, {a['srcStride']}, {a['dstStride']}, "
               f"{_cbool(a['reluEn'])}, {quant}, 0, {a['ndNum']}, {a['srcNdStride']}, "
               f"{a['dstNdStride']}, {a['unitFlag']})")
-    note = f"{a['mSize']} x {a['nSize']} valid region, NZ -> ND"
+    note = "" if i.comment else f"{a['mSize']} x {a['nSize']} valid region, NZ -> ND"
     p._line(i, f"Fixpipe<{t}, {u}, CFG_ROW_MAJOR>({p._gm(gm)}, {p._ub(l0c)}, {params});", note)
 
 

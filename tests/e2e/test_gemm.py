@@ -12,11 +12,20 @@ from ascendsched.algo import evaluate
 from ascendsched.algo import library as L
 from ascendsched.algo.gemm_spec import gemm_reference, match_gemm
 from ascendsched.driver import random_inputs
+from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.driver import PassLog, lower, schedule_for
+from ascendsched.lower.insert_sync import place_syncs
 from ascendsched.lower.ir import BLOCK_IDX, For, If, iter_instrs
+from ascendsched.lower.polyhedral import analyze_dependences
+from ascendsched.lower.remove_redundant_sync import (
+    channels_of,
+    drop_channels,
+    remove_redundant_sync,
+)
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
+from ascendsched.target import ASCEND_910B
 
 # Output rounding: 2 units in the last place of the output dtype.
 OUT_ULP = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -22}
@@ -204,3 +213,22 @@ def test_1024_cubed_once() -> None:
     lower(s, log=log)
     assert time.perf_counter() - t0 < 30
     check_gemm(s)
+
+
+@pytest.mark.parametrize("sched", [
+    _s(L.gemm(64, 64, 256)).tile(32, 32, 64).split_k(32).buffer("l1").buffer("l0")
+    .buffer("l0c"),
+    _s(L.gemm(70, 50, 100)).tile(32, 32, 64).split_k(32).buffer("l1").buffer("l0").bind(3),
+], ids=["double buffered", "edges, 3 cores"])
+def test_every_gemm_sync_is_needed(sched: GemmSchedule) -> None:
+    """Sync minimality (issue 3) on GEMM kernels: removing any inserted sync makes a race."""
+    p = lower(sched, sync=False)
+    deps = analyze_dependences(p)
+    pruned = remove_redundant_sync(place_syncs(p, deps, ASCEND_910B), deps, ASCEND_910B)
+    ins = random_inputs(sched.algo)
+    chans = channels_of(pruned)
+    assert chans
+    removable = [ch for ch in chans if not check_trace(run_kernel(
+        allocate_event_ids(drop_channels(pruned, frozenset([ch])), ASCEND_910B, verify=False),
+        ins, trace=True).trace, ASCEND_910B).races]
+    assert removable == []

@@ -486,8 +486,8 @@ class _KernelPrinter:
         if cs not in (0, 1):
             raise InternalCompilerError(f"{i}: column stride {cs} of {r.tensor} (0 or 1 only)")
         e = self._esize(r)
-        if rows == 1 and (rs * e) % self.t.block_bytes:
-            rep = 0
+        if rows == 1:
+            rep = 0  # one repeat: the repeat stride is never applied
         else:
             rep = self._blocks(rs, e, f"row stride of {r.tensor}", i)
         if rep > self.t.max_rep_stride:

@@ -33,7 +33,9 @@ source row stride of 0 re-reads the same row for every repeat.
   ``vec_brcb``    src view ``(n, 1)``, dst view ``(n, B)`` with B = 32 / elem bytes and row
                   stride B: dst[r, :] = src[r, 0] (``Brcb``); n is a multiple of 8
   ``vec_cmp``     attrs fn in lt gt le ge eq ne: writes a uint8 mask region ``(rows, nbytes)``
-                  where bit ``c % 8`` of byte ``c // 8`` of mask row r = fn(a[r, c], b[r, c])
+                  where bit ``c % 8`` of byte ``c // 8`` of mask row r = fn(a[r, c], b[r, c]).
+                  The 910B Compare ignores its mask, so lowering gives it whole repeats: operand
+                  views of ``256 / elem bytes`` columns and mask rows of ``cols / 8`` bytes
   ``vec_select``  reads (mask, a, b): dst[r, c] = a[r, c] if mask bit (r, c) else b[r, c]
 
 Cube (AIC). Sources: hicann/asc-devkit (the upstream of mirror-cann/asc-devkit), docs/zh/api/

@@ -27,6 +27,7 @@ from ascendsched.errors import CapacityError, UnsupportedError
 from ascendsched.lower.ir import (
     BLOCK_IDX,
     CUBE_FRACTAL_BYTES,
+    CUBE_PARAM_RANGES,
     CUBE_ROWS,
     FIXPIPE_QUANT,
     MMAD_DTYPES,
@@ -64,16 +65,19 @@ def capacity_hint(sched: GemmSchedule, err: CapacityError) -> CapacityError:
     why = {
         "L1": (f"a_l1 + b_l1 = ({t.tm} x {t.tk} + {t.tk} x {t.tn}) x {eb} B x {t.l1_copies} "
                f"copies, from .tile({t.tm}, {t.tn}, {t.tk}) and .buffer('l1', {t.l1_copies})",
-               "a smaller tile k (or m, n), or .buffer('l1', 1)"),
+               "a smaller tile k (or m, n)" + (", or .buffer('l1', 1)" if t.l1_copies > 1 else "")),
         "L0A": (f"a_l0 = {t.tm} x {t.k0} x {eb} B x {t.l0_copies} copies, from the tile's "
                 f"m={t.tm}, .split_k({t.k0}) and .buffer('l0', {t.l0_copies})",
-                "a smaller split_k or tile m, or .buffer('l0', 1)"),
+                "a smaller split_k or tile m" + (", or .buffer('l0', 1)" if t.l0_copies > 1
+                                                  else "")),
         "L0B": (f"b_l0 = {t.k0} x {t.tn} x {eb} B x {t.l0_copies} copies, from the tile's "
                 f"n={t.tn}, .split_k({t.k0}) and .buffer('l0', {t.l0_copies})",
-                "a smaller split_k or tile n, or .buffer('l0', 1)"),
+                "a smaller split_k or tile n" + (", or .buffer('l0', 1)" if t.l0_copies > 1
+                                                  else "")),
         "L0C": (f"c_l0 = {t.tm} x {t.tn} x {ab} B x {t.l0c_copies} copies, from the tile's "
                 f"m x n and .buffer('l0c', {t.l0c_copies})",
-                "a smaller tile m or n, or .buffer('l0c', 1)"),
+                "a smaller tile m or n" + (", or .buffer('l0c', 1)" if t.l0c_copies > 1
+                                           else "")),
     }
     msg = str(err)
     scope = next((s for s in why if f": {s} buffers need" in msg), None)
@@ -365,12 +369,12 @@ class _Builder:
         return [For(var, count, (ins,), what)] if count > 1 else [ins]
 
     def _chunks(self, op: str, ops, total: int, src0: Affine, what: str) -> list[Stmt]:
-        """Plain fractal copy of ``total`` fractals, in calls of at most 255 repeats."""
+        """Plain fractal copy of ``total`` fractals, in calls within the repeat limit."""
         (dn, dc), (sn, sc) = ops
         dd = sd = self.sp.in_dtype
         out: list[Stmt] = []
         done = 0
-        limit = 255  # LoadData2DParams.repeatTimes (lower/ir.py CUBE_PARAM_RANGES)
+        limit = CUBE_PARAM_RANGES[op]["repeatTimes"][1]  # LoadData2DParams.repeatTimes
         while done < total:
             n = min(limit, total - done)
             out.append(make_cube_instr(

@@ -301,18 +301,24 @@ class GemmSchedule:
         return self.tile_order()[tile]
 
     def loop_nest_text(self) -> str:
-        """Pseudocode of the loops before lowering."""
+        """Pseudocode of the loops before lowering: one persistent loop per tile class."""
         t = self.tiling
-        lines = [f"for T in block_idx + {t.cores} * (0..{t.iters}):   # {t.tiles} tiles of "
-                 f"{t.tm} x {t.tn}, swizzle({t.swizzle.width}, {t.swizzle.direction!r}) on "
-                 f"{t.cores} Cube cores",
-                 f"  for kt in 0..{t.kt}:   # L1 K step {t.tk}, {t.l1_copies} L1 copies",
-                 f"    GM -> L1 (ND -> NZ): A {t.tm} x {t.tk}, B {t.tk} x {t.tn}",
-                 f"    for kk in 0..{t.kk}:   # L0 K step {t.k0}, {t.l0_copies} L0A/L0B copies",
-                 f"      L1 -> L0A {t.tm} x {t.k0} (zz), L1 -> L0B {t.k0} x {t.tn} (zn)",
-                 "      Mmad L0C += L0A x L0B   # init on the first K step",
-                 f"  L0C -> GM (Fixpipe NZ -> ND, {self.spec.acc_dtype} -> "
-                 f"{self.spec.out_dtype}), {t.l0c_copies} L0C copies"]
+        lines = [f"# {t.tiles} tiles of {t.tm} x {t.tn} on {t.cores} Cube cores (tile T on core "
+                 f"T % {t.cores}), swizzle({t.swizzle.width}, {t.swizzle.direction!r})"]
+        for c in self.tile_classes:
+            n = self.spec.batch * c.rows * c.cols
+            lines.append(f"for each of this core's {c.label} tiles ({n}: {c.rows} x {c.cols} at "
+                         f"tile ({c.m0}, {c.n0}), valid {c.mv} x {c.nv}):")
+            lines.append("  <tile body>")
+        lines += [
+            "<tile body>:",
+            f"  for kt in 0..{t.kt}:   # L1 K step {t.tk}, {t.l1_copies} L1 copies",
+            f"    GM -> L1 (ND -> NZ): A {t.tm} x {t.tk}, B {t.tk} x {t.tn}",
+            f"    for kk in 0..{t.kk}:   # L0 K step {t.k0}, {t.l0_copies} L0A/L0B copies",
+            f"      L1 -> L0A {t.tm} x {t.k0} (Zz), L1 -> L0B {t.k0} x {t.tn} (Zn)",
+            "      Mmad L0C += L0A x L0B   # C = A x B on the first K step",
+            f"  L0C -> GM (Fixpipe NZ -> ND, {self.spec.acc_dtype} -> {self.spec.out_dtype}), "
+            f"{t.l0c_copies} L0C copies"]
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -79,6 +79,8 @@ def built(tmp_path_factory) -> dict[str, Built]:
         "mut_nd2nz_c0stride": ("Nd2NzParams(1, 70, 47, 0, 47, 80, 1, 0)",
                                "Nd2NzParams(1, 70, 47, 0, 47, 64, 1, 0)"),
         "mut_gemv": ("MmadParams(33, 47, 70,", "MmadParams(1, 47, 70,"),
+        # the M pipe no longer waits for the L0A/L0B loads
+        "mut_no_wait": ("WaitFlag<HardEvent::MTE1_M>(0);", "// dropped"),
     }
     for name, (old, new) in muts.items():
         projects[name] = _mutant(single, root, name, old, new)
@@ -233,3 +235,10 @@ def test_region_that_disagrees_with_its_params_is_not_emitted(tmp_path):
     with pytest.raises(InternalCompilerError, match=r"disagrees with the footprint .* its params "
                                                     r"imply; build cube instructions with"):
         emit_project(_final(bad), tmp_path)
+
+
+def test_dropped_waitflag_is_an_unpaired_flag(built):
+    b = built["mut_no_wait"]
+    with pytest.raises(KernelAbort, match=r"SetFlag<HardEvent::MTE1_M>\(0\) was never waited: "
+                                          r"unpaired flag at kernel end"):
+        run_cpu(b.binary, b.kernel, _single_inputs())

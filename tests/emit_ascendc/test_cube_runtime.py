@@ -198,6 +198,20 @@ static void gemm_bf16_acc() {
     dump_all(c.size(), c);
 }
 
+// fp32 X (16 x 16) -> L1 nz (two 16x8 fractals side by side = one square) -> transposed into L0B
+static void transpose_b32() {
+    auto x = readf("a.bin", 16 * 16 * 4);
+    std::vector<uint8_t> c(4, 0);
+    ascendsched_rt::register_gm("a", x.data(), x.size());
+    GlobalTensor<float> xg;
+    xg.SetGlobalBuffer((__gm__ float*)x.data(), 256);
+    Bufs B;
+    LocalTensor<float> l1 = B.l1.GetWithOffset<float>(256, 0);
+    DataCopy(l1, xg, Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0));
+    LoadDataWithTranspose(B.l0b.GetWithOffset<float>(256, 0), l1, LoadData2dTransposeParams(0, 1, 1, 0, 0));
+    dump_all(0, c);
+}
+
 // ---- aborts: each breaks one documented rule
 static void small_setup(std::function<void(Bufs&, GlobalTensor<half>&, GlobalTensor<half>&)> body) {
     static std::vector<uint8_t> a(64 * 64 * 2, 0), c(64 * 64 * 2, 0);
@@ -216,6 +230,7 @@ static std::map<std::string, std::function<void()>> cases() {
     m["gemm_i8"] = gemm_i8;
     m["gemm_f32_tb"] = gemm_f32_tb;
     m["gemm_bf16_acc"] = gemm_bf16_acc;
+    m["transpose_b32"] = transpose_b32;
     m["gemv"] = [] { small_setup([](Bufs& B, GlobalTensor<half>&, GlobalTensor<half>&) {
         Mmad(B.l0c.Get<float>(), B.l0a.Get<half>(), B.l0b.Get<half>(), MmadParams(1, 16, 16, 0, false, true)); }); };
     m["mmad_k_4096"] = [] { small_setup([](Bufs& B, GlobalTensor<half>&, GlobalTensor<half>&) {
@@ -233,7 +248,7 @@ static std::map<std::string, std::function<void()>> cases() {
             FixpipeParamsV220(32, 16, 16, 16, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0)); }); };
     m["fixpipe_quant_mismatch"] = [] { small_setup([](Bufs& B, GlobalTensor<half>&, GlobalTensor<half>& c) {
         Fixpipe<half, float, CFG_ROW_MAJOR>(c, B.l0c.Get<float>(), FixpipeParamsV220(16, 16, 16, 16, false)); }); };
-    m["transpose_b32"] = [] { small_setup([](Bufs& B, GlobalTensor<half>&, GlobalTensor<half>&) {
+    m["transpose_b32_loaddata"] = [] { small_setup([](Bufs& B, GlobalTensor<half>&, GlobalTensor<half>&) {
         LoadData(B.l0b.Get<float>(), B.l1.Get<float>(), LoadData2DParams(0, 1, 1, 0, 0, true, 0)); }); };
     m["aiv_event_on_aic"] = [] { small_setup([](Bufs&, GlobalTensor<half>&, GlobalTensor<half>&) {
         SetFlag<HardEvent::MTE2_V>(0); }); };
@@ -476,7 +491,7 @@ def test_gemm_bf16_accumulates_over_k(harness, tmp_path):
     ("l1_out_of_bounds", r"L1 access \[\d+, \d+\) is outside the usable L1"),
     ("fixpipe_rows_overlap", r"Fixpipe: dstStride 16 < nSize 32"),
     ("fixpipe_quant_mismatch", r"float -> half needs quantPre F322F16, got mode 0"),
-    ("transpose_b32", r"ifTranspose needs b16 data, got float"),
+    ("transpose_b32_loaddata", r"ifTranspose needs b16 data, got float"),
     ("aiv_event_on_aic", r"SetFlag<HardEvent::MTE2_V>: this event does not exist on the AIC"),
     ("ub_on_aic", r"TPipe::InitBuffer: UB does not exist on the AIC"),
     ("mmad_operand_in_l1", r"Mmad: fm is a LocalTensor in L1, but must be in L0A \(TPosition A2\)"),
@@ -500,3 +515,15 @@ def test_trace_is_valid_jsonl(harness, tmp_path):
     for line in (tmp_path / "trace.jsonl").read_text().splitlines():
         d = json.loads(line)
         assert d["block"] == 0 and d["core"] == "AIC"
+
+
+def test_load_with_transpose_b32_square(harness, tmp_path):
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    p = _run(harness, "transpose_b32", tmp_path, {"a": x})
+    assert p.returncode == 0, p.stderr
+    l0b = _mem(tmp_path, "l0b", np.float32)
+    # the square is [F0 | F1] = X; its transpose splits into two 16x8 fractals
+    np.testing.assert_array_equal(l0b[:128].reshape(16, 8), x.T[:, :8])
+    np.testing.assert_array_equal(l0b[128:256].reshape(16, 8), x.T[:, 8:])
+    ev = Trace.from_jsonl((tmp_path / "trace.jsonl").read_text()).events
+    assert ev[-1].op == "load_l0b_transpose" and ev[-1].writes == (("L0B", 0, 1024),)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ascendsched.dtypes import bf16_bits, from_bf16_bits
 from ascendsched.emit_ascendc.check import build_source
@@ -24,6 +26,7 @@ from ascendsched.target import DEFAULT_TARGET, Scope
 
 HARNESS = r"""
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -54,9 +57,9 @@ struct Bufs {
     TBuf<TPosition::CO1> l0c;
     Bufs() {
         pipe.InitBuffer(l1, 65536);
-        pipe.InitBuffer(l0a, 16384);
-        pipe.InitBuffer(l0b, 16384);
-        pipe.InitBuffer(l0c, 32768);
+        pipe.InitBuffer(l0a, 65536);
+        pipe.InitBuffer(l0b, 65536);
+        pipe.InitBuffer(l0c, 131072);
     }
 };
 
@@ -212,6 +215,35 @@ static void transpose_b32() {
     dump_all(0, c);
 }
 
+// fp16 (M x K) x (K x N) -> half for any M, N, K in 1..128 (argv): the recipe of lower/ir.py
+static int M_ = 0, K_ = 0, N_ = 0;
+static void gemm_any() {
+    const int M = M_, K = K_, N = N_;
+    const int Mb = (M + 15) / 16, Kb = (K + 15) / 16, Nb = (N + 15) / 16;
+    auto a = readf("a.bin", M * K * 2), b = readf("b.bin", K * N * 2);
+    std::vector<uint8_t> c(M * N * 2, 0xEE);
+    ascendsched_rt::register_gm("a", a.data(), a.size());
+    ascendsched_rt::register_gm("b", b.data(), b.size());
+    ascendsched_rt::register_gm("c", c.data(), c.size());
+    GlobalTensor<half> ag, bg, cg;
+    ag.SetGlobalBuffer((__gm__ half*)a.data(), M * K);
+    bg.SetGlobalBuffer((__gm__ half*)b.data(), K * N);
+    cg.SetGlobalBuffer((__gm__ half*)c.data(), M * N);
+    Bufs B;
+    LocalTensor<half> a1 = B.l1.GetWithOffset<half>(Mb * Kb * 256, 0);
+    LocalTensor<half> b1 = B.l1.GetWithOffset<half>(Kb * Nb * 256, 32768);
+    LocalTensor<half> a0 = B.l0a.GetWithOffset<half>(Mb * Kb * 256, 0);
+    LocalTensor<half> b0 = B.l0b.GetWithOffset<half>(Kb * Nb * 256, 0);
+    LocalTensor<float> c0 = B.l0c.GetWithOffset<float>(Mb * Nb * 256, 0);
+    DataCopy(a1, ag, Nd2NzParams(1, M, K, 0, K, Mb * 16, 1, 0));
+    DataCopy(b1, bg, Nd2NzParams(1, K, N, 0, N, Kb * 16, 1, 0));
+    for (int i = 0; i < Mb; ++i) LoadData(a0[i * Kb * 256], a1[i * 256], LoadData2DParams(0, Kb, Mb, 0, 0, false, 0));
+    for (int k = 0; k < Kb; ++k) LoadData(b0[k * Nb * 256], b1[k * 256], LoadData2DParams(0, Nb, Kb, 0, 0, true, 0));
+    Mmad(c0, a0, b0, MmadParams(M == 1 ? 16 : M, N, K, 0, false, true));
+    Fixpipe<half, float, CFG_ROW_MAJOR>(cg, c0, FixpipeParamsV220(N, M, Mb * 16, N, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));
+    dump_all(c.size(), c);
+}
+
 // ---- aborts: each breaks one documented rule
 static void small_setup(std::function<void(Bufs&, GlobalTensor<half>&, GlobalTensor<half>&)> body) {
     static std::vector<uint8_t> a(64 * 64 * 2, 0), c(64 * 64 * 2, 0);
@@ -230,6 +262,7 @@ static std::map<std::string, std::function<void()>> cases() {
     m["gemm_i8"] = gemm_i8;
     m["gemm_f32_tb"] = gemm_f32_tb;
     m["gemm_bf16_acc"] = gemm_bf16_acc;
+    m["gemm_any"] = gemm_any;
     m["transpose_b32"] = transpose_b32;
     m["gemv"] = [] { small_setup([](Bufs& B, GlobalTensor<half>&, GlobalTensor<half>&) {
         Mmad(B.l0c.Get<float>(), B.l0a.Get<half>(), B.l0b.Get<half>(), MmadParams(1, 16, 16, 0, false, true)); }); };
@@ -264,8 +297,13 @@ static std::map<std::string, std::function<void()>> cases() {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 3) return 2;
+    if (argc != 3 && argc != 6) return 2;
     dir = argv[2];
+    if (argc == 6) {
+        M_ = std::atoi(argv[3]);
+        K_ = std::atoi(argv[4]);
+        N_ = std::atoi(argv[5]);
+    }
     auto m = cases();
     auto it = m.find(argv[1]);
     if (it == m.end()) { std::fprintf(stderr, "unknown case %s\n", argv[1]); return 2; }
@@ -297,12 +335,13 @@ def harness(tmp_path_factory) -> Path:
     return build_source("cube_unit", src, defines=_defines())
 
 
-def _run(binary: Path, case: str, d: Path, inputs: dict[str, np.ndarray]) -> subprocess.CompletedProcess:
+def _run(binary: Path, case: str, d: Path, inputs: dict[str, np.ndarray],
+         args: tuple[int, ...] = ()) -> subprocess.CompletedProcess:
     for name, arr in inputs.items():
         (d / f"{name}.bin").write_bytes(np.ascontiguousarray(arr).tobytes())
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
-    return subprocess.run([str(binary), case, str(d)], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run([str(binary), case, str(d), *map(str, args)], capture_output=True,
+                          text=True, env=env, timeout=120)
 
 
 def _mem(d: Path, name: str, dtype) -> np.ndarray:
@@ -527,3 +566,21 @@ def test_load_with_transpose_b32_square(harness, tmp_path):
     np.testing.assert_array_equal(l0b[128:256].reshape(16, 8), x.T[:, 8:])
     ev = Trace.from_jsonl((tmp_path / "trace.jsonl").read_text()).events
     assert ev[-1].op == "load_l0b_transpose" and ev[-1].writes == (("L0B", 0, 1024),)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 128), k=st.integers(1, 128), n=st.integers(1, 128),
+       seed=st.integers(0, 2**16))
+def test_random_shapes_equal_numpy(harness, tmp_path_factory, m, k, n, seed):
+    """Any fp16 shape up to 128 through Nd2Nz, LoadData (A plain, B transposed), Mmad and
+    Fixpipe F322F16, with the recipe of lower/ir.py: bit-equal to numpy's float64 product
+    rounded to fp32 then fp16 (m == 1 runs Mmad with m = 16: never GEMV)."""
+    d = tmp_path_factory.mktemp("any")
+    r = np.random.default_rng(seed)
+    a = r.standard_normal((m, k)).astype(np.float16)
+    b = r.standard_normal((k, n)).astype(np.float16)
+    p = _run(harness, "gemm_any", d, {"a": a, "b": b}, (m, k, n))
+    assert p.returncode == 0, p.stderr
+    c = _mem(d, "c", np.float16).reshape(m, n)
+    ref = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32).astype(np.float16)
+    np.testing.assert_array_equal(c, ref)

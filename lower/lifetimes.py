@@ -13,6 +13,15 @@ Before/after, for ``acc = 0; for k: acc += x_ub[k]; store acc``::
 
     0 dup acc | for k: 1 load x_ub; 2 add acc | 3 store acc
     ->  acc [0, 3] (carried by k), x_ub [1, 2]
+
+*In-place pairs* ``(a, b)``: single-copy buffers of one element size where ``b`` may sit at
+exactly ``a``'s offset although their lifetimes touch, because every instruction of the overlap
+is an elementwise vector op that reads ``a`` and writes ``b`` over the same elements (AscendC
+allows a vector dst to coincide with a source, not to overlap it partially), and those
+elements are disjoint between instructions (no read of an ``a`` element already replaced).
+``z = x + y`` then needs no third tile. Inside a loop only values made and used by the vector
+pipe pair up (a loaded tile shared with a stored one would serialise the next load behind
+this store).
 """
 
 from __future__ import annotations
@@ -53,6 +62,7 @@ class Lifetimes:
     kernel: str
     entries: tuple[Lifetime, ...]
     positions: tuple[str, ...]  # one line per position: the instruction it numbers
+    in_place: frozenset[tuple[str, str]] = frozenset()  # (a, b): b may take a's exact bytes
 
     def of(self, buffer: str, copy: int = 0) -> Lifetime:
         for e in self.entries:
@@ -93,7 +103,67 @@ def buffer_lifetimes(kernel: Kernel) -> Lifetimes:
                 b.name, c, b.scope, b.nbytes, start, end,
                 frozenset(pp for p, pp, _ in uses if p == first),
                 frozenset(pp for p, pp, _ in uses if p == last), why))
-    return Lifetimes(kernel.name, tuple(entries), tuple(walk.lines))
+    return Lifetimes(kernel.name, tuple(entries), tuple(walk.lines),
+                     _in_place_pairs(kernel, entries, walk.at, walk.loops))
+
+
+_IN_PLACE_OPS = frozenset({"vec_binary", "vec_unary", "vec_scalar", "vec_cast"})
+
+
+def _in_place_pairs(kernel: Kernel, entries: list[Lifetime], at: list[Instr],
+                    loops: list[tuple[str, int, int]]) -> frozenset[tuple[str, str]]:
+    """In a loop only between vector-made and vector-used values: sharing a DMA-loaded tile
+    with a DMA-stored one would make the next tile's load wait for this tile's store."""
+    one = {e.buffer: e for e in entries if e.used and kernel.buffer_map[e.buffer].copies == 1}
+    out = set()
+    for a in one.values():
+        for b in one.values():
+            if (a.buffer == b.buffer or a.scope != b.scope or not a.start < b.start <= a.end
+                    or a.end >= b.end):
+                continue
+            ba, bb = kernel.buffer_map[a.buffer], kernel.buffer_map[b.buffer]
+            if ba.dtype.bytes != bb.dtype.bytes:
+                continue
+            in_loop = any(lo <= b.start <= hi for _, lo, hi in loops)
+            if in_loop and not (a.first_pipes == b.last_pipes == frozenset({Pipe.V})):
+                continue
+            if _replaces(at[b.start:a.end + 1], a.buffer, b.buffer):
+                out.add((a.buffer, b.buffer))
+    return frozenset(out)
+
+
+def _replaces(window: list[Instr], a: str, b: str) -> bool:
+    """Every instruction touching a or b reads a and writes b over the same elements, and no
+    instruction reads an element of a that an earlier one replaced."""
+    replaced: list[Region] = []
+    for s in window:
+        ra = [r for r in s.reads if r.tensor == a]
+        wb = [r for r in s.writes if r.tensor == b]
+        if not ra and not wb and not any(r.tensor in (a, b) for r in s.writes + s.reads):
+            continue
+        if (s.op not in _IN_PLACE_OPS or len(ra) != 1 or len(wb) != 1
+                or (ra[0].offset, ra[0].dims, ra[0].copy) != (wb[0].offset, wb[0].dims, wb[0].copy)
+                or any(r.tensor == b for r in s.reads)
+                or any(r.tensor == a for r in s.writes)):
+            return False
+        if any(_may_overlap(ra[0], w) for w in replaced):
+            return False
+        replaced.append(wb[0])
+    return bool(replaced)
+
+
+def _may_overlap(r: Region, w: Region) -> bool:
+    """Element hulls of two regions intersect (symbolic offsets: assume they may)."""
+    if not (r.offset.is_const and w.offset.is_const):
+        return True
+
+    def hull(x: Region) -> tuple[int, int]:
+        lo = x.offset.const
+        span = sum((d.extent - 1) * d.stride for d in (x.dims or ()))
+        return lo, lo + span
+
+    (a0, a1), (b0, b1) = hull(r), hull(w)
+    return not (a1 < b0 or b1 < a0)
 
 
 # --------------------------------------------------------------------------- private helpers
@@ -106,6 +176,7 @@ class _Walk:
         self.uses: dict[tuple[str, int], list[tuple[int, Pipe, str]]] = {}
         self.loops: list[tuple[str, int, int]] = []  # (var, first position, last position)
         self.lines: list[str] = []
+        self.at: list[Instr] = []  # the Instr at each position
 
     def body(self, body: tuple[Stmt, ...], loops: tuple[For, ...], ranges: dict[str, int]
              ) -> None:
@@ -122,6 +193,7 @@ class _Walk:
 
     def instr(self, s: Instr, ranges: dict[str, int]) -> None:
         self.lines.append(f"S{self.pos} [{s.pipe}] {s.op}" + (f" ({s.comment})" if s.comment else ""))
+        self.at.append(s)
         for kind, regions in (("R", s.reads), ("W", s.writes)):
             for r in regions:
                 buf = self.kernel.buffer_map.get(r.tensor)

@@ -93,7 +93,7 @@ def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target) -> MemoryP
         best: tuple[tuple[int, int], str, dict[tuple[str, int], int]] | None = None
         for name, order, pick in _STRATEGIES:
             offs = _pack(sorted(items, key=lambda e, o=order: o(e, sizes)), sizes,
-                         spec.alignment, pick)
+                         spec.alignment, pick, lifetimes.in_place)
             peak = max((offs[k] + sizes[k] for k in offs), default=0)
             score = (peak, _cross_pipe_reuses(items, offs, sizes))
             if best is None or score < best[0]:
@@ -142,8 +142,8 @@ _STRATEGIES: tuple[tuple[str, Callable, Callable], ...] = (
 
 
 def _pack(items: list[Lifetime], sizes: dict[_Key, int], align: int,
-          pick: Callable[[list[tuple[int, int, int]]], tuple[int, int, int]]
-          ) -> dict[_Key, int]:
+          pick: Callable[[list[tuple[int, int, int]]], tuple[int, int, int]],
+          in_place: frozenset[tuple[str, str]] = frozenset()) -> dict[_Key, int]:
     placed: list[tuple[Lifetime, int, int]] = []  # (lifetime, offset, size)
     offs: dict[_Key, int] = {}
     for e in items:
@@ -152,12 +152,17 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], align: int,
             offs[(e.buffer, e.copy)] = 0  # never touched: any address will do
             continue
         peak = max((o + s for _, o, s in placed), default=0)
-        live = [(o, s) for p, o, s in placed if p.overlaps(e)]
+        # a live in-place partner does not conflict at exactly its own offset
+        partner = {(p.buffer, o) for p, o, _ in placed if (p.buffer, e.buffer) in in_place
+                   or (e.buffer, p.buffer) in in_place}
+        live = [(p.buffer, o, s) for p, o, s in placed if p.overlaps(e)]
         cands: list[tuple[int, int, int]] = []
-        for off in sorted({0} | {_round_up(o + s, align) for _, o, s in placed}):
-            if any(off < o + s and o < off + size for o, s in live):
+        for off in sorted({0} | {_round_up(o + s, align) for _, o, s in placed}
+                          | {o for _, o in partner}):
+            if any(off < o + s and o < off + size and (b, off) not in partner
+                   for b, o, s in live):
                 continue
-            nxt = min((o for o, _ in live if o >= off + size), default=max(peak, off + size))
+            nxt = min((o for _, o, _ in live if o >= off + size), default=max(peak, off + size))
             cost = sum(_reuse_cost(p, e) for p, o, s in placed
                        if p.used and not p.overlaps(e) and off < o + s and o < off + size)
             cands.append((off, cost, nxt - off - size))
@@ -183,6 +188,8 @@ def _cross_pipe_reuses(items: list[Lifetime], offs: dict[_Key, int],
     for i, a in enumerate(used):
         for b in used[i + 1:]:
             oa, ob = offs[(a.buffer, a.copy)], offs[(b.buffer, b.copy)]
+            if a.overlaps(b):
+                continue  # in-place partners: one instruction reads one and writes the other
             if oa < ob + sizes[(b.buffer, b.copy)] and ob < oa + sizes[(a.buffer, a.copy)]:
                 n += _reuse_cost(a, b)
     return n

@@ -11,7 +11,7 @@ import pytest
 from ascendsched.algo import evaluate
 from ascendsched.algo import library as L
 from ascendsched.algo.gemm_spec import gemm_reference, match_gemm
-from ascendsched.driver import random_inputs
+from ascendsched.driver import check, random_inputs
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.driver import PassLog, lower, schedule_for
 from ascendsched.lower.insert_sync import place_syncs
@@ -232,3 +232,12 @@ def test_every_gemm_sync_is_needed(sched: GemmSchedule) -> None:
         allocate_event_ids(drop_channels(pruned, frozenset([ch])), ASCEND_910B, verify=False),
         ins, trace=True).trace, ASCEND_910B).races]
     assert removable == []
+
+
+@pytest.mark.parametrize("name", ["int8 A^T", "batched, shared B^T", "17 x 300 x 33"])
+def test_through_the_emitted_cpp(name: str) -> None:
+    """The whole ladder (ascendsched check): emitted C++ built with g++ and run equals numpy,
+    its trace equals the IR's and is race-free."""
+    sched = dict(CASES)[name]
+    bad = [str(v) for v in check(sched) if not v.ok]
+    assert not bad, "\n".join(bad)

@@ -33,7 +33,7 @@ from ascendsched.errors import SyncError
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Affine, For, If, Instr, Kernel, Program, Stmt
-from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo
+from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, flat_distance
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
 from ascendsched.target.model import Pipe, Target
 
@@ -291,6 +291,7 @@ def _requirements(d: Dependence, deps: Dependences, kernel: Kernel, target: Targ
     # deeper loop -> go down, keeping the outer loop for the prologue/epilogue, so the
     # carried pair runs over the flattened iterations (one pair for all levels).
     outer: tuple[int, ...] | None = None
+    outer_j = first
     for j in range(first, m):
         loop = s.loop_paths[j]
         cp = _descend(prog.body, loop, s, t)
@@ -298,10 +299,18 @@ def _requirements(d: Dependence, deps: Dependences, kernel: Kernel, target: Targ
         if a < b:
             return [_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b)]
         if a == b and j + 1 < m and s.loop_paths[j + 1] == cp + (a,):
-            outer = outer or loop
+            if outer is None:
+                outer, outer_j = loop, j
             continue
         var = d.common_loops[j]
+        # the pair runs over the flattened iterations of loops outer_j..j: a dependence not
+        # carried by ``var`` itself may still be 2 flattened steps apart (carried by the L1 K
+        # loop with distance 1, two L0 K steps per L1 step), which ping-pong ids serve. (An
+        # odd inner extent can make the flattened distance 1 at the boundary; the happens-
+        # before check in place_syncs catches that and falls back to one id.)
         dist = carried.get(var, 1)
+        if outer is not None:
+            dist = max(dist, flat_distance(d, deps, outer_j, j))
         return [_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b, outer or loop, var,
                      2 if dist >= 2 else 1)]
     raise SyncError(f"internal: no placement for {d}")

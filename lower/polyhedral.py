@@ -461,6 +461,28 @@ def _copy_bases(kernel: Kernel, r: Region, bound: frozenset[str], where: str
     return [(bases[c], f"{text} = {c}") for c in range(buf.copies)]
 
 
+def flat_distance(d: Dependence, deps: Dependences, lo: int, hi: int) -> int:
+    """Minimum distance of ``d``'s pairs in the flattened iterations of common loops
+    ``lo..hi`` (loops outside ``lo`` equal), 1 if it cannot be bounded."""
+    s, t = deps.info(d.src), deps.info(d.dst)
+    loops = s.loops[lo:hi + 1]
+    flat, stride = [], 1
+    for f in reversed(loops):
+        flat.append(f"{stride}*{f.var}")
+        stride *= f.extent
+    same = [f"{v} = {v}_d" for v in (BLOCK_IDX,) + tuple(f.var for f in s.loops[:lo])]
+    pairs = isl.Map(f"{{ S{s.id}[{_dims(s.loops)}] -> S{t.id}[{_dims_primed(t.loops)}] : "
+                    f"{' and '.join(same)} }}")
+    rel = d.relation.intersect(pairs)
+    src = isl.Map(f"{{ S{s.id}[{_dims(s.loops)}] -> F[{' + '.join(flat)}] }}")
+    dst = isl.Map(f"{{ S{t.id}[{_dims(t.loops)}] -> F[{' + '.join(flat)}] }}")
+    deltas = rel.apply_domain(src).apply_range(dst).deltas()
+    if deltas.is_empty():
+        return 1
+    low = deltas.dim_min_val(0)
+    return int(low.to_python()) if low.is_int() else 1
+
+
 def _hull(rel: isl.Map) -> tuple[float, float]:
     """Lowest and highest byte ``rel`` touches (an empty relation: an empty range)."""
     rng = rel.range()

@@ -162,6 +162,26 @@ def check_trace(trace: Trace, target: Target, *, max_races: int = 1000) -> Check
     return _Checker(trace, target, max_races).run()
 
 
+def concurrent_pipes(trace: Trace, target: Target) -> dict[tuple[str, str], int]:
+    """How many pairs of instructions on two different pipes of one core and block the syncs
+    leave unordered (free to run at the same time), per pipe pair: what double buffering buys.
+    """
+    c = _Checker(trace, target, 1)
+    c._simulate()
+    ops = [i for i, k in enumerate(c.kinds) if k == "op"]
+    out: dict[tuple[str, str], int] = {}
+    for x, a in enumerate(ops):
+        ea = c.ev[a]
+        for b in ops[x + 1:]:
+            eb = c.ev[b]
+            if (ea.block, ea.core) != (eb.block, eb.core) or ea.pipe == eb.pipe:
+                continue
+            if not c.hb(a, b) and not c.hb(b, a):
+                key = tuple(sorted((ea.pipe, eb.pipe)))
+                out[key] = out.get(key, 0) + 1  # type: ignore[index]
+    return out
+
+
 # --------------------------------------------------------------------------- machinery
 _SCALAR = "SCALAR"  # pseudo-pipe of scalar stalls (barrier ALL, cross_wait, wait on S)
 Clock = list[int]

@@ -83,7 +83,8 @@ def test_unplanned_kernel_is_rejected(tmp_path):
         emit_project(vadd_kernel(), tmp_path)
 
 
-def test_cube_program_is_unsupported(tmp_path):
+def test_vector_ops_in_an_aic_program_are_rejected(tmp_path):
+    # the Cube core has no vector unit: an AIC program holding vector calls is refused
     k = plan(vadd_kernel())
     aiv = k.program(CoreType.AIV)
     k = replace(k, programs=(aiv, Program(CoreType.AIC, aiv.body)))

@@ -154,6 +154,36 @@ def gemm_reference(spec: GemmSpec, inputs: dict[str, np.ndarray]) -> np.ndarray:
     return store(spec.out_dtype, c.astype(np.float32) if not exact else c)
 
 
+# relative rounding of one output element (half an ulp, doubled for slack)
+_OUT_ULP = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -22}
+
+
+def gemm_error(spec: GemmSpec, inputs: dict[str, np.ndarray], got: np.ndarray
+               ) -> tuple[bool, str]:
+    """``got`` against the reference: integers exactly; floats within the fp32 accumulation
+    bound ``K * 2^-23 * (|A| |B|)`` (the summation order is the hardware's, not numpy's) plus
+    the output's rounding, so long K does not fail a correct kernel. (ok, message)."""
+    ref = gemm_reference(spec, inputs)
+    if not spec.out_dtype.is_float:
+        bad = int(np.count_nonzero(np.asarray(got) != ref))
+        return bad == 0, f"{bad} of {ref.size} elements differ (integers: exact)"
+    a = np.abs(np.asarray(inputs[spec.a], dtype=np.float64))
+    b = np.abs(np.asarray(inputs[spec.b], dtype=np.float64))
+    a = np.swapaxes(a, -1, -2) if spec.trans_a else a
+    b = np.swapaxes(b, -1, -2) if spec.trans_b else b
+    ref64 = ref.astype(np.float64)
+    bound = spec.k * 2.0 ** -23 * np.matmul(a, b) + _OUT_ULP[spec.out_dtype.name] * np.abs(
+        ref64) + 1e-30
+    err = np.abs(np.asarray(got, dtype=np.float64) - ref64)
+    bad = ~(err <= bound)  # NaN counts as bad
+    worst = float(np.nanmax(err)) if err.size else 0.0
+    if bad.any():
+        at = np.argwhere(bad)[0].tolist()
+        return False, (f"{int(bad.sum())} of {bad.size} elements beyond the K-scaled bound, "
+                       f"first at {at}: got {got[tuple(at)]}, want {ref[tuple(at)]}")
+    return True, f"max abs error {worst:.3g} (within the K-scaled fp32 bound)"
+
+
 # --------------------------------------------------------------------------- private helpers
 def _strip(e: Expr) -> Expr:
     while isinstance(e, Cast):

@@ -1,10 +1,15 @@
 """Shared test set-up: hypothesis profiles ('ci' small, 'dev' larger) and the repo on sys.path."""
 
 import os
-import sys
-from pathlib import Path
 
-from hypothesis import HealthCheck, settings
+# numpy's threaded BLAS costs ~30 ms per small matmul on a busy 2-core machine (0.02 ms on one
+# thread); the references and the simulator's Mmad do many small ones. Set before numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

@@ -64,7 +64,7 @@ def unordered_dependences(kernel: Kernel, deps: Dependences | None, target: Targ
     for prog in kernel.programs:
         tested = _tested_vars(prog.body)
         blocks = tuple(range(kernel.block_dim)) if BLOCK_IDX in tested else (0,)
-        limits: dict[str, int] = {}
+        limits: dict[tuple[str, int], int] = {}  # (loop var, extent) -> iterations run
         run = _Run(target, prog.core, ids, events, problems, tested, clamp, limits,
                    by_channel)
         for b in blocks:
@@ -103,7 +103,7 @@ def unordered_dependences(kernel: Kernel, deps: Dependences | None, target: Targ
 
 
 # --------------------------------------------------------------------------- private helpers
-def _instance_pairs(d: Dependence, deps: Dependences, limits: dict[str, int],
+def _instance_pairs(d: Dependence, deps: Dependences, limits: dict[tuple[str, int], int],
                     blocks: tuple[int, ...]) -> tuple[tuple[tuple, tuple], ...]:
     """(source instance, sink instance) keys: the latest source of each sink instance."""
     src, dst = deps.info(d.src), deps.info(d.dst)
@@ -134,17 +134,21 @@ def _tested_vars(body: tuple[Stmt, ...]) -> frozenset[str]:
     return frozenset(out)
 
 
-def _box(info, limits: dict[str, int], blocks: tuple[int, ...]) -> isl.Set:  # noqa: ANN001
+def _box(info, limits: dict[tuple[str, int], int], blocks: tuple[int, ...]  # noqa: ANN001
+         ) -> isl.Set:
+    """The instances the clamped run executed. Limits are keyed by (var, extent): sibling
+    loops may reuse a variable name with another extent, and so another clamped count."""
     vars_ = (BLOCK_IDX,) + info.loop_vars
     cons = [f"{BLOCK_IDX} <= {max(blocks)}"]
-    cons += [f"{v} < {limits[v]}" for v in info.loop_vars if v in limits]
+    cons += [f"{f.var} < {limits[(f.var, f.extent)]}" for f in info.loops
+             if (f.var, f.extent) in limits]
     return isl.Set(f"{{ S{info.id}[{', '.join(vars_)}] : {' and '.join(cons)} }}")
 
 
 class _Run:
     def __init__(self, target: Target, core: CoreType, ids: dict[int, int],
                  events: dict, problems: list[SyncProblem], tested: frozenset[str],
-                 clamp: int, limits: dict[str, int], by_channel: bool) -> None:
+                 clamp: int, limits: dict[tuple[str, int], int], by_channel: bool) -> None:
         self.by_channel = by_channel
         self.target = target
         self.core = core
@@ -176,7 +180,8 @@ class _Run:
                 n = s.extent
                 if s.var not in self.tested and n > self.clamp:  # keep the parity of k % 2
                     n = self.clamp + (n - self.clamp) % 2
-                self.limits[s.var] = max(self.limits.get(s.var, 0), n)
+                key = (s.var, s.extent)
+                self.limits[key] = max(self.limits.get(key, 0), n)
                 for i in range(n):
                     self.env[s.var] = i
                     self.iters.append(i)

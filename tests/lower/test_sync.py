@@ -219,3 +219,15 @@ def test_every_inserted_sync_is_needed(name: str) -> None:
         report = _check(allocate_event_ids(drop_channels(pruned, frozenset([ch])), ASCEND_910B,
                                            verify=False))
         assert report.races, f"removing sync channel {ch} of {name} left no race"
+
+
+def test_sibling_loops_reusing_a_variable_with_other_extents() -> None:
+    # Two tile loops named k, of 7 and 8 tiles: the happens-before run clamps them to 7 and 6
+    # iterations, so its instance box must be per loop, not per variable name (it was: the
+    # 8-tile loop's k = 6 counted as "never ran" and placement raised SyncError).
+    eight = vadd_kernel(n=2048 * 8, tile=2048)
+    loop8 = eight.programs[0].body[0]
+    first = tuple(dataclasses.replace(i) for i in loop8.body)  # distinct Instr objects
+    both = eight.replace_body(eight.programs[0].core, (For("k", 7, first), loop8))
+    k = _synced(both)
+    assert _check(k).ok

@@ -511,7 +511,8 @@ def _vec(cx: _Ctx, region: Region, role: str, *, dst: bool = False,
 
 def _load_vec(cx: _Ctx, o: _Operand) -> np.ndarray:
     """Values of a source operand, recording its trace bytes (block broadcast aware)."""
-    if o.cols > 1 and o.cs == 0:
+    if o.cs == 0:  # block stride 0: the hardware reads the row's whole 32 B block, as the
+        # polyhedral byte rules and the C++ runtime record it (one column included)
         blk = cx.m.t.block_bytes
         lanes = min(o.cols, blk // o.eb)
         starts = o.base + (o.off + np.arange(o.rows, dtype=np.int64) * o.rs) * o.eb

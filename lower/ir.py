@@ -155,6 +155,7 @@ from typing import Union
 
 from ascendsched.dtypes import DType
 from ascendsched.errors import InternalCompilerError
+from ascendsched.target.ascend910b import ASCEND_910B
 from ascendsched.target.model import CoreType, Pipe, Scope, Target
 
 BLOCK_IDX = "block_idx"  # the loop-free variable holding GetBlockIdx()
@@ -558,25 +559,9 @@ CUBE_PARAMS: dict[str, tuple[str, ...]] = {
 }
 CUBE_PARAMS["load_l0b"] = CUBE_PARAMS["load_l0a"]
 CUBE_PARAMS["load_l0b_transpose"] = CUBE_PARAMS["load_l0a_transpose"]
-# Documented value ranges of the integer fields we use (the API's own limits, from the docs named
-# in the module docstring). A field not listed is fixed by the contract (sid, addrMode, ...).
-CUBE_PARAM_RANGES: dict[str, dict[str, tuple[int, int]]] = {
-    "copy_gm_l1": {"ndNum": (1, 4095), "nValue": (1, 16384), "dValue": (1, 65535),
-                   "srcNdMatrixStride": (0, 65535), "srcDValue": (1, 65535),
-                   "dstNzC0Stride": (1, 16384), "dstNzNStride": (1, 16384),
-                   "dstNzMatrixStride": (0, 16384)},
-    "load_l0a": {"startIndex": (0, 0), "repeatTimes": (1, 255), "srcStride": (0, 65535),
-                 "sid": (0, 0), "dstGap": (0, 65535), "addrMode": (0, 0)},
-    "load_l0a_transpose": {"startIndex": (0, 0), "repeatTimes": (1, 255),
-                           "srcStride": (0, 65535), "dstGap": (0, 65535),
-                           "dstFracGap": (0, 65535), "addrMode": (0, 0)},
-    "mmad": {"m": (1, 4095), "n": (1, 4095), "k": (1, 4095), "unitFlag": (0, 0)},
-    "fixpipe": {"nSize": (1, 4095), "mSize": (1, 8192), "srcStride": (0, 65535),
-                "dstStride": (1, 2**32 - 1), "unitFlag": (0, 0), "ndNum": (1, 65535),
-                "srcNdStride": (0, 512), "dstNdStride": (0, 65535)},
-}
-CUBE_PARAM_RANGES["load_l0b"] = CUBE_PARAM_RANGES["load_l0a"]
-CUBE_PARAM_RANGES["load_l0b_transpose"] = CUBE_PARAM_RANGES["load_l0a_transpose"]
+# The Cube op contract is the 910B API's: its fractal geometry and the documented ranges of the
+# integer parameters live with the other hardware numbers in target/ascend910b.py.
+CUBE_PARAM_RANGES: dict[str, dict[str, tuple[int, int]]] = ASCEND_910B.cube_param_ranges
 FIXPIPE_QUANT: dict[str, tuple[str, str]] = {  # quantPre -> (L0C dtype, GM dtype) pairs allowed
     "NoQuant": ("float32|int32", "float32|int32"), "F322F16": ("float32", "float16"),
     "F322BF16": ("float32", "bfloat16"),
@@ -586,9 +571,9 @@ MMAD_DTYPES: dict[tuple[str, str], str] = {  # (A, B) -> C (Mmad.md 表7, the mo
     ("int8", "int8"): "int32",
 }
 _CUBE_BOOL_PARAMS = frozenset(["ifTranspose", "kDirectionAlign", "cmatrixSource", "reluEn"])
-CUBE_FRACTAL_BYTES = 512  # one L0A/L0B fractal: 16 rows x 32 B (LoadData_2D.md)
-CUBE_ROWS = 16  # rows of a fractal; L0C fractals are 16 x 16 (Mmad.md)
-CUBE_BLOCK_BYTES = 32  # C0_SIZE: the row of a fractal (Nd2Nz dstNzC0Stride unit)
+CUBE_FRACTAL_BYTES = ASCEND_910B.cube_fractal_bytes  # one L0A/L0B fractal
+CUBE_ROWS = ASCEND_910B.cube_rows  # rows of a fractal; L0C fractals are CUBE_ROWS square
+CUBE_BLOCK_BYTES = ASCEND_910B.block_bytes  # C0_SIZE: a fractal row (Nd2Nz dstNzC0Stride unit)
 
 
 def cube_c0(dtype: DType) -> int:

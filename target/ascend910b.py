@@ -59,6 +59,27 @@ VECTOR_CASTS = frozenset(
     ]
 )
 
+# Documented value ranges of the integer parameters of the Cube calls, per IR op (asc-devkit docs
+# Nd2Nz DataCopy, LoadData_2D, LoadDataWithTranspose, Mmad, Fixpipe; catlass copy_l0c_to_gm.hpp).
+# A field not listed is fixed by the IR contract (sid, addrMode, ...).
+_CUBE_PARAM_RANGES: dict[str, dict[str, tuple[int, int]]] = {
+    "copy_gm_l1": {"ndNum": (1, 4095), "nValue": (1, 16384), "dValue": (1, 65535),
+                   "srcNdMatrixStride": (0, 65535), "srcDValue": (1, 65535),
+                   "dstNzC0Stride": (1, 16384), "dstNzNStride": (1, 16384),
+                   "dstNzMatrixStride": (0, 16384)},
+    "load_l0a": {"startIndex": (0, 0), "repeatTimes": (1, 255), "srcStride": (0, 65535),
+                 "sid": (0, 0), "dstGap": (0, 65535), "addrMode": (0, 0)},
+    "load_l0a_transpose": {"startIndex": (0, 0), "repeatTimes": (1, 255),
+                           "srcStride": (0, 65535), "dstGap": (0, 65535),
+                           "dstFracGap": (0, 65535), "addrMode": (0, 0)},
+    "mmad": {"m": (1, 4095), "n": (1, 4095), "k": (1, 4095), "unitFlag": (0, 0)},
+    "fixpipe": {"nSize": (1, 4095), "mSize": (1, 8192), "srcStride": (0, 65535),
+                "dstStride": (1, 2**32 - 1), "unitFlag": (0, 0), "ndNum": (1, 65535),
+                "srcNdStride": (0, 512), "dstNdStride": (0, 65535)},
+}
+_CUBE_PARAM_RANGES["load_l0b"] = _CUBE_PARAM_RANGES["load_l0a"]
+_CUBE_PARAM_RANGES["load_l0b_transpose"] = _CUBE_PARAM_RANGES["load_l0a_transpose"]
+
 ASCEND_910B = Target(
     name="ascend910b",
     npu_arch="dav-c220",
@@ -101,6 +122,11 @@ ASCEND_910B = Target(
     # Brcb takes 8 source elements per repeat (asc-devkit kernel_struct_brcb.h, docs Brcb.md).
     max_dma_block_count=4095,
     brcb_elems_per_repeat=8,
+    # A fractal is 16 rows x 32 B = 512 B in L0A/L0B (LoadData_2D.md); L0C fractals are 16 x 16
+    # (Mmad.md).
+    cube_rows=16,
+    cube_fractal_bytes=512,
+    cube_param_ranges=_CUBE_PARAM_RANGES,
     sources={
         "primary": "mirror-cann/asc-devkit include/, impl/, docs/zh/",
         "summary": "shared/ASCEND_910B.md",

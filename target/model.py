@@ -5,7 +5,7 @@ Numbers live in concrete targets (``ascend910b.py``), each with its source.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 
@@ -87,6 +87,10 @@ class Target:
     sources: dict[str, str]
     max_dma_block_count: int = 4095  # DataCopyParams.blockCount limit (rows of one DataCopy)
     brcb_elems_per_repeat: int = 8  # Brcb broadcasts 8 source elements per repeat
+    cube_rows: int = 16  # rows of an L0A/L0B fractal; L0C fractals are rows x rows
+    cube_fractal_bytes: int = 512  # one L0A/L0B fractal (rows x one 32 B block)
+    # documented value range of each integer parameter of the Cube calls (per IR op)
+    cube_param_ranges: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
 
     def scope(self, scope: Scope) -> ScopeSpec:
         for s in self.scopes:

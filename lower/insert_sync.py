@@ -118,7 +118,7 @@ def _fewest_barriers(reqs: dict[_Req, list[str]]
     barrier right before the sink, which pruning may still find implied by flags.
     """
     out: dict[_Req, list[str]] = {}
-    covered: dict[_Req, int] = {}  # requirement -> gap of its keep barrier
+    covered: dict[_Req, _Req] = {}  # requirement -> the keep barrier that meets it
     groups: dict[tuple, list[tuple[_Req, list[str]]]] = {}
     for r, why in reqs.items():
         if r.src != r.dst:
@@ -127,26 +127,25 @@ def _fewest_barriers(reqs: dict[_Req, list[str]]
             groups.setdefault((r.core, r.src, r.container), []).append((r, why))
     for (core, pipe, container), items in groups.items():
         reasons: dict[int, list[str]] = {}
+        gap_of: dict[_Req, int] = {}  # requirement -> gap of the keep barrier that meets it
         for r, why in sorted((x for x in items if x[0].after < x[0].before),
                              key=lambda x: x[0].before):
             hit = [g for g in reasons if r.after < g <= r.before]
-            gap = max(hit) if hit else r.before
-            reasons.setdefault(gap, []).extend(why)
-            covered[r] = gap
+            gap_of[r] = max(hit) if hit else r.before
+            reasons.setdefault(gap_of[r], []).extend(why)
         kept = set(reasons)
         for r, why in items:
             if r.after >= r.before:
                 hit = [g for g in kept if g > r.after or g <= r.before]
                 if hit:
-                    covered[r] = hit[0]
+                    gap_of[r] = hit[0]
                 reasons.setdefault(hit[0] if hit else r.before, []).extend(why)
         barrier = {g: _Req(core, pipe, pipe, container, g - 1, g, keep=g in kept)
                    for g in sorted(reasons)}
         for g, r in barrier.items():
             out[r] = reasons[g]
-        for r in [x for x, _ in items if x in covered]:
-            covered[r] = barrier[covered[r]]  # type: ignore[assignment]
-    return out, covered  # type: ignore[return-value]
+        covered.update({r: barrier[g] for r, g in gap_of.items()})
+    return out, covered
 
 
 def _fewest_flags(reqs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:

@@ -31,8 +31,8 @@ from dataclasses import dataclass, replace
 
 from ascendsched.errors import SyncError
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
-from ascendsched.lower.happens_before import unordered_dependences
-from ascendsched.lower.ir import Affine, For, If, Instr, Kernel, Program, Stmt
+from ascendsched.lower.happens_before import SyncProblem, unordered_dependences
+from ascendsched.lower.ir import Affine, Cond, For, If, Instr, Kernel, Program, Stmt
 from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, flat_distance
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
 from ascendsched.target.model import Pipe, Target
@@ -59,7 +59,14 @@ def _place(kernel: Kernel, deps: Dependences, target: Target
            ) -> tuple[Kernel, dict[int, frozenset[int]]]:
     """The placed kernel and, per ``keep`` barrier channel, the dependences it *settles*
     (same-pipe ones with the barrier between source and sink in one body): while the barrier
-    stays, no re-check needs to look at them."""
+    stays, no re-check needs to look at them.
+
+    A flag dependence between two sibling branches that no iteration runs together (a full
+    tile's version and a tail version, in different iterations) is *deferred*: a pair between
+    the branches would make the sink pipe wait for this iteration's source in every
+    iteration (no double-buffered overlap), and such a dependence is usually implied by the
+    pairs inside the branches. It gets its pair only if the others leave it unordered.
+    """
     reqs: dict[_Req, list[str]] = {}
     per_dep: list[list[_Req]] = []
     for d in deps:
@@ -67,12 +74,58 @@ def _place(kernel: Kernel, deps: Dependences, target: Target
         for r in per_dep[-1]:
             reqs.setdefault(r, []).append(d.reason)
     reqs, covered = _fewest_barriers(reqs)
-    reqs = _fewest_flags(reqs)
     settles: dict[_Req, set[int]] = {}
     for n, rs in enumerate(per_dep):
         if len(rs) == 1 and rs[0] in covered:
             settles.setdefault(covered[rs[0]], set()).add(n)
     skip = frozenset(n for ns in settles.values() for n in ns)
+    deferred = frozenset(n for n, d in enumerate(deps) if _deferrable(d, per_dep[n], kernel))
+    found = _place_deferring(kernel, reqs, per_dep, deferred, deps, target, skip) \
+        if deferred else None
+    if found is None:
+        placed, reqs, problems = _settle(kernel, _fewest_flags(reqs), deps, target, skip)
+    else:
+        (placed, reqs), problems = found, ()
+    if problems:
+        raise SyncError("sync placement cannot order this kernel (a pair that needs a reverse "
+                        "'slot free' sync is not supported yet):\n  "
+                        + "\n  ".join(map(str, problems)))
+    channel = {r: n for n, r in enumerate(reqs)}  # _build numbers channels in this order
+    return placed, {channel[r]: frozenset(ns) for r, ns in settles.items()}
+
+
+def _place_deferring(kernel: Kernel, reqs: dict[_Req, list[str]], per_dep: list[list[_Req]],
+                     deferred: frozenset[int], deps: Dependences, target: Target,
+                     skip: frozenset[int]) -> tuple[Kernel, dict[_Req, list[str]]] | None:
+    """Placement without the deferred dependences' pairs, then with a spanning carried pair
+    for those left unordered; None if either step leaves a problem."""
+    needed = {r for n, rs in enumerate(per_dep) if n not in deferred for r in rs}
+    lean = {r: w for r, w in reqs.items() if r.src == r.dst or r in needed}
+    placed, settled, problems = _settle(kernel, _fewest_flags(lean), deps, target,
+                                        skip | deferred)
+    if problems:
+        return None
+    index = {id(d): n for n, d in enumerate(deps)}
+    late = {index[id(p.dep)] for p in unordered_dependences(
+        placed, deps, target, skip=frozenset(range(len(deps))) - deferred)
+        if p.dep is not None}
+    if not late:
+        return placed, settled
+    # wait before the first branch, set after the last: no wait on this iteration's source
+    extra: dict[_Req, list[str]] = {}
+    for n in late:
+        for r in per_dep[n]:
+            extra.setdefault(_spanning(r, deps.deps[n], kernel), []).append(deps.deps[n].reason)
+    trial = _fewest_flags(_merged({**{r: list(w) for r, w in lean.items()}, **extra}))
+    placed, trial, problems = _settle(kernel, trial, deps, target, skip)
+    return None if problems else (placed, trial)
+
+
+def _settle(kernel: Kernel, reqs: dict[_Req, list[str]], deps: Dependences, target: Target,
+            skip: frozenset[int]
+            ) -> tuple[Kernel, dict[_Req, list[str]], tuple[SyncProblem, ...]]:
+    """Build ``reqs`` and fix their event ids until the happens-before check passes (or
+    cannot be helped): the placed kernel, the final requirements and the problems left."""
     placed = _build(kernel, reqs)
     # A pair inside a loop whose source pipe may run an iteration ahead (double buffering)
     # would set its flag again before the previous wait consumed it: give it ids k % 2.
@@ -90,12 +143,47 @@ def _place(kernel: Kernel, deps: Dependences, target: Target
                         for r, why in reqs.items()})
         placed = _build(kernel, reqs)
         problems = unordered_dependences(placed, deps, target, skip=skip)
-    if problems:
-        raise SyncError("sync placement cannot order this kernel (a pair that needs a reverse "
-                        "'slot free' sync is not supported yet):\n  "
-                        + "\n  ".join(map(str, problems)))
-    channel = {r: n for n, r in enumerate(reqs)}  # _build numbers channels in this order
-    return placed, {channel[r]: frozenset(ns) for r, ns in settles.items()}
+    return placed, reqs, problems
+
+
+def _spanning(r: _Req, d: Dependence, kernel: Kernel) -> _Req:
+    """The carried pattern for an in-body requirement ``after < before`` over the innermost
+    loop around its body: wait before child ``after``, set after child ``before``."""
+    prog = kernel.program(r.core)  # type: ignore[arg-type]
+    assert prog is not None
+    loop = next((r.container[:j] for j in range(len(r.container), 0, -1)
+                 if isinstance(_node(prog.body, r.container[:j]), For)), None)
+    if loop is None:
+        return r
+    var = _node(prog.body, loop).var  # type: ignore[union-attr]
+    dist = d.distance(var) or 1
+    return replace(r, after=r.before, before=r.after, loop=loop, var=var,
+                   ids=2 if dist >= 2 else 1)
+
+
+def _deferrable(d: Dependence, rs: list[_Req], kernel: Kernel) -> bool:
+    if d.loop_independent or len(rs) != 1 or d.src_pipe == d.dst_pipe:
+        return False
+    r = rs[0]
+    if r.loop is not None or not r.after < r.before:
+        return False
+    prog = kernel.program(d.core)  # type: ignore[arg-type]
+    assert prog is not None
+    body = _node(prog.body, r.container).body if r.container else prog.body  # type: ignore[union-attr]
+    x, y = body[r.after], body[r.before]
+    return (isinstance(x, If) and isinstance(y, If)
+            and any(c.lhs == e.lhs and _disjoint(c, e) for c in x.conds for e in y.conds))
+
+
+def _disjoint(c: Cond, e: Cond) -> bool:
+    """Two conditions ``lhs op rhs`` on one expression that no value satisfies together."""
+    inf = float("inf")
+
+    def interval(op: str, v: int) -> tuple[float, float]:
+        return {"<": (-inf, v - 1), "<=": (-inf, v), ">=": (v, inf), "==": (v, v)}[op]
+
+    (lo1, hi1), (lo2, hi2) = interval(c.op, c.rhs), interval(e.op, e.rhs)
+    return hi1 < lo2 or hi2 < lo1
 
 
 def _merged(pairs: dict[_Req, list[str]]) -> dict[_Req, list[str]]:

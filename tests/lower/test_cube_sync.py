@@ -166,3 +166,18 @@ def test_checker_on_aic_pipes() -> None:
     bad = Trace((_ev(0, "set_flag", "MTE1", src="MTE1", dst="MTE1", eid=0),
                  _ev(1, "wait_flag", "MTE1", src="MTE1", dst="MTE1", eid=0)))
     assert any(f.kind == "illegal event" for f in check_trace(bad, T).flag_errors)
+
+
+def test_tail_versions_in_a_double_buffered_k_loop_place() -> None:
+    # K and M/N tail versions as sibling Ifs inside an L1 double-buffered K loop, on 3 blocks:
+    # placing every cross-branch pair between the branches made the source pipe set its flags
+    # twice (SyncError); deferred cross-branch dependences place cleanly.
+    from tests.cube_fixtures import GemmCase
+
+    c = GemmCase(m=76, n=86, k=55, tm=16, tn=48, tk=32, tk0=16, blocks=3, l1_copies=2,
+                 trans_a=True, name="tails_db")
+    k = _synced(gemm_kernel(c))
+    ins = inputs(c)
+    res = run_kernel(k, ins, trace=True)
+    assert check_trace(res.trace, ASCEND_910B).ok
+    np.testing.assert_allclose(res.outputs["c"], reference(c, ins), rtol=1e-3, atol=1e-3)

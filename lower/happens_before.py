@@ -111,16 +111,21 @@ def _instance_pairs(d: Dependence, deps: Dependences, limits: dict[tuple[str, in
         _box(dst, limits, blocks))
     if rel.is_empty():
         return ()
-    n_dst = len(dst.loops) + 1
-    n_all = n_dst + len(src.loops) + 1
-    out: list[tuple[tuple, tuple]] = []
+    n_src = len(src.loops) + 1
+    n_all = n_src + len(dst.loops) + 1
+    latest: dict[tuple, tuple] = {}
 
+    # Every pair of the (clamped) relation, keeping the latest source per sink in Python:
+    # isl's lexmax of such quasi-affine relations (k mod 2 copies, floor-divided tile
+    # indices) returned a wrong, earlier source here, hiding a real race.
     def point(p: isl.Point) -> None:
         coords = [p.get_coordinate_val(isl.dim_type.set, i).to_python() for i in range(n_all)]
-        out.append(((d.src, tuple(coords[n_dst:])), (d.dst, tuple(coords[:n_dst]))))
+        s_it, d_it = tuple(coords[:n_src]), tuple(coords[n_src:])
+        if d_it not in latest or s_it > latest[d_it]:
+            latest[d_it] = s_it
 
-    rel.reverse().lexmax().wrap().foreach_point(point)
-    return tuple(out)
+    rel.wrap().foreach_point(point)
+    return tuple(((d.src, s_it), (d.dst, d_it)) for d_it, s_it in latest.items())
 
 
 def _tested_vars(body: tuple[Stmt, ...]) -> frozenset[str]:

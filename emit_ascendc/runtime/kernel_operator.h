@@ -555,32 +555,33 @@ inline void copy_pad(bool to_ub, const GlobalTensor<T>& g, uint64_t ub, const Da
     rt::emit(rec);
 }
 
+// DataCopy(dst, src, count) as one block-count copy: count * size bytes rounded down to whole
+// 32 B blocks, as the hardware does (warned), and none at all is an error.
+inline DataCopyParams count_params(uint32_t count, uint64_t size, const char* file_, int line_) {
+    uint64_t bytes = static_cast<uint64_t>(count) * size;
+    if (bytes % rt::kBlock != 0) {
+        rt::warn(file_, line_, "DataCopy count " + rt::S(count) + " is " + rt::S(static_cast<long long>(bytes)) +
+                                   " B, not a multiple of 32 B: rounded down as the hardware does");
+    }
+    DataCopyParams p(1, static_cast<uint16_t>(bytes / rt::kBlock), 0, 0);
+    if (p.blockLen == 0) rt::fail(file_, line_, "DataCopy of fewer than 32 bytes moves nothing");
+    return p;
+}
+
 }  // namespace detail
 
 // include/basic_api/kernel_operator_data_copy_intf.h: DataCopy(dst, src, count) moves
 // count*sizeof(T) bytes, which must be a multiple of 32 B (the hardware rounds down).
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count, ASCENDSCHED_LOC) {
-    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
-    if (bytes % rt::kBlock != 0) {
-        rt::warn(file_, line_, "DataCopy count " + rt::S(count) + " is " + rt::S(static_cast<long long>(bytes)) +
-                                   " B, not a multiple of 32 B: rounded down as the hardware does");
-    }
-    DataCopyParams p(1, static_cast<uint16_t>(bytes / rt::kBlock), 0, 0);
-    if (p.blockLen == 0) rt::fail(file_, line_, "DataCopy of fewer than 32 bytes moves nothing");
+    const DataCopyParams p = detail::count_params(count, sizeof(T), file_, line_);
     detail::need_ub_tensor("DataCopy", "dst", dst.space_, file_, line_);
     detail::copy_blocks(true, src, dst.addr_, p, "DataCopy", file_, line_);
 }
 
 template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count, ASCENDSCHED_LOC) {
-    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
-    if (bytes % rt::kBlock != 0) {
-        rt::warn(file_, line_, "DataCopy count " + rt::S(count) + " is " + rt::S(static_cast<long long>(bytes)) +
-                                   " B, not a multiple of 32 B: rounded down as the hardware does");
-    }
-    DataCopyParams p(1, static_cast<uint16_t>(bytes / rt::kBlock), 0, 0);
-    if (p.blockLen == 0) rt::fail(file_, line_, "DataCopy of fewer than 32 bytes moves nothing");
+    const DataCopyParams p = detail::count_params(count, sizeof(T), file_, line_);
     detail::need_ub_tensor("DataCopy", "src", src.space_, file_, line_);
     detail::copy_blocks(false, dst, src.addr_, p, "DataCopy", file_, line_);
 }

@@ -49,6 +49,24 @@ static void writef(const std::string& n, const uint8_t* p, size_t bytes) {
 }
 static void dump(const std::string& n, const std::vector<uint8_t>& m, size_t bytes) { writef(n, m.data(), bytes); }
 
+// GM operands of one GEMM test: a and b read from a.bin / b.bin, c pre-filled with 0xEE,
+// all registered with the runtime (sizes in elements).
+template <typename In, typename Out>
+struct Gm {
+    std::vector<uint8_t> a, b, c;
+    GlobalTensor<In> ag, bg;
+    GlobalTensor<Out> cg;
+    Gm(size_t na, size_t nb, size_t nc)
+        : a(readf("a.bin", na * sizeof(In))), b(readf("b.bin", nb * sizeof(In))), c(nc * sizeof(Out), 0xEE) {
+        ascendsched_rt::register_gm("a", a.data(), a.size());
+        ascendsched_rt::register_gm("b", b.data(), b.size());
+        ascendsched_rt::register_gm("c", c.data(), c.size());
+        ag.SetGlobalBuffer((__gm__ In*)a.data(), na);
+        bg.SetGlobalBuffer((__gm__ In*)b.data(), nb);
+        cg.SetGlobalBuffer((__gm__ Out*)c.data(), nc);
+    }
+};
+
 struct Bufs {
     TPipe pipe;
     TBuf<TPosition::A1> l1;
@@ -75,15 +93,10 @@ static void dump_all(size_t c_bytes, const std::vector<uint8_t>& c) {
 // fp16 A (20 x 40) x B (40 x 24) -> half C: Nd2Nz, LoadData (A plain, B transposed), Mmad, Fixpipe F322F16
 static void gemm_f16() {
     const int M = 20, K = 40, N = 24, Mb = 2, Kb = 3, Nb = 2;
-    auto a = readf("a.bin", M * K * 2), b = readf("b.bin", K * N * 2);
-    std::vector<uint8_t> c(M * N * 2, 0xEE);
-    ascendsched_rt::register_gm("a", a.data(), a.size());
-    ascendsched_rt::register_gm("b", b.data(), b.size());
-    ascendsched_rt::register_gm("c", c.data(), c.size());
-    GlobalTensor<half> ag, bg, cg;
-    ag.SetGlobalBuffer((__gm__ half*)a.data(), M * K);
-    bg.SetGlobalBuffer((__gm__ half*)b.data(), K * N);
-    cg.SetGlobalBuffer((__gm__ half*)c.data(), M * N);
+    Gm<half, half> g(M * K, K * N, M * N);
+    auto &ag = g.ag, &bg = g.bg;
+    auto &cg = g.cg;
+    auto &c = g.c;
     Bufs B;
     LocalTensor<half> a1 = B.l1.GetWithOffset<half>(32 * 48, 0);
     LocalTensor<half> b1 = B.l1.GetWithOffset<half>(48 * 32, 4096);
@@ -110,16 +123,10 @@ static void gemm_f16() {
 // int8 A (18 x 70) x B (70 x 40) -> int32: B through LoadDataWithTranspose (32x32 squares), n = 64
 static void gemm_i8() {
     const int M = 18, K = 70, N = 40, Mb = 2, Kb = 3, Nb = 4;
-    auto a = readf("a.bin", M * K), b = readf("b.bin", K * N);
-    std::vector<uint8_t> c(M * N * 4, 0xEE);
-    ascendsched_rt::register_gm("a", a.data(), a.size());
-    ascendsched_rt::register_gm("b", b.data(), b.size());
-    ascendsched_rt::register_gm("c", c.data(), c.size());
-    GlobalTensor<int8_t> ag, bg;
-    GlobalTensor<int32_t> cg;
-    ag.SetGlobalBuffer((__gm__ int8_t*)a.data(), M * K);
-    bg.SetGlobalBuffer((__gm__ int8_t*)b.data(), K * N);
-    cg.SetGlobalBuffer((__gm__ int32_t*)c.data(), M * N);
+    Gm<int8_t, int32_t> g(M * K, K * N, M * N);
+    auto &ag = g.ag, &bg = g.bg;
+    auto &cg = g.cg;
+    auto &c = g.c;
     Bufs B;
     LocalTensor<int8_t> a1 = B.l1.GetWithOffset<int8_t>(32 * 96, 0);
     LocalTensor<int8_t> b1 = B.l1.GetWithOffset<int8_t>(96 * 64, 4096);
@@ -141,15 +148,10 @@ static void gemm_i8() {
 // fp32 A (17 x 20) x B given transposed as (12 x 20) -> float with ReLU; B loaded without transpose
 static void gemm_f32_tb() {
     const int M = 17, K = 20, N = 12, Mb = 2, Kb = 3, Nb = 1;
-    auto a = readf("a.bin", M * K * 4), b = readf("b.bin", N * K * 4);
-    std::vector<uint8_t> c(M * N * 4, 0xEE);
-    ascendsched_rt::register_gm("a", a.data(), a.size());
-    ascendsched_rt::register_gm("b", b.data(), b.size());
-    ascendsched_rt::register_gm("c", c.data(), c.size());
-    GlobalTensor<float> ag, bg, cg;
-    ag.SetGlobalBuffer((__gm__ float*)a.data(), M * K);
-    bg.SetGlobalBuffer((__gm__ float*)b.data(), N * K);
-    cg.SetGlobalBuffer((__gm__ float*)c.data(), M * N);
+    Gm<float, float> g(M * K, N * K, M * N);
+    auto &ag = g.ag, &bg = g.bg;
+    auto &cg = g.cg;
+    auto &c = g.c;
     Bufs B;
     LocalTensor<float> a1 = B.l1.GetWithOffset<float>(32 * 24, 0);
     LocalTensor<float> b1 = B.l1.GetWithOffset<float>(16 * 24, 4096);
@@ -169,15 +171,10 @@ static void gemm_f32_tb() {
 // bf16 A (32 x 64) x B (64 x 32) in two K steps of 32 (init, then accumulate) -> bfloat16
 static void gemm_bf16_acc() {
     const int M = 32, K = 64, N = 32, Mb = 2, Nb = 2, Kc = 2;
-    auto a = readf("a.bin", M * K * 2), b = readf("b.bin", K * N * 2);
-    std::vector<uint8_t> c(M * N * 2, 0xEE);
-    ascendsched_rt::register_gm("a", a.data(), a.size());
-    ascendsched_rt::register_gm("b", b.data(), b.size());
-    ascendsched_rt::register_gm("c", c.data(), c.size());
-    GlobalTensor<bfloat16_t> ag, bg, cg;
-    ag.SetGlobalBuffer((__gm__ bfloat16_t*)a.data(), M * K);
-    bg.SetGlobalBuffer((__gm__ bfloat16_t*)b.data(), K * N);
-    cg.SetGlobalBuffer((__gm__ bfloat16_t*)c.data(), M * N);
+    Gm<bfloat16_t, bfloat16_t> g(M * K, K * N, M * N);
+    auto &ag = g.ag, &bg = g.bg;
+    auto &cg = g.cg;
+    auto &c = g.c;
     Bufs B;
     LocalTensor<bfloat16_t> a1 = B.l1.GetWithOffset<bfloat16_t>(32 * 64, 0);
     LocalTensor<bfloat16_t> b1 = B.l1.GetWithOffset<bfloat16_t>(64 * 32, 4096);
@@ -220,15 +217,10 @@ static int M_ = 0, K_ = 0, N_ = 0;
 static void gemm_any() {
     const int M = M_, K = K_, N = N_;
     const int Mb = (M + 15) / 16, Kb = (K + 15) / 16, Nb = (N + 15) / 16;
-    auto a = readf("a.bin", M * K * 2), b = readf("b.bin", K * N * 2);
-    std::vector<uint8_t> c(M * N * 2, 0xEE);
-    ascendsched_rt::register_gm("a", a.data(), a.size());
-    ascendsched_rt::register_gm("b", b.data(), b.size());
-    ascendsched_rt::register_gm("c", c.data(), c.size());
-    GlobalTensor<half> ag, bg, cg;
-    ag.SetGlobalBuffer((__gm__ half*)a.data(), M * K);
-    bg.SetGlobalBuffer((__gm__ half*)b.data(), K * N);
-    cg.SetGlobalBuffer((__gm__ half*)c.data(), M * N);
+    Gm<half, half> g(M * K, K * N, M * N);
+    auto &ag = g.ag, &bg = g.bg;
+    auto &cg = g.cg;
+    auto &c = g.c;
     Bufs B;
     LocalTensor<half> a1 = B.l1.GetWithOffset<half>(Mb * Kb * 256, 0);
     LocalTensor<half> b1 = B.l1.GetWithOffset<half>(Kb * Nb * 256, 32768);

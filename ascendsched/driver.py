@@ -21,8 +21,12 @@ from ascendsched.algo.gemm_spec import gemm_error
 from ascendsched.emit_ascendc.check import build_cpu, run_cpu
 from ascendsched.emit_ascendc.emitter import EmittedProject, emit_project
 from ascendsched.errors import AscendSchedError
+from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.driver import PassLog, lower, schedule_for
-from ascendsched.lower.ir import Kernel
+from ascendsched.lower.insert_sync import pruned_syncs
+from ascendsched.lower.ir import Kernel, iter_instrs
+from ascendsched.lower.polyhedral import analyze_dependences
+from ascendsched.lower.remove_redundant_sync import channels_of, drop_channels
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.sim.checker import check_trace
@@ -146,11 +150,6 @@ class SyncMinimality:
 def sync_minimality(obj: Schedule | GemmSchedule | Algorithm, seed: int = 0) -> SyncMinimality:
     """Drop each sync channel of the lowered ``obj`` (a set/wait pair with its prologue and
     epilogue, or a barrier) and run the trace checker on the result."""
-    from ascendsched.lower.allocate_event_ids import allocate_event_ids
-    from ascendsched.lower.insert_sync import pruned_syncs
-    from ascendsched.lower.polyhedral import analyze_dependences
-    from ascendsched.lower.remove_redundant_sync import channels_of, drop_channels
-
     sched = schedule_for(obj)
     planned = lower(sched, sync=False)
     deps = analyze_dependences(planned)
@@ -168,8 +167,6 @@ def sync_minimality(obj: Schedule | GemmSchedule | Algorithm, seed: int = 0) -> 
 
 
 def _channel_text(k: Kernel, ch: int) -> str:
-    from ascendsched.lower.ir import iter_instrs
-
     for p in k.programs:
         for ins, _ in iter_instrs(p.body):
             if ins.is_sync and ins.attr("channel") == ch:

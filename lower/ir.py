@@ -281,6 +281,17 @@ class Affine:
                 out = out + (value.const % m) * c
         return out
 
+    def rename(self, names: dict[str, str]) -> Affine:
+        """The same expression over renamed variables (``names``: old -> new; others kept)."""
+        if not names or not (self.vars() & names.keys()):
+            return self
+        return Affine(
+            self.const,
+            tuple(sorted((names.get(v, v), c) for v, c in self.terms)),
+            tuple(sorted((names.get(v, v), m, c) for v, m, c in self.mods)),
+            tuple(sorted(((a.rename(names), d, c) for a, d, c in self.divs), key=str)),
+        )
+
     def __str__(self) -> str:
         parts = []
         for v, c in self.terms:

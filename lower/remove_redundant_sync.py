@@ -13,32 +13,39 @@ tried first, then flag pairs by their set's position (an earlier set covers less
 from __future__ import annotations
 
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.happens_before import unordered_dependences
+from ascendsched.lower.happens_before import SyncOracle
 from ascendsched.lower.ir import Instr, Kernel, Stmt, StmtMutator
 from ascendsched.lower.polyhedral import Dependences
 from ascendsched.target.model import Target
 
 
 def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target, *,
-                          settled_by: dict[int, frozenset[int]] | None = None) -> Kernel:
+                          settled_by: dict[int, frozenset[int]] | None = None,
+                          oracle: SyncOracle | None = None) -> Kernel:
     """Drop every sync channel of ``kernel`` whose dependences other syncs already order.
 
     ``settled_by``: per barrier channel, the dependences it orders by sitting between source
     and sink in one body. While it stays they need no re-check; trying to drop it re-checks
     them (and every dependence a dropped barrier settled, which may now lean on others).
+    ``oracle``: the happens-before oracle already built on ``kernel`` (one is built if not).
+    Each trial re-checks only the dependences whose vector clocks could use the dropped channel.
     """
     settled_by = settled_by or {}
     skip = frozenset(n for ns in settled_by.values() for n in ns)
-    problems = unordered_dependences(kernel, deps, target, skip=skip)
+    oracle = oracle or SyncOracle(kernel, deps, target)
+    problems = oracle.problems(skip=skip)
     if problems:
         raise InternalCompilerError("sync placement leaves problems before pruning:\n  "
                                     + "\n  ".join(map(str, problems)))
+    dropped: frozenset = frozenset()
+    gone: set[int] = set()
     for ch in _candidates(kernel):
-        trial = drop_channels(kernel, frozenset([ch]))
+        keys = oracle.sync_keys(ch)
         trial_skip = skip - settled_by.get(ch, frozenset())
-        if not unordered_dependences(trial, deps, target, skip=trial_skip, first_only=True):
-            kernel, skip = trial, trial_skip
-    return kernel
+        if not oracle.problems(dropped=dropped | keys, skip=trial_skip, first_only=True):
+            dropped, skip = dropped | keys, trial_skip
+            gone.add(ch)
+    return drop_channels(kernel, frozenset(gone)) if gone else kernel
 
 
 def drop_channels(kernel: Kernel, channels: frozenset[int]) -> Kernel:

@@ -37,7 +37,6 @@ kept), never the reverse. Before/after::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import islpy as isl
@@ -127,9 +126,6 @@ class SyncOracle:
         self.infos = kernel_instrs(kernel)
         self._cache: dict[tuple, object] = {}
         self._ok: dict[tuple, frozenset] = {}  # (src, sink, items) -> syncs that ordered them
-        self.depth = {c: 0 for c in CoreType}
-        for i in self.infos:
-            self.depth[i.core] = max(self.depth[i.core], len(i.path))
         flags: dict[tuple, list[InstrInfo]] = {}
         self.barriers: list[tuple[tuple, InstrInfo]] = []
         for info in self.infos:
@@ -235,56 +231,106 @@ class SyncOracle:
         the others: the syncs placed for these dependences first (``hint``: their reasons,
         found in the sync comments), then barriers and single flags, then longer chains."""
         used: set = set()
-        for path, clock in self._clocks(s, t, dropped, hint):
-            if clock is None:
-                continue
-            cov = self._covered(s, t, path, clock)
-            if rel.intersect(cov).is_empty():
+        for keys, make in self._candidates(s, t, dropped, hint, self.max_hops):
+            cov = make()
+            if cov is None or rel.intersect(cov).is_empty():
                 continue
             rel = rel.subtract(cov)
-            used.update(path)
+            used.update(keys)
             if rel.is_empty():
                 break
         return rel, frozenset(used)
 
-    def _clocks(self, s: InstrInfo, t: InstrInfo, dropped: frozenset, hint: frozenset[str]
-                ) -> Iterator[tuple[tuple, isl.Map | None]]:
-        """(sync keys, clock) candidates for ordering pipe-s work before t: a clock maps an
-        instance of t to a position before which all of s's pipe is known done."""
+    def _candidates(self, s: InstrInfo, t: InstrInfo, dropped: frozenset,
+                    hint: frozenset[str], hops: int):  # noqa: ANN202
+        """(sync keys, function giving the s -> t instance pairs they order) for each barrier
+        and flag that may order pipe-s work before t, the hinted ones first; flags from another
+        pipe relay what their sets know (chains of up to ``hops`` flags)."""
         p, q = s.pipe, t.pipe
         bars = [(k, x) for k, x in self.barriers if k not in dropped and x.core == t.core
                 and (x.pipe == Pipe.ALL or p == q == x.pipe)]
-        ones = [f for f in self.flags.values() if f.key not in dropped and f.core == t.core
-                and f.src == p and f.dst == q and f.sets and f.waits]
+        ones, relays = [], []
+        for f in self.flags.values():
+            if f.key in dropped or f.core != t.core or f.dst != q or not f.sets or not f.waits:
+                continue
+            if f.src == p:
+                ones.append(f)
+            elif hops > 1 and f.src != q:
+                relays.append(f)
 
         def mine(ins: tuple[InstrInfo, ...]) -> bool:
             return any(r in i.instr.comment for i in ins for r in hint)
 
         for k, x in sorted(bars, key=lambda b: not mine((b[1],))):
-            yield (k,), self._latest_before(x, t)
+            yield (k,), lambda x=x: self._via_barrier(s, x, t)
         for f in sorted(ones, key=lambda f: not mine(f.sets)):
-            yield (f.key,), self._flag_clock(f, t)
-        if self.max_hops < 2:
-            return
-        # chains: a flag f: r -> q whose set knows (through chains of flags into r) that the
-        # pipe-p work is done; one clock per f, whatever the chain behind it
-        for f in self.flags.values():
-            if f.key in dropped or f.core != t.core or f.dst != q or f.src in (p, q) or \
-                    not f.sets or not f.waits:
+            yield (f.key,), lambda f=f: self._via_flag(s, f, t, None, hops)
+        for f in relays:
+            support = self._support(f.src, p, t.core, hops - 1)
+            yield (f.key,) + tuple(support - dropped), lambda f=f, sup=support: self._via_flag(
+                s, f, t, dropped & sup, hops)
+
+    def _via_barrier(self, s: InstrInfo, x: InstrInfo, t: InstrInfo) -> isl.Map | None:
+        key = ("via barrier", s.id, x.id, t.id)
+        if key not in self._cache:
+            rel = self._po(s, x).apply_range(self._po(x, t))
+            self._cache[key] = None if rel.is_empty() else rel
+        return self._cache[key]  # type: ignore[return-value]
+
+    def _via_flag(self, s: InstrInfo, f: _Flag, t: InstrInfo, dropped: frozenset | None,
+                  hops: int) -> isl.Map | None:
+        """Pairs (a, b) of s and t instances with a done before a set of ``f`` that a wait of
+        ``f`` before b meets: ``a`` before the set (f from s's pipe, ``dropped`` None), or known
+        done at the set through flags into f's source pipe (a relay)."""
+        key = ("via flag", s.id, f.key, t.id, dropped, hops)
+        if key in self._cache:
+            return self._cache[key]  # type: ignore[return-value]
+        out = None
+        for x in f.sets:
+            links = self._links(f, x, t)
+            if links is None:
                 continue
-            support = self._support(f.src, p, t.core, self.max_hops - 1)
-            yield (f.key,) + tuple(sorted(support - dropped, key=str)), self._relay_clock(
-                f, t, p, dropped & support, self.max_hops - 1)
+            if dropped is None:
+                lead = self._po(s, x)
+            else:
+                lead = self._hb(s, x, dropped, hops - 1)
+                if lead is None:
+                    continue
+            step = lead.apply_range(links)
+            out = step if out is None else out.union(step)
+        out = None if out is None or out.is_empty() else out.coalesce()
+        self._cache[key] = out
+        return out
 
+    def _hb(self, s: InstrInfo, x: InstrInfo, dropped: frozenset, hops: int) -> isl.Map | None:
+        """Pairs (a, c) of s and x instances with a known done when c starts (chains of at most
+        ``hops`` flags, none of ``dropped``)."""
+        key = ("hb", s.id, x.id, dropped, hops)
+        if key in self._cache:
+            return self._cache[key]  # type: ignore[return-value]
+        out = None
+        for _, make in self._candidates(s, x, dropped, frozenset(), hops):
+            cov = make()
+            if cov is not None:
+                out = cov if out is None else out.union(cov)
+        out = None if out is None else out.coalesce()
+        self._cache[key] = out
+        return out
 
-    def _covered(self, s: InstrInfo, t: InstrInfo, path: tuple, clock: isl.Map) -> isl.Map:
-        """Pairs (a, b) of s and t instances with a before clock(b)."""
-        key = ("covered", s.id, t.id, path)
-        got = self._cache.get(key)
-        if got is None:
-            got = self._cache[key] = self._sched(s).apply_range(
-                self._lex_space(s.core)).apply_range(clock.reverse())
-        return got  # type: ignore[return-value]
+    def _links(self, f: _Flag, x: InstrInfo, t: InstrInfo) -> isl.Map | None:
+        """Pairs (c, b) of set-x and t instances where a wait of ``f`` between them has c's id
+        (so the set that wait meets is c or later)."""
+        key = ("links", f.key, x.id, t.id)
+        if key not in self._cache:
+            out = None
+            for y in f.waits:
+                rel = self._flag_rel(x, y)
+                if rel.is_empty():
+                    continue
+                step = rel.apply_range(self._po(y, t))
+                out = step if out is None else out.union(step)
+            self._cache[key] = None if out is None or out.is_empty() else out.coalesce()
+        return self._cache[key]  # type: ignore[return-value]
 
     def _problem(self, it: _Item, bad: isl.Map) -> SyncProblem:
         where = _point_text(bad)
@@ -326,63 +372,6 @@ class SyncOracle:
         return out
 
     # ----------------------------------------------------------------- vector clocks
-    def _relay_clock(self, f: _Flag, t: InstrInfo, p: Pipe, dropped: frozenset, hops: int
-                     ) -> isl.Map | None:
-        """Instance of ``t`` -> the latest pipe-p position known done at the set of ``f`` that a
-        wait of ``f`` before it meets (knowledge relayed through f.src)."""
-        key = ("relay", f.key, t.id, p, hops, dropped)
-        if key in self._cache:
-            return self._cache[key]  # type: ignore[return-value]
-        last = self._flag_clock(f, t)
-        out = None
-        if last is not None:
-            for x in f.sets:
-                at = last.intersect_range(self._sched(x).range()).apply_range(
-                    self._sched(x).reverse())
-                if at.is_empty():
-                    continue
-                inner = self._known(x, p, dropped, hops)
-                if inner is not None:
-                    step = at.apply_range(inner)
-                    out = step if out is None else out.union(step)
-        self._cache[key] = out
-        return out
-
-    def _known(self, x: InstrInfo, p: Pipe, dropped: frozenset, hops: int) -> isl.Map | None:
-        """Instance of ``x`` -> the latest position before which all pipe-p work is known done
-        when it starts, through chains of at most ``hops`` flags (lexmax of every clock)."""
-        key = ("known", x.id, p, hops, dropped)
-        if key in self._cache:
-            return self._cache[key]  # type: ignore[return-value]
-        cands = []
-        for bkey, b in self.barriers:
-            if bkey not in dropped and b.core == x.core and (
-                    b.pipe == Pipe.ALL or p == x.pipe == b.pipe):
-                got = self._latest_before(b, x)
-                if got is not None:
-                    cands.append(got)
-        for f in self.flags.values():
-            if f.key in dropped or f.core != x.core or f.dst != x.pipe:
-                continue
-            if f.src == p:
-                got = self._flag_clock(f, x)
-            elif hops > 1 and f.src != x.pipe:
-                sub = self._support(f.src, p, x.core, hops - 1)
-                got = self._relay_clock(f, x, p, dropped & sub, hops - 1)
-            else:
-                got = None
-            if got is not None:
-                cands.append(got)
-        out = None
-        if cands:
-            out = cands[0]
-            for c in cands[1:]:
-                out = out.union(c)
-            if len(cands) > 1:
-                out = out.lexmax().coalesce()
-        self._cache[key] = out
-        return out
-
     def _support(self, q: Pipe, p: Pipe, core: CoreType, hops: int) -> frozenset:
         """Keys of every sync that knowledge on pipe q about pipe p may use within ``hops``."""
         key = ("support", q, p, core, hops)
@@ -399,71 +388,6 @@ class SyncOracle:
         res = frozenset(out)
         self._cache[key] = res
         return res
-
-    def _flag_clock(self, f: _Flag, t: InstrInfo) -> isl.Map | None:
-        """Instance of ``t`` -> the latest set of ``f`` that a wait of ``f`` before it (same id)
-        meets no earlier than (None: no wait of f precedes any instance of t)."""
-        key = ("flag clock", f.key, t.id)
-        if key in self._cache:
-            return self._cache[key]  # type: ignore[return-value]
-        links = None
-        for x in f.sets:
-            for y in f.waits:
-                rel = self._flag_rel(x, y)
-                if rel.is_empty():
-                    continue
-                step = rel.apply_range(self._po(y, t)).reverse().apply_range(self._sched(x))
-                links = step if links is None else links.union(step)
-        out = None if links is None or links.is_empty() else links.lexmax().coalesce()
-        self._cache[key] = out
-        return out
-
-    def _latest_before(self, x: InstrInfo, t: InstrInfo) -> isl.Map | None:
-        """Instance of ``t`` -> the position of the latest instance of ``x`` before it."""
-        key = ("latest", x.id, t.id)
-        if key not in self._cache:
-            rel = self._po(x, t).reverse().apply_range(self._sched(x))
-            self._cache[key] = None if rel.is_empty() else rel.lexmax().coalesce()
-        return self._cache[key]  # type: ignore[return-value]
-
-    # ----------------------------------------------------------------- relations
-    def _sched(self, info: InstrInfo) -> isl.Map:
-        """Instance -> position."""
-        key = ("sched", info.id)
-        got = self._cache.get(key)
-        if got is None:
-            n = _names(info, "a")
-            coords = [n[BLOCK_IDX]]
-            loop_at = dict(zip(info.loop_paths, info.loop_vars, strict=True))
-            for j, c in enumerate(info.path):
-                coords.append(str(c))
-                if j + 1 < len(info.path):
-                    var = loop_at.get(info.path[:j + 1])
-                    coords.append(n[var] if var else "0")
-            coords += ["0"] * (self._width(info.core) - len(coords))
-            dom = ", ".join(n[v] for v in (BLOCK_IDX,) + info.loop_vars)
-            got = self._cache[key] = isl.Map(
-                f"{{ {info.name}[{dom}] -> {_pos(info.core)}[{', '.join(coords)}] }}"
-            ).intersect_domain(info.domain)
-        return got  # type: ignore[return-value]
-
-    def _width(self, core: CoreType) -> int:
-        return 2 * self.depth[core]
-
-    def _lex_space(self, core: CoreType) -> isl.Map:
-        """Positions u -> v of one block with u before v."""
-        key = ("lex", core)
-        got = self._cache.get(key)
-        if got is None:
-            w = self._width(core)
-            us, vs = [f"u{j}" for j in range(w)], [f"v{j}" for j in range(w)]
-            ors = [" and ".join([f"{a} = {b}" for a, b in zip(us[1:j], vs[1:j])]
-                                + [f"{us[j]} < {vs[j]}"]) for j in range(1, w)]
-            lex = " or ".join(f"({o})" for o in ors) or "false"
-            got = self._cache[key] = isl.Map(
-                f"{{ {_pos(core)}[{', '.join(us)}] -> {_pos(core)}[{', '.join(vs)}] : "
-                f"u0 = v0 and ({lex}) }}")
-        return got  # type: ignore[return-value]
 
     def _po(self, a: InstrInfo, b: InstrInfo) -> isl.Map:
         """Instances of ``a`` before instances of ``b`` in program order, in one block: their
@@ -516,10 +440,6 @@ class SyncOracle:
         if key not in self._cache:
             self._cache[key] = make()
         return self._cache[key]
-
-
-def _pos(core: CoreType) -> str:
-    return f"P_{core}"
 
 
 def _names(info: InstrInfo, side: str) -> dict[str, str]:

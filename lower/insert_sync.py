@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 from ascendsched.errors import SyncError
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
-from ascendsched.lower.happens_before import SyncProblem, unordered_dependences
+from ascendsched.lower.happens_before import SyncOracle, SyncProblem
 from ascendsched.lower.ir import Affine, Cond, For, If, Instr, Kernel, Program, Stmt
 from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, flat_distance
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
@@ -46,8 +46,8 @@ def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
 def pruned_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     """Placed and pruned syncs, before event-id allocation (each sync still carries its
     ``channel``: what the sync minimality check drops one at a time)."""
-    placed, settled_by = _place(kernel, deps, target)
-    return remove_redundant_sync(placed, deps, target, settled_by=settled_by)
+    placed, settled_by, oracle = _place(kernel, deps, target)
+    return remove_redundant_sync(placed, deps, target, settled_by=settled_by, oracle=oracle)
 
 
 def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
@@ -56,7 +56,7 @@ def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
 
 
 def _place(kernel: Kernel, deps: Dependences, target: Target
-           ) -> tuple[Kernel, dict[int, frozenset[int]]]:
+           ) -> tuple[Kernel, dict[int, frozenset[int]], SyncOracle]:
     """The placed kernel and, per ``keep`` barrier channel, the dependences it *settles*
     (same-pipe ones with the barrier between source and sink in one body): while the barrier
     stays, no re-check needs to look at them.
@@ -83,67 +83,72 @@ def _place(kernel: Kernel, deps: Dependences, target: Target
     found = _place_deferring(kernel, reqs, per_dep, deferred, deps, target, skip) \
         if deferred else None
     if found is None:
-        placed, reqs, problems = _settle(kernel, _fewest_flags(reqs), deps, target, skip)
+        placed, reqs, problems, oracle = _settle(kernel, _fewest_flags(reqs), deps, target,
+                                                 skip)
     else:
-        (placed, reqs), problems = found, ()
+        (placed, reqs, oracle), problems = found, ()
     if problems:
         raise SyncError("sync placement cannot order this kernel (a pair that needs a reverse "
                         "'slot free' sync is not supported yet):\n  "
                         + "\n  ".join(map(str, problems)))
     channel = {r: n for n, r in enumerate(reqs)}  # _build numbers channels in this order
-    return placed, {channel[r]: frozenset(ns) for r, ns in settles.items()}
+    return placed, {channel[r]: frozenset(ns) for r, ns in settles.items()}, oracle
 
 
 def _place_deferring(kernel: Kernel, reqs: dict[_Req, list[str]], per_dep: list[list[_Req]],
                      deferred: frozenset[int], deps: Dependences, target: Target,
-                     skip: frozenset[int]) -> tuple[Kernel, dict[_Req, list[str]]] | None:
+                     skip: frozenset[int]
+                     ) -> tuple[Kernel, dict[_Req, list[str]], SyncOracle] | None:
     """Placement without the deferred dependences' pairs, then with a spanning carried pair
     for those left unordered; None if either step leaves a problem."""
     needed = {r for n, rs in enumerate(per_dep) if n not in deferred for r in rs}
     lean = {r: w for r, w in reqs.items() if r.src == r.dst or r in needed}
-    placed, settled, problems = _settle(kernel, _fewest_flags(lean), deps, target,
-                                        skip | deferred)
+    placed, settled, problems, oracle = _settle(kernel, _fewest_flags(lean), deps, target,
+                                                skip | deferred)
     if problems:
         return None
     index = {id(d): n for n, d in enumerate(deps)}
-    late = {index[id(p.dep)] for p in unordered_dependences(
-        placed, deps, target, skip=frozenset(range(len(deps))) - deferred)
-        if p.dep is not None}
+    late = {index[id(p.dep)] for p in oracle.problems(
+        skip=frozenset(range(len(deps))) - deferred) if p.dep is not None}
     if not late:
-        return placed, settled
+        return placed, settled, oracle
     # wait before the first branch, set after the last: no wait on this iteration's source
     extra: dict[_Req, list[str]] = {}
     for n in late:
         for r in per_dep[n]:
             extra.setdefault(_spanning(r, deps.deps[n], kernel), []).append(deps.deps[n].reason)
     trial = _fewest_flags(_merged({**{r: list(w) for r, w in lean.items()}, **extra}))
-    placed, trial, problems = _settle(kernel, trial, deps, target, skip)
-    return None if problems else (placed, trial)
+    placed, trial, problems, oracle = _settle(kernel, trial, deps, target, skip)
+    return None if problems else (placed, trial, oracle)
 
 
 def _settle(kernel: Kernel, reqs: dict[_Req, list[str]], deps: Dependences, target: Target,
             skip: frozenset[int]
-            ) -> tuple[Kernel, dict[_Req, list[str]], tuple[SyncProblem, ...]]:
+            ) -> tuple[Kernel, dict[_Req, list[str]], tuple[SyncProblem, ...], SyncOracle]:
     """Build ``reqs`` and fix their event ids until the happens-before check passes (or
-    cannot be helped): the placed kernel, the final requirements and the problems left."""
+    cannot be helped): the placed kernel, the final requirements, the problems left and the
+    oracle built on the placed kernel."""
     placed = _build(kernel, reqs)
+    oracle = SyncOracle(placed, deps, target)
     # A pair inside a loop whose source pipe may run an iteration ahead (double buffering)
     # would set its flag again before the previous wait consumed it: give it ids k % 2.
-    problems = unordered_dependences(placed, deps, target, skip=skip)
+    problems = oracle.problems(skip=skip)
     again = {int(c) for p in problems if p.double_set for c in p.channels[:1]}
     if again:
         reqs = _fewest_flags(_merged({(_pingpong(r, kernel) if n in again else r): why
                                       for n, (r, why) in enumerate(reqs.items())}))
         placed = _build(kernel, reqs)
-        problems = unordered_dependences(placed, deps, target, skip=skip)
+        oracle = SyncOracle(placed, deps, target)
+        problems = oracle.problems(skip=skip)
     # ping-pong ids over nested loops may skip a pair of distance 1 at a loop boundary
     weak = {p.dep.reason for p in problems if p.dep is not None}
     if weak:
         reqs = _merged({(replace(r, ids=1) if r.ids == 2 and set(why) & weak else r): why
                         for r, why in reqs.items()})
         placed = _build(kernel, reqs)
-        problems = unordered_dependences(placed, deps, target, skip=skip)
-    return placed, reqs, problems
+        oracle = SyncOracle(placed, deps, target)
+        problems = oracle.problems(skip=skip)
+    return placed, reqs, problems, oracle
 
 
 def _spanning(r: _Req, d: Dependence, kernel: Kernel) -> _Req:

@@ -119,13 +119,16 @@ class SyncOracle:
     """
 
     def __init__(self, kernel: Kernel, deps: Dependences | None, target: Target, *,
-                 by_channel: bool = True, max_hops: int = MAX_HOPS) -> None:
+                 by_channel: bool = True, max_hops: int = MAX_HOPS,
+                 reuse: SyncOracle | None = None) -> None:
         self.kernel = kernel
         self.target = target
         self.max_hops = max_hops
         self.infos = kernel_instrs(kernel)
         self._cache: dict[tuple, object] = {}
         self._ok: dict[tuple, frozenset] = {}  # (src, sink, items) -> syncs that ordered them
+        if reuse is not None:
+            self._adopt(reuse)
         flags: dict[tuple, list[InstrInfo]] = {}
         self.barriers: list[tuple[tuple, InstrInfo]] = []
         for info in self.infos:
@@ -171,6 +174,21 @@ class SyncOracle:
                     if not rel.is_empty():
                         self.items.append(_Item(("double set", f.key, w.id, s.id), f.core, w,
                                                 s, rel))
+
+    def _adopt(self, other: SyncOracle) -> None:
+        """Take over ``other``'s program-order relations (and flag relations of flags whose
+        ids did not change) when the kernel has the same statements at the same places (a
+        placement that only changed event ids)."""
+        mine, theirs = self.infos, other.infos
+        if len(mine) != len(theirs) or any(
+                a.path != b.path or a.instr.op != b.instr.op or a.loop_vars != b.loop_vars
+                or a.conds != b.conds for a, b in zip(mine, theirs, strict=True)):
+            return
+        same = {a.id for a, b in zip(mine, theirs, strict=True)
+                if a.instr.attr("event_id") == b.instr.attr("event_id")}
+        for key, val in other._cache.items():
+            if key[0] == "po" or (key[0] == "flag rel" and key[1] in same and key[2] in same):
+                self._cache[key] = val
 
     # ----------------------------------------------------------------- public
     def sync_keys(self, channel: object) -> frozenset[tuple]:
@@ -345,7 +363,19 @@ class SyncOracle:
 
     def _alternation(self, f: _Flag) -> list[str]:
         """Messages for each way the instances of ``f`` fail to alternate set, wait, set, ...
-        per event id (empty: they alternate)."""
+        per event id (empty: they alternate). Channels of the patterns insert_sync places, in
+        disjoint stretches of the program text, alternate by construction (each runs
+        set-first, wait-last within any enclosing iteration), so isl is asked only otherwise."""
+        chans: dict[object, list[InstrInfo]] = {}
+        for i in f.sets + f.waits:
+            chans.setdefault(i.instr.attr("channel"), []).append(i)
+        spans = sorted((min(i.id for i in g), max(i.id for i in g)) for g in chans.values())
+        if None not in chans and all(a[1] < b[0] for a, b in zip(spans, spans[1:])) and all(
+                _standard_pattern(_Flag(f.key, f.core, f.src, f.dst,
+                                        tuple(i for i in g if i.instr.op == "set_flag"),
+                                        tuple(i for i in g if i.instr.op == "wait_flag"), c))
+                for c, g in chans.items()):
+            return []
         out: list[str] = []
         for kind, firsts, seconds in (("sets", f.sets, f.waits), ("waits", f.waits, f.sets)):
             for a in firsts:
@@ -440,6 +470,52 @@ class SyncOracle:
         if key not in self._cache:
             self._cache[key] = make()
         return self._cache[key]
+
+
+def _standard_pattern(f: _Flag) -> bool:
+    """Whether ``f`` is one of the two patterns ``insert_sync`` places, which alternate by
+    construction: a set before its wait in one body (same id), or the carried pattern (wait
+    before set in one body, inside a loop with one prologue set before it and one epilogue wait
+    after it per id the body's id can take)."""
+    mains = [i for i in f.sets + f.waits if i.instr.attr("role") in ("set", "wait")]
+    if len(mains) != 2:
+        return False
+    st = next((i for i in mains if i.instr.op == "set_flag"), None)
+    wt = next((i for i in mains if i.instr.op == "wait_flag"), None)
+    if st is None or wt is None or st.path[:-1] != wt.path[:-1]:
+        return False
+    eid = st.instr.attr("event_id")
+    if eid != wt.instr.attr("event_id"):
+        return False
+    pro = sorted((i for i in f.sets if i.instr.attr("role") == "prologue"), key=lambda i: i.path)
+    epi = sorted((i for i in f.waits if i.instr.attr("role") == "epilogue"), key=lambda i: i.path)
+    if len(pro) + len(epi) + 2 != len(f.sets) + len(f.waits):
+        return False
+    if st.path[-1] < wt.path[-1]:
+        return not pro and not epi
+    if not pro or len(pro) != len(epi):
+        return False
+    ids = [i.instr.attr("event_id") for i in pro]
+    if ids != [Affine(n) for n in range(len(pro))] or ids != [i.instr.attr("event_id")
+                                                              for i in epi]:
+        return False
+    if isinstance(eid, Affine) and eid.is_const:
+        values = {eid.const}
+    elif isinstance(eid, Affine) and eid.const == 0 and not eid.terms and not eid.divs and \
+            len(eid.mods) == 1 and eid.mods[0][1:] == (2, 1):
+        values = {0, 1}  # var % 2
+    else:
+        return False
+    if not values <= set(range(len(pro))):
+        return False
+    # every prologue set in the body holding the loop, right before an enclosing loop of the
+    # pair's body; the epilogue waits right after that loop
+    parent, at = pro[0].path[:-1], pro[-1].path[-1] + 1
+    loop = parent + (at,)
+    return (all(i.path[:-1] == parent for i in pro + epi)
+            and loop in st.loop_paths
+            and [i.path[-1] for i in pro] == list(range(at - len(pro), at))
+            and [i.path[-1] for i in epi] == list(range(at + 1, at + 1 + len(epi))))
 
 
 def _names(info: InstrInfo, side: str) -> dict[str, str]:

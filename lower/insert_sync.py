@@ -138,7 +138,7 @@ def _settle(kernel: Kernel, reqs: dict[_Req, list[str]], deps: Dependences, targ
         reqs = _fewest_flags(_merged({(_pingpong(r, kernel) if n in again else r): why
                                       for n, (r, why) in enumerate(reqs.items())}))
         placed = _build(kernel, reqs)
-        oracle = SyncOracle(placed, deps, target)
+        oracle = SyncOracle(placed, deps, target, reuse=oracle)
         problems = oracle.problems(skip=skip)
     # ping-pong ids over nested loops may skip a pair of distance 1 at a loop boundary
     weak = {p.dep.reason for p in problems if p.dep is not None}

@@ -102,6 +102,7 @@ class Access:
     tensors: tuple[str, ...]  # region descriptions, e.g. "x_ub[copy (k % 2)]"
     relation: isl.Map  # instance -> space[byte]
     parts: tuple[tuple[str, isl.Map], ...] = ()  # per region: (description, relation)
+    hull: tuple[int, int] = (0, -1)  # lowest and highest byte it may touch (an over-estimate)
 
 
 @dataclass(frozen=True, eq=False)
@@ -189,7 +190,6 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
     target = kernel.target
     # byte hull of each access: pairs whose hulls are disjoint cannot conflict (after memory
     # planning every UB buffer shares the space "UB", so this skips most pairs cheaply)
-    hull = {id(a): _hull(a.relation) for a in accesses}
     before: dict[tuple[int, int], isl.Map] = {}
     for (core, space), accs in by_space.items():
         for sa in accs:
@@ -199,7 +199,7 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                 s, d = instrs[sa.instr], instrs[da.instr]
                 if s.pipe == d.pipe and not target.needs_same_pipe_barrier.get(s.pipe, True):
                     continue
-                (slo, shi), (dlo, dhi) = hull[id(sa)], hull[id(da)]
+                (slo, shi), (dlo, dhi) = sa.hull, da.hull
                 if shi < dlo or dhi < slo:
                     continue
                 kind = {("W", "R"): DepKind.RAW, ("R", "W"): DepKind.WAR,
@@ -314,27 +314,64 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
     if ins.is_sync:
         return []
     acc: dict[tuple[str, str], list[tuple[str, isl.Map]]] = {}
+    hulls: dict[tuple[str, str], tuple[int, int]] = {}
     writes, reads = ins.writes, ins.reads
     extra: list[tuple[Region, str]] = []
     if ins.op in CUBE_OPS:
         writes, reads, extra = _cube_regions(kernel, info)
-    for kind, regions in (("W", writes), ("R", reads)):
-        for r in regions:
-            key = (kind, region_space(kernel, r.tensor))
-            acc.setdefault(key, []).append((_describe(kernel, r),
-                                            _region_map(kernel, info, r, kind)))
-    for r, when in extra:  # reads that happen only on some instances
-        key = ("R", region_space(kernel, r.tensor))
+    regions = [(k, r, "") for k, rs in (("W", writes), ("R", reads)) for r in rs]
+    regions += [("R", r, when) for r, when in extra]  # reads that happen on some instances only
+    for kind, r, when in regions:
+        key = (kind, region_space(kernel, r.tensor))
         acc.setdefault(key, []).append((_describe(kernel, r),
-                                        _region_map(kernel, info, r, "R", when)))
+                                        _region_map(kernel, info, r, kind, when)))
+        lo, hi = _region_hull(kernel, info, r, kind)
+        old = hulls.get(key)
+        hulls[key] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
     out = []
     for (k, s), parts in acc.items():
         m = parts[0][1]
         for _, p in parts[1:]:
             m = m.union(p)
         names = tuple(dict.fromkeys(n for n, _ in parts))
-        out.append(Access(info.id, k, s, names, m.coalesce(), tuple(parts)))
+        out.append(Access(info.id, k, s, names, m.coalesce(), tuple(parts), hulls[(k, s)]))
     return out
+
+
+def _region_hull(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> tuple[int, int]:
+    """Lowest and highest byte of ``r``'s space the instruction may touch, by interval
+    arithmetic over the loop ranges (an over-estimate of ``_region_map``'s byte set)."""
+    ranges = {BLOCK_IDX: (0, kernel.block_dim - 1)}
+    ranges.update({f.var: (0, f.extent - 1) for f in info.loops})
+    lo, hi = _interval(r.offset, ranges)
+    for d in r.dims:
+        span = (d.extent - 1) * d.stride
+        lo, hi = lo + min(span, 0), hi + max(span, 0)
+    eb = kernel.dtype_of(r.tensor).bytes
+    blk = kernel.target.block_bytes
+    blo, bhi = lo * eb, (hi + 1) * eb - 1
+    if r.tensor in kernel.buffer_map:  # whole 32 B blocks (DMA rows, block broadcasts)
+        blo, bhi = blo // blk * blk, (bhi // blk + 1) * blk - 1
+        bases = [b for b, _ in _copy_bases(kernel, r, frozenset(ranges), f"region {r}")]
+        return blo + min(bases), bhi + max(bases)
+    return blo, bhi
+
+
+def _interval(e: Affine, ranges: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    """Bounds of a quasi-affine expression over variable ranges."""
+    lo = hi = e.const
+    for v, c in e.terms:
+        a, b = ranges[v]
+        lo, hi = lo + min(c * a, c * b), hi + max(c * a, c * b)
+    for v, m, c in e.mods:
+        a, b = ranges[v]
+        ma, mb = (a, b) if 0 <= a and b < m else (0, m - 1)
+        lo, hi = lo + min(c * ma, c * mb), hi + max(c * ma, c * mb)
+    for a_, d, c in e.divs:
+        a, b = _interval(a_, ranges)
+        qa, qb = a // d, b // d
+        lo, hi = lo + min(c * qa, c * qb), hi + max(c * qa, c * qb)
+    return lo, hi
 
 
 def _conflicting(sa: Access, da: Access, rel: isl.Map
@@ -481,16 +518,6 @@ def flat_distance(d: Dependence, deps: Dependences, lo: int, hi: int) -> int:
         return 1
     low = deltas.dim_min_val(0)
     return int(low.to_python()) if low.is_int() else 1
-
-
-def _hull(rel: isl.Map) -> tuple[float, float]:
-    """Lowest and highest byte ``rel`` touches (an empty relation: an empty range)."""
-    rng = rel.range()
-    if rng.is_empty():
-        return (1.0, 0.0)
-    lo, hi = rng.dim_min_val(0), rng.dim_max_val(0)
-    return (float(lo.to_python()) if lo.is_int() else float("-inf"),
-            float(hi.to_python()) if hi.is_int() else float("inf"))
 
 
 def _before(s: InstrInfo, d: InstrInfo) -> isl.Map:

@@ -23,7 +23,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 
 from ascendsched.errors import AscendSchedWarning, BarrierFallbackWarning, SyncError
-from ascendsched.lower.happens_before import unordered_dependences
+from ascendsched.lower.happens_before import SyncOracle, SyncProblem, unordered_dependences
 from ascendsched.lower.ir import Affine, Instr, Kernel, Stmt, StmtMutator
 from ascendsched.target.model import CoreType, Pipe, Target
 
@@ -34,11 +34,15 @@ class EventIdPressureWarning(AscendSchedWarning):
     warning_id = "event-id-pressure"
 
 
-def allocate_event_ids(kernel: Kernel, target: Target, *, verify: bool = True) -> Kernel:
+def allocate_event_ids(kernel: Kernel, target: Target, *, verify: bool = True,
+                       oracle: SyncOracle | None = None, dropped: frozenset = frozenset()
+                       ) -> Kernel:
     """``kernel`` with every flag's event id within ``target.event_ids``; attrs cleaned.
 
     ``verify=False`` skips the check that shared ids cannot be set twice before a wait (for
-    tests that break a synced kernel on purpose)."""
+    tests that break a synced kernel on purpose). ``oracle``/``dropped``: the happens-before
+    oracle of the kernel before pruning and the syncs pruning dropped (``insert_sync`` passes
+    them): id sharing is then checked channel pair by channel pair on its relations."""
     ids = tuple(target.event_ids)
     conflicts: set[frozenset[int]] = set()  # channel pairs found unsafe to share an id
     while True:
@@ -57,10 +61,14 @@ def allocate_event_ids(kernel: Kernel, target: Target, *, verify: bool = True) -
         if failed is None and not verify:
             return _finish(kernel, bases)
         if failed is None:
-            done = _finish(kernel, bases, keep_channels=True)
             # one id shared by two channels is safe only if each set is known to come after
             # the previous wait of that id (checked, since the source pipe may run ahead)
-            problems = unordered_dependences(done, None, target, by_channel=False)
+            if oracle is not None and all(oracle.knows(i) for c in chans.values()
+                                          for i in c.instrs):
+                problems = _sharing_problems(groups, bases, oracle, dropped)
+            else:
+                done = _finish(kernel, bases, keep_channels=True)
+                problems = unordered_dependences(done, None, target, by_channel=False)
             if not problems:
                 return _finish(kernel, bases)
             clash = {frozenset(int(c) for c in p.channels) for p in problems
@@ -116,6 +124,7 @@ class _Chan:
     tight: bool
     comment: str
     flags: list[tuple[str, int, tuple[int, ...]]] = field(default_factory=list)  # role,pos,path
+    instrs: list[Instr] = field(default_factory=list)
 
     def pair(self) -> tuple[tuple[int, tuple[int, ...]], tuple[int, tuple[int, ...]]] | None:
         """(set pos, path), (wait pos, path) of a plain pair (no prologue/epilogue)."""
@@ -157,11 +166,36 @@ def _channels(kernel: Kernel) -> dict[int, _Chan]:
             if s.attr("role") in ("prologue", "epilogue"):
                 out[int(ch)].tight = False
             out[int(ch)].flags.append((str(s.attr("role")), pos, path))
+            out[int(ch)].instrs.append(s)
 
     for p in kernel.programs:
         walk(p.body, p.core, ())
     for c in out.values():
         c.tight = c.tight and c.end - c.start == 1
+    return out
+
+
+def _sharing_problems(groups: dict[tuple[CoreType, Pipe, Pipe], list[_Chan]],
+                      bases: dict[int, int], oracle: SyncOracle, dropped: frozenset
+                      ) -> list[SyncProblem]:
+    """Double sets between channels of one HardEvent that the colouring gives a common id."""
+    out: list[SyncProblem] = []
+    for cs in groups.values():
+        for a in cs:
+            for b in cs:
+                if a.channel == b.channel:
+                    continue
+                ids_a = {bases[a.channel] + i for i in range(a.n_ids)}
+                ids_b = {bases[b.channel] + i for i in range(b.n_ids)}
+                if not ids_a & ids_b:
+                    continue
+                waits = tuple((i, Affine.of(i.attr("event_id")) + bases[a.channel])
+                              for i in a.instrs if i.op == "wait_flag")
+                sets = tuple((i, Affine.of(i.attr("event_id")) + bases[b.channel])
+                             for i in b.instrs if i.op == "set_flag")
+                bad = oracle.shared_id_problem(waits, sets, dropped)
+                if bad is not None:
+                    out.append(bad)
     return out
 
 

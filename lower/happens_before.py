@@ -41,13 +41,14 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ascendsched.lower.ir import BLOCK_IDX, Affine, Kernel
+from ascendsched.lower.ir import BLOCK_IDX, Affine, Instr, Kernel
 from ascendsched.lower.polyhedral import (
     Dependence,
     Dependences,
     InstrInfo,
     affine_text,
     kernel_instrs,
+    program_order,
 )
 from ascendsched.target.model import CoreType, Pipe, Target
 
@@ -127,8 +128,6 @@ class SyncOracle:
         self.infos = kernel_instrs(kernel)
         self._cache: dict[tuple, object] = {}
         self._ok: dict[tuple, frozenset] = {}  # (src, sink, items) -> syncs that ordered them
-        if reuse is not None:
-            self._adopt(reuse)
         flags: dict[tuple, list[InstrInfo]] = {}
         self.barriers: list[tuple[tuple, InstrInfo]] = []
         for info in self.infos:
@@ -174,11 +173,14 @@ class SyncOracle:
                     if not rel.is_empty():
                         self.items.append(_Item(("double set", f.key, w.id, s.id), f.core, w,
                                                 s, rel))
+        if reuse is not None:
+            self._adopt(reuse)
 
     def _adopt(self, other: SyncOracle) -> None:
-        """Take over ``other``'s program-order relations (and flag relations of flags whose
-        ids did not change) when the kernel has the same statements at the same places (a
-        placement that only changed event ids)."""
+        """Take over ``other``'s program-order relations, the relations of flags whose ids did
+        not change, and its verdicts on groups whose ordering used only such syncs, when the
+        kernel has the same statements at the same places (a placement that only changed
+        event ids)."""
         mine, theirs = self.infos, other.infos
         if len(mine) != len(theirs) or any(
                 a.path != b.path or a.instr.op != b.instr.op or a.loop_vars != b.loop_vars
@@ -189,6 +191,23 @@ class SyncOracle:
         for key, val in other._cache.items():
             if key[0] == "po" or (key[0] == "flag rel" and key[1] in same and key[2] in same):
                 self._cache[key] = val
+
+        def ident(o: SyncOracle, f: _Flag) -> tuple:
+            return tuple(sorted((i.id, str(i.instr.attr("event_id"))) for i in f.sets + f.waits))
+
+        new = {ident(self, f): k for k, f in self.flags.items()}
+        keys = {k: new.get(ident(other, f)) for k, f in other.flags.items()}
+        bars = {x.id: k for k, x in self.barriers}
+        keys.update({k: bars.get(x.id) for k, x in other.barriers})
+        for (sid, tid, items), used in other._ok.items():
+            moved = []
+            for it in items:
+                if it[0] == "double set":
+                    it = (it[0], keys.get(it[1])) + it[2:]
+                moved.append(it)
+            got = frozenset(keys.get(k) for k in used)
+            if None not in got and all(it[1] is not None for it in moved):
+                self._ok[(sid, tid, frozenset(moved))] = got
 
     # ----------------------------------------------------------------- public
     def sync_keys(self, channel: object) -> frozenset[tuple]:
@@ -219,15 +238,30 @@ class SyncOracle:
             if item.key[0] == "double set" and item.key[1] in dropped:
                 continue
             groups.setdefault((item.src.id, item.dst.id), []).append(item)
+        todo = []
         for (sid, tid), items in groups.items():
-            s, t = self.infos[sid], self.infos[tid]
             gkey = (sid, tid, frozenset(i.key for i in items))
             used = self._ok.get(gkey)
-            if used is not None and not (used & dropped):
+            if used is None or used & dropped:
+                # a group whose ordering leaned on the newly dropped syncs alone is the likeliest
+                # to fail: look at those first (a trial stops at the first problem)
+                todo.append((0 if used else 1, len(used or ()), gkey, items))
+        todo.sort(key=lambda x: (x[0], x[1]))
+        for _, _, gkey, items in todo:
+            s, t = self.infos[gkey[0]], self.infos[gkey[1]]
+            same = next((it for it in items if it.dep is not None and it.dep.loop_independent),
+                        None)
+            if same is not None and not self._sync_between(s, t, dropped):
+                # pairs in one iteration of every common loop, and no sync left between the
+                # two statements in that iteration: nothing can order them
+                self._ok.pop(gkey, None)
+                out.append(SyncProblem(f"unordered: {same.dep} (no sync left between source "
+                                       f"and sink within one iteration)", same.dep))
+                if first_only:
+                    return tuple(out)
                 continue
-            union = items[0].relation
-            for it in items[1:]:
-                union = union.union(it.relation)
+            union = self._cached(("union", gkey), lambda items=items: _union(
+                [it.relation for it in items]))
             hint = frozenset(r for it in items if it.dep is not None for r in [it.dep.reason])
             rem, used = self._cover(union, s, t, dropped, hint)
             if rem.is_empty():
@@ -241,6 +275,67 @@ class SyncOracle:
                     if first_only:
                         return tuple(out)
         return tuple(out)
+
+    def _sync_between(self, s: InstrInfo, t: InstrInfo, dropped: frozenset) -> bool:
+        """Whether a set on s's pipe (or a barrier that may order s's pipe before t's) not in
+        ``dropped`` lies in the program text between s and t inside their innermost common
+        body: the first step of any chain for instances in one iteration."""
+        if s.id >= t.id:
+            return True  # the sink comes first in the text: no pair shares every iteration
+        common = 0
+        while common < min(len(s.path), len(t.path)) - 1 and s.path[common] == t.path[common]:
+            common += 1
+        prefix = s.path[:common]
+        for key, x in self._menu(s.pipe, t.pipe, t.core)[0]:
+            if key not in dropped and s.id < x.id < t.id and x.path[:common] == prefix:
+                return True
+        for f in self._menu_from(s.pipe, t.core):
+            if f.key not in dropped and any(s.id < x.id < t.id and x.path[:common] == prefix
+                                            for x in f.sets):
+                return True
+        return False
+
+    def _menu_from(self, p: Pipe, core: CoreType) -> list[_Flag]:
+        key = ("menu from", p, core)
+        got = self._cache.get(key)
+        if got is None:
+            got = self._cache[key] = [f for f in self.flags.values()
+                                      if f.core == core and f.src == p and f.sets and f.waits]
+        return got  # type: ignore[return-value]
+
+    def shared_id_problem(self, waits: tuple[tuple[Instr, Affine], ...],
+                          sets: tuple[tuple[Instr, Affine], ...], dropped: frozenset
+                          ) -> SyncProblem | None:
+        """Whether a flag of one channel may be set again, by a set of another channel given
+        the same id, before its wait consumed it: every (wait, later set) instance pair with
+        equal ids (``waits``/``sets``: instructions of this kernel with their allocated ids)
+        must be ordered by the syncs not in ``dropped``. None: it may not."""
+        where = {id(i.instr): i for i in self.infos}
+        for w_ins, w_id in waits:
+            for s_ins, s_id in sets:
+                w, s = where[id(w_ins)], where[id(s_ins)]
+                key = ("shared id", w.id, s.id, w_id, s_id, dropped)
+                if key not in self._cache:
+                    rel = self._po(w, s).intersect(self._id_eq(w, s, w_id, s_id))
+                    bad = None
+                    if not rel.is_empty():
+                        rem, _ = self._cover(rel, w, s, dropped, frozenset())
+                        bad = None if rem.is_empty() else rem
+                    self._cache[key] = bad
+                bad = self._cache[key]
+                if bad is not None:
+                    return SyncProblem(
+                        f"set {s.instr} may fire before wait {w.instr} (same id) consumed "
+                        f"its flag: S{w.id} -> S{s.id} at {_point_text(bad)}",
+                        channels=(s.instr.attr("channel"), w.instr.attr("channel")),
+                        double_set=True)
+        return None
+
+    def knows(self, instr: Instr) -> bool:
+        """Whether ``instr`` (the object) is a statement of this oracle's kernel."""
+        if "_objects" not in self.__dict__:
+            self._objects = {id(i.instr) for i in self.infos}
+        return id(instr) in self._objects
 
     # ----------------------------------------------------------------- checks
     def _cover(self, rel: isl.Map, s: InstrInfo, t: InstrInfo, dropped: frozenset,
@@ -264,29 +359,47 @@ class SyncOracle:
         """(sync keys, function giving the s -> t instance pairs they order) for each barrier
         and flag that may order pipe-s work before t, the hinted ones first; flags from another
         pipe relay what their sets know (chains of up to ``hops`` flags)."""
-        p, q = s.pipe, t.pipe
-        bars = [(k, x) for k, x in self.barriers if k not in dropped and x.core == t.core
-                and (x.pipe == Pipe.ALL or p == q == x.pipe)]
-        ones, relays = [], []
-        for f in self.flags.values():
-            if f.key in dropped or f.core != t.core or f.dst != q or not f.sets or not f.waits:
-                continue
-            if f.src == p:
-                ones.append(f)
-            elif hops > 1 and f.src != q:
-                relays.append(f)
+        bars, ones, relays = self._menu(s.pipe, t.pipe, t.core)
 
-        def mine(ins: tuple[InstrInfo, ...]) -> bool:
-            return any(r in i.instr.comment for i in ins for r in hint)
+        def rank(sets: tuple[InstrInfo, ...], waits: tuple[InstrInfo, ...]) -> tuple:
+            # placed for this dependence (its reason in the comment), then nearest in the
+            # loop tree (a sibling branch's copy of a pair rarely orders this one)
+            mine = bool(hint) and any(r in i.instr.comment for i in sets for r in hint)
+            near = max(_shared(x.path, s.path) for x in sets) + max(
+                _shared(y.path, t.path) for y in waits)
+            return (not mine, -near)
 
-        for k, x in sorted(bars, key=lambda b: not mine((b[1],))):
-            yield (k,), lambda x=x: self._via_barrier(s, x, t)
-        for f in sorted(ones, key=lambda f: not mine(f.sets)):
-            yield (f.key,), lambda f=f: self._via_flag(s, f, t, None, hops)
+        bars = sorted(bars, key=lambda b: rank((b[1],), (b[1],)))
+        ones = sorted(ones, key=lambda f: rank(f.sets, f.waits))
+        for k, x in bars:
+            if k not in dropped:
+                yield (k,), lambda x=x: self._via_barrier(s, x, t)
+        for f in ones:
+            if f.key not in dropped:
+                yield (f.key,), lambda f=f: self._via_flag(s, f, t, None, hops)
+        if hops < 2:
+            return
         for f in relays:
-            support = self._support(f.src, p, t.core, hops - 1)
-            yield (f.key,) + tuple(support - dropped), lambda f=f, sup=support: self._via_flag(
-                s, f, t, dropped & sup, hops)
+            if f.key in dropped:
+                continue
+            support = self._support(f.src, s.pipe, t.core, hops - 1)
+            inner = dropped & support
+            yield (f.key,) + tuple(support - dropped), lambda f=f, inner=inner: self._via_flag(
+                s, f, t, inner, hops)
+
+    def _menu(self, p: Pipe, q: Pipe, core: CoreType
+              ) -> tuple[list[tuple[tuple, InstrInfo]], list[_Flag], list[_Flag]]:
+        """Barriers, flags p -> q and flags r -> q (r another pipe) that may order p before q."""
+        key = ("menu", p, q, core)
+        got = self._cache.get(key)
+        if got is None:
+            bars = [(k, x) for k, x in self.barriers if x.core == core
+                    and (x.pipe == Pipe.ALL or p == q == x.pipe)]
+            into = [f for f in self.flags.values()
+                    if f.core == core and f.dst == q and f.sets and f.waits]
+            got = self._cache[key] = (bars, [f for f in into if f.src == p],
+                                      [f for f in into if f.src not in (p, q)])
+        return got  # type: ignore[return-value]
 
     def _via_barrier(self, s: InstrInfo, x: InstrInfo, t: InstrInfo) -> isl.Map | None:
         key = ("via barrier", s.id, x.id, t.id)
@@ -420,33 +533,11 @@ class SyncOracle:
         return res
 
     def _po(self, a: InstrInfo, b: InstrInfo) -> isl.Map:
-        """Instances of ``a`` before instances of ``b`` in program order, in one block: their
-        common loops lexicographically before, or equal when ``a`` comes first in the text."""
+        """Instances of ``a`` before instances of ``b`` in program order, in one block."""
         key = ("po", a.id, b.id)
         got = self._cache.get(key)
         if got is None:
-            na, nb = _names(a, "a"), _names(b, "b")
-            m = 0
-            while m < min(len(a.loop_paths), len(b.loop_paths)) and \
-                    a.loop_paths[m] == b.loop_paths[m]:
-                m += 1
-            if a.id == b.id:
-                strict = True
-            else:
-                j = next(i for i, (x, y) in enumerate(zip(a.path, b.path)) if x != y)
-                strict = a.path[j] > b.path[j]  # a after b in the text: a later iteration
-            xs = [na[v] for v in a.loop_vars[:m]]
-            ys = [nb[v] for v in b.loop_vars[:m]]
-            ors = [" and ".join([f"{x} = {y}" for x, y in zip(xs[:j], ys[:j])]
-                                + [f"{xs[j]} < {ys[j]}"]) for j in range(m)]
-            if not strict:
-                ors.append(" and ".join(f"{x} = {y}" for x, y in zip(xs, ys)) or "true")
-            lex = " or ".join(f"({o})" for o in ors) if ors else "false"
-            dom = ", ".join(na[v] for v in (BLOCK_IDX,) + a.loop_vars)
-            rng = ", ".join(nb[v] for v in (BLOCK_IDX,) + b.loop_vars)
-            got = self._cache[key] = isl.Map(
-                f"{{ {a.name}[{dom}] -> {b.name}[{rng}] : {na[BLOCK_IDX]} = {nb[BLOCK_IDX]} "
-                f"and ({lex}) }}").intersect_domain(a.domain).intersect_range(b.domain)
+            got = self._cache[key] = program_order(a, b)
         return got  # type: ignore[return-value]
 
     def _flag_rel(self, a: InstrInfo, b: InstrInfo) -> isl.Map:
@@ -457,14 +548,18 @@ class SyncOracle:
             got = self._po(a, b)
             ea, eb = a.instr.attr("event_id"), b.instr.attr("event_id")
             if ea is not None and eb is not None:
-                na, nb = _names(a, "a"), _names(b, "b")
-                ta = affine_text(Affine.of(ea).rename(na), frozenset(na.values()), f"S{a.id}")
-                tb = affine_text(Affine.of(eb).rename(nb), frozenset(nb.values()), f"S{b.id}")
-                da = ", ".join(na[v] for v in (BLOCK_IDX,) + a.loop_vars)
-                db = ", ".join(nb[v] for v in (BLOCK_IDX,) + b.loop_vars)
-                got = got.intersect(isl.Map(f"{{ {a.name}[{da}] -> {b.name}[{db}] : {ta} = {tb} }}"))
+                got = got.intersect(self._id_eq(a, b, Affine.of(ea), Affine.of(eb)))
             self._cache[key] = got
         return got  # type: ignore[return-value]
+
+    def _id_eq(self, a: InstrInfo, b: InstrInfo, ea: Affine, eb: Affine) -> isl.Map:
+        """Instance pairs of ``a`` and ``b`` whose event ids ``ea`` and ``eb`` are equal."""
+        na, nb = _names(a, "a"), _names(b, "b")
+        ta = affine_text(ea.rename(na), frozenset(na.values()), f"S{a.id}")
+        tb = affine_text(eb.rename(nb), frozenset(nb.values()), f"S{b.id}")
+        da = ", ".join(na[v] for v in (BLOCK_IDX,) + a.loop_vars)
+        db = ", ".join(nb[v] for v in (BLOCK_IDX,) + b.loop_vars)
+        return isl.Map(f"{{ {a.name}[{da}] -> {b.name}[{db}] : {ta} = {tb} }}")
 
     def _cached(self, key: tuple, make):  # noqa: ANN001, ANN202
         if key not in self._cache:
@@ -508,14 +603,29 @@ def _standard_pattern(f: _Flag) -> bool:
         return False
     if not values <= set(range(len(pro))):
         return False
-    # every prologue set in the body holding the loop, right before an enclosing loop of the
-    # pair's body; the epilogue waits right after that loop
-    parent, at = pro[0].path[:-1], pro[-1].path[-1] + 1
-    loop = parent + (at,)
-    return (all(i.path[:-1] == parent for i in pro + epi)
-            and loop in st.loop_paths
-            and [i.path[-1] for i in pro] == list(range(at - len(pro), at))
-            and [i.path[-1] for i in epi] == list(range(at + 1, at + 1 + len(epi))))
+    # the prologue sets in the body holding an enclosing loop of the pair, before it; the
+    # epilogue waits after it (in any one run of that body: P_v, then the loop's W/S pairs, E_v)
+    parent = pro[0].path[:-1]
+    loops = [lp for lp in st.loop_paths if lp[:-1] == parent]
+    if len(loops) != 1 or not all(i.path[:-1] == parent for i in pro + epi):
+        return False
+    at = loops[0][-1]
+    return all(i.path[-1] < at for i in pro) and all(i.path[-1] > at for i in epi)
+
+
+def _shared(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """Length of the common prefix of two paths."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _union(maps: list[isl.Map]) -> isl.Map:
+    out = maps[0]
+    for m in maps[1:]:
+        out = out.union(m)
+    return out
 
 
 def _names(info: InstrInfo, side: str) -> dict[str, str]:

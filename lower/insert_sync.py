@@ -34,20 +34,26 @@ from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.happens_before import SyncOracle, SyncProblem
 from ascendsched.lower.ir import Affine, Cond, For, If, Instr, Kernel, Program, Stmt
 from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, flat_distance
-from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
+from ascendsched.lower.remove_redundant_sync import Pruned, prune
 from ascendsched.target.model import Pipe, Target
 
 
 def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     """``kernel`` with the flags and barriers that order ``deps`` (computed on ``kernel``)."""
-    return allocate_event_ids(pruned_syncs(kernel, deps, target), target)
+    pruned = _pruned(kernel, deps, target)
+    return allocate_event_ids(pruned.kernel, target, oracle=pruned.oracle,
+                              dropped=pruned.dropped)
 
 
 def pruned_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     """Placed and pruned syncs, before event-id allocation (each sync still carries its
     ``channel``: what the sync minimality check drops one at a time)."""
+    return _pruned(kernel, deps, target).kernel
+
+
+def _pruned(kernel: Kernel, deps: Dependences, target: Target) -> Pruned:
     placed, settled_by, oracle = _place(kernel, deps, target)
-    return remove_redundant_sync(placed, deps, target, settled_by=settled_by, oracle=oracle)
+    return prune(placed, deps, target, settled_by=settled_by, oracle=oracle)
 
 
 def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 
 import islpy as isl
 
@@ -79,7 +80,12 @@ class InstrInfo:
     loop_paths: tuple[tuple[int, ...], ...]  # path of each enclosing loop
     conds: tuple[Cond, ...]  # conjunction of enclosing If conditions
     domain: isl.Set
-    schedule: isl.Map
+    schedule_text: str = ""  # isl text of the program-order schedule (built on demand)
+
+    @cached_property
+    def schedule(self) -> isl.Map:
+        """Instance -> its position (child index and loop variable per level, 2d+1 style)."""
+        return isl.Map(self.schedule_text).intersect_domain(self.domain)
 
     @property
     def name(self) -> str:
@@ -222,6 +228,7 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
 def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
     """Every Instr of every program with its domain and schedule, numbered in program order."""
     out: list[InstrInfo] = []
+    domains: dict[str, isl.Set] = {}  # statements of one body share their domain
     for prog in kernel.programs:
         raw: list[tuple[Instr, tuple[int, ...], tuple[Stmt, ...]]] = []
         _walk(prog.body, (), (), raw)
@@ -231,16 +238,45 @@ def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
             loop_paths = tuple(path[: j + 1] for j, a in enumerate(anc) if isinstance(a, For))
             conds = tuple(c for a in anc if isinstance(a, If) for c in a.conds)
             ident = len(out)
-            dom = isl.Set(f"{{ S{ident}[{_dims(loops)}] : {_domain_text(kernel, loops, conds)} }}")
+            text = f"[{_dims(loops)}] : {_domain_text(kernel, loops, conds)} }}"
+            dom = domains.get(text)
+            if dom is None:
+                dom = domains[text] = isl.Set("{ S" + text)
             sched: list[str] = []
             for j, a in enumerate(anc):
                 sched += [str(path[j]), a.var if isinstance(a, For) else "0"]
             sched.append(str(path[-1]))
             sched += ["0"] * (2 * depth - 1 - len(sched))
-            sm = isl.Map(f"{{ S{ident}[{_dims(loops)}] -> [{', '.join(sched)}] }}")
-            out.append(InstrInfo(ident, prog.core, instr, path, loops, loop_paths, conds, dom,
-                                 sm.intersect_domain(dom)))
+            out.append(InstrInfo(ident, prog.core, instr, path, loops, loop_paths, conds,
+                                 dom.set_tuple_name(f"S{ident}"),
+                                 f"{{ S{ident}[{_dims(loops)}] -> [{', '.join(sched)}] }}"))
     return tuple(out)
+
+
+def program_order(a: InstrInfo, b: InstrInfo) -> isl.Map:
+    """Instances of ``a`` before instances of ``b`` in program order, in one block: their
+    common loops lexicographically before, or equal when ``a`` comes first in the text."""
+    na = {v: f"a{j}" for j, v in enumerate((BLOCK_IDX,) + a.loop_vars)}
+    nb = {v: f"b{j}" for j, v in enumerate((BLOCK_IDX,) + b.loop_vars)}
+    m = 0
+    while m < min(len(a.loop_paths), len(b.loop_paths)) and a.loop_paths[m] == b.loop_paths[m]:
+        m += 1
+    if a.id == b.id:
+        strict = True
+    else:
+        j = next(i for i, (x, y) in enumerate(zip(a.path, b.path)) if x != y)
+        strict = a.path[j] > b.path[j]  # a after b in the text: a later iteration only
+    xs = [na[v] for v in a.loop_vars[:m]]
+    ys = [nb[v] for v in b.loop_vars[:m]]
+    ors = [" and ".join([f"{x} = {y}" for x, y in zip(xs[:j], ys[:j])] + [f"{xs[j]} < {ys[j]}"])
+           for j in range(m)]
+    if not strict:
+        ors.append(" and ".join(f"{x} = {y}" for x, y in zip(xs, ys)) or "true")
+    lex = " or ".join(f"({o})" for o in ors) if ors else "false"
+    dom = ", ".join(na[v] for v in (BLOCK_IDX,) + a.loop_vars)
+    rng = ", ".join(nb[v] for v in (BLOCK_IDX,) + b.loop_vars)
+    return isl.Map(f"{{ {a.name}[{dom}] -> {b.name}[{rng}] : {na[BLOCK_IDX]} = {nb[BLOCK_IDX]} "
+                   f"and ({lex}) }}").intersect_domain(a.domain).intersect_range(b.domain)
 
 
 def instr_accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
@@ -522,10 +558,7 @@ def flat_distance(d: Dependence, deps: Dependences, lo: int, hi: int) -> int:
 
 def _before(s: InstrInfo, d: InstrInfo) -> isl.Map:
     """src instance -> dst instance pairs in the same block with src first in program order."""
-    order = s.schedule.lex_lt_map(d.schedule)
-    same = isl.Map(f"{{ S{s.id}[{_dims(s.loops)}] -> S{d.id}[{_dims_primed(d.loops)}] : "
-                   f"{BLOCK_IDX} = {BLOCK_IDX}_d }}")
-    return order.intersect(same)
+    return program_order(s, d)
 
 
 def _dims_primed(loops: tuple[For, ...]) -> str:

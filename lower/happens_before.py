@@ -1,35 +1,41 @@
-"""Happens-before over a synchronised program, decided symbolically with isl (vector clocks).
+"""Happens-before over a synchronised program, decided symbolically with isl.
 
 The sync passes' own oracle (independent of ``sim/checker.py``, which replays a trace). It never
-runs the program: block index, persistent-loop trips and tile counts stay inside isl sets, so its
-cost depends on the statements and sync channels, not on the problem size or the core count.
-
-Instances live in one *position* space per core, ``P[block, c0, i0, c1, i1, ...]`` (child index
-and loop variable per level, as ``polyhedral.kernel_instrs`` orders them), where program order is
-the lexicographic order within one block.
+runs the program: the block index, persistent-loop trips and tile counts stay inside isl sets
+(``S<n>[block_idx, loop vars]`` instances of statement n), so its cost depends on the statements
+and sync channels, not on the problem size or the core count.
 
 The argument. A *flag* is a HardEvent (src pipe, dst pipe), told apart by its sync ``channel``
-while ids are still channel-local (``by_channel``). Within one block:
+while ids are still channel-local (``by_channel``). Within one block, ``<`` is program order:
 
 1. *Alternation* (checked here): the instances of each (flag, event id value) run set, wait, set,
-   wait, ... in program order, starting with a set and ending with a wait.
+   wait, ... in program order, starting with a set and ending with a wait. The two patterns
+   ``insert_sync`` places (a pair in one body; the carried pattern with prologue sets before
+   its loop and epilogue waits after it), in disjoint stretches of the text, alternate by
+   construction; anything else is checked with isl.
 2. *No double set* (checked here): each wait happens before the next set of its (flag, id).
 
 Given 1 and 2 the k-th set of a (flag, id) meets its k-th wait, a set fires after every earlier
 instruction of its pipe and a wait holds every later instruction of its pipe, so program order
-is a valid execution (no deadlock). Knowledge is then prefix-closed per pipe, as in a vector
-clock: ``known[q <- p](v)``, a function of the position ``v`` of an instruction on pipe q, is the
-latest position such that every pipe-p instruction before it is done when ``v`` starts:
+is a valid execution (no deadlock), and instance ``a`` (pipe p) happens before ``b`` (pipe q)
+when a chain exists::
 
-* through one flag f: p -> q, ``K_f(v)`` = the latest set of f that some wait of f before ``v``
-  (same id) may meet; alternation makes the wait's own set no earlier, so this is sound;
-* through a chain, ``known[r <- p]`` at that set for flags f: r -> q (up to ``max_hops`` flags);
-* a barrier on p before ``v`` (p == q), and any PIPE_ALL barrier before ``v``.
+    a < s1 < w1 < s2 < w2 < ... < wk < b
 
-Each is an isl ``lexmax``. A dependence from ``a`` (pipe p) to ``b`` (pipe q) is ordered iff
-``a < known[q <- p](b)`` for every pair of its relation (p == q on an in-order pipe:
-program order suffices). Missing a longer chain can only call a dependence unordered (a sync
-kept), never the reverse. Before/after::
+with ``si``/``wi`` a set and a wait of one (flag, id), ``s1`` on p, ``wi`` and ``s(i+1)`` on
+one pipe, ``wk`` on q: alternation makes the wait that ``si`` meets the first one of its id
+after it, so no later than ``wi``. Also: a barrier ``a < x < b`` on p (p == q) or PIPE_ALL, or
+p == q runs in order (``target.needs_same_pipe_barrier``).
+
+A dependence (its relation: the instance pairs to order) is checked per (source, sink)
+statement pair by *covering*: each candidate sync contributes the isl relation of pairs it
+orders (``program order to a set`` composed with ``set -> waits of its id before the sink``),
+which is subtracted until nothing is left. The syncs placed for the dependence and those nearest
+in the loop tree are tried first; chains through other pipes (up to ``max_hops`` flags) last,
+by the same covering at the relaying set. Missing a longer chain can only call a dependence
+unordered (a sync kept), never the reverse. Each covered group remembers the syncs it used, so
+dropping a sync (``remove_redundant_sync``) re-checks only the groups that leaned on it.
+Before/after::
 
     load x; set MTE2->V 0; wait MTE2->V 0; add     ->  unordered_dependences(...) == ()
     load x; add                                     ->  (unordered: RAW x_ub S0 -> S1 ...,)
@@ -489,6 +495,10 @@ class SyncOracle:
                                         tuple(i for i in g if i.instr.op == "wait_flag"), c))
                 for c, g in chans.items()):
             return []
+        return self.alternation_by_isl(f)
+
+    def alternation_by_isl(self, f: _Flag) -> list[str]:
+        """``_alternation`` decided by isl alone (also where the patterns vouch for it)."""
         out: list[str] = []
         for kind, firsts, seconds in (("sets", f.sets, f.waits), ("waits", f.waits, f.sets)):
             for a in firsts:

@@ -29,8 +29,8 @@ instructions on different pipes or on one pipe that needs ``PipeBarrier`` (the t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
 
@@ -102,13 +102,28 @@ class InstrInfo:
 
 @dataclass(frozen=True, eq=False)
 class Access:
+    """The bytes one instruction reads or writes in one space. Its isl relations are built on
+    first use (most accesses never meet a conflicting one)."""
+
     instr: int
     kind: str  # "R" or "W"
     space: str
     tensors: tuple[str, ...]  # region descriptions, e.g. "x_ub[copy (k % 2)]"
-    relation: isl.Map  # instance -> space[byte]
-    parts: tuple[tuple[str, isl.Map], ...] = ()  # per region: (description, relation)
-    hull: tuple[int, int] = (0, -1)  # lowest and highest byte it may touch (an over-estimate)
+    hull: tuple[int, int]  # lowest and highest byte it may touch (an over-estimate)
+    make_parts: Callable[[], tuple[tuple[str, isl.Map], ...]] = field(repr=False)
+
+    @cached_property
+    def parts(self) -> tuple[tuple[str, isl.Map], ...]:
+        """Per region: (description, instance -> space[byte] relation)."""
+        return self.make_parts()
+
+    @cached_property
+    def relation(self) -> isl.Map:
+        """instance -> space[byte]."""
+        m = self.parts[0][1]
+        for _, p in self.parts[1:]:
+            m = m.union(p)
+        return m.coalesce()
 
 
 @dataclass(frozen=True, eq=False)
@@ -349,7 +364,7 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
     ins = info.instr
     if ins.is_sync:
         return []
-    acc: dict[tuple[str, str], list[tuple[str, isl.Map]]] = {}
+    acc: dict[tuple[str, str], list[tuple[str, Region, str, str]]] = {}
     hulls: dict[tuple[str, str], tuple[int, int]] = {}
     writes, reads = ins.writes, ins.reads
     extra: list[tuple[Region, str]] = []
@@ -359,18 +374,19 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
     regions += [("R", r, when) for r, when in extra]  # reads that happen on some instances only
     for kind, r, when in regions:
         key = (kind, region_space(kernel, r.tensor))
-        acc.setdefault(key, []).append((_describe(kernel, r),
-                                        _region_map(kernel, info, r, kind, when)))
+        acc.setdefault(key, []).append((_describe(kernel, r), r, kind, when))
         lo, hi = _region_hull(kernel, info, r, kind)
         old = hulls.get(key)
         hulls[key] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
     out = []
     for (k, s), parts in acc.items():
-        m = parts[0][1]
-        for _, p in parts[1:]:
-            m = m.union(p)
-        names = tuple(dict.fromkeys(n for n, _ in parts))
-        out.append(Access(info.id, k, s, names, m.coalesce(), tuple(parts), hulls[(k, s)]))
+        names = tuple(dict.fromkeys(n for n, _, _, _ in parts))
+
+        def make(parts=parts) -> tuple[tuple[str, isl.Map], ...]:  # noqa: ANN001
+            return tuple((n, _region_map(kernel, info, r, kind, when))
+                         for n, r, kind, when in parts)
+
+        out.append(Access(info.id, k, s, names, hulls[(k, s)], make))
     return out
 
 
@@ -379,6 +395,7 @@ def _region_hull(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> tuple
     arithmetic over the loop ranges (an over-estimate of ``_region_map``'s byte set)."""
     ranges = {BLOCK_IDX: (0, kernel.block_dim - 1)}
     ranges.update({f.var: (0, f.extent - 1) for f in info.loops})
+    affine_text(r.offset, frozenset(ranges), f"region {r} of S{info.id} ({info.instr.op})")
     lo, hi = _interval(r.offset, ranges)
     for d in r.dims:
         span = (d.extent - 1) * d.stride

@@ -17,7 +17,8 @@ count queue behind earlier ones) with:
 5. the launch overhead.
 
 ``fast=False`` simulates every block and every loop iteration (the reference the fast path is
-checked against); ``record=True`` also keeps every pipe activity for the timeline.
+checked against); ``record=True`` simulates every loop iteration of one block per group and
+keeps every pipe activity for the timeline (the group's other blocks share its slices).
 The result is a model: ``TimingReport.summary()`` says so and names its parameters.
 """
 
@@ -144,21 +145,27 @@ def parameter_line(c: CostModel) -> str:
 
 
 def model_time(kernel: Kernel, *, costs: CostModel | None = None, fast: bool = True,
-               record: bool = False) -> TimingReport:
-    """Model ``kernel``'s run on its target (see module docstring)."""
+               record: bool = False, l2_bypass: frozenset[str] = frozenset(),
+               traffic: GmTraffic | None = None) -> TimingReport:
+    """Model ``kernel``'s run on its target (see module docstring).
+
+    ``l2_bypass``: GM inputs read with the L2 disabled (a cache hint the schedule language does
+    not have yet; the calibration uses it for the published Add Cases 5-6). ``traffic``: a
+    precomputed ``gm_traffic`` of this kernel (it depends on no fitted parameter).
+    """
     t0 = time.perf_counter()
     costs = costs or kernel.target.costs
     if costs is None:
         raise InternalCompilerError(f"target {kernel.target.name} has no cost model")
     tgt = kernel.target
-    traffic = gm_traffic(kernel, costs.l2_bytes)
+    traffic = traffic or gm_traffic(kernel, costs.l2_bytes, bypass=l2_bypass)
     progs = [p for p in kernel.programs if p.body]
     if not progs:
         raise InternalCompilerError(f"kernel {kernel.name} has no program to time")
     ncores = {p.core: tgt.cores(p.core) for p in progs}
     active = sum(min(kernel.block_dim, n) for n in ncores.values())
     loops = {p.core: loop_infos(kernel, p.body) for p in progs}
-    groups = _groups(kernel, progs, fast and not record)
+    groups = _groups(kernel, progs, fast)  # a timeline keeps the groups, drops extrapolation
     clock_per_byte = tgt.clock_hz
     hbm_cycles = (traffic.hbm_read + traffic.writeback * costs.writeback_cost) / (
         costs.hbm_bytes_per_s / clock_per_byte)
@@ -167,7 +174,8 @@ def model_time(kernel: Kernel, *, costs: CostModel | None = None, fast: bool = T
     for _ in range(2):
         rates = core_rates(costs, tgt, active, traffic.hit, slow_h, slow_l2)
         table = CostTable(kernel, costs, rates)
-        cores, slices = _simulate(kernel, progs, table, loops, groups, fast, record)
+        cores, slices = _simulate(kernel, progs, table, loops, groups, fast and not record,
+                                  record)
         pipes_cycles = _makespan(cores, ncores)
         if max(hbm_cycles, l2_cycles) <= pipes_cycles * 1.001 or slow_h * slow_l2 > 1.0:
             break

@@ -4,7 +4,7 @@ The scalar unit walks a program in order and issues each instruction into its pi
 (``scalar_issue`` cycles each, ``loop_overhead`` per loop iteration; it stalls while that
 queue holds ``queue_depth`` instructions not yet started). Pipes run concurrently, each in
 order: an op starts when issued and when its pipe is free. ``SetFlag(p)`` fires once all earlier
-``p`` work is done (the vector tail included); ``WaitFlag(q)`` holds pipe ``q`` until its flag
+``p`` work is done (the vector tail included) without holding later ``p`` work; ``WaitFlag(q)`` holds pipe ``q`` until its flag
 fired; ``PipeBarrier(p)`` drains ``p``; a cross-core wait blocks the whole core until the other
 core's set arrived (plus ``cross_flag`` latency). Vector and Mmad streams pay their ``head`` when
 the stream was interrupted (an idle pipe, a flag or a barrier before them).
@@ -30,6 +30,7 @@ from ascendsched.lower.ir import BLOCK_IDX, VECTOR_OPS, Affine, For, If, Instr, 
 from ascendsched.sim.costs import (
     KIND_DMA,
     KIND_MMAD,
+    KIND_PIPELINED,
     KIND_VEC,
     PIPE_INDEX,
     PIPES,
@@ -79,6 +80,7 @@ class CoreRun:
         self.free = [0.0] * NP
         self.done = [0.0] * NP
         self.last = [-1.0] * NP  # end of the last compute op of the pipe's stream
+        self.dfree = [0.0] * NP  # data clock of pipelined DMA
         self.ring = [deque(maxlen=self.q) for _ in range(NP)]
         self.flags: dict[tuple, deque] = {}
         self.busy = [0.0] * NP
@@ -161,9 +163,7 @@ class CoreRun:
         start = max(issue, self.free[p])
         self.ring[p].append(start)
         if op == "set_flag":
-            fire = max(start, self.done[p]) + self.set_c
-            self.free[p] = fire
-            self.done[p] = max(self.done[p], fire)
+            fire = max(start, self.done[p]) + self.set_c  # later work of p need not wait
             key = (p, PIPE_INDEX[s.attr("dst")], _val(s.attr("event_id"), self.env))
             self.flags.setdefault(key, deque()).append(fire)
             self._record(p, start, fire, "set_flag", ("set", key))
@@ -185,6 +185,19 @@ class CoreRun:
             self._record(p, start, end, "barrier")
             return
         c = self.table.cost(s, self.env)
+        if c.kind == KIND_PIPELINED:
+            req_end = start + c.req
+            data_end = max(start, self.dfree[p]) + c.data
+            end = max(req_end, data_end) + c.head
+            self.free[p] = req_end
+            self.dfree[p] = data_end
+            self.done[p] = max(self.done[p], end)
+            self.busy[p] += end - max(start, self.last[p])
+            self.last[p] = end
+            self.counts[0] += 1
+            if self.rec is not None:
+                self._record(p, start, end, c.name)
+            return
         dur = c.dur
         if c.kind in (KIND_VEC, KIND_MMAD) and start > self.last[p] + EPS:
             dur += c.head
@@ -236,7 +249,7 @@ class CoreRun:
     # ------------------------------------------------------------------ fast path
     def _snap(self) -> tuple:
         """The state relative to the scalar clock, rounded; times already past clamp to -1."""
-        vals = self.free + self.done + self.last
+        vals = self.free + self.done + self.last + self.dfree
         lens = []
         for r in self.ring:
             vals.extend(r)
@@ -269,7 +282,7 @@ class CoreRun:
 
     def _shift(self, d: float, k: int, old: tuple) -> None:
         self.t += d
-        for arr in (self.free, self.done, self.last):
+        for arr in (self.free, self.done, self.last, self.dfree):
             for i in range(NP):
                 arr[i] += d
         for r in self.ring:

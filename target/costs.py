@@ -93,7 +93,7 @@ _UB_GM = ((1, 188.5), (2, 210.5), (4, 130.3), (8, 115.0), (12, 106.0), (16, 100.
 _SLOPES = (
     # cycles per 256 B repeat, bank conflicts excluded (they add beats, see ub_bank_groups).
     ("add", 1.0), ("sub", 1.0), ("mul", 1.0), ("max", 1.0), ("min", 1.0),
-    ("div", 4.0), ("exp", 2.0), ("ln", 2.0), ("sqrt", 2.0), ("rsqrt", 1.0),
+    ("div", 4.0), ("div:float16", 8.0), ("exp", 2.0), ("ln", 2.0), ("sqrt", 2.0), ("rsqrt", 1.0),
     ("reciprocal", 4.0), ("abs", 1.0), ("relu", 1.0), ("copy", 1.0),
     ("adds", 1.0), ("muls", 1.0), ("maxs", 1.0), ("mins", 1.0), ("dup", 1.0),
     ("cast", 1.0), ("brcb", 1.0), ("cmp", 2.0), ("select", 2.0),
@@ -155,7 +155,7 @@ COST_SOURCES_910B: dict[str, str] = {
     "vec_head": "PTO vadd head 10 / tail 14, measured 2.11*rep + 24 (910B3 HW-fit)",
     "vec_tail": "PTO tails 13-25 cyc paid at the next flag or barrier (model)",
     "vec_slopes": "SOURCES.md 2.5: 1 cyc/repeat for simple ops without bank conflicts (ASC add "
-                  "Case 6: 1.18 incl. head), div 4, exp/ln/sqrt 2 (PTO TEXP/TSQRT half "
+                  "Case 6: 1.18 incl. head), div fp32 4 / fp16 8 (tilesim, PTO-M), exp/ln/sqrt 2 (PTO TEXP/TSQRT half "
                   "64x64 measured imply 2 for fp16 too; KPP says 4), vcadd fp32 3 / fp16 7, "
                   "vcmax 7 (KPP), cmp/select 2",
     "ub_bank_groups": "UB = 16 bank groups x 3 banks x 128 rows x 32 B; a 256 B source offset "

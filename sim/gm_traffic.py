@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+import numpy as np
+
 from ascendsched.lower.ir import BLOCK_IDX, For, If, Instr, Kernel, Region, Stmt
 
 _READS = {"copy_gm_ub": 0, "copy_gm_l1": 0}
@@ -44,31 +46,62 @@ class GmTraffic:
         return sum(self.write_bytes.values())
 
 
-def gm_traffic(kernel: Kernel, l2_bytes: int) -> GmTraffic:
-    """Replay the kernel's GM DMA instances through an L2 of ``l2_bytes``."""
+def gm_traffic(kernel: Kernel, l2_bytes: int, *, bypass: frozenset[str] = frozenset(),
+               max_instances: int = 1_500_000) -> GmTraffic:
+    """Replay the kernel's GM DMA instances through an L2 of ``l2_bytes``.
+
+    ``bypass``: input tensors read with the L2 disabled (``SetL2CacheHint(CACHE_MODE_DISABLE)``:
+    every read comes from HBM and allocates nothing). Two shortcuts keep large kernels cheap:
+    when every GM tensor fits in L2 together (and nothing bypasses it), each input is read from
+    HBM once and nothing is written back; beyond ``max_instances`` DMA instances the replay is
+    replaced by an estimate (re-reads hit with probability L2 / footprint, the same share of the
+    writes stays in L2).
+    """
+    read, written, n = _count(kernel)
+    sizes = {p.name: p.nbytes for p in kernel.params}
+    footprint = sum(sizes[t] for t in set(read) | set(written))
+    if footprint <= l2_bytes and not bypass:
+        first = {t: min(b, sizes[t]) for t, b in read.items()}
+        hit = {t: 1.0 - first[t] / b for t, b in read.items() if b}
+        return GmTraffic(read, written, hit, sum(first.values()), 0, n)
+    if n > max_instances:
+        h = min(1.0, l2_bytes / footprint)
+        first = {t: min(b, sizes[t]) for t, b in read.items()}
+        miss = {t: first[t] + (b - first[t]) * (1 - h) if t not in bypass else b
+                for t, b in read.items()}
+        hit = {t: 1.0 - miss[t] / b for t, b in read.items() if b}
+        wb = int(sum(written.values()) * (1 - h))
+        return GmTraffic(read, written, hit, int(sum(miss.values())), wb, n)
+    return _replay(kernel, l2_bytes, bypass)
+
+
+def _replay(kernel: Kernel, l2_bytes: int, bypass: frozenset[str]) -> GmTraffic:
     streams = [_block_accesses(kernel, b) for b in range(kernel.block_dim)]
-    order: list[tuple[float, int, int]] = []
-    for b, acc in enumerate(streams):
-        n = len(acc)
-        order.extend((i / n, b, i) for i in range(n))
-    order.sort()
+    acc = [a for s in streams for a in s]
+    progress = np.concatenate([np.arange(len(s)) / max(len(s), 1) for s in streams]) \
+        if acc else np.zeros(0)
+    order = np.argsort(progress, kind="stable")
     cache: OrderedDict[tuple, tuple[int, bool]] = OrderedDict()
     size = 0
     read: dict[str, int] = {}
     written: dict[str, int] = {}
     hits: dict[str, int] = {}
     hbm_read = writeback = 0
-    for _, b, i in order:
-        is_write, tensor, start, nbytes = streams[b][i]
+    for i in order.tolist():
+        is_write, tensor, start, nbytes = acc[i]
         key = (tensor, start, nbytes)
-        old = cache.pop(key, None)
         if is_write:
+            old = cache.pop(key, None)
             written[tensor] = written.get(tensor, 0) + nbytes
             if old is None:
                 size += nbytes
             cache[key] = (nbytes, True)
         else:
             read[tensor] = read.get(tensor, 0) + nbytes
+            if tensor in bypass:
+                hbm_read += nbytes
+                continue
+            old = cache.pop(key, None)
             if old is not None:
                 hits[tensor] = hits.get(tensor, 0) + nbytes
                 cache[key] = old
@@ -82,7 +115,54 @@ def gm_traffic(kernel: Kernel, l2_bytes: int) -> GmTraffic:
             if dirty:
                 writeback += nb
     hit = {t: hits.get(t, 0) / n for t, n in read.items() if n}
-    return GmTraffic(read, written, hit, hbm_read, writeback, len(order))
+    return GmTraffic(read, written, hit, hbm_read, writeback, len(acc))
+
+
+def _count(kernel: Kernel) -> tuple[dict[str, int], dict[str, int], int]:
+    """Bytes read and written per GM tensor and the number of DMA instances, all blocks."""
+    read: dict[str, int] = {}
+    written: dict[str, int] = {}
+    n = 0
+
+    def walk(body: tuple[Stmt, ...], env: dict[str, int], mult: int, has: dict) -> None:
+        nonlocal n
+        for s in body:
+            if isinstance(s, Instr):
+                if s.op in _READS or s.op in _WRITES:
+                    reg = s.reads[0] if s.op in _READS else s.writes[0]
+                    d = written if s.op in _WRITES else read
+                    d[reg.tensor] = d.get(reg.tensor, 0) + mult * reg.count * kernel.dtype_of(
+                        reg.tensor).bytes
+                    n += mult
+            elif not has.get(id(s), False):
+                continue
+            elif isinstance(s, For):
+                if _uses(s.body, s.var):
+                    for j in range(s.extent):
+                        env[s.var] = j
+                        walk(s.body, env, mult, has)
+                    env.pop(s.var, None)
+                else:
+                    walk(s.body, env, mult * s.extent, has)
+            elif all(c.evaluate(env) for c in s.conds):
+                walk(s.body, env, mult, has)
+
+    for prog in kernel.programs:
+        has = _has_gm(prog.body, {})
+        for b in range(kernel.block_dim):
+            walk(prog.body, {BLOCK_IDX: b}, 1, has)
+    return read, written, n
+
+
+def _uses(body: tuple[Stmt, ...], var: str) -> bool:
+    """Does any If condition under ``body`` mention ``var`` (so trips must be walked)?"""
+    for s in body:
+        if isinstance(s, If):
+            if any(var in c.lhs.vars() for c in s.conds) or _uses(s.body, var):
+                return True
+        elif isinstance(s, For) and _uses(s.body, var):
+            return True
+    return False
 
 
 def _block_accesses(kernel: Kernel, block: int) -> list[tuple[bool, str, int, int]]:

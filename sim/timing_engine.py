@@ -108,6 +108,7 @@ class CoreRun:
                 yield from self._for(s)
             else:
                 self.t += self.issue_c
+                self.busy[0] += self.issue_c
                 if all(c.evaluate(env) for c in s.conds):
                     yield from self._body(s.body)
 
@@ -137,6 +138,7 @@ class CoreRun:
             env[var] = j
             yield from self._body(s.body)
             self.t += self.loop_c
+            self.busy[0] += self.loop_c
             j += 1
         env.pop(var, None)
 
@@ -147,6 +149,7 @@ class CoreRun:
         if len(ring) == self.q and ring[0] > t:
             t = ring[0]  # the queue is full: wait until its oldest instruction starts
         self.t = t + self.issue_c
+        self.busy[0] += self.issue_c  # the scalar unit (PIPES[0] is S) issuing
         return t
 
     def _instr(self, s: Instr) -> None:

@@ -155,3 +155,18 @@ def test_timeline_json_has_one_track_per_pipe_per_core(tmp_path) -> None:
     assert {e["name"].split()[0] for e in slices} >= {"copy_gm_l1", "mmad", "fixpipe"}
     assert any(e["ph"] == "s" for e in ev) and any(e["ph"] == "f" for e in ev)
     assert write_png(r, tmp_path / "t.png").stat().st_size > 1000
+
+
+def test_cli_time_prints_modelled_figures_and_writes_the_timeline(tmp_path, capsys) -> None:
+    from pathlib import Path
+
+    from ascendsched.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "gemm.py"
+    out = tmp_path / "t.json"
+    assert main(["time", f"{example}:schedule", "--timeline", str(out)]) == 0
+    text = capsys.readouterr().out
+    for word in ("modelled time", "roofline time", "critical pipe", "utilisation",
+                 "not a measurement", "parameters"):
+        assert word in text
+    assert json.loads(out.read_text())["otherData"]["modelled"]

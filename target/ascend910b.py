@@ -7,6 +7,9 @@ Every number carries its source. Sources are the open AscendC package mirror
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ascendsched.target.costs import DEFAULT_COSTS_910B
 from ascendsched.target.model import CoreType, Pipe, Scope, ScopeSpec, Target
 
 KB = 1024
@@ -127,6 +130,7 @@ ASCEND_910B = Target(
     cube_rows=16,
     cube_fractal_bytes=512,
     cube_param_ranges=_CUBE_PARAM_RANGES,
+    costs=DEFAULT_COSTS_910B,
     sources={
         "primary": "mirror-cann/asc-devkit include/, impl/, docs/zh/",
         "summary": "shared/ASCEND_910B.md",
@@ -134,3 +138,13 @@ ASCEND_910B = Target(
 )
 
 DEFAULT_TARGET = ASCEND_910B
+
+# Board variants of the published measurements (shared/calibration/SOURCES.md section 1): the
+# 910B1 runs the AI cores at 1.85 GHz (ASC matmul sample README; the derived cube check); the
+# 20-AIC A2 of the Matmul tiling case also runs at 1.85 GHz (its aic_total_cycles / aicore_time).
+ASCEND_910B1 = replace(ASCEND_910B, name="ascend910b1", clock_hz=1.85e9,
+                       sources={**ASCEND_910B.sources, "clock": "SOURCES.md section 1 (HW)"})
+ASCEND_910B_20AIC = replace(ASCEND_910B, name="ascend910b-20aic", clock_hz=1.85e9, num_aic=20,
+                            num_aiv=40,
+                            sources={**ASCEND_910B.sources,
+                                     "cores": "ASC Matmul tiling case: 20 AIC, 1.85 GHz (HW)"})

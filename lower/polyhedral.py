@@ -225,6 +225,9 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                     continue
                 kind = {("W", "R"): DepKind.RAW, ("R", "W"): DepKind.WAR,
                         ("W", "W"): DepKind.WAW}[(sa.kind, da.kind)]
+                shared = _common_depth(s, d)
+                if not shared and s.id > d.id:
+                    continue  # no common loop and the sink first in the text: never before
                 order = before.get((s.id, d.id))
                 if order is None:
                     order = before[(s.id, d.id)] = _before(s, d)
@@ -232,7 +235,8 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                 rel = rel.intersect(order)
                 if rel.is_empty():
                     continue
-                common, carried, indep = _levels(s, d, rel)
+                # no common loop: every pair is loop-independent (nothing to measure)
+                common, carried, indep = _levels(s, d, rel) if shared else ((), (), True)
                 src_t, dst_t = _conflicting(sa, da, rel)
                 deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core,
                                        rel.coalesce(), src_t, dst_t, common, carried, indep))

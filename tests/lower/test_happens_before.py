@@ -7,10 +7,11 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.lower.driver import lower
-from ascendsched.lower.happens_before import SyncOracle, _standard_pattern, unordered_dependences
+from ascendsched.lower.happens_before import SyncOracle, unordered_dependences
 from ascendsched.lower.insert_sync import place_syncs
 from ascendsched.lower.ir import Affine, For, Instr
 from ascendsched.lower.polyhedral import analyze_dependences
+from ascendsched.lower.sync_chains import standard_pattern
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import ASCEND_910B, Pipe
@@ -45,7 +46,7 @@ def test_placed_patterns_alternate_by_isl_too(make) -> None:  # noqa: ANN001
     # with the isl check on every placed flag
     placed, deps = _placed(make())
     oracle = SyncOracle(placed, deps, ASCEND_910B)
-    standard = [f for f in oracle.flags.values() if _standard_pattern(f)]
+    standard = [f for f in oracle.flags.values() if standard_pattern(f)]
     assert standard
     for f in standard:
         assert oracle.alternation_by_isl(f) == [], f.name

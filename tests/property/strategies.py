@@ -140,7 +140,8 @@ def schedules(draw, algo, rank: int):
         s = s.split(out.name, axes[0], -(-shape[0] // tiles))
     if shape[-1] >= 16 and (shape[-1] > 2048 or _likely(draw)):
         tiles = draw(st.integers(max(1, -(-shape[-1] // 2048)), max(1, min(10, shape[-1] // 16))))
-        s = s.split(out.name, axes[-1], -(-shape[-1] // tiles // 16) * 16)
+        per = -(-shape[-1] // tiles)  # columns per tile, rounded up to 32 B of fp16
+        s = s.split(out.name, axes[-1], min(-(-per // 16) * 16, shape[-1] // 16 * 16))
     loops = s.loop_names(out.name)
     if len(loops) == 2 and _likely(draw):
         s = s.reorder(out.name, loops[1], loops[0])

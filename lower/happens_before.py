@@ -25,7 +25,7 @@ when a chain exists::
 with ``si``/``wi`` a set and a wait of one (flag, id), ``s1`` on p, ``wi`` and ``s(i+1)`` on
 one pipe, ``wk`` on q: alternation makes the wait that ``si`` meets the first one of its id
 after it, so no later than ``wi``. Also: a barrier ``a < x < b`` on p (p == q) or PIPE_ALL, or
-p == q runs in order (``target.needs_same_pipe_barrier``).
+p == q runs them in order (``ir.same_pipe_ordered``: an in-order pipe, or big Mmads).
 
 A dependence (its relation: the instance pairs to order) is checked per (source, sink)
 statement pair by *covering*: each candidate sync contributes the isl relation of pairs it
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ascendsched.lower.ir import Affine, Instr, Kernel
+from ascendsched.lower.ir import Affine, Instr, Kernel, same_pipe_ordered
 from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, kernel_instrs
 from ascendsched.lower.sync_chains import ChainRelations, Flag, point_text, union_of
 from ascendsched.target.model import CoreType, Target
@@ -139,8 +139,8 @@ class SyncOracle(ChainRelations):
             if id(s) not in placed or id(t) not in placed:
                 continue  # not an instruction of this kernel
             src, dst = placed[id(s)], placed[id(t)]
-            if src.pipe == dst.pipe and not target.needs_same_pipe_barrier.get(src.pipe, True):
-                continue  # an in-order pipe: program order suffices
+            if src.pipe == dst.pipe and same_pipe_ordered(target, src.instr, dst.instr):
+                continue  # the hardware orders them: program order suffices
             rel = d.relation.set_tuple_name(isl.dim_type.in_, src.name).set_tuple_name(
                 isl.dim_type.out, dst.name)
             self.items.append(_Item(("dep", n), src.core, src, dst, rel, d))

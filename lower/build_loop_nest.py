@@ -699,6 +699,13 @@ class _ExprGen:
         The one issuing fewer dynamic calls wins (across rows on a tie); rows further apart than
         a repeat stride can reach leave only the first, with the tail inside the row loop.
         Operands whose rows are back to back are one row of ``rows * cols`` elements.
+
+        Hardware facts relied on (mirror-cann/asc-devkit @82b89a15, docs/zh/api/SIMD-API/
+        基础API/Memory矢量计算/SIMD计算说明/): a source block stride 0 re-reads the first
+        DataBlock (高维切分.md:54) and a repeat stride 0 re-reads the first 8 DataBlocks in
+        every repeat (高维切分.md:73), so a Brcb'd block feeds every lane of every chunk of
+        its row; the continuous-mode mask is the number of leading lanes of each repeat
+        (掩码.md:16), so one count masks a tail chunk in every repeat.
         """
         t = self.t
         epr = t.repeat_bytes // max(x.dtype.bytes for x, _, _ in opnds)
@@ -887,8 +894,10 @@ class _ExprGen:
           256-byte chunk (one partial each), then the masked tail chunks of every row (a
           repeat per row). Rows of partials are padded to 32 B for the next level's repeat
           stride. WholeReduce's dst must sit on 2 elements (2 * sizeof(T)), so after an odd
-          number of full chunks the tail's partial skips a slot, which holds op's identity.
-          Rows of whole chunks back to back are reduced as one row.
+          number of full chunks the tail's partial skips a slot, which holds op's identity
+          (the emit_ascendc runtime's WholeReduce rule; asc-devkit docs/zh/api/SIMD-API/
+          基础API/Memory矢量计算/归约计算/ReduceRepeat.md:180 asks 8 B for float with
+          ORDER_VALUE_INDEX). Rows of whole chunks back to back are reduced as one row.
         * fold: one chunk of partials per row: the first chunk copied, then every further
           chunk (an IR loop over them) and the masked tail combined into it elementwise, a
           repeat per row; a V barrier per chunk.

@@ -124,7 +124,7 @@ class Access:
         m = self.parts[0][1]
         for _, p in self.parts[1:]:
             m = m.union(p)
-        return m.coalesce()
+        return coalesced(m)
 
 
 @dataclass(frozen=True, eq=False)
@@ -240,7 +240,7 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                 common, carried, indep = _levels(s, d, rel) if shared else ((), (), True)
                 src_t, dst_t = _conflicting(sa, da, rel)
                 deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core,
-                                       rel.coalesce(), src_t, dst_t, common, carried, indep))
+                                       coalesced(rel), src_t, dst_t, common, carried, indep))
     deps.sort(key=lambda x: (x.src, x.dst, x.kind.value, x.space))
     return Dependences(kernel.name, instrs, accesses, tuple(deps))
 
@@ -271,6 +271,16 @@ def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
                                  dom.set_tuple_name(f"S{ident}"),
                                  f"{{ S{ident}[{_dims(loops)}] -> [{', '.join(sched)}] }}"))
     return tuple(out)
+
+
+def coalesced(m: isl.Map) -> isl.Map:
+    """``m`` with its pieces merged where isl can (the same relation either way): isl's
+    coalesce has failed an internal consistency assertion on some quasi-affine maps ("original
+    tableau does not correspond"), so on an isl error the map is kept as it is."""
+    try:
+        return m.coalesce()
+    except isl.Error:
+        return m
 
 
 def program_order(a: InstrInfo, b: InstrInfo) -> isl.Map:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from ascendsched.lower.ir import BLOCK_IDX, Affine
-from ascendsched.lower.polyhedral import InstrInfo, affine_text, program_order
+from ascendsched.lower.polyhedral import InstrInfo, affine_text, coalesced, program_order
 from ascendsched.target.model import CoreType, Pipe, Target
 
 
@@ -166,7 +166,7 @@ class ChainRelations:
                     continue
             step = lead.apply_range(links)
             out = step if out is None else out.union(step)
-        out = None if out is None or out.is_empty() else out.coalesce()
+        out = None if out is None or out.is_empty() else coalesced(out)
         self._cache[key] = out
         return out
 
@@ -182,7 +182,7 @@ class ChainRelations:
             cov = make()
             if cov is not None:
                 out = cov if out is None else out.union(cov)
-        out = None if out is None else out.coalesce()
+        out = None if out is None else coalesced(out)
         self._cache[key] = out
         return out
 
@@ -225,7 +225,7 @@ class ChainRelations:
                     continue
                 step = rel.apply_range(self._po(y, t))
                 out = step if out is None else out.union(step)
-            self._cache[key] = None if out is None or out.is_empty() else out.coalesce()
+            self._cache[key] = None if out is None or out.is_empty() else coalesced(out)
         return self._cache[key]  # type: ignore[return-value]
 
     def _sync_between(self, s: InstrInfo, t: InstrInfo, dropped: frozenset) -> bool:

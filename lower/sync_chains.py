@@ -297,8 +297,7 @@ class ChainRelations:
         chans: dict[object, list[InstrInfo]] = {}
         for i in f.sets + f.waits:
             chans.setdefault(i.instr.attr("channel"), []).append(i)
-        spans = sorted((min(i.id for i in g), max(i.id for i in g)) for g in chans.values())
-        if None not in chans and all(a[1] < b[0] for a, b in zip(spans, spans[1:])) and all(
+        if None not in chans and _apart(list(chans.values())) and all(
                 standard_pattern(Flag(f.key, f.core, f.src, f.dst,
                                         tuple(i for i in g if i.instr.op == "set_flag"),
                                         tuple(i for i in g if i.instr.op == "wait_flag"), c))
@@ -409,6 +408,37 @@ def standard_pattern(f: Flag) -> bool:
         return False
     at = loops[0][-1]
     return all(i.path[-1] < at for i in pro) and all(i.path[-1] > at for i in epi)
+
+
+def _apart(groups: list[list[InstrInfo]]) -> bool:
+    """Whether channels that may use a common event id lie in disjoint stretches of the program
+    text (channels whose ids never meet cannot disturb each other's alternation)."""
+    spans = [(min(i.id for i in g), max(i.id for i in g)) for g in groups]
+    values = [_id_values(g) for g in groups]
+    for x in range(len(groups)):
+        for y in range(x + 1, len(groups)):
+            vx, vy = values[x], values[y]
+            if (vx is None or vy is None or vx & vy) and \
+                    not (spans[x][1] < spans[y][0] or spans[y][1] < spans[x][0]):
+                return False
+    return True
+
+
+def _id_values(group: list[InstrInfo]) -> frozenset[int] | None:
+    """The event ids the syncs of ``group`` can take (None: not known without isl): constants,
+    and ``base + var % m``."""
+    out: set[int] = set()
+    for i in group:
+        eid = i.instr.attr("event_id")
+        if not isinstance(eid, Affine):
+            return None
+        if eid.is_const:
+            out.add(eid.const)
+        elif not eid.terms and not eid.divs and len(eid.mods) == 1 and eid.mods[0][2] == 1:
+            out.update(eid.const + v for v in range(eid.mods[0][1]))
+        else:
+            return None
+    return frozenset(out)
 
 
 def _shared(a: tuple[int, ...], b: tuple[int, ...]) -> int:

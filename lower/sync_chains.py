@@ -387,18 +387,13 @@ def standard_pattern(f: Flag) -> bool:
         return not pro and not epi
     if not pro or len(pro) != len(epi):
         return False
-    ids = [i.instr.attr("event_id") for i in pro]
-    if ids != [Affine(n) for n in range(len(pro))] or ids != [i.instr.attr("event_id")
-                                                              for i in epi]:
-        return False
-    if isinstance(eid, Affine) and eid.is_const:
-        values = {eid.const}
-    elif isinstance(eid, Affine) and eid.const == 0 and not eid.terms and not eid.divs and \
-            len(eid.mods) == 1 and eid.mods[0][1:] == (2, 1):
-        values = {0, 1}  # var % 2
-    else:
-        return False
-    if not values <= set(range(len(pro))):
+    pro_ids = [_const_id(i) for i in pro]
+    values = _id_values([st])
+    epi_ids = [_const_id(i) for i in epi]
+    if None in pro_ids or None in epi_ids or len(set(pro_ids)) != len(pro) or \
+            sorted(pro_ids) != sorted(epi_ids):  # type: ignore[type-var]
+        return False  # one prologue set per id, waited by one epilogue wait
+    if values is None or not values <= set(pro_ids):
         return False
     # the prologue sets in the body holding an enclosing loop of the pair, before it; the
     # epilogue waits after it (in any one run of that body: P_v, then the loop's W/S pairs, E_v)
@@ -439,6 +434,11 @@ def _id_values(group: list[InstrInfo]) -> frozenset[int] | None:
         else:
             return None
     return frozenset(out)
+
+
+def _const_id(i: InstrInfo) -> int | None:
+    eid = i.instr.attr("event_id")
+    return eid.const if isinstance(eid, Affine) and eid.is_const else None
 
 
 def _shared(a: tuple[int, ...], b: tuple[int, ...]) -> int:

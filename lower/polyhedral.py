@@ -82,6 +82,7 @@ class InstrInfo:
     conds: tuple[Cond, ...]  # conjunction of enclosing If conditions
     domain: isl.Set
     schedule_text: str = ""  # isl text of the program-order schedule (built on demand)
+    domain_key: str = ""  # the domain's text without its tuple name (equal text, equal set)
 
     @cached_property
     def schedule(self) -> isl.Map:
@@ -96,7 +97,7 @@ class InstrInfo:
     def pipe(self) -> Pipe:
         return self.instr.pipe
 
-    @property
+    @cached_property
     def loop_vars(self) -> tuple[str, ...]:
         return tuple(f.var for f in self.loops)
 
@@ -269,7 +270,8 @@ def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
             sched += ["0"] * (2 * depth - 1 - len(sched))
             out.append(InstrInfo(ident, prog.core, instr, path, loops, loop_paths, conds,
                                  dom.set_tuple_name(f"S{ident}"),
-                                 f"{{ S{ident}[{_dims(loops)}] -> [{', '.join(sched)}] }}"))
+                                 f"{{ S{ident}[{_dims(loops)}] -> [{', '.join(sched)}] }}",
+                                 text))
     return tuple(out)
 
 
@@ -283,11 +285,11 @@ def coalesced(m: isl.Map) -> isl.Map:
         return m
 
 
-def program_order(a: InstrInfo, b: InstrInfo) -> isl.Map:
+def program_order(a: InstrInfo, b: InstrInfo, cache: dict | None = None) -> isl.Map:
     """Instances of ``a`` before instances of ``b`` in program order, in one block: their
-    common loops lexicographically before, or equal when ``a`` comes first in the text."""
-    na = {v: f"a{j}" for j, v in enumerate((BLOCK_IDX,) + a.loop_vars)}
-    nb = {v: f"b{j}" for j, v in enumerate((BLOCK_IDX,) + b.loop_vars)}
+    common loops lexicographically before, or equal when ``a`` comes first in the text.
+    ``cache``: a dict in which relations of statement pairs with the same domains, common
+    loops and text order are shared (they differ only in their tuple names)."""
     m = 0
     while m < min(len(a.loop_paths), len(b.loop_paths)) and a.loop_paths[m] == b.loop_paths[m]:
         m += 1
@@ -296,6 +298,19 @@ def program_order(a: InstrInfo, b: InstrInfo) -> isl.Map:
     else:
         j = next(i for i, (x, y) in enumerate(zip(a.path, b.path)) if x != y)
         strict = a.path[j] > b.path[j]  # a after b in the text: a later iteration only
+    if cache is None or not a.domain_key or not b.domain_key:
+        return _program_order(a, b, m, strict)
+    key = ("po shape", a.domain_key, b.domain_key, m, strict)
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = _program_order(a, b, m, strict)
+    return got.set_tuple_name(isl.dim_type.in_, a.name).set_tuple_name(isl.dim_type.out,
+                                                                      b.name)
+
+
+def _program_order(a: InstrInfo, b: InstrInfo, m: int, strict: bool) -> isl.Map:
+    na = {v: f"a{j}" for j, v in enumerate((BLOCK_IDX,) + a.loop_vars)}
+    nb = {v: f"b{j}" for j, v in enumerate((BLOCK_IDX,) + b.loop_vars)}
     xs = [na[v] for v in a.loop_vars[:m]]
     ys = [nb[v] for v in b.loop_vars[:m]]
     ors = [" and ".join([f"{x} = {y}" for x, y in zip(xs[:j], ys[:j])] + [f"{xs[j]} < {ys[j]}"])

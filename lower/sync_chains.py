@@ -339,7 +339,7 @@ class ChainRelations:
         key = ("po", a.id, b.id)
         got = self._cache.get(key)
         if got is None:
-            got = self._cache[key] = program_order(a, b)
+            got = self._cache[key] = program_order(a, b, self._cache)
         return got  # type: ignore[return-value]
 
     def _flag_rel(self, a: InstrInfo, b: InstrInfo) -> isl.Map:
@@ -356,6 +356,15 @@ class ChainRelations:
 
     def _id_eq(self, a: InstrInfo, b: InstrInfo, ea: Affine, eb: Affine) -> isl.Map:
         """Instance pairs of ``a`` and ``b`` whose event ids ``ea`` and ``eb`` are equal."""
+        key = ("id eq", a.loop_vars, b.loop_vars, ea, eb)
+        got = self._cache.get(key)
+        if got is None:
+            got = self._cache[key] = self._id_eq_map(a, b, ea, eb)
+        return got.set_tuple_name(isl.dim_type.in_, a.name).set_tuple_name(  # type: ignore
+            isl.dim_type.out, b.name)
+
+    @staticmethod
+    def _id_eq_map(a: InstrInfo, b: InstrInfo, ea: Affine, eb: Affine) -> isl.Map:
         na, nb = _names(a, "a"), _names(b, "b")
         ta = affine_text(ea.rename(na), frozenset(na.values()), f"S{a.id}")
         tb = affine_text(eb.rename(nb), frozenset(nb.values()), f"S{b.id}")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 GEMM_SIZES = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096),
               (8192, 8192, 8192), (4096, 11008, 4096)]
+BATCHED_SIZES = [(8, 512, 512, 128), (32, 1024, 1024, 128), (64, 2048, 2048, 128)]  # attention
 VECTOR_KERNELS = ("vadd", "mul_add_relu", "bias_add", "softmax", "rmsnorm", "layernorm")
 ROWS = (64, 1024, 16384)
 COLS = (256, 4096, 16384)
@@ -46,6 +47,10 @@ def cases(quick: bool) -> list[Case]:
         out.append(Case("gemm", (m, n, k), "default"))
         out.append(Case("gemm", (m, n, k), "128x256x256 k64 db 16 cores"))
         out.append(Case("gemm", (m, n, k), "128x128x256 k128 db 20 cores swizzle 4"))
+    for m, n, k in sizes:
+        out.append(Case("gemm_int8", (m, n, k), "default"))
+    for shape in BATCHED_SIZES[::2] if quick else BATCHED_SIZES:
+        out.append(Case("batched_gemm", shape, "default"))
     rows = ROWS[::2] if quick else ROWS
     cols = COLS[::2] if quick else COLS
     for name in VECTOR_KERNELS:
@@ -65,6 +70,10 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
     from ascendsched.schedule import Schedule
     from ascendsched.schedule.gemm import GemmSchedule
 
+    if case.kernel == "gemm_int8":
+        return schedule_for(L.gemm_int8(*case.shape))
+    if case.kernel == "batched_gemm":
+        return schedule_for(L.batched_gemm(*case.shape))
     if case.kernel == "gemm":
         algo = L.gemm(*case.shape)
         if case.schedule == "default":

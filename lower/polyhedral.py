@@ -29,6 +29,7 @@ instructions on different pipes or on one pipe that needs ``PipeBarrier`` (the t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -214,6 +215,7 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
     # byte hull of each access: pairs whose hulls are disjoint cannot conflict (after memory
     # planning every UB buffer shares the space "UB", so this skips most pairs cheaply)
     before: dict[tuple[int, int], isl.Map] = {}
+    shapes: dict = {}  # program-order relations by shape (program_order's cache)
     for (core, space), accs in by_space.items():
         for sa in accs:
             for da in accs:
@@ -232,7 +234,7 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                     continue  # no common loop and the sink first in the text: never before
                 order = before.get((s.id, d.id))
                 if order is None:
-                    order = before[(s.id, d.id)] = _before(s, d)
+                    order = before[(s.id, d.id)] = program_order(s, d, shapes)
                 rel = sa.relation.apply_range(da.relation.reverse())
                 rel = rel.intersect(order)
                 if rel.is_empty():
@@ -603,11 +605,6 @@ def flat_distance(d: Dependence, deps: Dependences, lo: int, hi: int) -> int:
     return int(low.to_python()) if low.is_int() else 1
 
 
-def _before(s: InstrInfo, d: InstrInfo) -> isl.Map:
-    """src instance -> dst instance pairs in the same block with src first in program order."""
-    return program_order(s, d)
-
-
 def _dims_primed(loops: tuple[For, ...]) -> str:
     return ", ".join([f"{BLOCK_IDX}_d"] + [f"{f.var}_d" for f in loops])
 
@@ -632,12 +629,18 @@ def _levels(s: InstrInfo, d: InstrInfo, rel: isl.Map
     deltas = rel.apply_domain(proj_s).apply_range(proj_d).deltas()
     carried: list[tuple[str, int]] = []
     for j in range(1, m + 1):
-        cons = " and ".join([f"d{i} = 0" for i in range(j)] + [f"d{j} > 0"])
-        dims = ", ".join(f"d{i}" for i in range(m + 1))
-        part = deltas.intersect(isl.Set(f"{{ L[{dims}] : {cons} }}"))
+        part = deltas.intersect(_level_set(m, j))
         if not part.is_empty():
             carried.append((common[j - 1], int(part.dim_min_val(j).to_python())))
-    dims = ", ".join(f"d{i}" for i in range(m + 1))
-    zero = " and ".join(f"d{i} = 0" for i in range(m + 1))
-    indep = not deltas.intersect(isl.Set(f"{{ L[{dims}] : {zero} }}")).is_empty()
+    indep = not deltas.intersect(_level_set(m, m + 1)).is_empty()
     return common, tuple(carried), indep
+
+
+@functools.lru_cache(maxsize=256)
+def _level_set(m: int, j: int) -> isl.Set:
+    """Distance vectors ``(block, loop 1..m)`` zero before position ``j`` and positive at it
+    (``j = m + 1``: all zero, loop independent)."""
+    dims = ", ".join(f"d{i}" for i in range(m + 1))
+    cons = " and ".join([f"d{i} = 0" for i in range(min(j, m + 1))]
+                        + ([f"d{j} > 0"] if j <= m else []))
+    return isl.Set(f"{{ L[{dims}] : {cons} }}")

@@ -247,20 +247,45 @@ class ChainRelations:
                 return True
         return False
 
-    def _straight_cover(self, s: InstrInfo, t: InstrInfo, dropped: frozenset
-                        ) -> frozenset | None:
+    def _straight_cover(self, s: InstrInfo, t: InstrInfo, dropped: frozenset,
+                        same_iteration: bool = False) -> frozenset | None:
         """The syncs that order every s instance before every t instance without isl, when s
-        and t share no loop (their common body runs once) and a barrier, a flag pair or a chain
-        of two sits in that body between them as plain children, or None. Such syncs run once,
-        after s's branch and before t's, whenever s and t run."""
-        for keys in self._cached(("straight", s.id, t.id), lambda: self._straight(s, t)):
+        and t share no loop (their common body runs once), or every pair to order lies in one
+        iteration of every common loop (``same_iteration``: so in one run of their innermost
+        common body), and a barrier, a flag pair or a chain of two sits in that body between
+        them as plain children, or None. Such syncs run once, after s's branch and before
+        t's, in every run of that body."""
+        for keys in self._cached(("straight", s.id, t.id, same_iteration),
+                                 lambda: self._straight(s, t, same_iteration)):
             if not keys & dropped:
                 return keys
         return None
 
-    def _straight(self, s: InstrInfo, t: InstrInfo) -> list[frozenset]:
+    def _carried_cover(self, s: InstrInfo, t: InstrInfo, var: str, dropped: frozenset
+                       ) -> tuple | None:
+        """A barrier (key) that orders, without isl, every s -> t pair carried by the common
+        loop ``var`` (s in an earlier iteration of it, the loops outside it equal), or None:
+        one that is a plain child of that loop's body, after s's branch or before t's. It runs
+        once per iteration, so after s in s's iteration or before t in t's."""
+        for key in self._cached(("carried", s.id, t.id, var),
+                                lambda: self._carried_barriers(s, t, var)):
+            if key not in dropped:
+                return key
+        return None
+
+    def _carried_barriers(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple]:
+        j = next((j for j, v in enumerate(s.loop_vars) if v == var), None)
+        if j is None or j >= len(t.loop_paths) or t.loop_paths[j] != s.loop_paths[j]:
+            return []
+        lp = s.loop_paths[j]
+        si, ti = s.path[len(lp)], t.path[len(lp)]
+        return [key for key, x in self._menu(s.pipe, t.pipe, t.core)[0]
+                if x.path[:-1] == lp and (x.path[-1] > si or x.path[-1] < ti)]
+
+    def _straight(self, s: InstrInfo, t: InstrInfo, same_iteration: bool) -> list[frozenset]:
         """Every sync (set) of ``_straight_cover``, whatever is dropped."""
-        if s.loop_paths and t.loop_paths and s.loop_paths[0] == t.loop_paths[0]:
+        if not same_iteration and s.loop_paths and t.loop_paths and \
+                s.loop_paths[0] == t.loop_paths[0]:
             return []  # a common loop
         c = _shared(s.path, t.path)
         if c >= min(len(s.path), len(t.path)) or s.path[c] >= t.path[c]:

@@ -60,7 +60,7 @@ def cases(quick: bool) -> list[Case]:
                 out.append(Case(name, shape, "default"))
         if name in ("softmax", "rmsnorm", "layernorm"):
             for r in rows:
-                out.append(Case(name, (r, 4096), "8-row tiles 40 cores db"))
+                out.append(Case(name, (r, 4096), "8K-element row tiles 40 cores db"))
     return out
 
 
@@ -88,8 +88,9 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
     algo = make(*case.shape)
     if case.schedule == "default":
         return schedule_for(algo)
-    s = Schedule(algo).split(algo.outputs[0].name, "i", 8)
-    cores = min(40, -(-case.shape[0] // 8))
+    rows = max(1, 8 * 1024 // case.shape[1])  # 8 rows of 1024 columns (temporaries fit UB)
+    s = Schedule(algo).split(algo.outputs[0].name, "i", rows)
+    cores = min(40, -(-case.shape[0] // rows))
     if cores > 1:
         s = s.bind(algo.outputs[0].name, "i_o", cores)
     for st in algo.stages:

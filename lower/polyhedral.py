@@ -240,7 +240,8 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                 if rel.is_empty():
                     continue
                 # no common loop: every pair is loop-independent (nothing to measure)
-                common, carried, indep = _levels(s, d, rel) if shared else ((), (), True)
+                common, carried, indep = _levels(s, d, rel, shapes) if shared else \
+                    ((), (), True)
                 src_t, dst_t = _conflicting(sa, da, rel)
                 deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core,
                                        coalesced(rel), src_t, dst_t, common, carried, indep))
@@ -618,15 +619,14 @@ def _common_depth(s: InstrInfo, d: InstrInfo) -> int:
     return n
 
 
-def _levels(s: InstrInfo, d: InstrInfo, rel: isl.Map
+def _levels(s: InstrInfo, d: InstrInfo, rel: isl.Map, cache: dict
             ) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...], bool]:
-    """Common loops, (loop, min distance) per carrying level, and loop independence."""
+    """Common loops, (loop, min distance) per carrying level, and loop independence
+    (``cache``: projections of a statement onto its first loops, kept across calls)."""
     m = _common_depth(s, d)
     common = tuple(f.var for f in s.loops[:m])
-    names = [BLOCK_IDX] + list(common)
-    proj_s = isl.Map(f"{{ S{s.id}[{_dims(s.loops)}] -> L[{', '.join(names)}] }}")
-    proj_d = isl.Map(f"{{ S{d.id}[{_dims(d.loops)}] -> L[{', '.join(names)}] }}")
-    deltas = rel.apply_domain(proj_s).apply_range(proj_d).deltas()
+    deltas = rel.apply_domain(_projection(s, m, cache)).apply_range(
+        _projection(d, m, cache)).deltas()
     carried: list[tuple[str, int]] = []
     for j in range(1, m + 1):
         part = deltas.intersect(_level_set(m, j))
@@ -634,6 +634,17 @@ def _levels(s: InstrInfo, d: InstrInfo, rel: isl.Map
             carried.append((common[j - 1], int(part.dim_min_val(j).to_python())))
     indep = not deltas.intersect(_level_set(m, m + 1)).is_empty()
     return common, tuple(carried), indep
+
+
+def _projection(info: InstrInfo, m: int, cache: dict) -> isl.Map:
+    """``S[block, loops...] -> L[block, first m loops]``."""
+    key = ("projection", info.id, m)
+    got = cache.get(key)
+    if got is None:
+        names = [f"v{j}" for j in range(len(info.loops) + 1)]
+        got = cache[key] = isl.Map(f"{{ {info.name}[{', '.join(names)}] -> "
+                                   f"L[{', '.join(names[:m + 1])}] }}")
+    return got
 
 
 @functools.lru_cache(maxsize=256)

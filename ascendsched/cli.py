@@ -1,4 +1,4 @@
-"""The ``ascendsched`` command: explain, compile, check and time scheduled algorithms.
+"""The ``ascendsched`` command: explain, compile, check, time and tune scheduled algorithms.
 
 ``MODULE:FUNCTION`` names a Python file (``path/to/file.py``) or an importable module and a
 function in it that returns a Schedule (or an Algorithm, which gets the default schedule).
@@ -121,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--timeline", help="write a Chrome trace-event JSON (Perfetto) to this path")
     t.add_argument("--png", help="write a Gantt chart PNG to this path")
     t.set_defaults(fn=cmd_time)
+    from ascendsched.autotune.cli import add_parser as add_tune
+
+    add_tune(sub)
     args = p.parse_args(argv)
     try:
         return args.fn(args)

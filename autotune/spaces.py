@@ -1,0 +1,218 @@
+"""Default search spaces: one for any GEMM (Cube path) and one for any vector kernel.
+
+``default_space(algo)`` picks by the algorithm's shape (``looks_like_gemm``), so every library
+kernel has one; ``library_space("softmax", 4096, 4096)`` builds a library algorithm and its space
+with the call that rebuilds it. A space declared by hand is a few lines::
+
+    space = vector_space(softmax(4096, 4096), rows=(1, 2, 4), cores=(24, 48))
+
+Choices are derived from the problem and the target (granules, core counts); whether a point
+fits is left to the schedule primitives and the memory planner (``autotune/space.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ascendsched.algo import library
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.expr import Reduce
+from ascendsched.algo.gemm_spec import looks_like_gemm
+from ascendsched.autotune.space import Param, Space
+from ascendsched.errors import AscendSchedError
+from ascendsched.schedule.gemm import GemmSchedule, cube_geometry
+from ascendsched.schedule.schedule import Schedule
+from ascendsched.target import DEFAULT_TARGET, Target
+
+GEMM_TILES = (16, 32, 64, 128, 256)
+GEMM_K_TILES = (64, 128, 256, 512)
+GEMM_K0 = (32, 64, 128)
+SWIZZLE_WIDTHS = (1, 2, 4, 8)
+VECTOR_ROWS = (1, 2, 4, 8, 16, 32, 64, 128)
+VECTOR_COLS = (8192, 4096, 2048, 1024, 512, 256)
+VECTOR_TILES = (512, 1024, 2048, 4096, 8192, 16384, 32768)
+WHOLE = "whole"  # the axis is not split
+
+
+# ------------------------------------------------------------------------------- GEMM
+@dataclass(frozen=True)
+class GemmBuild:
+    """A point of a GEMM space -> GemmSchedule (tile, split_k, buffering, bind, swizzle)."""
+
+    target: Target
+
+    def __call__(self, algo: Algorithm, c: Mapping[str, Any]) -> GemmSchedule:
+        s = GemmSchedule(algo, target=self.target).tile(c["tm"], c["tn"], c["tk"])
+        s = s.split_k(c["k0"])
+        for level in ("l1", "l0", "l0c"):
+            if c[level] != 1:
+                s = s.buffer(level, c[level])
+        if c["cores"] > 1:
+            s = s.bind(c["cores"])
+        if (c["swizzle_w"], c["swizzle_dir"]) != (1, "m"):
+            s = s.swizzle(c["swizzle_w"], c["swizzle_dir"])
+        return s
+
+
+def gemm_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str | None = None,
+               algo_code: str = "algo", **choices: tuple[Any, ...]) -> Space:
+    """L1 tile (tm, tn, tk), L0 K step k0, copies per level (l1, l0, l0c), Cube cores and
+    swizzle (width, direction). ``choices`` replaces a parameter's default choices."""
+    base = GemmSchedule(algo, target=target)
+    sp, g = base.spec, cube_geometry(target)
+    c0 = g.c0(sp.in_dtype.bytes)
+    mg, ng = base._m_granule(), base._n_granule()
+
+    def sizes(cands: tuple[int, ...], dim: int, gran: int, least: int) -> tuple[int, ...]:
+        padded = -(-dim // gran) * gran
+        out = {min(-(-s // gran) * gran, padded) for s in cands}
+        keep = sorted(s for s in out if s >= min(least, padded))
+        return tuple(keep)
+
+    aic = target.num_aic
+    params = {
+        "tm": sizes(GEMM_TILES, sp.m, mg, 64),
+        "tn": sizes(GEMM_TILES, sp.n, ng, 64),
+        "tk": sizes(GEMM_K_TILES, sp.k, c0, 64),
+        "k0": sizes(GEMM_K0, sp.k, c0, 32),
+        "l1": (1, 2), "l0": (1, 2), "l0c": (1, 2),
+        "cores": tuple(sorted({c for c in (aic // 3, 2 * aic // 3, 5 * aic // 6, aic) if c})),
+        "swizzle_w": SWIZZLE_WIDTHS,
+        "swizzle_dir": ("m", "n"),
+    }
+    return _make(name or f"{algo.name}-cube", algo, params, {"swizzle_dir"}, GemmBuild(target),
+                 target, algo_code, choices)
+
+
+# ------------------------------------------------------------------------------- vector
+@dataclass(frozen=True)
+class VectorBuild:
+    """A point of a vector space -> Schedule: splits of the output's first and last axes, the
+    order of their tile loops, cores on the outer one, producer placement, copies."""
+
+    target: Target
+    out: str
+    axes: tuple[str, ...]
+    shape: tuple[int, ...]
+    stages: tuple[tuple[str, bool], ...]  # (producer stage, is a reduction)
+    buffers: tuple[str, ...]
+
+    def __call__(self, algo: Algorithm, c: Mapping[str, Any]) -> Schedule:
+        s = Schedule(algo, target=self.target)
+        first, last = self.axes[0], self.axes[-1]
+        splits = {}  # axis -> factor
+        if len(self.axes) == 1:
+            if c["tile"] != WHOLE:
+                splits[first] = c["tile"]
+        else:
+            if c["rows"] != WHOLE:
+                splits[first] = c["rows"]
+            if c["cols"] != WHOLE:
+                splits[last] = c["cols"]
+        order = [first, last] if c.get("order", "rows") == "rows" else [last, first]
+        if len(self.axes) == 1:
+            order = [first]
+        for ax in order:
+            if ax in splits:
+                s = s.split(self.out, ax, splits[ax])
+        loops = s.loop_names(self.out)
+        if loops:
+            outer_axis = s.loop_nest(self.out).loops[0][1][0]
+            size = self.shape[self.axes.index(outer_axis)]
+            cores = min(c["cores"], -(-size // splits[outer_axis]))
+            if cores > 1:
+                s = s.bind(self.out, loops[0], cores)
+        for st, is_red in self.stages:
+            if is_red or c.get(f"place_{st}", "at") == "at":
+                s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[0])
+            else:
+                s = s.compute_inline(st)
+        for b in self.buffers:
+            if c[f"copies_{b}"] != 1:
+                s = s.buffer(b, c[f"copies_{b}"])
+        return s
+
+
+def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str | None = None,
+                 algo_code: str = "algo", **choices: tuple[Any, ...]) -> Space:
+    """Tile of the output (``tile`` for 1-D; ``rows``/``cols`` and their loop ``order`` for
+    2-D and up), vector ``cores``, ``place_<stage>`` (``"at"``: computed per tile, or
+    ``"inline"``) per elementwise producer, ``copies_<tensor>`` per input and the output."""
+    out = algo.outputs[0]
+    assert out.op is not None
+    axes = tuple(a.name for a in out.op.axes)
+    shape = tuple(int(x) for x in out.shape)
+    elem = min(t.dtype.bytes for t in algo.tensors)
+    align = target.block_bytes // elem
+    params: dict[str, tuple[Any, ...]] = {}
+    if len(axes) == 1:
+        params["tile"] = _factors(VECTOR_TILES, shape[0], align) or (WHOLE,)
+    else:
+        params["rows"] = tuple(r for r in VECTOR_ROWS if r < shape[0]) + (WHOLE,)
+        params["cols"] = _factors(VECTOR_COLS, shape[-1], align) + (WHOLE,)
+        if len(params["cols"]) > 1:
+            params["order"] = ("rows", "cols")
+    params["cores"] = tuple(c for c in (8, 16, 24, 32, 40, 48) if c < target.num_aiv) + (
+        target.num_aiv,)
+    stages = []
+    for st in algo.stages:
+        if st is out:
+            continue
+        assert st.op is not None
+        red = isinstance(st.op.body, Reduce)
+        stages.append((st.name, red))
+        if not red:
+            params[f"place_{st.name}"] = ("at", "inline")
+    buffers = tuple(t.name for t in algo.inputs) + (out.name,)
+    for b in buffers:
+        params[f"copies_{b}"] = (1, 2)
+    nominal = {"order"} | {k for k in params if k.startswith("place_")}
+    build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers)
+    return _make(name or f"{algo.name}-vector", algo, params, nominal, build, target,
+                 algo_code, choices)
+
+
+def _factors(cands: tuple[int, ...], size: int, align: int) -> tuple[int, ...]:
+    return tuple(sorted(f for f in cands if f < size and f % align == 0))
+
+
+def _make(name: str, algo: Algorithm, params: dict[str, tuple[Any, ...]], nominal: set[str],
+          build: Callable, target: Target, algo_code: str,
+          overrides: Mapping[str, tuple[Any, ...]]) -> Space:
+    for k, v in overrides.items():
+        if k not in params:
+            raise AscendSchedError(f"space {name}: no parameter '{k}'; parameters: "
+                                   + ", ".join(params))
+        params[k] = tuple(v)
+    ps = tuple(Param(k, v, ordinal=k not in nominal) for k, v in params.items())
+    return Space(name, algo, ps, build, target, algo_code)
+
+
+# ------------------------------------------------------------------------------- defaults
+def default_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, algo_code: str = "algo",
+                  **choices: tuple[Any, ...]) -> Space:
+    """The default space of ``algo``: the Cube space for a GEMM, else the vector space."""
+    make = gemm_space if looks_like_gemm(algo) else vector_space
+    return make(algo, target, algo_code=algo_code, **choices)
+
+
+LIBRARY: dict[str, Callable[..., Algorithm]] = {
+    "vadd": library.vadd, "fused_mul_add_relu": library.fused_mul_add_relu,
+    "bias_add": library.bias_add, "softmax": library.softmax, "rmsnorm": library.rmsnorm,
+    "layernorm": library.layernorm, "gemm": library.gemm, "batched_gemm": library.batched_gemm,
+    "gemm_int8": library.gemm_int8,
+}
+
+
+def library_space(kernel: str, *args: int, target: Target = DEFAULT_TARGET,
+                  **choices: tuple[Any, ...]) -> Space:
+    """The default space of library kernel ``kernel`` built with ``args`` (its sizes)."""
+    if kernel not in LIBRARY:
+        raise AscendSchedError(f"no library kernel '{kernel}'; kernels: {', '.join(LIBRARY)}")
+    algo = LIBRARY[kernel](*args)
+    code = f"{kernel}({', '.join(map(str, args))})"
+    sp = default_space(algo, target, algo_code=code, **choices)
+    shape = "x".join(map(str, args)) or "default"
+    return Space(f"{kernel}-{shape}", sp.algo, sp.params, sp.build, target, code)

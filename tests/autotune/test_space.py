@@ -1,0 +1,78 @@
+"""Spaces: pruning applies the schedule's and the planner's own rules, and counts them."""
+
+import pytest
+
+from ascendsched.algo import library as L
+from ascendsched.autotune import default_space, library_space
+from ascendsched.autotune.spaces import LIBRARY
+from ascendsched.errors import CapacityError, ScheduleError
+from ascendsched.lower.driver import lower
+
+
+def test_every_library_kernel_has_a_default_space():
+    shapes = {"vadd": (4096,), "fused_mul_add_relu": (4096,), "bias_add": (64, 1024),
+              "softmax": (8, 1024), "rmsnorm": (8, 1024), "layernorm": (8, 1024),
+              "gemm": (256, 256, 256), "batched_gemm": (2, 128, 128, 128),
+              "gemm_int8": (256, 256, 256)}
+    assert set(shapes) == set(LIBRARY)
+    for name, args in shapes.items():
+        sp = library_space(name, *args)
+        assert sp.size > 1, name
+        # the first legal point lowers completely
+        legal = next(c for c in map(sp.check, sp.points()) if c.legal)
+        assert lower(legal.schedule).programs
+
+
+def test_pruned_points_are_exactly_those_lowering_rejects(gemm_small_space):
+    sp = gemm_small_space
+    rep = sp.prune()
+    assert rep.total == sp.size == 3 * 2 * 2 * 2 * 2
+    assert rep.pruned["schedule"] > 0 and rep.pruned["capacity"] > 0
+    assert len(rep.legal) + sum(rep.pruned.values()) == rep.total
+    for pt in sp.points():
+        c = sp.check(pt)
+        try:
+            sched = sp.schedule(pt)
+            lower(sched, sync=False)
+            verdict = None
+        except CapacityError:
+            verdict = "capacity"
+        except ScheduleError:
+            verdict = "schedule"
+        assert c.rule in (verdict, "duplicate"), (sp.as_dict(pt), c.message)
+
+
+def test_k0_must_divide_tk_is_the_schedule_rule(gemm_small_space):
+    d = dict(tm=64, tn=128, tk=64, k0=128, l1=2, l0=1, l0c=1, cores=4, swizzle_w=1,
+             swizzle_dir="m")
+    c = gemm_small_space.check(tuple(d.values()))
+    assert c.rule == "schedule" and "k0 must divide" in c.message
+
+
+def test_capacity_verdict_names_the_buffer():
+    sp = library_space("softmax", 64, 4096)
+    d = {p.name: p.choices[0] for p in sp.params} | {"rows": 32, "cols": "whole"}
+    c = sp.check(tuple(d[p.name] for p in sp.params))
+    assert c.rule == "capacity" and "UB" in c.message
+
+
+def test_duplicates_point_at_their_legal_twin(vadd_space):
+    # 64K / 16384 = 4 tiles: 8 and 16 cores clamp to 4, the same schedule as cores=4
+    rep = vadd_space.prune()
+    assert rep.pruned["duplicate"] > 0
+    d = dict(tile=16384, cores=16, copies_x=1, copies_y=1, copies_z=1)
+    c = vadd_space.check(tuple(d.values()))
+    assert c.rule == "duplicate" and vadd_space.as_dict(c.same_as)["cores"] == 4
+    assert str(vadd_space.check(c.same_as).schedule) == str(c.schedule)
+
+
+def test_restrict_keeps_only_given_choices(vadd_space):
+    sp = vadd_space.restrict("tile", ("4096",))
+    assert sp.param("tile").choices == (4096,) and sp.size == vadd_space.size // 4
+    with pytest.raises(ScheduleError, match="not a choice"):
+        vadd_space.restrict("tile", (3,))
+
+
+def test_default_space_picks_the_cube_for_a_gemm():
+    assert default_space(L.gemm(128, 128, 128)).param("tm")
+    assert default_space(L.softmax(8, 512)).param("rows")

@@ -124,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     from ascendsched.autotune.cli import add_parser as add_tune
 
     add_tune(sub)
+    from ascendsched.benchmarks.bench import add_parser as add_bench
+
+    add_bench(sub)
     args = p.parse_args(argv)
     try:
         return args.fn(args)

@@ -141,7 +141,8 @@ def summary(res: Any, wall: float, jobs: int, cdir: Path) -> str:
              + (f"; {res.legal_total} legal in the space" if res.legal_total is not None else ""),
              f"evaluations: {res.fresh} run, {res.hits} from the cache ({cdir / 'tune.sqlite'})"
              f", {len(res.failures)} failed to compile; {wall:.1f} s wall on {jobs} worker(s)"
-             + (f" ({res.fresh / wall / jobs:.2f} evaluations/s per worker)" if res.fresh else "")]
+             + (f" ({res.fresh / wall / jobs:.2f} evaluations/s per worker; "
+                f"{res.fresh_cpu_s / res.fresh:.2f} CPU s per evaluation)" if res.fresh else "")]
     d = res.default
     if d is not None and d.evaluation.ok:
         e = d.evaluation

@@ -25,6 +25,7 @@ from ascendsched.target import Scope
 
 AnySchedule = Schedule | GemmSchedule
 _STAGES = ("algo", "schedule", "lower", "sim", "target")
+RECORD_VERSION = 2  # bump when Evaluation's fields change (cached records are then unused)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,12 @@ class Evaluation:
     ub_peak: int = 0  # planned bytes per scope's peak (UB for vector, L1 for Cube kernels)
     utilisation: tuple[tuple[str, float], ...] = ()  # "AIC MTE2" -> busy fraction, mean
     error: str = ""
+    cube_s: float = 0.0  # the roofline's three bounds (sim/roofline.py) and the work behind them
+    vector_s: float = 0.0
+    memory_s: float = 0.0
+    flops: float = 0.0
+    vector_repeats: float = 0.0
+    gm_bytes: int = 0
 
     @property
     def ok(self) -> bool:
@@ -59,6 +66,16 @@ class Evaluation:
     def of_peak(self) -> float:
         """Share of the roofline reached (1 / ratio)."""
         return 1.0 / self.ratio if self.ok and self.ratio else 0.0
+
+    @property
+    def of_cube_peak(self) -> float:
+        """Cube peak time of the kernel's FLOPs over the modelled time."""
+        return self.cube_s / self.time_s if self.ok else 0.0
+
+    @property
+    def of_hbm_roofline(self) -> float:
+        """Time to move the kernel's GM bytes at HBM bandwidth over the modelled time."""
+        return self.memory_s / self.time_s if self.ok else 0.0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -76,7 +93,7 @@ class Evaluation:
 @cache
 def model_version() -> str:
     """A fingerprint of the source of every stage an evaluation runs."""
-    h = hashlib.sha256()
+    h = hashlib.sha256(f"record {RECORD_VERSION}".encode())
     for stage in _STAGES:
         mod = importlib.import_module(f"ascendsched.{stage}")
         pkg = Path(mod.__file__ or "").resolve().parent
@@ -107,6 +124,7 @@ def evaluate_schedule(sched: AnySchedule) -> Evaluation:
         t1 = time.process_time()
         rep = model_time(kernel)
         t2 = time.process_time()
+        rf = rep.roofline
         st = sync_stats(kernel)
         plan = log.results.get("memory plan")
         scope = Scope.L1 if isinstance(sched, GemmSchedule) else Scope.UB
@@ -116,7 +134,8 @@ def evaluate_schedule(sched: AnySchedule) -> Evaluation:
             "ok", rep.time_s, rep.roofline.bound_s, rep.roofline.limit, rep.critical_pipe,
             rep.bound, t1 - t0, t2 - t1, tuple((n, round(c, 5)) for n, c in log.cpu().items()),
             int(st["sets"]), int(st["barriers"]) + int(st["pipe_all"]),
-            plan.peak(scope) if plan is not None else 0, util)
+            plan.peak(scope) if plan is not None else 0, util, "", rf.cube_s, rf.vector_s,
+            rf.memory_s, rf.flops, rf.vector_repeats, rf.gm_bytes)
     except Exception as e:  # noqa: BLE001 -- a failing point is recorded, never fatal
         msg = f"{type(e).__name__}: {e}".splitlines()[0][:500]
         return Evaluation("error", lower_cpu_s=time.process_time() - t0,

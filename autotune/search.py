@@ -54,6 +54,7 @@ class TuneResult:
     hits: int  # evaluations the cache answered
     seconds: float
     legal_total: int | None = None  # legal points of the whole space, when enumerated
+    fresh_cpu_s: float = 0.0  # CPU seconds (lowering + model) of the fresh evaluations
     history: tuple[float, ...] = field(default=(), repr=False)  # best time after each trial
 
     @property
@@ -88,7 +89,7 @@ def tune(space: Space, *, strategy: str = "auto", budget: int = 64, seed: int = 
     if budget < 1 or batch < 1:
         raise AscendSchedError(f"budget ({budget}) and batch ({batch}) must be >= 1")
     ev = evaluator or Evaluator()
-    fresh0, hits0 = len(ev.fresh), ev.hits
+    fresh0, hits0, cpu0 = len(ev.fresh), ev.hits, ev.fresh_cpu_s
     t0 = time.perf_counter()
     legal_total = None
     if strategy == "auto":
@@ -117,7 +118,7 @@ def tune(space: Space, *, strategy: str = "auto", budget: int = 64, seed: int = 
         hist.append(best)
     return TuneResult(space.name, strategy, seed, budget, tuple(trials), dflt, checked, pruned,
                       len(ev.fresh) - fresh0, ev.hits - hits0, time.perf_counter() - t0,
-                      legal_total, tuple(hist))
+                      legal_total, fresh_cpu_s=ev.fresh_cpu_s - cpu0, history=tuple(hist))
 
 
 def _mapper(ev: Evaluator):  # noqa: ANN202 -- a Mapper

@@ -1,0 +1,1 @@
+"""The benchmark suites, the report generator (``ascendsched bench``) and standalone scripts."""

@@ -1,0 +1,116 @@
+"""The benchmark report: ``report.md`` with its PNG plots in ``img/``, from a BenchData.
+
+Every modelled figure is labelled modelled; compile times are measured on the machine that ran
+the command. The report names the command, the model version and the cost parameters, so the
+numbers can be reproduced from the command and the cache.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ascendsched.autotune.codegen import figures_comment, library_imports, schedule_code
+from ascendsched.benchmarks import plots
+from ascendsched.benchmarks.bench import BenchData, KernelRow
+
+TARGET_SHARE = 0.90  # issue 14: tuned GEMM >= 90% of Cube peak, vector >= 90% of HBM roofline
+
+
+def write_report(data: BenchData, out: Path) -> Path:
+    from ascendsched.target import DEFAULT_TARGET
+
+    img = out / "img"
+    img.mkdir(parents=True, exist_ok=True)
+    rows = list(data.rows)
+    pics = [
+        ("Modelled time against the roofline", plots.modelled_vs_roofline(
+            rows, img / "modelled_vs_roofline.png")),
+        ("Tuned against default", plots.tuned_vs_default(rows, img / "tuned_vs_default.png")),
+        ("Roofline chart", plots.roofline_chart(rows, img / "roofline.png", DEFAULT_TARGET)),
+        ("Per-pipe utilisation", plots.utilisation(rows, img / "utilisation.png")),
+        ("Search progress", plots.convergence(rows, img / "search.png")),
+        ("Compile times", plots.compile_times(rows, img / "compile_times.png")),
+        ("Sync counts and UB use", plots.syncs(rows, data.sync_rows, img / "syncs.png")),
+    ]
+    md = [f"# ascendsched benchmark report: suite `{data.suite}` on {data.target}", "",
+          "**All times, ratios, utilisations and speed-ups below are modelled** (the timing "
+          "model of `sim/timing.py`, calibrated against published 910B measurements in "
+          "`benchmarks/calibration/`), **not measured on hardware**. Compile times are CPU "
+          "seconds measured on the machine that ran the command.", "",
+          f"- command: `{data.command}`",
+          f"- model version: `{data.model_version}` (cache key component; the evaluation cache "
+          f"is in the report's `cache/` unless `--cache` was given)",
+          f"- cost parameters: {data.parameters}",
+          f"- {len(rows)} kernels in {data.seconds:.0f} s on {data.jobs} worker(s)", "",
+          "## Summary (modelled)", "", *summary_table(rows), "", *targets(rows), ""]
+    for title, p in pics:
+        md += [f"## {title}", "", f"![{title}](img/{p.name})", ""]
+    md += ["## Timelines of the tuned schedules (modelled)", "",
+           "Gantt charts of the first cores' pipes (`sim/timeline.py`); a Perfetto trace of any "
+           "schedule: `ascendsched time FILE.py:FUNCTION --timeline out.json`.", ""]
+    for r in rows:
+        if r.timeline:
+            md += [f"### {r.case.label}", "", f"![timeline {r.case.label}]({r.timeline})", ""]
+    md += ["## Syncs and UB of one tile against bishengir 1.2.0", "",
+           "| kernel | set/wait | barriers | PIPE_ALL | UB peak KB | bishengir set/wait, "
+           "barriers, PIPE_ALL, UB KB |", "| --- | --- | --- | --- | --- | --- |"]
+    for s in data.sync_rows:
+        md.append(f"| {s.kernel} | {s.sets} | {s.barriers} | {s.pipe_all} | {s.ub_kb:.1f} | "
+                  f"{s.ref[0]}, {s.ref[1]}, {s.ref[2]}, {s.ref[3]} |")
+    md += ["", "## Tuned schedules", "",
+           "Paste one into a file to reuse it; each comment carries its modelled figures.", ""]
+    for r in rows:
+        b = r.result.best
+        if b is None:
+            md += [f"### {r.case.label}", "", "no schedule compiled", ""]
+            continue
+        code = f"{r.case.kernel}({', '.join(map(str, r.case.args))})"
+        md += [f"### {r.case.label}", "", "```python",
+               schedule_code(b.schedule, code, imports=library_imports(code),
+                             comment=figures_comment(b.evaluation, r.result.speedup(b))).rstrip(),
+               "```", ""]
+    path = out / "report.md"
+    path.write_text("\n".join(md) + "\n")
+    return path
+
+
+def summary_table(rows: list[KernelRow]) -> list[str]:
+    out = ["| kernel | roofline limit | roofline us | default us | tuned us | tuned % of "
+           "roofline | tuned/default | critical pipe | search | points evaluated (cached) | "
+           "illegal points pruned before lowering (+ duplicates) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        res, b, d = r.result, r.result.best, r.result.default
+        if b is None:
+            out.append(f"| {r.case.label} | | | | no schedule compiled | | | | | | |")
+            continue
+        e = b.evaluation
+        dt = f"{d.evaluation.time_s * 1e6:.1f}" if d and d.evaluation.ok else "-"
+        dup = res.pruned.get("duplicate", 0)
+        pr = sum(res.pruned.values()) - dup
+        out.append(f"| {r.case.label} | {e.limit} | {e.roofline_s * 1e6:.1f} | {dt} | "
+                   f"{e.time_s * 1e6:.1f} | {e.of_peak:.1%} | {res.speedup(b):.2f}x | "
+                   f"{e.critical_pipe} | {res.strategy} | {res.fresh + res.hits} "
+                   f"({res.hits}) | {pr} (+{dup}) of {res.checked} checked |")
+    return out
+
+
+def targets(rows: list[KernelRow]) -> list[str]:
+    """The issue's targets: GEMM fp16 share of Cube peak, vector kernels' share of HBM."""
+    out = ["Against the targets (tuned, modelled; GEMMs: share of the Cube peak, vector "
+           "kernels: share of the HBM roofline):", ""]
+    for r in rows:
+        b = r.result.best
+        if b is None:
+            continue
+        e = b.evaluation
+        share, what = (e.of_cube_peak, "Cube peak") if r.case.cube else (
+            e.of_hbm_roofline, "HBM roofline")
+        mark = "meets" if share >= TARGET_SHARE else "misses"
+        d = r.result.default
+        ds = (e.of_cube_peak if r.case.cube else e.of_hbm_roofline) if d is None else (
+            d.evaluation.of_cube_peak if r.case.cube else d.evaluation.of_hbm_roofline)
+        out.append(f"- {r.case.label}: {share:.1%} of the {what} ({mark} "
+                   f"{TARGET_SHARE:.0%}; default {ds:.1%}; critical pipe {e.critical_pipe}, "
+                   f"bound by {e.bound})")
+    return out

@@ -19,3 +19,11 @@ def schedule() -> Schedule:
 def algorithm():
     """The same algorithm with no schedule: ascendsched picks the default."""
     return softmax(m=64, n=1024)
+
+
+def space():
+    """A search space for ``ascendsched tune examples/softmax.py:algorithm --space
+    examples/softmax.py:space``: row tiles and core counts, every placement and buffering."""
+    from ascendsched.autotune import vector_space
+
+    return vector_space(algorithm(), rows=(2, 4, 8), cols=("whole",), cores=(4, 8))

@@ -7,7 +7,8 @@ answered by the cache). The budget is the number of distinct legal points a sear
 
 Guided searches ask Optuna for ``batch`` trials at a time, evaluate them together, and tell
 the study in trial order, so the result depends only on the space, the sampler and the seed,
-not on the executor or the number of workers. Illegal points are told as PRUNED (TPE ranks them
+not on the executor or the number of workers. A sampler that stops proposing new points (CMA-ES
+converged) ends the search early. Illegal points are told as PRUNED (TPE ranks them
 below every completed trial) and never lowered; a failed compile is PRUNED with its error as a
 user attribute. Studies live in Optuna's RDB storage (SQLite by default); a rerun replays its
 study from the start, and the evaluation cache answers every point it had already finished.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,7 @@ from ascendsched.errors import AscendSchedError
 SAMPLERS = ("tpe", "cmaes", "random")
 STRATEGIES = ("auto", "exhaustive") + SAMPLERS
 PRUNE_ALL_LIMIT = 4096  # "auto" enumerates spaces up to this many points to count legal ones
+STALL_ASKS = 200  # a sampler that proposes no new legal point in this many asks has converged
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,13 @@ class TuneResult:
 
     @property
     def ranked(self) -> list[Trial]:
-        return sorted((t for t in self.trials if t.evaluation.ok),
-                      key=lambda t: (t.evaluation.time_s, str(t.schedule)))
+        """Compiled schedules, fastest first: the points searched and the default schedule
+        (``point == ()``), so tuning never returns a schedule slower than the default."""
+        cands = [t for t in self.trials if t.evaluation.ok]
+        if self.default is not None and self.default.evaluation.ok and all(
+                str(t.schedule) != str(self.default.schedule) for t in cands):
+            cands.append(self.default)
+        return sorted(cands, key=lambda t: (t.evaluation.time_s, str(t.schedule)))
 
     @property
     def best(self) -> Trial | None:
@@ -153,13 +161,15 @@ def _default_trial(space: Space, ev: Evaluator) -> Trial | None:
 def make_sampler(name: str, seed: int, budget: int) -> Any:
     import optuna
 
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
     startup = max(4, min(16, budget // 5))
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, multivariate=True,
                                           constant_liar=True)
     if name == "cmaes":
-        return optuna.samplers.CmaEsSampler(
-            seed=seed, n_startup_trials=startup, warn_independent_sampling=False,
+        return optuna.samplers.CmaEsSampler(  # with_margin: CMA-ES for integer parameters
+            seed=seed, n_startup_trials=startup, warn_independent_sampling=False, with_margin=True,
             independent_sampler=optuna.samplers.RandomSampler(seed=seed))
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
@@ -210,11 +220,12 @@ def _guided(space: Space, sampler: str, budget: int, seed: int, ev: Evaluator, b
     order: list[Point] = []
     checked: set[Point] = set()
     pruned = dict.fromkeys(RULES, 0)
-    asked_total, max_asks = 0, 20 * budget + 200
+    asked_total, max_asks, stalled = 0, 20 * budget + 200, 0
     bar = progress_bar(budget, f"tune {space.name} {sampler}", progress)
-    while len(seen) < budget and asked_total < max_asks:
+    while len(seen) < budget and asked_total < max_asks and stalled < STALL_ASKS:
         asked: list[tuple[Any, Point]] = []
         new: list[Point] = []
+        asks0 = asked_total
         while len(asked) < batch and len(seen) + len(new) < budget and asked_total < max_asks:
             ot = study.ask()
             asked_total += 1
@@ -234,6 +245,7 @@ def _guided(space: Space, sampler: str, budget: int, seed: int, ev: Evaluator, b
             asked.append((ot, pt))
             if pt not in seen and pt not in new:
                 new.append(pt)
+        stalled = 0 if new else stalled + asked_total - asks0
         evs = ev.run([space.check(p).schedule for p in new], bar)  # type: ignore[misc]
         for p, e in zip(new, evs):
             seen[p] = Trial(p, space.check(p).schedule, e)  # type: ignore[arg-type]

@@ -96,18 +96,18 @@ def roofline_chart(rows: Any, path: Path, target: Any) -> Path:
     for ax, cube in zip(axes, (True, False)):
         rs = [r for r in rows if r.case.cube == cube]
         ev0 = [r.result.best.evaluation for r in rs]
-        if cube:
-            peak = max((e.flops / e.cube_s for e in ev0 if e.cube_s), default=0.0)
+        if cube:  # one peak per input dtype (int8 runs twice the fp16 MACs per cycle)
+            peaks = sorted({round(e.flops / e.cube_s, -11) for e in ev0 if e.cube_s})
             work, unit, scale = (lambda e: e.flops), "TFLOP/s", 1e-12
         else:
-            peak = target.num_aiv * target.clock_hz
+            peaks = [target.num_aiv * target.clock_hz]
             work, unit, scale = (lambda e: e.vector_repeats), "vector repeats / ns", 1e-9
         pts = [(work(e) / e.gm_bytes) for e in ev0 if e.gm_bytes and work(e)]
         lo = min(pts + [1e-2]) / 10
         hi = max(pts + [1e3]) * 10
         xs = np.logspace(np.log10(lo), np.log10(hi), 200)
-        if peak:
-            ax.plot(xs, np.minimum(xs * hbm, peak) * scale, "k-", lw=1,
+        for i, peak in enumerate(peaks):
+            ax.plot(xs, np.minimum(xs * hbm, peak) * scale, "k-" if i == 0 else "k--", lw=1,
                     label=f"roofline: HBM {hbm / 1e12:.1f} TB/s, peak {peak * scale:.3g} {unit}")
         for r in rs:
             for trial, mk, alpha in ((r.result.default, "o", 0.45), (r.result.best, "*", 1.0)):

@@ -24,8 +24,10 @@ from ascendsched.errors import AlgorithmError
 
 Size = Union[int, sympy.Expr]
 
-BINARY_OPS = ("add", "sub", "mul", "div", "max", "min")
-UNARY_OPS = ("exp", "log", "sqrt", "rsqrt", "abs", "relu", "neg", "reciprocal")
+BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow")
+UNARY_OPS = ("exp", "log", "sqrt", "rsqrt", "abs", "relu", "neg", "reciprocal", "tanh", "sigmoid",
+             "round")
+FLOAT_UNARY_OPS = ("exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "round")
 COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
 REDUCE_OPS = ("sum", "max", "min")
 ROUND_MODES = ("rint", "trunc", "floor", "ceil", "round")
@@ -76,6 +78,85 @@ class Expr:
     def __ge__(self, o: ExprLike) -> Expr:
         return _compare("ge", self, o)
 
+    # Python asks these for a truth value or a number; an expression has neither while the
+    # algorithm is being built, and answering would pick one branch for every element.
+    def __bool__(self) -> bool:
+        raise AlgorithmError(
+            f"the expression {self} has no truth value while the algorithm is built: Python's "
+            f"`a if cond else b`, `and`/`or`/`not`, chained comparisons (a < b < c) and the "
+            f"builtins max()/min() would evaluate it once and silently pick one branch for every "
+            f"element. Use where(cond, a, b) instead of `a if cond else b`, "
+            f"maximum(a, b)/minimum(a, b) instead of max()/min(), and nested where() to "
+            f"combine conditions")
+
+    def __abs__(self) -> Expr:
+        return Unary("abs", self)
+
+    def __pow__(self, o: ExprLike) -> Expr:
+        from ascendsched.algo.ops import pow_
+
+        return pow_(self, o)
+
+    def __rpow__(self, o: ExprLike) -> Expr:
+        from ascendsched.algo.ops import pow_
+
+        return pow_(o, self)
+
+    def __round__(self, ndigits: int | None = None) -> Expr:
+        from ascendsched.algo.ops import round_
+
+        if ndigits is not None:
+            raise AlgorithmError(
+                f"round({self}, {ndigits}): only round(x) (to the nearest integer, ties to even) "
+                f"is supported; scale around it, e.g. round(x * 100.0) / 100.0")
+        return round_(self)
+
+    def __floordiv__(self, o: object) -> Expr:
+        raise _no_operator("//", self, o, "subscripts are affine (i + c, c * i, i - c); for values "
+                           "use (a / b).astype('int32', 'floor') or where()")
+
+    __rfloordiv__ = __floordiv__
+
+    def __mod__(self, o: object) -> Expr:
+        raise _no_operator("%", self, o, "subscripts are affine (i + c, c * i, i - c); a modulo "
+                           "has no vector instruction: precompute it into an input")
+
+    __rmod__ = __mod__
+
+    def __and__(self, o: object) -> Expr:
+        raise _no_operator("&", self, o, "combine conditions with nested where(): "
+                           "where(c1, where(c2, a, b), b)")
+
+    __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __and__
+
+    def __invert__(self) -> Expr:
+        raise _no_operator("~", self, None, "swap the branches of where() instead of negating "
+                           "its condition")
+
+    def __iter__(self):  # noqa: ANN204 (never returns)
+        raise AlgorithmError(
+            f"the expression {self} is a single element, not a sequence; index the tensor "
+            f"(x[i, j]) or reduce it (reduce_sum(x[i, k], k))")
+
+    def __array_ufunc__(self, ufunc: object, method: str, *inputs: object,
+                        **kwargs: object) -> Expr:
+        """numpy scalars mix with expressions (``np.float32(2) * x[i]``); other numpy
+        functions on expressions raise, naming the ascendsched function to use."""
+        name = getattr(ufunc, "__name__", str(ufunc))
+        ops = {"add": "__add__", "subtract": "__sub__", "multiply": "__mul__",
+               "true_divide": "__truediv__", "power": "__pow__"}
+        if method == "__call__" and name in ops and len(inputs) == 2 and not kwargs:
+            a, b = (x.item() if hasattr(x, "item") and not isinstance(x, Expr) else x
+                    for x in inputs)
+            if isinstance(a, Expr):
+                return getattr(a, ops[name])(b)
+            return getattr(b, "__r" + ops[name][2:])(a)  # type: ignore[union-attr]
+        alt = {"maximum": "maximum", "minimum": "minimum", "absolute": "abs_ (or abs())",
+               "rint": "round_ (or round())", "clip": "clip"}.get(name, name)
+        raise AlgorithmError(
+            f"numpy's {name}() cannot take the expression {self}: it is evaluated while the "
+            f"algorithm is built. Use ascendsched.algo.{alt} inside compute()")
+
     def astype(self, dtype: DType | str, round_mode: str = "rint") -> Expr:
         return cast(self, dtype, round_mode)
 
@@ -88,13 +169,40 @@ class Expr:
 ExprLike = Union[Expr, int, float]
 
 
-@dataclass(frozen=True, eq=True)
+def _no_operator(op: str, a: object, b: object, fix: str) -> AlgorithmError:
+    what = f"{op}{a}" if b is None else f"{a} {op} {b}"
+    return AlgorithmError(f"operator {op} is not supported on expressions ({what}); {fix}")
+
+
+def _node(cls: type) -> type:
+    """A frozen dataclass expression node whose ``==`` against a number raises.
+
+    ``==`` between expressions compares them structurally (the compiler relies on it), so
+    ``x[i] == 0`` would be a plain ``False`` and ``if x[i] == 0`` would silently take one
+    branch: use ``eq``/``ne`` to build an elementwise comparison.
+    """
+    cls = dataclass(frozen=True)(cls)
+    structural = cls.__eq__
+
+    def __eq__(self: Expr, other: object) -> bool:  # noqa: N807
+        if isinstance(other, (bool, int, float)) or type(other).__module__ == "numpy":
+            raise AlgorithmError(
+                f"{self} == {other!r}: == between an expression and a number is not an "
+                f"elementwise comparison; use eq({self}, {other!r}) (or ne() for !=) inside "
+                f"where(), e.g. where(eq(x[i], 0), a, b)")
+        return structural(self, other)
+
+    cls.__eq__ = __eq__  # type: ignore[method-assign]
+    return cls
+
+
+@_node
 class Const(Expr):
     value: int | float
     dtype: DType
 
 
-@dataclass(frozen=True)
+@_node
 class IndexVar(Expr):
     """A data-parallel loop variable of a ``compute``; ``extent`` is the axis size."""
 
@@ -103,7 +211,7 @@ class IndexVar(Expr):
     dtype: DType = int32
 
 
-@dataclass(frozen=True)
+@_node
 class ReduceVar(Expr):
     """A reduction variable; legal only inside a ``Reduce`` over it."""
 
@@ -112,7 +220,7 @@ class ReduceVar(Expr):
     dtype: DType = int32
 
 
-@dataclass(frozen=True)
+@_node
 class IndexArith(Expr):
     """Integer index arithmetic (``i + 1``, ``2 * i``) used inside tensor subscripts."""
 
@@ -122,14 +230,14 @@ class IndexArith(Expr):
     dtype: DType = int32
 
 
-@dataclass(frozen=True)
+@_node
 class Load(Expr):
     tensor: Tensor
     indices: tuple[Expr, ...]
     dtype: DType
 
 
-@dataclass(frozen=True)
+@_node
 class Binary(Expr):
     op: str
     a: Expr
@@ -137,7 +245,7 @@ class Binary(Expr):
     dtype: DType
 
 
-@dataclass(frozen=True)
+@_node
 class Unary(Expr):
     op: str
     x: Expr
@@ -146,16 +254,27 @@ class Unary(Expr):
     def __post_init__(self) -> None:
         if self.op not in UNARY_OPS:
             raise AlgorithmError(f"unknown unary op {self.op!r}; known: {', '.join(UNARY_OPS)}")
+        if not isinstance(self.x, Expr):
+            raise AlgorithmError(
+                f"{self.op}({self.x!r}): the argument must be an expression such as x[i]; for a "
+                f"constant use Python's math module")
+        if _is_index(self.x) and not isinstance(self.x, Const):
+            raise AlgorithmError(
+                f"{self.op}({self.x}): an index variable is a subscript, not a value; convert "
+                f"it first: {self.op}({self.x}.astype('float32'))")
         if self.dtype is None:
             object.__setattr__(self, "dtype", self.x.dtype)
-        if self.op in ("exp", "log", "sqrt", "rsqrt", "reciprocal") and not self.dtype.is_float:
+        if self.x.dtype is bool_:
+            raise AlgorithmError(f"{self.op}({self.x}): cannot apply {self.op} to a comparison; "
+                                 f"use where(cond, a, b)")
+        if self.op in FLOAT_UNARY_OPS and not self.dtype.is_float:
             raise AlgorithmError(
                 f"{self.op}({self.x}) needs a floating-point operand, got {self.dtype}; "
                 f"cast first: {self.op}(x.astype('float32'))"
             )
 
 
-@dataclass(frozen=True)
+@_node
 class Compare(Expr):
     op: str
     a: Expr
@@ -163,7 +282,7 @@ class Compare(Expr):
     dtype: DType = bool_
 
 
-@dataclass(frozen=True)
+@_node
 class Select(Expr):
     cond: Expr
     a: Expr
@@ -171,14 +290,14 @@ class Select(Expr):
     dtype: DType
 
 
-@dataclass(frozen=True)
+@_node
 class Cast(Expr):
     x: Expr
     dtype: DType
     round_mode: str = "rint"
 
 
-@dataclass(frozen=True)
+@_node
 class Reduce(Expr):
     """``op`` over ``axes`` of ``body``, accumulated (and returned) in ``dtype``."""
 
@@ -329,8 +448,14 @@ def ne(a: ExprLike, b: ExprLike) -> Expr:
 
 def where(cond: Expr, a: ExprLike, b: ExprLike) -> Expr:
     """``a`` where ``cond`` holds, else ``b`` (elementwise)."""
+    if isinstance(cond, bool):
+        raise AlgorithmError(
+            f"where(): the condition is the Python bool {cond}, not an elementwise comparison; "
+            f"`a == b` between expressions compares them structurally: use eq(a, b) / ne(a, b)")
     if not isinstance(cond, Expr) or cond.dtype is not bool_:
-        raise AlgorithmError(f"where(): the condition must be a comparison, got {cond}")
+        raise AlgorithmError(
+            f"where(): the condition must be a comparison (x[i] > 0, eq(a, b), j <= i), got "
+            f"{cond}")
     ea, eb = _unify(a, b, "where")
     return Select(cond, ea, eb, ea.dtype)
 
@@ -387,8 +512,12 @@ def _reduce(op: str, body: ExprLike, axis: ReduceVar | Sequence[ReduceVar],
 
 
 def _const_for(value: int | float, like: DType, where_: str) -> Const:
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()  # a numpy scalar
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise AlgorithmError(f"{where_}: cannot use {value!r} in an expression")
+        raise AlgorithmError(
+            f"{where_}: cannot use {value!r} ({type(value).__name__}) in an expression; "
+            f"operands are expressions (x[i], ...) or int/float constants")
     if isinstance(value, float) and not like.is_float:
         if value != int(value):
             raise AlgorithmError(

@@ -53,6 +53,7 @@ from ascendsched.algo.expr import (
 )
 from ascendsched.dtypes import DType, store, uint8
 from ascendsched.errors import ScheduleError, UnsupportedError
+from ascendsched.lower.expand_math import expand_math
 from ascendsched.lower.ir import (
     BLOCK_IDX,
     Affine,
@@ -172,7 +173,8 @@ class _Builder:
                         f"derives; schedule the loops of '{self.out.name}' instead")
         self.inlined = {n for n, p in self.placement.items() if isinstance(p, ComputeInline)}
         self.tile_stages = [st for st in self.algo.stages if st.name not in self.inlined]
-        self.bodies = {st.name: self._inline(st.op.body) for st in self.tile_stages}  # type: ignore
+        self.bodies = {st.name: expand_math(self._inline(st.op.body), target)  # type: ignore
+                       for st in self.tile_stages}
         for t in self.algo.tensors:
             for d in t.shape:
                 if not isinstance(d, int):
@@ -548,7 +550,8 @@ class _ExprGen:
                 f"on {self.t.name}; cast through float16 or float32 (supported pairs: "
                 f"{', '.join(f'{s}->{d}' for s, d in sorted(self.t.vector_casts))})")
         out = self._dst(dst, x.varying(), e.dtype, str(e))
-        rnd = e.round_mode if not e.dtype.is_float else (
+        # a float -> same float Cast rounds to an integral value (expand_math's round)
+        rnd = e.round_mode if not e.dtype.is_float or e.dtype == x.dtype else (
             "none" if e.dtype.bytes > x.dtype.bytes or not x.dtype.is_float else "rint")
         self.vec("vec_cast", out, (x,), "cast", (("round", rnd),))
         return out

@@ -67,7 +67,8 @@ def bind_sizes(a: Algorithm, inputs: Mapping[str, np.ndarray]) -> dict[sympy.Sym
     sizes: dict[sympy.Symbol, int] = {}
     for t in a.inputs:
         if t.name not in inputs:
-            raise AlgorithmError(f"evaluate: missing input '{t.name}' ({t.dtype}{list(t.shape)})")
+            raise AlgorithmError(f"evaluate: missing input '{t.name}' ({t.dtype}"
+                                 f"{list(t.shape)}); pass {{'{t.name}': array, ...}}")
         arr = np.asarray(inputs[t.name])
         if arr.ndim != t.ndim:
             raise AlgorithmError(

@@ -17,12 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
-import sympy
-
+from ascendsched.algo.validate import Size, check_name, check_shape, check_size
 from ascendsched.dtypes import DType, as_dtype, bool_, int32
 from ascendsched.errors import AlgorithmError
-
-Size = Union[int, sympy.Expr]
 
 BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow")
 UNARY_OPS = ("exp", "log", "sqrt", "rsqrt", "abs", "relu", "neg", "reciprocal", "tanh", "sigmoid",
@@ -132,6 +129,14 @@ class Expr:
     def __invert__(self) -> Expr:
         raise _no_operator("~", self, None, "swap the branches of where() instead of negating "
                            "its condition")
+
+    def __len__(self) -> int:
+        raise AlgorithmError(f"the expression {self} is a single element and has no length")
+
+    def __getitem__(self, idx: object) -> Expr:
+        raise AlgorithmError(
+            f"the expression {self} is an element, not a tensor: subscript the tensor itself "
+            f"(x[i, j]), not an element of it")
 
     def __iter__(self):  # noqa: ANN204 (never returns)
         raise AlgorithmError(
@@ -338,15 +343,32 @@ class Tensor:
         if len(indices) != len(self.shape):
             raise AlgorithmError(
                 f"tensor '{self.name}' has rank {len(self.shape)} (shape {list(self.shape)}) "
-                f"but is indexed with {len(indices)} subscripts"
+                f"but is indexed with {len(indices)} subscripts; give one per axis: "
+                f"{self.name}[{', '.join(_DEFAULT_AXES[:len(self.shape)])}]"
             )
         exprs = tuple(_as_index(i, self.name) for i in indices)
+        from ascendsched.algo.check import check_index_range
+
         for axis, (e, size) in enumerate(zip(exprs, self.shape)):
-            _check_index_range(self.name, axis, e, size)
+            check_index_range(self.name, axis, e, size)
         return Load(self, exprs, self.dtype)
 
     def __repr__(self) -> str:
         return f"Tensor({self.name}: {self.dtype}{list(self.shape)})"
+
+    def __call__(self, *args: object, **kwargs: object) -> Load:
+        raise AlgorithmError(
+            f"tensor '{self.name}' is indexed with brackets, not called: {self.name}[i, j]")
+
+    def _whole(self, *args: object) -> Expr:
+        idx = ", ".join(_DEFAULT_AXES[:self.ndim])
+        raise AlgorithmError(
+            f"tensor '{self.name}' is a whole tensor, not an element: arithmetic is written per "
+            f"element inside compute(), e.g. compute('y', {list(self.shape)}, lambda {idx}: "
+            f"{self.name}[{idx}] + 1.0)")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _whole
+    __truediv__ = __rtruediv__ = __pow__ = __neg__ = __lt__ = __gt__ = __le__ = __ge__ = _whole
 
     def __str__(self) -> str:
         return self.name
@@ -354,15 +376,19 @@ class Tensor:
 
 def placeholder(name: str, shape: Sequence[Size], dtype: DType | str = "float16") -> Tensor:
     """An input tensor of the algorithm."""
+    check_name("placeholder", name)
     dt = as_dtype(dtype)
     if dt.name not in ("float16", "bfloat16", "float32", "int8", "int32"):
-        raise AlgorithmError(f"placeholder '{name}': unsupported dtype {dt}")
-    return Tensor(name, _check_shape(name, shape), dt)
+        raise AlgorithmError(
+            f"placeholder '{name}': unsupported dtype {dt}; inputs are float16, bfloat16, "
+            f"float32, int8 or int32")
+    return Tensor(name, check_shape(name, shape), dt)
 
 
 def reduce_axis(extent: Size, name: str = "k") -> ReduceVar:
     """A reduction variable ranging over ``0 <= name < extent``."""
-    return ReduceVar(name, _check_size(name, extent))
+    check_name("reduce_axis", name)
+    return ReduceVar(name, check_size(name, extent))
 
 
 def compute(name: str, shape: Sequence[Size], fn: Callable[..., ExprLike],
@@ -371,8 +397,18 @@ def compute(name: str, shape: Sequence[Size], fn: Callable[..., ExprLike],
 
     ``dtype`` (optional) must equal the body's dtype; it documents intent and catches slips.
     """
-    shape_t = _check_shape(name, shape)
+    check_name("compute", name)
+    shape_t = check_shape(name, shape)
+    if not callable(fn):
+        raise AlgorithmError(
+            f"compute '{name}': fn must be a function of the index variables, e.g. "
+            f"lambda i, j: x[i, j] * 2.0; got {type(fn).__name__} {fn!r}")
     sig = inspect.signature(fn).parameters.values()
+    bad = [p.name for p in sig if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD)]
+    if bad:
+        raise AlgorithmError(
+            f"compute '{name}': fn's parameters {', '.join(bad)} are keyword-only; every "
+            f"index variable is passed by position: lambda i, j: ... (or lambda *ix: ...)")
     if any(p.kind == p.VAR_POSITIONAL for p in sig):  # lambda *ix: rank-generic bodies
         params = list(_DEFAULT_AXES[:len(shape_t)]) if len(shape_t) <= len(_DEFAULT_AXES) else \
             [f"i{d}" for d in range(len(shape_t))]
@@ -381,12 +417,15 @@ def compute(name: str, shape: Sequence[Size], fn: Callable[..., ExprLike],
     if len(params) != len(shape_t):
         raise AlgorithmError(
             f"compute '{name}': shape has {len(shape_t)} axes but fn takes {len(params)} "
-            f"index arguments ({', '.join(params)})"
+            f"index arguments ({', '.join(params)}); give fn one parameter per axis: "
+            f"lambda {', '.join(_DEFAULT_AXES[:len(shape_t)])}: ..."
         )
     axes = tuple(IndexVar(p, s) for p, s in zip(params, shape_t))
     body = fn(*axes)
     if not isinstance(body, Expr):
-        raise AlgorithmError(f"compute '{name}': fn must return an expression, got {body!r}")
+        raise AlgorithmError(
+            f"compute '{name}': fn must return an expression built from tensors, got {body!r}; "
+            f"a constant stage is not supported: read a tensor, e.g. x[i] * 0.0 + {body!r}")
     if body.dtype is bool_:
         raise AlgorithmError(
             f"compute '{name}': a comparison cannot be stored; use where(cond, a, b)")
@@ -467,7 +506,8 @@ def cast(x: ExprLike, dtype: DType | str, round_mode: str = "rint") -> Expr:
     """Convert to ``dtype``; float -> int rounds with ``round_mode``."""
     dt = as_dtype(dtype)
     if round_mode not in ROUND_MODES:
-        raise AlgorithmError(f"cast: unknown round mode {round_mode!r}; use one of {ROUND_MODES}")
+        raise AlgorithmError(
+            f"cast to {dt}: unknown round mode {round_mode!r}; use one of {', '.join(ROUND_MODES)}")
     e = x if isinstance(x, Expr) else Const(x, dt)
     if e.dtype is bool_:
         raise AlgorithmError("cast: cannot cast a comparison; use where(cond, 1, 0)")
@@ -496,7 +536,9 @@ def reduce_min(body: ExprLike, axis: ReduceVar | Sequence[ReduceVar],
 def _reduce(op: str, body: ExprLike, axis: ReduceVar | Sequence[ReduceVar],
             dtype: DType | str | None) -> Expr:
     if not isinstance(body, Expr):
-        raise AlgorithmError(f"reduce_{op}: the body must be an expression, got {body!r}")
+        raise AlgorithmError(
+            f"reduce_{op}: the body must be an expression over the reduce axis, e.g. "
+            f"reduce_{op}(x[i, k], k), got {body!r}")
     if isinstance(axis, ReduceVar):
         axes: tuple = (axis,)
     elif isinstance(axis, (list, tuple)):
@@ -504,10 +546,13 @@ def _reduce(op: str, body: ExprLike, axis: ReduceVar | Sequence[ReduceVar],
     else:
         axes = ()
     if not axes or not all(isinstance(a, ReduceVar) for a in axes):
-        raise AlgorithmError(f"reduce_{op}: axes must be reduce_axis() variables, got {axis!r}")
+        raise AlgorithmError(
+            f"reduce_{op}: axes must be reduce_axis() variables (k = reduce_axis(N, 'k')), "
+            f"got {axis!r}")
     acc = body.dtype if dtype is None else as_dtype(dtype)
     if body.dtype is bool_:
-        raise AlgorithmError(f"reduce_{op}: cannot reduce a comparison")
+        raise AlgorithmError(f"reduce_{op}: cannot reduce the comparison {body}; reduce "
+                             f"where(cond, 1.0, 0.0) to count or mask")
     return Reduce(op, cast(body, acc), axes, acc)
 
 
@@ -521,7 +566,8 @@ def _const_for(value: int | float, like: DType, where_: str) -> Const:
     if isinstance(value, float) and not like.is_float:
         if value != int(value):
             raise AlgorithmError(
-                f"{where_}: float constant {value} mixed with {like} operand; cast first")
+                f"{where_}: float constant {value} mixed with a {like} operand; cast the operand "
+                f"first: x.astype('float32')")
         value = int(value)
     return Const(value, like)
 
@@ -533,7 +579,8 @@ def _is_index(e: Expr) -> bool:
 
 def _unify(a: ExprLike, b: ExprLike, what: str) -> tuple[Expr, Expr]:
     if not isinstance(a, Expr) and not isinstance(b, Expr):
-        raise AlgorithmError(f"{what}: at least one operand must be an expression")
+        raise AlgorithmError(f"{what}({a!r}, {b!r}): at least one operand must be an expression "
+                             f"such as x[i]; compute constants in Python")
     if not isinstance(a, Expr):
         a = _const_for(a, b.dtype, what)  # type: ignore[union-attr]
     if not isinstance(b, Expr):
@@ -560,7 +607,8 @@ def _binary(op: str, a: ExprLike, b: ExprLike) -> Expr:
             f"with integers inside them), not as values; got {a} {op} {b}")
     x, y = _unify(a, b, op)
     if x.dtype is bool_:
-        raise AlgorithmError(f"{op}: cannot do arithmetic on a comparison ({x})")
+        raise AlgorithmError(f"{op}: cannot do arithmetic on the comparison {x}; turn it into a "
+                             f"value with where(cond, 1.0, 0.0)")
     if op == "div" and not x.dtype.is_float:
         raise AlgorithmError(
             f"div: integer division of {x} by {y} ({x.dtype}) is not supported; "
@@ -575,64 +623,12 @@ def _compare(op: str, a: ExprLike, b: ExprLike) -> Expr:
 
 def _as_index(i: ExprLike, where_: str) -> Expr:
     if isinstance(i, bool):
-        raise AlgorithmError(f"{where_}: boolean subscript {i!r}")
+        raise AlgorithmError(f"{where_}: boolean subscript {i!r}; subscripts are index variables "
+                             f"or ints (x[i, 0])")
     if isinstance(i, int):
         return Const(i, int32)
     if isinstance(i, Expr) and _is_index(i):
         return i
     raise AlgorithmError(
         f"{where_}: subscript {i} is not an index expression (index variables, reduce "
-        f"variables and integer constants combined with + - *)")
-
-
-def _check_size(name: str, s: Size) -> Size:
-    if isinstance(s, bool) or not isinstance(s, (int, sympy.Expr)):
-        raise AlgorithmError(f"'{name}': size {s!r} must be an int or a sympy expression")
-    if isinstance(s, int) and s < 1:
-        raise AlgorithmError(f"'{name}': size {s} must be >= 1")
-    if isinstance(s, sympy.Expr) and s.is_number:
-        return int(s)
-    return s
-
-
-def _check_shape(name: str, shape: Sequence[Size]) -> tuple[Size, ...]:
-    if isinstance(shape, (int, sympy.Expr)):
-        shape = (shape,)
-    t = tuple(_check_size(name, s) for s in shape)
-    if not t:
-        raise AlgorithmError(f"tensor '{name}': rank-0 tensors are not supported; use shape (1,)")
-    return t
-
-
-def index_bounds(e: Expr) -> tuple[Size, Size] | None:
-    """Inclusive (lo, hi) of an index expression over its variables' ranges, or None."""
-    if isinstance(e, Const):
-        return e.value, e.value  # type: ignore[return-value]
-    if isinstance(e, (IndexVar, ReduceVar)):
-        return 0, e.extent - 1
-    if isinstance(e, IndexArith):
-        a, b = index_bounds(e.a), index_bounds(e.b)
-        if a is None or b is None:
-            return None
-        if e.op == "add":
-            return a[0] + b[0], a[1] + b[1]
-        if e.op == "sub":
-            return a[0] - b[1], a[1] - b[0]
-        cands = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]
-        if all(isinstance(c, int) for c in cands):
-            return min(cands), max(cands)
-        return None
-    return None
-
-
-def _check_index_range(tensor: str, axis: int, e: Expr, size: Size) -> None:
-    b = index_bounds(e)
-    if b is None:
-        return
-    lo, hi = b
-    hi_out = sympy.simplify(sympy.sympify(hi) - sympy.sympify(size))
-    lo_out = sympy.sympify(lo)
-    if (hi_out.is_number and hi_out >= 0) or (lo_out.is_number and lo_out < 0):
-        raise AlgorithmError(
-            f"tensor '{tensor}' axis {axis} has size {size} but subscript {e} ranges over "
-            f"[{lo}, {hi}]: index provably out of range")
+        f"variables and integer constants combined with + - *); e.g. x[i, j + 1], x[i, 0]")

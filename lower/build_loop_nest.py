@@ -461,7 +461,9 @@ class _ExprGen:
                 if a <= last_axis:
                     raise UnsupportedError(
                         f"stage '{self.stage}': {e} reads '{e.tensor.name}' transposed; the "
-                        f"vector path needs subscripts in the stage's axis order")
+                        f"vector path needs subscripts in the stage's axis order: transpose "
+                        f"'{e.tensor.name}' in its own kernel (a GEMM with B transposed reads it "
+                        f"so) or store it transposed")
                 last_axis = a
                 strides[a] = lay.strides[k]
         return Val(lay.buf, lay.copy, lay.dtype, off, tuple(strides))

@@ -137,6 +137,7 @@ class _Version:
 
     instrs: list[Stmt] = field(default_factory=list)
     temps: int = 0
+    suffix: str = ""  # appended to every buffer name of a tail tile version
 
 
 # --------------------------------------------------------------------------- builder
@@ -187,6 +188,8 @@ class _Builder:
         self.buffers: dict[str, Buffer] = {}
         self.block_dim = self.nest.bound[1] if self.nest.bound else 1
         self.n_loops = 0  # IR loops made for vector instructions (numbers their variables)
+        self.suffixes: dict[tuple[str, ...], str] = {}  # tail version -> its buffers' suffix
+        self.depth = 0  # tile loops around the version being generated
         self._check_row_alignment()
 
     # ----------------------------------------------------------------- driver
@@ -217,8 +220,10 @@ class _Builder:
             a = axes[0]
             out: list[Stmt] = []
             if full[a]:
+                self.depth += 1
                 inner = self._gen_loops(level + 1, {**idx, a: Affine.of(name)}, {**ver, a: "full"},
                                         Affine.mod(name, 2))
+                self.depth -= 1
                 out.append(For(name, full[a], tuple(inner), comment=f"tiles of {a} (split by "
                                f"{self.nest.factors[a]})"))
             if full[a] < tiles[a]:
@@ -258,7 +263,9 @@ class _Builder:
                                       full[a] if kind == "full" else full[a]))
             if skip:
                 continue
+            self.depth += 1
             inner = self._gen_loops(level + 1, {**idx, **per_axis}, cver, copy_in)
+            self.depth -= 1
             body.extend([If(tuple(conds), tuple(inner), comment=_combo_comment(axes, cver))]
                         if conds else inner)
         if bound and total % self.block_dim:
@@ -278,15 +285,23 @@ class _Builder:
             ext = {"whole": self.sizes[a], "full": f, "tail": self.sizes[a] % f}[ver[a]]
             box.append(Axis(a, idx[a] * f if ver[a] != "whole" else Affine(), ext))
         boxes = self._bounds(tuple(box))
-        v = _Version()
+        # A tail version after every tile loop gets buffers of its own: one name used by two
+        # versions would live from the first version's first use to the other's last use, and
+        # lifetimes spanning both versions keep the planner from reusing any UB between them.
+        # (A tail inside a loop keeps the shared names: its own buffers could take space the
+        # next iteration's full tile uses, and the syncs for that would serialise the loop.)
+        key = tuple(ver[a] for a in self.out_axes)
+        if "tail" in key and key not in self.suffixes and self.depth == 0:
+            self.suffixes[key] = "_tail" + (str(len(self.suffixes) + 1) if self.suffixes else "")
+        v = _Version(suffix=self.suffixes.get(key, ""))
         layouts: dict[str, Layout] = {}
         for t in self.algo.inputs:
             if t.name in boxes:
-                lay = self._layout(f"{t.name}_ub", t, boxes[t.name], copy)
+                lay = self._layout(f"{t.name}_ub{v.suffix}", t, boxes[t.name], copy)
                 layouts[t.name] = lay
                 v.instrs.extend(self._dma(t, lay, to_ub=True))
         for st in self.tile_stages:
-            lay = self._layout(f"{st.name}_ub", st, boxes[st.name], copy)
+            lay = self._layout(f"{st.name}_ub{v.suffix}", st, boxes[st.name], copy)
             layouts[st.name] = lay
             self._stage(v, st, lay, layouts)
         v.instrs.extend(self._dma(self.out, layouts[self.out.name], to_ub=False))
@@ -405,16 +420,28 @@ class _Builder:
         return _rebuild(e, new)
 
     def _check_row_alignment(self) -> None:
+        """A split of the output's last axis cuts the UB rows of every tensor whose last axis
+        follows it (found by bounds inference on a symbolic tile start); those rows, several
+        per tile, must stay 32-byte multiples. A rank-1 tensor's tile is one contiguous run
+        (DataCopyPad moves any length), and a row reduction's 1-D output does not cut the rows
+        of the tensor it reduces."""
         last = self.out_axes[-1]
         f = self.nest.factors[last]
-        if f != self.sizes[last]:
-            for t in self.algo.tensors:
-                if (f * t.dtype.bytes) % self.t.block_bytes:
-                    need = self.t.block_bytes // min(x.dtype.bytes for x in self.algo.tensors)
-                    raise ScheduleError(
-                        f"split('{self.out.name}', '{last}', {f}): a UB tile row of {f} x "
-                        f"{t.dtype} ('{t.name}') = {f * t.dtype.bytes} B is not a multiple of "
-                        f"{self.t.block_bytes} B; use a factor that is a multiple of {need}")
+        if f == self.sizes[last]:
+            return
+        probe = "@" + last
+        boxes = self._bounds(tuple(
+            Axis(a, Affine.of(probe) if a == last else Affine(), self.nest.factors[a])
+            for a in self.out_axes))
+        cut = [t for t in self.algo.tensors if t.name in boxes and len(boxes[t.name]) > 1
+               and probe in boxes[t.name][-1].start.vars()]
+        for t in cut:
+            if (f * t.dtype.bytes) % self.t.block_bytes:
+                need = self.t.block_bytes // min(x.dtype.bytes for x in cut)
+                raise ScheduleError(
+                    f"split('{self.out.name}', '{last}', {f}): a UB tile row of {f} x "
+                    f"{t.dtype} ('{t.name}') = {f * t.dtype.bytes} B is not a multiple of "
+                    f"{self.t.block_bytes} B; use a factor that is a multiple of {need}")
 
 
 class _ExprGen:
@@ -483,7 +510,7 @@ class _ExprGen:
     def temp(self, axes: tuple[int, ...], dtype: DType, what: str) -> Val:
         """A fresh dense UB buffer over domain axes ``axes``."""
         self.v.temps += 1
-        name = f"{self.stage}_t{self.v.temps}"
+        name = f"{self.stage}_t{self.v.temps}{self.v.suffix}"
         box = tuple(self.dom[a] for a in axes) or (Axis("one", Affine(), 1),)
         per_block = self.t.elems_per_block(dtype.bytes)
         pitch = -(-box[-1].extent // per_block) * per_block
@@ -577,7 +604,7 @@ class _ExprGen:
         dt = self.b.buffers[ca.tensor].dtype
         lanes = self.t.repeat_bytes // dt.bytes
         per_rep = lanes // 8  # mask bytes one repeat writes
-        mask = f"{self.stage}_mask"
+        mask = f"{self.stage}_mask{self.v.suffix}"
         self.b._alloc(mask, uint8, rows * per_rep, 1, (rows, per_rep),
                       f"compare mask of {self.stage} (1 bit per element)")
         # The 910B Compare ignores its mask: each repeat reads all 256 B of both operands and
@@ -839,7 +866,7 @@ class _ExprGen:
         # lane) read with row stride 0; Brcb itself needs a contiguous source
         n8 = -(-rows // g) * g if x.varying() else g
         self.v.temps += 1
-        name = f"{self.stage}_brcb{self.v.temps}"
+        name = f"{self.stage}_brcb{self.v.temps}{self.v.suffix}"
         self.b._alloc(name, x.dtype, n8 * per, 1, (n8, per),
                       f"{x.buf} broadcast to one 32 B block per row (Brcb)")
         srcbuf = self.b.buffers[src.buf]
@@ -913,7 +940,7 @@ class _ExprGen:
         per = t.elems_per_block(dt.bytes)
         full, tail = divmod(cols, epr)
         self.v.temps += 1
-        acc = f"{self.stage}_part{self.v.temps}"
+        acc = f"{self.stage}_part{self.v.temps}{self.v.suffix}"
         accv = Val(acc, Affine(), dt, Affine(), ())
         what = f"{op} partials of the rows of {self.stage}"
         chunks = f"{self.stage}: {op} of each {epr}-column chunk"

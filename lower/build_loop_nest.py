@@ -704,15 +704,35 @@ class _ExprGen:
                     f"cast the operands to float32 first")
         axes = dst.varying()
         srcs = tuple(self._broadcastable(s, axes) for s in srcs)
+        vals = (dst,) + srcs
+        # Leading axes over which some operand's rows are not evenly spaced (m[i, j] read by
+        # every b of s[b, i, j] + m[i, j]) become IR loops around the instruction(s).
+        lead = next(n for n in range(len(axes)) if all(
+            self._uniform(x, axes[n:-1]) for x in vals))
+        loops = []
+        for a in axes[:lead]:
+            var = self.b.loop_var(f"{self.stage}_b")
+            loops.append((var, self.dom[a].extent, self.dom[a].name))
+            vals = tuple(replace(x, offset=x.offset + Affine.of(var) * x.strides[a])
+                         for x in vals)
+        axes = axes[lead:]
         ext = [self.dom[a].extent for a in axes] or [1]
         cols = ext[-1]
         rows = int(np.prod(ext[:-1])) if len(ext) > 1 else 1
-        vals = (dst,) + srcs
         rs = [self._row_stride(x, axes) for x in vals]
         cs = [(x.strides[axes[-1]] if axes else 1) for x in vals]
         cs = [0 if x.block else c for x, c in zip(vals, cs)]
-        self.v.instrs.extend(self._cover(op, list(zip(vals, rs, cs)), rows, cols, attrs,
-                                         comment or f"{self.stage}: {fn}"))
+        out = self._cover(op, list(zip(vals, rs, cs)), rows, cols, attrs,
+                          comment or f"{self.stage}: {fn}")
+        for var, n, name in reversed(loops):
+            out = [For(var, n, tuple(out), comment=f"{name} of {self.stage}: an operand repeats "
+                       f"over it")]
+        self.v.instrs.extend(out)
+
+    def _uniform(self, x: Val, outer: tuple[int, ...]) -> bool:
+        """Rows of ``x`` over the flattened ``outer`` axes are evenly spaced."""
+        return all(x.strides[p] == x.strides[q] * self.dom[q].extent
+                   for p, q in zip(outer[:-1], outer[1:]))
 
     def _cover(self, op: str, opnds: list[tuple[Val, int, int]], rows: int, cols: int,
                attrs: tuple, comment: str) -> list[Stmt]:

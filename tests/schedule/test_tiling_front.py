@@ -45,3 +45,20 @@ def test_a_tail_tile_keeps_ub_reuse():
     # reuses the space of the full tiles, whose peak is that of 8 rows
     assert _ub_peak(_softmax_rows(9)) == _ub_peak(_softmax_rows(8))
     assert_matches_reference(_softmax_rows(9))
+
+
+def _batch_broadcast(dtype: str = "float32"):
+    s = placeholder("s", (3, 8, 64), dtype)
+    m = placeholder("m", (8, 64), dtype)
+    return algorithm("masked", compute("o", (3, 8, 64), lambda b, i, j: s[b, i, j] + m[i, j]))
+
+
+def test_2d_operand_broadcast_over_a_batch_axis():
+    from ascendsched.lower.driver import schedule_for
+
+    for dtype in ("float32", "float16"):
+        a = _batch_broadcast(dtype)
+        assert_matches_reference(schedule_for(a))
+        assert_matches_reference(Schedule(a).split("o", "b", 1).bind("o", "b_o", 3)
+                                 .buffer("s").buffer("o"))
+        assert_matches_reference(Schedule(a).split("o", "b", 2).split("o", "i", 4))

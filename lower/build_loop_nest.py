@@ -50,10 +50,12 @@ from ascendsched.algo.expr import (
     Select,
     Tensor,
     Unary,
+    _is_index,
 )
 from ascendsched.dtypes import DType, store, uint8
 from ascendsched.errors import ScheduleError, UnsupportedError
 from ascendsched.lower.expand_math import expand_math
+from ascendsched.lower.index_values import index_value
 from ascendsched.lower.ir import (
     BLOCK_IDX,
     Affine,
@@ -568,6 +570,8 @@ class _ExprGen:
         return out
 
     def cast(self, e: Cast, dst: Val | None) -> Val:
+        if _is_index(e.x) and not isinstance(e.x, Const):  # i.astype('float32')
+            return index_value(self, e.x, None, e.dtype)
         x = self.value(e.x)
         if x.const is not None:
             return Val("", Affine(), e.dtype, Affine(), x.strides,
@@ -588,7 +592,11 @@ class _ExprGen:
     def select(self, e: Select, dst: Val | None) -> Val:
         cond = e.cond
         assert isinstance(cond, Compare)
-        ca, cb = self.value(cond.a), self.value(cond.b)
+        if _is_index(cond.a) and _is_index(cond.b):  # j <= i: (j - i) <= 0 on index values
+            ca = index_value(self, cond.a, cond.b, e.dtype)
+            cb = Val("", Affine(), e.dtype, Affine(), (0,) * len(self.dom), const=0)
+        else:
+            ca, cb = self.value(cond.a), self.value(cond.b)
         a, b = self.value(e.a), self.value(e.b)
         axes = tuple(sorted(set().union(*(v.varying() for v in (ca, cb, a, b)))))
         ops = [self.full(v, axes, str(x)) for v, x in ((ca, cond.a), (cb, cond.b), (a, e.a),

@@ -75,7 +75,8 @@ def compare(got: np.ndarray, want: np.ndarray, dtype: str) -> tuple[bool, str]:
         ok = bool(np.allclose(g, w, rtol=RTOL[dtype], atol=ATOL[dtype], equal_nan=True))
     else:
         ok = bool(np.array_equal(g, w))
-    diff = np.abs(g - w)
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(g - w)
     diff = diff[~np.isnan(diff)]  # NaN == NaN and inf == inf leave NaN here
     err = float(diff.max()) if diff.size else 0.0
     return ok, f"max abs error {err:.3g}"

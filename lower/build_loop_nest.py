@@ -71,6 +71,7 @@ from ascendsched.lower.ir import (
     Region,
     Stmt,
 )
+from ascendsched.lower.several_outputs import check_output_tiles
 from ascendsched.schedule.schedule import ComputeAt, ComputeInline, Schedule
 from ascendsched.target import CoreType, Pipe, Scope, Target
 
@@ -149,16 +150,16 @@ class _Builder:
         self.t = target
         self.padded: set[str] = set()  # buffers grown by one repeat for Compare's over-read
         self.algo = sched.algo
-        if len(self.algo.outputs) != 1:
-            raise UnsupportedError(
-                f"algorithm '{self.algo.name}' has {len(self.algo.outputs)} outputs; the vector "
-                f"path lowers one output per kernel: split it into one algorithm per output")
-        self.out = self.algo.outputs[0]
+        # the root output's loops are the kernel's; the other outputs are computed in its tile
+        # and stored from there (several_outputs.py checks that tiles partition them)
+        self.out = sched.root()
+        self.extra = tuple(o for o in self.algo.outputs if o is not self.out)
         self.placement: dict[str, ComputeAt | ComputeInline | None] = {}
         for st in self.algo.stages:
             if st is self.out:
                 continue
-            p = sched.placement(st.name)
+            p = sched.placement(st.name) if st not in self.extra else ComputeAt(
+                st.name, self.out.name, sched.legal_compute_at(self.out.name)[0])
             if p is None:
                 loops = sched.legal_compute_at(self.out.name)
                 raise ScheduleError(
@@ -193,6 +194,7 @@ class _Builder:
         self.suffixes: dict[tuple[str, ...], str] = {}  # tail version -> its buffers' suffix
         self.depth = 0  # tile loops around the version being generated
         self._check_row_alignment()
+        check_output_tiles(self)
 
     # ----------------------------------------------------------------- driver
     def build(self) -> Kernel:
@@ -203,7 +205,8 @@ class _Builder:
                 ver[a] = "full"
         body = self._gen_loops(0, idx, ver, Affine())
         params = tuple(GmTensor(t.name, tuple(t.shape), t.dtype) for t in self.algo.inputs)  # type: ignore[arg-type]
-        params += (GmTensor(self.out.name, tuple(self.out.shape), self.out.dtype, "output"),)  # type: ignore[arg-type]
+        params += tuple(GmTensor(o.name, tuple(o.shape), o.dtype, "output")  # type: ignore[arg-type]
+                        for o in self.algo.outputs)
         return Kernel(
             name=self.algo.name, params=params, buffers=tuple(self.buffers.values()),
             block_dim=self.block_dim, programs=(Program(CoreType.AIV, tuple(body)),),
@@ -306,7 +309,8 @@ class _Builder:
             lay = self._layout(f"{st.name}_ub{v.suffix}", st, boxes[st.name], copy)
             layouts[st.name] = lay
             self._stage(v, st, lay, layouts)
-        v.instrs.extend(self._dma(self.out, layouts[self.out.name], to_ub=False))
+        for o in self.algo.outputs:
+            v.instrs.extend(self._dma(o, layouts[o.name], to_ub=False))
         return v.instrs
 
     def _layout(self, buf: str, t: Tensor, box: tuple[Axis, ...], copy: Affine) -> Layout:
@@ -331,7 +335,17 @@ class _Builder:
     # ----------------------------------------------------------------- bounds inference
     def _bounds(self, out_box: tuple[Axis, ...]) -> dict[str, tuple[Axis, ...]]:
         boxes: dict[str, tuple[Axis, ...]] = {self.out.name: out_box}
+        for o in self.extra:  # an output the root does not read: the root's box, if same shape
+            if tuple(o.shape) == tuple(self.out.shape):
+                boxes[o.name] = tuple(Axis(f"{o.name}.{k}", a.start, a.extent)
+                                      for k, a in enumerate(out_box))
         for st in reversed(self.tile_stages):
+            if st.name not in boxes and st in self.extra:
+                raise ScheduleError(
+                    f"output '{st.name}' {list(st.shape)} is not read by '{self.out.name}' "
+                    f"{list(self.out.shape)}, whose tiles make the kernel, and has another "
+                    f"shape, so no tile knows which part of it to compute: compute it in its "
+                    f"own algorithm, or give it '{self.out.name}''s shape")
             if st.name not in boxes:
                 raise ScheduleError(
                     f"stage '{st.name}' is computed at '{self.out.name}''s tile but no consumer "

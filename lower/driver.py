@@ -144,7 +144,7 @@ def _defaults(algo: Algorithm, target: Target) -> Iterator[Schedule | GemmSchedu
     except ScheduleError as e:
         if isinstance(e, CapacityError):
             raise
-        root = algo.outputs[0].name
+        root = Schedule(algo, target=target).root().name
         raise ScheduleError(
             f"no default schedule for algorithm '{algo.name}' (outputs "
             f"{', '.join(o.name for o in algo.outputs)}): the default schedule generator "

@@ -197,8 +197,12 @@ class Schedule:
         t = self._stage(stage, "compute_at")
         c = self._stage(consumer, "compute_at")
         if t in self.algo.outputs:
+            root = self.root()
             raise ScheduleError(
-                f"compute_at('{stage}', ...): '{stage}' is an output; outputs are computed at root")
+                f"compute_at('{stage}', ...): '{stage}' is an output; "
+                + ("outputs are computed at root: remove this call" if t is root else
+                   f"every output besides '{root.name}' (whose loops the schedule splits) is "
+                   f"computed in '{root.name}''s tile and stored from there: remove this call"))
         if c is t or t not in _upstream(c):
             raise ScheduleError(
                 f"compute_at('{stage}', '{consumer}', '{loop}'): '{consumer}' does not consume "
@@ -242,6 +246,16 @@ class Schedule:
     cache_write = buffer  # UB placement of a stage's tile
 
     # ----------------------------------------------------------------- queries
+    def root(self) -> Tensor:
+        """The output whose loops the schedule splits, binds and fuses: the first output that
+        no other output reads, of the highest rank. The other outputs are computed in its tile
+        and stored from there (e.g. quantised values ``q[i, j]`` and their row scale ``s[i]``,
+        which ``q`` reads: ``q`` is the root)."""
+        outs = self.algo.outputs
+        free = [o for o in outs if not any(o in _upstream(p) for p in outs if p is not o)]
+        cands = free or list(outs)
+        return max(cands, key=lambda o: (len(o.shape), -outs.index(o)))
+
     def loop_names(self, stage: str) -> list[str]:
         return [n for n, _ in self.loop_nest(stage).loops]
 

@@ -29,6 +29,7 @@ from ascendsched.algo import (
     maximum,
     placeholder,
     reduce_axis,
+    reduce_max,
     reduce_sum,
     where,
 )
@@ -264,6 +265,33 @@ SCHEDULES = [
 ]
 _K2 = reduce_axis(8, "k2")
 
+
+def _quant(extra_shape: tuple[int, ...] = (8,)) -> object:
+    x = placeholder("x", (8, 256), "float32")
+    k = reduce_axis(256, "k")
+    amax = compute("amax", (8,), lambda i: reduce_max(abs(x[i, k]), k))
+    q = compute("q", (8, 256), lambda i, j: x[i, j] / amax[i])
+    if extra_shape == (8,):
+        return algorithm("quant", [q, amax])
+    other = compute("colsum", extra_shape, lambda j: x[0, j] * 2.0)
+    return algorithm("quant", [q, other])
+
+
+SEVERAL = [
+    Bad("output-stored-by-several-tiles", lambda t: lower(Schedule(_quant()).split("q", "i", 2)
+                                                          .split("q", "j", 128), sync=False),
+        E.ScheduleError, "'amax' does not vary along 'j'", r"Split only the axes 'amax' follows"),
+    Bad("output-unrelated-shape", lambda t: lower(Schedule(_quant((256,))).split("q", "i", 2)
+                                                  .compute_at("amax", "q", "i_o"), sync=False),
+        E.ScheduleError, "output 'colsum'", "own algorithm"),
+    Bad("compute-at-second-output", lambda t: Schedule(_quant()).split("q", "i", 2)
+        .compute_at("amax", "q", "i_o"), E.ScheduleError, "'amax' is an output",
+        "remove this call"),
+    Bad("index-values-beyond-float16", lambda t: _lower1(lambda i, j: where(
+        j <= i, placeholder("w16", (4, 4096), "float16")[i, j], 0.0), (4, 4096)),
+        E.UnsupportedError, r"j - \(i\)", "compute them in float32"),
+]
+
 CLI = [
     Bad("cli-no-colon", lambda t: load("examples/softmax.py"), E.UserCodeError,
         "'examples/softmax.py'", "MODULE:FUNCTION"),
@@ -311,7 +339,7 @@ CLI = [
         E.InputError, "in.npz", r"numpy\.savez"),
 ]
 
-CATALOGUE = ALGORITHMS + SCHEDULES + CLI
+CATALOGUE = ALGORITHMS + SCHEDULES + SEVERAL + CLI
 RAW = (TypeError, KeyError, AttributeError, AssertionError, IndexError, ValueError,
        subprocess.TimeoutExpired)
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
+from ascendsched.algo.guards import Guarded, expr_node
 from ascendsched.algo.validate import Size, check_name, check_shape, check_size
 from ascendsched.dtypes import DType, as_dtype, bool_, int32
 from ascendsched.errors import AlgorithmError
@@ -31,7 +32,7 @@ ROUND_MODES = ("rint", "trunc", "floor", "ceil", "round")
 _DEFAULT_AXES = ("i", "j", "p", "q", "r", "s")
 
 
-class Expr:
+class Expr(Guarded):
     """Base of expression nodes; gives them arithmetic operators."""
 
     dtype: DType
@@ -75,17 +76,6 @@ class Expr:
     def __ge__(self, o: ExprLike) -> Expr:
         return _compare("ge", self, o)
 
-    # Python asks these for a truth value or a number; an expression has neither while the
-    # algorithm is being built, and answering would pick one branch for every element.
-    def __bool__(self) -> bool:
-        raise AlgorithmError(
-            f"the expression {self} has no truth value while the algorithm is built: Python's "
-            f"`a if cond else b`, `and`/`or`/`not`, chained comparisons (a < b < c) and the "
-            f"builtins max()/min() would evaluate it once and silently pick one branch for every "
-            f"element. Use where(cond, a, b) instead of `a if cond else b`, "
-            f"maximum(a, b)/minimum(a, b) instead of max()/min(), and nested where() to "
-            f"combine conditions")
-
     def __abs__(self) -> Expr:
         return Unary("abs", self)
 
@@ -108,60 +98,6 @@ class Expr:
                 f"is supported; scale around it, e.g. round(x * 100.0) / 100.0")
         return round_(self)
 
-    def __floordiv__(self, o: object) -> Expr:
-        raise _no_operator("//", self, o, "subscripts are affine (i + c, c * i, i - c); for values "
-                           "use (a / b).astype('int32', 'floor') or where()")
-
-    __rfloordiv__ = __floordiv__
-
-    def __mod__(self, o: object) -> Expr:
-        raise _no_operator("%", self, o, "subscripts are affine (i + c, c * i, i - c); a modulo "
-                           "has no vector instruction: precompute it into an input")
-
-    __rmod__ = __mod__
-
-    def __and__(self, o: object) -> Expr:
-        raise _no_operator("&", self, o, "combine conditions with nested where(): "
-                           "where(c1, where(c2, a, b), b)")
-
-    __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __and__
-
-    def __invert__(self) -> Expr:
-        raise _no_operator("~", self, None, "swap the branches of where() instead of negating "
-                           "its condition")
-
-    def __len__(self) -> int:
-        raise AlgorithmError(f"the expression {self} is a single element and has no length")
-
-    def __getitem__(self, idx: object) -> Expr:
-        raise AlgorithmError(
-            f"the expression {self} is an element, not a tensor: subscript the tensor itself "
-            f"(x[i, j]), not an element of it")
-
-    def __iter__(self):  # noqa: ANN204 (never returns)
-        raise AlgorithmError(
-            f"the expression {self} is a single element, not a sequence; index the tensor "
-            f"(x[i, j]) or reduce it (reduce_sum(x[i, k], k))")
-
-    def __array_ufunc__(self, ufunc: object, method: str, *inputs: object,
-                        **kwargs: object) -> Expr:
-        """numpy scalars mix with expressions (``np.float32(2) * x[i]``); other numpy
-        functions on expressions raise, naming the ascendsched function to use."""
-        name = getattr(ufunc, "__name__", str(ufunc))
-        ops = {"add": "__add__", "subtract": "__sub__", "multiply": "__mul__",
-               "true_divide": "__truediv__", "power": "__pow__"}
-        if method == "__call__" and name in ops and len(inputs) == 2 and not kwargs:
-            a, b = (x.item() if hasattr(x, "item") and not isinstance(x, Expr) else x
-                    for x in inputs)
-            if isinstance(a, Expr):
-                return getattr(a, ops[name])(b)
-            return getattr(b, "__r" + ops[name][2:])(a)  # type: ignore[union-attr]
-        alt = {"maximum": "maximum", "minimum": "minimum", "absolute": "abs_ (or abs())",
-               "rint": "round_ (or round())", "clip": "clip"}.get(name, name)
-        raise AlgorithmError(
-            f"numpy's {name}() cannot take the expression {self}: it is evaluated while the "
-            f"algorithm is built. Use ascendsched.algo.{alt} inside compute()")
-
     def astype(self, dtype: DType | str, round_mode: str = "rint") -> Expr:
         return cast(self, dtype, round_mode)
 
@@ -174,40 +110,13 @@ class Expr:
 ExprLike = Union[Expr, int, float]
 
 
-def _no_operator(op: str, a: object, b: object, fix: str) -> AlgorithmError:
-    what = f"{op}{a}" if b is None else f"{a} {op} {b}"
-    return AlgorithmError(f"operator {op} is not supported on expressions ({what}); {fix}")
-
-
-def _node(cls: type) -> type:
-    """A frozen dataclass expression node whose ``==`` against a number raises.
-
-    ``==`` between expressions compares them structurally (the compiler relies on it), so
-    ``x[i] == 0`` would be a plain ``False`` and ``if x[i] == 0`` would silently take one
-    branch: use ``eq``/``ne`` to build an elementwise comparison.
-    """
-    cls = dataclass(frozen=True)(cls)
-    structural = cls.__eq__
-
-    def __eq__(self: Expr, other: object) -> bool:  # noqa: N807
-        if isinstance(other, (bool, int, float)) or type(other).__module__ == "numpy":
-            raise AlgorithmError(
-                f"{self} == {other!r}: == between an expression and a number is not an "
-                f"elementwise comparison; use eq({self}, {other!r}) (or ne() for !=) inside "
-                f"where(), e.g. where(eq(x[i], 0), a, b)")
-        return structural(self, other)
-
-    cls.__eq__ = __eq__  # type: ignore[method-assign]
-    return cls
-
-
-@_node
+@expr_node
 class Const(Expr):
     value: int | float
     dtype: DType
 
 
-@_node
+@expr_node
 class IndexVar(Expr):
     """A data-parallel loop variable of a ``compute``; ``extent`` is the axis size."""
 
@@ -216,7 +125,7 @@ class IndexVar(Expr):
     dtype: DType = int32
 
 
-@_node
+@expr_node
 class ReduceVar(Expr):
     """A reduction variable; legal only inside a ``Reduce`` over it."""
 
@@ -225,7 +134,7 @@ class ReduceVar(Expr):
     dtype: DType = int32
 
 
-@_node
+@expr_node
 class IndexArith(Expr):
     """Integer index arithmetic (``i + 1``, ``2 * i``) used inside tensor subscripts."""
 
@@ -235,14 +144,14 @@ class IndexArith(Expr):
     dtype: DType = int32
 
 
-@_node
+@expr_node
 class Load(Expr):
     tensor: Tensor
     indices: tuple[Expr, ...]
     dtype: DType
 
 
-@_node
+@expr_node
 class Binary(Expr):
     op: str
     a: Expr
@@ -250,7 +159,7 @@ class Binary(Expr):
     dtype: DType
 
 
-@_node
+@expr_node
 class Unary(Expr):
     op: str
     x: Expr
@@ -279,7 +188,7 @@ class Unary(Expr):
             )
 
 
-@_node
+@expr_node
 class Compare(Expr):
     op: str
     a: Expr
@@ -287,7 +196,7 @@ class Compare(Expr):
     dtype: DType = bool_
 
 
-@_node
+@expr_node
 class Select(Expr):
     cond: Expr
     a: Expr
@@ -295,14 +204,14 @@ class Select(Expr):
     dtype: DType
 
 
-@_node
+@expr_node
 class Cast(Expr):
     x: Expr
     dtype: DType
     round_mode: str = "rint"
 
 
-@_node
+@expr_node
 class Reduce(Expr):
     """``op`` over ``axes`` of ``body``, accumulated (and returned) in ``dtype``."""
 

@@ -53,9 +53,13 @@ def allocate_event_ids(kernel: Kernel, target: Target, *, verify: bool = True,
     the dependences the syncs order; when a fallback rewrote syncs (one id for a ping-pong pair,
     a merge, a tight pair), every one is checked again on the result (pruning may have leaned on
     what the fallback changed), and a dependence left unordered is a compiler bug."""
-    done = _allocate(kernel, target, verify, oracle, dropped)
+    done, rebuilt = _allocate(kernel, target, verify, oracle, dropped, deps)
     if deps is not None and done is not kernel and _rewritten(kernel, done):
-        problems = unordered_dependences(done, deps, target, by_channel=False)
+        # the rewritten kernel's channels order every dependence, and the colouring was
+        # checked not to let channels that share an id interfere: together, the allocated
+        # kernel orders them
+        problems = rebuilt.problems() if rebuilt is not None else \
+            unordered_dependences(done, deps, target, by_channel=False)
         if problems:
             raise InternalCompilerError("event-id fallbacks left dependences unordered:\n  "
                                         + "\n  ".join(map(str, problems[:5])))
@@ -63,7 +67,10 @@ def allocate_event_ids(kernel: Kernel, target: Target, *, verify: bool = True,
 
 
 def _allocate(kernel: Kernel, target: Target, verify: bool, oracle: SyncOracle | None,
-              dropped: frozenset) -> Kernel:
+              dropped: frozenset, deps: Dependences | None
+              ) -> tuple[Kernel, SyncOracle | None]:
+    """The allocated kernel, and the oracle of the last rewritten kernel (None: none built)."""
+    rebuilt: SyncOracle | None = None
     ids = tuple(target.event_ids)
     conflicts: set[frozenset[int]] = set()  # channel pairs found unsafe to share an id
     while True:
@@ -80,18 +87,19 @@ def _allocate(kernel: Kernel, target: Target, verify: bool, oracle: SyncOracle |
                 break
             bases.update(got)
         if failed is None and not verify:
-            return _finish(kernel, bases)
+            return _finish(kernel, bases), None
         if failed is None:
             # one id shared by two channels is safe only if each set is known to come after
             # the previous wait of that id (checked, since the source pipe may run ahead)
-            if oracle is not None and all(oracle.knows(i) for c in chans.values()
-                                          for i in c.instrs):
-                problems = _sharing_problems(groups, bases, oracle, dropped)
-            else:
-                done = _finish(kernel, bases, keep_channels=True)
-                problems = unordered_dependences(done, None, target, by_channel=False)
+            if oracle is None or not all(oracle.knows(i) for c in chans.values()
+                                         for i in c.instrs):
+                # a fallback rewrote syncs (or no oracle was given): one oracle of this kernel,
+                # kept while only the colouring changes
+                oracle, dropped = SyncOracle(kernel, deps, target), frozenset()
+                rebuilt = oracle
+            problems = _sharing_problems(groups, bases, oracle, dropped)
             if not problems:
-                return _finish(kernel, bases)
+                return _finish(kernel, bases), rebuilt
             clash = {frozenset(int(c) for c in p.channels) for p in problems
                      if len(p.channels) == 2 and p.channels[0] != p.channels[1]} - conflicts
             if not clash:

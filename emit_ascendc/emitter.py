@@ -47,6 +47,7 @@ from pathlib import Path
 from string import Template
 
 from ascendsched.dtypes import DType
+from ascendsched.emit_ascendc.cce_names import CCE_BUILTINS, CPP_KEYWORDS
 from ascendsched.errors import InternalCompilerError, UnsupportedError
 from ascendsched.lower.ir import (
     BLOCK_IDX,
@@ -121,6 +122,17 @@ def emit_project(kernel: Kernel, out_dir: Path, *, tiling: dict | None = None) -
         paths[key] = path
     return EmittedProject(name=name, out_dir=out_dir, kernel_source=source, runtime_dir=RUNTIME_DIR,
                           cpu_defines=_cpu_defines(kernel.target), **paths)
+
+
+def c_name(kernel_name: str) -> str:
+    """The C name of the emitted kernel function: ``kernel_name``, or ``<name>_kernel`` when the
+    name would clash with a CCE builtin of the global namespace (``vadd``: the intrinsic the
+    910B ``Add`` is built on, emit_ascendc/cce_names.py) or a C++ keyword. The project's file
+    names keep the kernel name; the launcher and the CPU driver call the C name."""
+    name = kernel_name
+    while name in CCE_BUILTINS or name in CPP_KEYWORDS:
+        name += "_kernel"
+    return name
 
 
 # --------------------------------------------------------------------------- checks
@@ -298,7 +310,9 @@ class _KernelPrinter:
             "",
             "using namespace AscendC;",
             "",
-            f'extern "C" __global__ __aicore__ void {k.name}({", ".join(args)})',
+            *([f"// (named {c_name(k.name)}: '{k.name}' is a CCE builtin of the global namespace)"]
+              if c_name(k.name) != k.name else []),
+            f'extern "C" __global__ __aicore__ void {c_name(k.name)}({", ".join(args)})',
             "{",
         ]
         self.lines = []
@@ -624,6 +638,9 @@ def _vec_brcb(p: _KernelPrinter, i: Instr) -> None:
         raise InternalCompilerError(f"{i}: Brcb needs a contiguous source of a multiple of {per}")
     drows, drs, _dcols, _ = _dims2(d)
     blk = p._blocks(drs, e, "Brcb destination row stride", i)
+    if blk < 1:  # docs Brcb.md:123: dstBlkStride = 0 is undefined behaviour
+        raise InternalCompilerError(f"{i}: Brcb destination blocks must be apart "
+                                    "(dstBlkStride >= 1; 0 is undefined on the hardware)")
     p._line(i, f"Brcb({p._ub(d)}, {p._ub(s)}, {n // per}, BrcbRepeatParams({blk}, {blk * per}));")
 
 
@@ -883,7 +900,8 @@ def _host_vars(k: Kernel, fields: list[tuple[str, int]]) -> dict[str, str]:
     launch_args = ", ".join((["fftsAddr"] if ffts else []) + [f"{_ident(p.name)}Device" for p in args]
                             + ["workspaceDevice", "tilingDevice"])
     return {
-        "name": k.name, "tiling_struct": _struct_name(k), "block_dim": str(k.block_dim),
+        "name": k.name, "kernel_fn": c_name(k.name), "tiling_struct": _struct_name(k),
+        "block_dim": str(k.block_dim),
         "decl": "\n".join(decl), "h2d": "\n".join(h2d), "d2h": "\n".join(d2h),
         "free": "\n".join(free), "launch_args": launch_args,
         "ffts_include": '#include "runtime/rt_ffts.h"  // rtGetC2cCtrlAddr' if ffts else "",
@@ -895,7 +913,8 @@ def _host_vars(k: Kernel, fields: list[tuple[str, int]]) -> dict[str, str]:
 
 
 def _cmake_vars(k: Kernel) -> dict[str, str]:
-    return {"name": k.name, "soc_version": _SOC_VERSION.get(k.target.name, "Ascend910B2"),
+    return {"name": k.name, "kernel_fn": c_name(k.name),
+            "soc_version": _SOC_VERSION.get(k.target.name, "Ascend910B2"),
             "target": k.target.name, "npu_arch": k.target.npu_arch,
             "extra_libs": "    runtime  # rtGetC2cCtrlAddr (cross-core flags)\n" if _uses_ffts(k)
             else "", "cores_note": _cores_note(k)}
@@ -936,7 +955,8 @@ def _cpu_main(k: Kernel, fields: list[tuple[str, int]]) -> str:
         call.insert(0, "0")  # fftsAddr: SetSyncBaseAddr is a no-op on the CPU
     cores = ", ".join(f'"{c}"' for c in (_cores(k) or (CoreType.AIV,)))
     return _render("cpu_main.cpp.in", {
-        "name": k.name, "defines": defines, "setup": "\n".join(setup), "cores": cores,
+        "name": k.name, "kernel_fn": c_name(k.name), "defines": defines,
+        "setup": "\n".join(setup), "cores": cores,
         "call": ", ".join(call), "outputs": "\n".join(outs), "block_dim": str(k.block_dim),
         "tiling_struct": _struct_name(k), "workspace_bytes": str(_workspace_bytes(k)),
     })

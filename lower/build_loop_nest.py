@@ -893,11 +893,11 @@ class _ExprGen:
         * per row: an IR loop over the rows, a WholeReduce per row with a repeat per full
           256-byte chunk (one partial each), then the masked tail chunks of every row (a
           repeat per row). Rows of partials are padded to 32 B for the next level's repeat
-          stride. WholeReduce's dst must sit on 2 elements (2 * sizeof(T)), so after an odd
-          number of full chunks the tail's partial skips a slot, which holds op's identity
-          (the emit_ascendc runtime's WholeReduce rule; asc-devkit docs/zh/api/SIMD-API/
-          基础API/Memory矢量计算/归约计算/ReduceRepeat.md:180 asks 8 B for float with
-          ORDER_VALUE_INDEX). Rows of whole chunks back to back are reduced as one row.
+          stride. A sum's dst may sit on any element (sizeof(T) alignment: asc-devkit docs
+          ReduceRepeat.md:171-172); a max/min dst must sit on 2 elements (the library checks
+          2 * sizeof(T), impl/basic_api/kernel_operator_vec_reduce_intf_impl.h:177), so for
+          max/min after an odd number of full chunks the tail's partial skips a slot, which
+          holds op's identity. Rows of whole chunks back to back are reduced as one row.
         * fold: one chunk of partials per row: the first chunk copied, then every further
           chunk (an IR loop over them) and the masked tail combined into it elementwise, a
           repeat per row; a V barrier per chunk.
@@ -920,8 +920,9 @@ class _ExprGen:
             return accv, full, full
         fits = rows == 1 or src_rs * dt.bytes // t.block_bytes <= t.max_rep_stride
         per_chunk = -(-rows // t.max_repeat)  # calls covering one chunk of every row
-        step = t.max_repeat - t.max_repeat % 2  # chunk pieces keep each dst on 2 elements
-        gap = tail > 0 and full % 2 == 1
+        pair = _reduce_dst_elems(op) == 2  # max/min: each dst on 2 elements
+        step = t.max_repeat - t.max_repeat % 2 if pair else t.max_repeat
+        gap = pair and tail > 0 and full % 2 == 1
         slot = full + gap  # the tail's partial
         width = slot + 1 if tail else full
         npad = -(-width // per) * per
@@ -983,9 +984,9 @@ class _ExprGen:
 
     def _reduce_rows(self, op: str, dst: Val, dst_rs: int, src: Val, src_rs: int, cols: int,
                      rows: int, comment: str) -> list[Stmt]:
-        """``dst[r * dst_rs] = op(src[r * src_rs : + cols])`` in max_repeat pieces, each
-        piece's dst on 2 elements (WholeReduce's dst alignment is 2 * sizeof(T))."""
-        odd = dst_rs % 2 == 1
+        """``dst[r * dst_rs] = op(src[r * src_rs : + cols])`` in max_repeat pieces; for max/min
+        each piece's dst on 2 elements (``_reduce_dst_elems``)."""
+        odd = _reduce_dst_elems(op) == 2 and dst_rs % 2 == 1
         step = self.t.max_repeat - (self.t.max_repeat % 2 if odd else 0)
         return self._span(rows, step, lambda r, n: [Instr(
             "vec_reduce", Pipe.V,
@@ -996,6 +997,14 @@ class _ExprGen:
 
 
 # --------------------------------------------------------------------------- helpers
+def _reduce_dst_elems(op: str) -> int:
+    """Elements a WholeReduce dst must be aligned to: 1 for sum (sizeof(T), asc-devkit docs
+    ReduceRepeat.md:171-172), 2 for max/min (the library checks 2 * sizeof(T) for every order,
+    impl/basic_api/kernel_operator_vec_reduce_intf_impl.h:177; the docs' sizeof(T) for
+    ORDER_ONLY_VALUE, ReduceRepeat.md:178, is the laxer of the two)."""
+    return 1 if op == "sum" else 2
+
+
 def _union(old: tuple[Axis, ...] | None, new: tuple[Axis, ...], ld: Load) -> tuple[Axis, ...]:
     if old is None:
         return new

@@ -29,9 +29,13 @@ source row stride of 0 re-reads the same row for every repeat.
   ``vec_dup``     attrs value: dst = value (``Duplicate``); reads nothing
   ``vec_cast``    attrs round in rint trunc floor ceil round none: dst = cast(src)
   ``vec_reduce``  attrs fn in sum max min: src view ``(rows, cols)``, dst view ``(rows, 1)``;
-                  dst[r, 0] = reduce(src[r, :]) (``WholeReduceSum/Max/Min``, value only)
+                  dst[r, 0] = reduce(src[r, :]) (``WholeReduceSum/Max/Min``, value only).
+                  The dst starts on sizeof(T) for sum, 2 * sizeof(T) for max/min (asc-devkit
+                  docs ReduceRepeat.md:165-183; impl kernel_operator_vec_reduce_intf_impl.h:148,
+                  177)
   ``vec_brcb``    src view ``(n, 1)``, dst view ``(n, B)`` with B = 32 / elem bytes and row
-                  stride B: dst[r, :] = src[r, 0] (``Brcb``); n is a multiple of 8
+                  stride B: dst[r, :] = src[r, 0] (``Brcb``); n is a multiple of 8; src and
+                  dst must not share bytes (docs Brcb.md:122)
   ``vec_cmp``     attrs fn in lt gt le ge eq ne: writes a uint8 mask region ``(rows, nbytes)``
                   where bit ``c % 8`` of byte ``c // 8`` of mask row r = fn(a[r, c], b[r, c]).
                   The 910B Compare ignores its mask, so lowering gives it whole repeats: operand

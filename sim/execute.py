@@ -16,10 +16,10 @@ Choices where ir.py is silent (each a single place below):
 - A block-broadcast source (column stride 0) must hold the same bytes in the lanes it feeds
   (``min(cols, 32 / elem)`` lanes of the block at each row start), else the hardware would read
   different values than the IR means: an ``InternalCompilerError``.
-- ``vec_reduce`` dst needs only element alignment (``WholeReduce*`` writes one element per
-  repeat, and lowering splits reductions of more than ``max_repeat`` rows at element offsets);
-  every other vector operand starts on a 32 B boundary, as do DMA UB sides, whose row strides
-  must be whole 32 B blocks. Vector row strides are also limited to ``max_rep_stride`` blocks.
+- ``vec_reduce`` dst needs the ``WholeReduce*`` alignment only (``_reduce_dst_align``: one
+  element for sum, two for max/min; lowering splits reductions of more than ``max_repeat`` rows
+  at element offsets); every other vector operand starts on a 32 B boundary, as do DMA UB sides,
+  whose row strides must be whole 32 B blocks. Vector row strides are also limited to ``max_rep_stride`` blocks.
 - Compare-mask operands (``vec_cmp`` dst, ``vec_select`` mask) may have any row stride in bytes;
   mask bits beyond ``cols`` in the written bytes are 0.
 - float16 math is done in float16, float32 in float32 (numpy rounds per op); ``rsqrt`` and
@@ -686,12 +686,25 @@ def _vec_reduce(cx: _Ctx) -> None:
     _same(cx, (d, s), shape=False)
     if d.shape != (s.rows, 1):
         raise cx.fail(f"reduce dst view must be ({s.rows}, 1), not {d.shape}")
+    align = _reduce_dst_align(fn, d.eb)
+    if d.start % align:
+        raise cx.fail(f"WholeReduce {fn} dst {d.tensor} starts at byte {d.start}, not "
+                      f"{align}-byte aligned")
     _check_repeat(cx, s.rows, s.cols, (s,))
     _check_dtype(cx, {"sum": "sum", "max": "rmax", "min": "rmin"}[fn], d.dtype)
     (v,) = _compute_in(d.dtype, _load_vec(cx, s))
     red = {"sum": np.sum, "max": np.max, "min": np.min}[fn]
     with np.errstate(all="ignore"):
         _store_vec(cx, d, red(v, axis=1, keepdims=True).astype(v.dtype))
+
+
+def _reduce_dst_align(fn: str, eb: int) -> int:
+    """WholeReduce dst alignment: sum sizeof(T) (asc-devkit docs ReduceRepeat.md:171-172,
+    impl/basic_api/kernel_operator_vec_reduce_intf_impl.h:148); max/min 2 * sizeof(T): the
+    docs ask sizeof(T) for ORDER_ONLY_VALUE (ReduceRepeat.md:178, 182) but the library's own
+    check asks 2 * sizeof(T) for every order (kernel_operator_vec_reduce_intf_impl.h:177), and
+    the stricter rule is the safe one."""
+    return eb if fn == "sum" else 2 * eb
 
 
 def _vec_brcb(cx: _Ctx) -> None:
@@ -708,10 +721,23 @@ def _vec_brcb(cx: _Ctx) -> None:
         raise cx.fail(f"brcb broadcasts groups of 8 elements; {n} rows is not a multiple of 8")
     if n // 8 > cx.m.t.max_repeat:
         raise cx.fail(f"brcb of {n} rows needs {n // 8} repeats > {cx.m.t.max_repeat}")
+    if d.mem is s.mem and _overlap(d, s):
+        # asc-devkit docs Brcb.md:122: "不支持源操作数与目的操作数使用同一块内存地址"
+        raise cx.fail(f"brcb in place: dst {d.tensor} overlaps src {s.tensor} (Brcb does not "
+                      "support a source sharing memory with its destination)")
     _check_dtype(cx, "brcb", d.dtype)
     _load_vec(cx, s)
     cx.write(d.exact_bytes())
     d.store_raw(np.broadcast_to(s.load_raw(), d.shape))
+
+
+def _overlap(a: _Operand, b: _Operand) -> bool:
+    """Whether the elements of two operands of one memory share a byte."""
+    ab = a.base + a.idx.ravel() * a.eb
+    bb = b.base + b.idx.ravel() * b.eb
+    ia = np.unique((ab[:, None] + np.arange(a.eb)).ravel())
+    ib = np.unique((bb[:, None] + np.arange(b.eb)).ravel())
+    return bool(np.intersect1d(ia, ib, assume_unique=True).size)
 
 
 _CMP: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {

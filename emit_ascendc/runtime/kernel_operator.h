@@ -888,32 +888,35 @@ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const Rou
 }
 
 // ---------------------------------------------------------------------------- reductions
-// include/basic_api/kernel_operator_vec_reduce_intf.h, docs WholeReduceMax: dstRepStride is in
-// units of one reduced result (sizeof(T) for value-only results); dst needs 2*sizeof(T)
-// alignment (4 B for half, 8 B for float); the sum is formed exactly and rounded once.
+// include/basic_api/kernel_operator_vec_reduce_intf.h; docs ReduceRepeat.md (the current name of
+// WholeReduceSum/Max/Min, docs/zh/api/附录/接口变更说明.md:30): dstRepStride is in units of one
+// reduced result (sizeof(T) for value-only results, ReduceRepeat.md:165-183). dst alignment:
+// SUM sizeof(T) (ReduceRepeat.md:171-172 and the library's own check,
+// impl/basic_api/kernel_operator_vec_reduce_intf_impl.h:148); MAX/MIN with ORDER_ONLY_VALUE the
+// docs say sizeof(T) (ReduceRepeat.md:178, 182) but the library's check asks 2 * sizeof(T) for
+// every order (kernel_operator_vec_reduce_intf_impl.h:177): the stricter rule is enforced.
+// Each repeat's lanes are fold()ed by the caller's rule.
 namespace detail {
 template <typename T, typename F>
 inline void whole_reduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t mask,
                          int32_t repeatTime, int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride, F fold,
-                         const char* file_, int line_) {
+                         uint64_t dst_align, const char* file_, int line_) {
     if (mask < 1 || repeatTime < 0) rt::fail(file_, line_, std::string(api) + ": mask and repeatTime must be positive");
     check_level0(api, static_cast<uint64_t>(mask), rt::kRepeat / sizeof(T), static_cast<uint64_t>(repeatTime), file_, line_);
     need_ub(api, "src", src.space_, file_, line_);
     need_ub(api, "dst", dst.space_, file_, line_);
     rt::check_align(file_, line_, api, "src", src.addr_, rt::kBlock);
-    rt::check_align(file_, line_, api, "dst", dst.addr_, 2 * sizeof(T));
+    rt::check_align(file_, line_, api, "dst", dst.addr_, dst_align);
     Operand os = opnd("src", src, static_cast<uint64_t>(srcBlkStride), static_cast<uint64_t>(srcRepStride));
     rt::Record rec;
     rec.op = "vec_reduce";
     rec.pipe = "V";
     touch(rec.reads, os, static_cast<uint64_t>(repeatTime), static_cast<uint64_t>(mask), api, file_, line_);
     std::vector<T> out(static_cast<size_t>(repeatTime));
+    std::vector<T> lanes(static_cast<size_t>(mask));
     for (int32_t r = 0; r < repeatTime; ++r) {
-        double acc = static_cast<double>(static_cast<typename Calc<T>::type>(rt::ub_load<T>(os.lane(r, 0))));
-        for (int32_t k = 1; k < mask; ++k) {
-            acc = fold(acc, static_cast<double>(static_cast<typename Calc<T>::type>(rt::ub_load<T>(os.lane(r, k)))));
-        }
-        out[r] = T(static_cast<float>(acc));
+        for (int32_t k = 0; k < mask; ++k) lanes[k] = rt::ub_load<T>(os.lane(r, k));
+        out[r] = fold(lanes);
     }
     for (int32_t r = 0; r < repeatTime; ++r) {
         uint64_t a = dst.addr_ + static_cast<uint64_t>(r) * static_cast<uint64_t>(dstRepStride) * sizeof(T);
@@ -926,12 +929,30 @@ inline void whole_reduce(const char* api, const LocalTensor<T>& dst, const Local
 }
 }  // namespace detail
 
+namespace detail {
+// the sum formed exactly and rounded once to T
+template <typename T>
+inline T exact_sum(const std::vector<T>& v) {
+    double acc = 0;
+    for (const T& x : v) acc += static_cast<double>(static_cast<typename Calc<T>::type>(x));
+    return T(static_cast<float>(acc));
+}
+
+template <typename T, typename F>
+inline T fold_lanes(const std::vector<T>& v, F pick) {
+    using C = typename Calc<T>::type;
+    C acc = static_cast<C>(v[0]);
+    for (size_t k = 1; k < v.size(); ++k) acc = pick(acc, static_cast<C>(v[k]));
+    return T(acc);
+}
+}  // namespace detail
+
 template <typename T, bool isSetMask = true>
 inline void WholeReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,
                            const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
                            const int32_t srcRepStride, ASCENDSCHED_LOC) {
     detail::whole_reduce("WholeReduceSum", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
-                         [](double a, double b) { return a + b; }, file_, line_);
+                         [](const std::vector<T>& v) { return detail::exact_sum(v); }, sizeof(T), file_, line_);
 }
 
 template <typename T, bool isSetMask = true>
@@ -943,7 +964,8 @@ inline void WholeReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src,
         rt::fail(file_, line_, "WholeReduceMax: only ReduceOrder::ORDER_ONLY_VALUE is modelled by the CPU runtime");
     }
     detail::whole_reduce("WholeReduceMax", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
-                         [](double a, double b) { return a > b ? a : b; }, file_, line_);
+                         [](const std::vector<T>& v) { return detail::fold_lanes(v, [](auto a, auto b) { return a > b ? a : b; }); },
+                         2 * sizeof(T), file_, line_);
 }
 
 template <typename T, bool isSetMask = true>
@@ -955,13 +977,15 @@ inline void WholeReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src,
         rt::fail(file_, line_, "WholeReduceMin: only ReduceOrder::ORDER_ONLY_VALUE is modelled by the CPU runtime");
     }
     detail::whole_reduce("WholeReduceMin", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
-                         [](double a, double b) { return a < b ? a : b; }, file_, line_);
+                         [](const std::vector<T>& v) { return detail::fold_lanes(v, [](auto a, auto b) { return a < b ? a : b; }); },
+                         2 * sizeof(T), file_, line_);
 }
 
 // ---------------------------------------------------------------------------- Brcb
 // include/basic_api/kernel_operator_vec_brcb_intf.h: each repeat takes 8 consecutive src
 // elements and fills one 32 B dst block with each, block j of repeat r at
-// (r*dstRepStride + j*dstBlkStride) * 32 B.
+// (r*dstRepStride + j*dstBlkStride) * 32 B. docs Brcb.md:122-123 (约束说明): src and dst
+// must not share memory, and dstBlkStride = 0 is undefined behaviour (both rejected here).
 template <typename T>
 inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const uint8_t repeatTime,
                  const BrcbRepeatParams& p, ASCENDSCHED_LOC) {
@@ -970,11 +994,29 @@ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const ui
     rt::check_align(file_, line_, "Brcb", "dst", dst.addr_, rt::kBlock);
     rt::check_align(file_, line_, "Brcb", "src0", src0.addr_, rt::kBlock);
     if (repeatTime > rt::kMaxRepeat) rt::fail(file_, line_, "Brcb: repeatTime exceeds the limit");
+    if (p.dstBlkStride == 0) {
+        rt::fail(file_, line_, "Brcb: dstBlkStride = 0 is undefined behaviour (docs Brcb.md: "
+                               "\"dstBlkStride不支持设置为0\"); use 1 for consecutive blocks");
+    }
     rt::Record rec;
     rec.op = "vec_brcb";
     rec.pipe = "V";
     const uint64_t per = rt::kBlocksPerRepeat;
     rt::check_ub(file_, line_, "Brcb", src0.addr_, repeatTime * per * sizeof(T));
+    {  // in place: any dst block overlapping the source bytes
+        const uint64_t slo = src0.addr_, shi = src0.addr_ + repeatTime * per * sizeof(T);
+        for (uint64_t r = 0; r < repeatTime; ++r) {
+            for (uint64_t j = 0; j < per; ++j) {
+                const uint64_t a = dst.addr_ + (r * p.dstRepStride + j * p.dstBlkStride) * rt::kBlock;
+                if (a < shi && slo < a + rt::kBlock) {
+                    rt::fail(file_, line_, "Brcb: dst block at UB " + rt::S(static_cast<long long>(a)) +
+                                               " overlaps the source [" + rt::S(static_cast<long long>(slo)) + ", " +
+                                               rt::S(static_cast<long long>(shi)) +
+                                               "): in-place Brcb is not supported (docs Brcb.md)");
+                }
+            }
+        }
+    }
     rec.reads.push_back(rt::Access{"UB", src0.addr_, src0.addr_ + repeatTime * per * sizeof(T)});
     std::vector<T> vals(repeatTime * per);
     for (uint64_t i = 0; i < vals.size(); ++i) vals[i] = rt::ub_load<T>(src0.addr_ + i * sizeof(T));

@@ -265,6 +265,28 @@ def test_vec_brcb() -> None:
     np.testing.assert_array_equal(out["d"].reshape(16, 8), np.repeat(a, 8, axis=1))
 
 
+def test_vec_brcb_in_place_is_rejected() -> None:
+    # asc-devkit docs Brcb.md:122: the source must not share memory with the destination
+    a = f32(16, 1)
+    ops = (Instr("vec_brcb", Pipe.V, (view("a", 0, 16, 8, 8),), (view("a", 0, 16, 1, 1),)),)
+    with pytest.raises(InternalCompilerError, match="brcb in place"):
+        one_op(ops, {"a": (np.resize(a, 128).astype(np.float32), float32)}, {})
+
+
+@pytest.mark.parametrize("fn,ok", [("sum", True), ("max", False), ("min", False)])
+def test_vec_reduce_dst_alignment(fn: str, ok: bool) -> None:
+    # WholeReduceSum dst on sizeof(T) (docs ReduceRepeat.md:171-172); Max/Min on 2 * sizeof(T)
+    # (impl/basic_api/kernel_operator_vec_reduce_intf_impl.h:177)
+    a = f32(8, 64)
+    ops = (vop("vec_reduce", view("d", 1, 8, 1, 1), view("a", 0, 8, 64, 64), fn=fn),)
+    if ok:
+        out = one_op(ops, {"a": (a, float32)}, {"d": (16, float32)})
+        np.testing.assert_allclose(out["d"][1:9], a.sum(axis=1), rtol=1e-5)
+    else:
+        with pytest.raises(InternalCompilerError, match="not 8-byte aligned"):
+            one_op(ops, {"a": (a, float32)}, {"d": (16, float32)})
+
+
 def test_vec_cmp_and_select() -> None:
     a, b = f32(2, 64), f32(2, 64)
     ops = (vop("vec_cmp", view("m", 0, 2, 8, 8), view("a", 0, 2, 64, 64),

@@ -51,7 +51,7 @@ from ascendsched.algo.expr import (
     Tensor,
     Unary,
 )
-from ascendsched.dtypes import DType, store, uint8
+from ascendsched.dtypes import DType, as_dtype, store, uint8
 from ascendsched.errors import ScheduleError, UnsupportedError
 from ascendsched.lower.ir import (
     BLOCK_IDX,
@@ -537,21 +537,20 @@ class _ExprGen:
         return out
 
     def cast(self, e: Cast, dst: Val | None) -> Val:
+        """One ``Cast`` per step of :func:`cast_steps` (a pair the 910B table lacks goes
+        through the target's exact chain of intermediate dtypes)."""
         x = self.value(e.x)
         if x.const is not None:
             return Val("", Affine(), e.dtype, Affine(), x.strides,
-                       const=store(e.dtype, x.const, e.round_mode).item())
-        pair = (x.dtype.name, e.dtype.name)
-        if pair not in self.t.vector_casts:
-            raise UnsupportedError(
-                f"stage '{self.stage}': cast {x.dtype} -> {e.dtype} in {e} is not a vector Cast "
-                f"on {self.t.name}; cast through float16 or float32 (supported pairs: "
-                f"{', '.join(f'{s}->{d}' for s, d in sorted(self.t.vector_casts))})")
-        out = self._dst(dst, x.varying(), e.dtype, str(e))
-        rnd = e.round_mode if not e.dtype.is_float else (
-            "none" if e.dtype.bytes > x.dtype.bytes or not x.dtype.is_float else "rint")
-        self.vec("vec_cast", out, (x,), "cast", (("round", rnd),))
-        return out
+                       const=store(e.dtype, x.const, e.round_mode, saturate=True).item())
+        steps = cast_steps(x.dtype, e.dtype, e.round_mode, self.t, f"stage '{self.stage}': {e}")
+        cur = x
+        for n, (to, mode) in enumerate(steps):
+            out = self._dst(dst, x.varying(), to, str(e)) if n == len(steps) - 1 else \
+                self.temp(x.varying(), to, f"{e} via {to}")
+            self.vec("vec_cast", out, (cur,), "cast", (("round", mode),))
+            cur = out
+        return cur
 
     def select(self, e: Select, dst: Val | None) -> Val:
         cond = e.cond
@@ -997,6 +996,51 @@ class _ExprGen:
 
 
 # --------------------------------------------------------------------------- helpers
+def cast_steps(src: DType, dst: DType, round_mode: str, target: Target, where: str
+               ) -> list[tuple[DType, str]]:
+    """The ``Cast`` calls converting ``src`` to ``dst``: ``[(to dtype, round mode), ...]``.
+
+    A pair of ``target.vector_casts`` is one call; a pair of ``target.cast_chains`` goes
+    through its intermediate dtypes (exact: the chain's value is the direct conversion's).
+    Round modes: the first float -> int step of a float source takes ``round_mode``; other
+    float -> int steps see integers (``rint``); int -> int steps ``none`` (saturating); widening float -> float
+    ``none``, narrowing ``rint``; int -> float ``none`` where the table allows it (CAST_NONE is
+    CAST_RINT when the conversion loses precision, docs Cast.md), else ``rint``.
+    """
+    pair = (src.name, dst.name)
+    if pair in target.vector_casts:
+        path = [src.name, dst.name]
+    elif pair in target.cast_chains:
+        path = [src.name, *target.cast_chains[pair], dst.name]
+    else:
+        direct = ", ".join(f"{a}->{b}" for a, b in sorted(target.vector_casts))
+        chained = ", ".join(f"{a}->{b}" for a, b in sorted(target.cast_chains))
+        raise UnsupportedError(
+            f"{where}: cast {src} -> {dst} is neither a vector Cast on {target.name} nor an "
+            f"exact chain of them; cast to an intermediate type explicitly if its double "
+            f"rounding is acceptable (Cast pairs: {direct}; chained: {chained})")
+    steps: list[tuple[DType, str]] = []
+    rounded = not src.is_float  # integral values: no later step has anything to round
+    for a, b in zip(path, path[1:]):
+        da, db = as_dtype(a), as_dtype(b)
+        modes = target.vector_casts[(a, b)]
+        if da.is_float and not db.is_float:
+            mode = "rint" if rounded else round_mode
+            rounded = True
+        elif not db.is_float:
+            mode = "none"
+        elif da.is_float:
+            mode = "none" if db.bytes > da.bytes else "rint"
+        else:
+            mode = "none" if "none" in modes else "rint"
+        if mode not in modes:
+            raise UnsupportedError(
+                f"{where}: Cast {a} -> {b} on {target.name} takes round modes "
+                f"{', '.join(sorted(modes))}, not {mode!r}; use one of them")
+        steps.append((db, mode))
+    return steps
+
+
 def _reduce_dst_elems(op: str) -> int:
     """Elements a WholeReduce dst must be aligned to: 1 for sum (sizeof(T), asc-devkit docs
     ReduceRepeat.md:171-172), 2 for max/min (the library checks 2 * sizeof(T) for every order,

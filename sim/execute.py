@@ -24,8 +24,9 @@ Choices where ir.py is silent (each a single place below):
   mask bits beyond ``cols`` in the written bytes are 0.
 - float16 math is done in float16, float32 in float32 (numpy rounds per op); ``rsqrt`` and
   ``reciprocal`` are computed in float64 and rounded once; bfloat16 results are rounded with
-  ``dtypes.store``; integer results wrap. Vector dtypes and casts are checked against the
-  target's ``vector_dtypes`` / ``vector_casts`` tables.
+  ``dtypes.store``; integer results wrap, except a Cast's, which saturate. Vector dtypes, cast
+  pairs and their round modes are checked against the target's ``vector_dtypes`` /
+  ``vector_casts`` tables.
 - Cube (AIC) ops live in ``sim/cube.py``; L1/L0A/L0B/L0C start as 0xFF bytes (poison), UB and
   the rest as zeros. Vector/DMA ops must run in the AIV program, cube ops in the AIC program.
 - Cross-core flags use mode-2 counters with ONE AIV per block (the IR has no sub-block index).
@@ -673,8 +674,12 @@ def _vec_cast(cx: _Ctx) -> None:
     if d.shape != s.shape:
         raise cx.fail(f"operand views differ: {d.shape} vs {s.shape}")
     _check_repeat(cx, d.rows, d.cols, (d, s))
-    if (s.dtype.name, d.dtype.name) not in cx.m.t.vector_casts:
+    modes = cx.m.t.vector_casts.get((s.dtype.name, d.dtype.name))
+    if modes is None:
         raise cx.fail(f"Cast {s.dtype} -> {d.dtype} is not supported by {cx.m.t.name}")
+    if mode not in modes:
+        raise cx.fail(f"Cast {s.dtype} -> {d.dtype} does not take round={mode} on "
+                      f"{cx.m.t.name} (it takes {', '.join(sorted(modes))})")
     _store_vec(cx, d, cast_values(_load_vec(cx, s), s.dtype, d.dtype, str(mode)))
 
 
@@ -811,10 +816,11 @@ def cast_values(v: np.ndarray, src: DType, dst: DType, mode: str) -> np.ndarray:
 
     Float targets: ``rint``/``none`` round to nearest even, ``trunc``/``floor``/``ceil`` are
     directed, ``round`` is nearest with ties away from zero; a float32 -> float32 cast rounds to
-    an integer (``none`` keeps the value). Integer targets use ``dtypes.store`` (wrapping).
+    an integer (``none`` keeps the value). Integer targets use ``dtypes.store``, saturating
+    (asc-devkit docs precision_conversion.md:30).
     """
     if not dst.is_float:
-        return dt.store(dst, np.asarray(v), "rint" if mode == "none" else mode)
+        return dt.store(dst, np.asarray(v), "rint" if mode == "none" else mode, saturate=True)
     with np.errstate(over="ignore", invalid="ignore"):
         return _cast_float(np.asarray(v).astype(np.float64), src, dst, mode)
 

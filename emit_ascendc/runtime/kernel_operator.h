@@ -841,9 +841,12 @@ inline D cast_value(S s, RoundMode m, const char* file_, int line_) {
     constexpr bool src_float = std::is_floating_point_v<S> || std::is_same_v<S, half> || std::is_same_v<S, bfloat16_t>;
     if (m == RoundMode::CAST_ODD) rt::fail(file_, line_, "Cast: CAST_ODD is not supported by the CPU runtime");
     if constexpr (!dst_float) {
+        // an integer result out of range saturates ("溢出默认按照饱和模式处理", docs
+        // 数据结构/precision_conversion.md:30; e.g. int32 -> int16 of 2^31 - 1 is 2^15 - 1)
         if (std::isnan(v)) return D(0);
         double r = round_int(v, m);
-        r = std::max(-4.611686018427388e18, std::min(4.611686018427388e18, r));
+        r = std::max(static_cast<double>(std::numeric_limits<D>::min()),
+                     std::min(static_cast<double>(std::numeric_limits<D>::max()), r));
         return static_cast<D>(static_cast<int64_t>(r));
     } else {
         if constexpr (src_float && sizeof(D) == sizeof(S) && std::is_same_v<D, S>) {
@@ -872,11 +875,70 @@ inline D cast_value(S s, RoundMode m, const char* file_, int line_) {
 
 }  // namespace detail
 
+namespace detail {
+// The 910B Cast table, docs Memory矢量计算/类型转换/Cast.md:215-247: the round modes each
+// (src U, dst T) pair takes, as a bit set over RoundMode (bit m = RoundMode m); 0 = no such
+// pair (impl/basic_api/dav_c220/kernel_operator_vec_vconv_impl.h has no CastIntrinsicsImpl
+// overload for it, so the call does not compile against the real headers).
+constexpr uint32_t bit(RoundMode m) { return 1u << static_cast<uint32_t>(m); }
+constexpr uint32_t kNone = bit(RoundMode::CAST_NONE);
+constexpr uint32_t kDirected = bit(RoundMode::CAST_RINT) | bit(RoundMode::CAST_FLOOR) | bit(RoundMode::CAST_CEIL) |
+                               bit(RoundMode::CAST_ROUND) | bit(RoundMode::CAST_TRUNC);
+template <typename T, typename U, typename A, typename B>
+constexpr bool is_pair = std::is_same_v<U, A> && std::is_same_v<T, B>;
+template <typename T> constexpr const char* type_name() {
+    if constexpr (std::is_same_v<T, half>) return "half";
+    else if constexpr (std::is_same_v<T, bfloat16_t>) return "bfloat16_t";
+    else if constexpr (std::is_same_v<T, float>) return "float";
+    else if constexpr (std::is_same_v<T, int64_t>) return "int64_t";
+    else if constexpr (std::is_same_v<T, int32_t>) return "int32_t";
+    else if constexpr (std::is_same_v<T, int16_t>) return "int16_t";
+    else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
+    else if constexpr (std::is_same_v<T, uint8_t>) return "uint8_t";
+    else return "?";
+}
+template <typename T, typename U>
+constexpr uint32_t cast_modes() {
+    if constexpr (is_pair<T, U, int8_t, half> || is_pair<T, U, uint8_t, half> || is_pair<T, U, int16_t, float> ||
+                  is_pair<T, U, half, float> || is_pair<T, U, bfloat16_t, float> || is_pair<T, U, int32_t, int16_t> ||
+                  is_pair<T, U, int32_t, int64_t> || is_pair<T, U, int64_t, int32_t>) {
+        return kNone;
+    } else if constexpr (is_pair<T, U, int16_t, half> || is_pair<T, U, half, int8_t> || is_pair<T, U, half, uint8_t> ||
+                         is_pair<T, U, int32_t, float>) {
+        return kDirected | kNone;
+    } else if constexpr (is_pair<T, U, half, int16_t> || is_pair<T, U, half, int32_t> ||
+                         is_pair<T, U, bfloat16_t, int32_t> || is_pair<T, U, float, int16_t> ||
+                         is_pair<T, U, float, bfloat16_t> || is_pair<T, U, float, int32_t> ||
+                         is_pair<T, U, float, float> || is_pair<T, U, float, int64_t> || is_pair<T, U, int64_t, float>) {
+        return kDirected;
+    } else if constexpr (is_pair<T, U, float, half>) {
+        return kDirected | bit(RoundMode::CAST_ODD) | kNone;
+    } else {
+        return 0;
+    }
+}
+}  // namespace detail
+
 // include/basic_api/kernel_operator_vec_vconv_intf.h: Cast level 0; one repeat covers
-// 256 B of the wider type, so mask <= 256 / max(sizeof(D), sizeof(S)).
+// 256 B of the wider type, so mask <= 256 / max(sizeof(D), sizeof(S)). Only the pairs and
+// round modes of the 910B table (detail::cast_modes). int32_t -> half is in the table but is a
+// dequantisation: vconv_deq scales by the SetDeqScale value and ignores roundMode (Cast.md:235,
+// vconv_impl.h:29-40), not modelled here.
 template <typename T, typename U, bool isSetMask = true>
 inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint64_t mask,
                  const uint8_t repeatTime, const UnaryRepeatParams& p, ASCENDSCHED_LOC) {
+    constexpr bool deq = std::is_same_v<U, int32_t> && std::is_same_v<T, half>;
+    static_assert(detail::cast_modes<T, U>() != 0 || deq,
+                  "Cast: the 910B has no vector conversion between these types (docs Cast.md, the Atlas A2 table)");
+    if constexpr (deq) {
+        rt::fail(file_, line_, "Cast: int32_t -> half is a dequantisation (vconv_deq: src times the SetDeqScale "
+                               "scale, roundMode ignored), not a conversion; cast through float");
+    }
+    if (!((detail::cast_modes<T, U>() >> static_cast<uint32_t>(roundMode)) & 1u)) {
+        rt::fail(file_, line_, std::string("Cast: ") + detail::type_name<U>() + " -> " + detail::type_name<T>() +
+                                   " does not take RoundMode " + rt::S(static_cast<int>(roundMode)) +
+                                   " (docs Cast.md, the Atlas A2 table)");
+    }
     detail::Operand od = detail::opnd("dst", dst, p.dstBlkStride, p.dstRepStride);
     detail::Operand os = detail::opnd("src", src, p.srcBlkStride, p.srcRepStride);
     const RoundMode m = roundMode;

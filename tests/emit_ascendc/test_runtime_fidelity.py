@@ -16,6 +16,7 @@ import pytest
 
 from ascendsched.emit_ascendc.check import build_source
 from ascendsched.emit_ascendc.emitter import _cpu_defines
+from ascendsched.errors import ToolchainError
 from ascendsched.target import DEFAULT_TARGET
 
 HARNESS = r"""
@@ -61,6 +62,16 @@ static std::map<std::string, std::pair<const char*, std::function<void()>>> case
     m["reduce_max_dst_on_one_element"] = {"AIV", [] { with_ub(1024, [](const TBuf<TPosition::VECCALC>& u) {
         WholeReduceMax(u.Get<half>()[1], u.GetWithOffset<half>(128, 256), 16, 1, 1, 1, 8,
                        ReduceOrder::ORDER_ONLY_VALUE); }); }};
+    // ---- item 2: the Cast table (docs Cast.md:215-247)
+    m["cast_i32_i16_rint"] = {"AIV", [] { with_ub(1024, [](const TBuf<TPosition::VECCALC>& u) {
+        Cast(u.GetWithOffset<int16_t>(64, 512), u.Get<int32_t>(), RoundMode::CAST_RINT, 64, 1,
+             UnaryRepeatParams(1, 1, 4, 8)); }); }};
+    m["cast_i32_i16_none"] = {"AIV", [] { with_ub(1024, [](const TBuf<TPosition::VECCALC>& u) {
+        Cast(u.GetWithOffset<int16_t>(64, 512), u.Get<int32_t>(), RoundMode::CAST_NONE, 64, 1,
+             UnaryRepeatParams(1, 1, 4, 8)); }); }};
+    m["cast_i32_half"] = {"AIV", [] { with_ub(1024, [](const TBuf<TPosition::VECCALC>& u) {
+        Cast(u.GetWithOffset<half>(64, 512), u.Get<int32_t>(), RoundMode::CAST_NONE, 64, 1,
+             UnaryRepeatParams(1, 1, 4, 8)); }); }};
     return m;
 }
 
@@ -123,3 +134,37 @@ def test_whole_reduce_dst_alignment(harness, tmp_path):
     assert _out(tmp_path, np.float16)[1] == 120
     _aborts(_run(harness, "reduce_max_dst_on_one_element", tmp_path, x.tobytes()),
             r"WholeReduceMax: dst starts at UB address 2, which is not 4-byte aligned")
+
+
+# ----------------------------------------------------------------------------- item 2
+def test_cast_round_modes_are_the_tables(harness, tmp_path):
+    # int32 -> int16 takes CAST_NONE only (Cast.md:234), and saturates
+    # (precision_conversion.md:411-415: 2^31 - 1 becomes 2^15 - 1)
+    x = np.zeros(256, np.int32)
+    x[:4] = [2**31 - 1, -2**31, 300, -7]
+    _aborts(_run(harness, "cast_i32_i16_rint", tmp_path, x.tobytes()),
+            r"Cast: int32_t -> int16_t does not take RoundMode 1")
+    p = _run(harness, "cast_i32_i16_none", tmp_path, x.tobytes())
+    assert p.returncode == 0, p.stderr
+    np.testing.assert_array_equal(_out(tmp_path, np.int16)[256:260], [32767, -32768, 300, -7])
+
+
+def test_cast_int32_to_half_is_a_dequantisation(harness, tmp_path):
+    # Cast.md:235 + impl/basic_api/dav_c220/kernel_operator_vec_vconv_impl.h:29-40 (vconv_deq)
+    _aborts(_run(harness, "cast_i32_half", tmp_path), r"int32_t -> half is a dequantisation")
+
+
+def test_cast_outside_the_table_does_not_compile(tmp_path):
+    # int16 -> int32 has no CastIntrinsicsImpl overload on 910B: the call does not compile
+    src = tmp_path / "cast_i16_i32.cpp"
+    src.write_text(HARNESS.split("static std::map")[0] + """
+int main() {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> u;
+    pipe.InitBuffer(u, 1024);
+    Cast(u.GetWithOffset<int32_t>(64, 512), u.Get<int16_t>(), RoundMode::CAST_NONE, 64, 1,
+         UnaryRepeatParams(1, 1, 8, 4));
+}
+""")
+    with pytest.raises(ToolchainError, match="no vector conversion between these types"):
+        build_source("cast_i16_i32", src, defines=_cpu_defines(DEFAULT_TARGET))

@@ -65,6 +65,7 @@ from ascendsched.lower.ir import (
     cube_footprints,
     cube_params,
     iter_instrs,
+    program_epilogue,
     squeeze_dims,
 )
 from ascendsched.target.model import CoreType, Pipe, Scope, Target
@@ -330,6 +331,7 @@ class _KernelPrinter:
             if prog is not None:
                 self.emit("")
                 self._body(prog.body)
+                self._body(program_epilogue(CoreType.AIV))
         else:
             for core in cores:
                 self.core = core
@@ -342,6 +344,7 @@ class _KernelPrinter:
                 self._core_buffers(core)
                 self.emit("")
                 self._body(k.program(core).body)
+                self._body(program_epilogue(core))
                 self.indent -= 1
                 self.emit("}")
         return "\n".join(head + self.lines + ["}", ""])
@@ -414,6 +417,12 @@ class _KernelPrinter:
             for b in k.buffers:
                 if b.scope == sc:
                     self._declare_buffer(b, _CUBE_TBUF[sc][1])
+        self.emit("// TPipe's constructor sets HardEvent::M_MTE1 event ids 0, 1, 2 on the AIC and its")
+        self.emit("// destructor waits them (asc-devkit impl/basic_api/kernel_tpipe_impl.h:100-113,")
+        self.emit("// 571-581): release them now, as catlass does (include/catlass/arch/resource.hpp:35-37),")
+        self.emit("// so every event id below is this kernel's own. The LocalTensors above stay valid;")
+        self.emit("// the program ends with PipeBarrier<PIPE_ALL> (the destructor's drain).")
+        self.emit("pipe.Destroy();")
 
     def _declare_buffer(self, b: Buffer, tbuf: str = "ubuf") -> None:
         ct = _ctype(b.dtype)

@@ -143,6 +143,16 @@ NaN for floats, -1 for ints), so a lowering that relies on unwritten padding get
                   reluEn: max(x, 0) before the cast. nSize 1..4095, mSize 1..8192, unitFlag 0.
                   L0C start 1 KB aligned (the doc asks 64 B; we keep Mmad's 1 KB).
 
+Program prologue and epilogue (AIC): the emitter builds the Cube buffers with a TPipe, whose
+constructor sets ``M_MTE1`` event ids 0, 1, 2 on the AIC (asc-devkit impl/basic_api/
+kernel_tpipe_impl.h:100-113), so it releases them with ``TPipe::Destroy`` right after taking the
+buffers' LocalTensors (as catlass does, include/catlass/arch/resource.hpp:35-37): every event id
+of ``target.event_ids`` is then the kernel's own. Without the TPipe's destructor nothing drains
+the pipes at the end, so every AIC program ends with :func:`program_epilogue`, a
+``PipeBarrier<PIPE_ALL>`` (docs 静态Tensor编程.md:183; catlass kernels end so, e.g.
+include/catlass/gemm/kernel/basic_matmul.hpp:140). It is not in ``Program.body``; the emitter
+prints it and the simulator runs it (a ``barrier ALL`` trace event after the body).
+
 Synchronisation (ordinary instructions):
   ``set_flag``    pipe = source pipe, attrs dst (Pipe), event_id (Affine)
   ``wait_flag``   pipe = destination pipe, attrs src (Pipe), event_id (Affine)
@@ -539,6 +549,17 @@ class Kernel:
 
     def __str__(self) -> str:
         return format_kernel(self)
+
+
+def program_epilogue(core: CoreType) -> tuple[Instr, ...]:
+    """What every ``core`` program runs after its body (module docstring, "Program prologue
+    and epilogue"): a ``barrier ALL`` on the AIC, nothing on the AIV (its TPipe lives to the
+    end, and the destructor's ``TPipe::Destroy`` drains the pipes, kernel_tpipe_impl.h:80-86,
+    595-600)."""
+    if core == CoreType.AIC:
+        return (Instr("barrier", Pipe.ALL, comment="kernel end: drain every pipe (the TPipe was "
+                      "destroyed at the start)"),)
+    return ()
 
 
 SYNC_OPS = frozenset(["set_flag", "wait_flag", "barrier", "cross_set", "cross_wait"])

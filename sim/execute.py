@@ -30,6 +30,7 @@ Choices where ir.py is silent (each a single place below):
 - Cube (AIC) ops live in ``sim/cube.py``; L1/L0A/L0B/L0C start as 0xFF bytes (poison), UB and
   the rest as zeros. Vector/DMA ops must run in the AIV program, cube ops in the AIC program.
 - Cross-core flags use mode-2 counters with ONE AIV per block (the IR has no sub-block index).
+- After its body each program runs ``ir.program_epilogue`` (AIC: a ``barrier ALL``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from ascendsched.lower.ir import (
     Program,
     Region,
     Stmt,
+    program_epilogue,
 )
 from ascendsched.sim.cube import CUBE_HANDLERS, POISON_BYTE, Storage
 from ascendsched.sim.trace import Interval, Trace, TraceEvent, merge_intervals
@@ -342,7 +344,9 @@ class _Machine:
 
     def _run_core(self, block: int, prog: Program) -> Iterator[tuple[int, str, int]]:
         seq = [0]
-        yield from self._run_body(prog.body, {BLOCK_IDX: block}, block, str(prog.core), seq)
+        env = {BLOCK_IDX: block}
+        yield from self._run_body(prog.body, env, block, str(prog.core), seq)
+        yield from self._run_body(program_epilogue(prog.core), env, block, str(prog.core), seq)
 
     def _run_body(self, body: tuple[Stmt, ...], env: dict[str, int], block: int, core: str,
                   seq: list[int]) -> Iterator[tuple[int, str, int]]:

@@ -144,7 +144,11 @@ ASCEND_910B = Target(
     repeat_bytes=256,  # one vector repeat = 8 blocks = 256 B (128 fp16 / 64 fp32 lanes)
     max_repeat=255,  # repeatTimes is uint8_t in the level-0 vector APIs
     max_rep_stride=255,  # dstRepStride/srcRepStride are uint8_t (BinaryRepeatParams)
-    # Event ids 0..7 exist; 6 is reserved and 7 is used by TPipe queues -> hand code uses 0..5.
+    # Event ids 0..7 exist; hand-placed flags should use 0..5: 6 is reserved, 7 is TPipe's auto
+    # sync (asc-devkit docs SetFlag-WaitFlag(ISASI).md:78, 88). On the AIC the TPipe itself holds
+    # M_MTE1 0, 1, 2 until Destroy (impl/basic_api/kernel_tpipe_impl.h:100-113): the emitter
+    # destroys it before the first flag. No basic API the emitter calls places flags of its own
+    # on dav-c220 (tests/emit_ascendc/test_event_ids.py lists the ones that do).
     event_ids=(0, 1, 2, 3, 4, 5),
     hard_events={CoreType.AIV: _AIV_EVENTS, CoreType.AIC: _AIC_EVENTS},
     # DESIGN.md "execution model": dependent V instructions and overlapping MTE2/MTE3 copies
@@ -154,7 +158,9 @@ ASCEND_910B = Target(
         _P.V: True, _P.MTE2: True, _P.MTE3: True, _P.MTE1: True, _P.M: True, _P.FIX: True,
         _P.S: False,
     },
-    cross_flag_ids=tuple(range(11)),  # SyncAll owns 11..14
+    # ids 0..15; SyncAll owns 11..14 (docs CrossCoreSetFlag(ISASI).md:103, 133;
+    # impl/basic_api/dav_c220/kernel_operator_sync_impl.h:117-120)
+    cross_flag_ids=tuple(range(11)),
     cross_flag_max_pending=15,
     gm_bytes_per_s=1.6e12,  # HBM 1.6 TB/s (CATLASS docs assume 1.8)
     vector_dtypes=VECTOR_DTYPES,

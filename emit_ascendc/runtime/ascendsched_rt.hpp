@@ -104,6 +104,7 @@ struct State {
     uint64_t pipe_cursor = 0;  // TPipe::InitBuffer allocation cursor in UB (bytes)
     uint64_t cursors[kNumSpaces] = {0, 0, 0, 0, 0};  // ... in the Cube memories
     std::map<std::pair<int, int32_t>, int> pending;  // (HardEvent, id) -> outstanding sets
+    int tpipes = 0;  // TPipe objects alive and not destroyed (at most one, kernel_operator.h)
 };
 
 inline State& st() {
@@ -313,6 +314,7 @@ inline void begin_block(int64_t block, int64_t block_num, const char* core = "AI
     s.pipe_cursor = 0;
     for (uint64_t& c : s.cursors) c = 0;
     s.pending.clear();
+    s.tpipes = 0;
     const bool aic = std::strcmp(core, "AIC") == 0;
     s.ub.assign(aic ? 0 : kUbUsable, 0xCD);  // fresh UB per block, poisoned so unwritten data shows
     s.l1.assign(aic ? space_usable(kL1) : 0, 0xFF);

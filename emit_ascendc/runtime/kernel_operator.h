@@ -291,15 +291,75 @@ public:
     }
 };
 
+// TPipe's own synchronisation (impl/basic_api/kernel_tpipe_impl.h, __NPU_ARCH__ 2201):
+// - the constructor (TPipe::Init, lines 98-113) allocates HardEvent::M_MTE1 event ids 0, 1 and 2
+//   on the AIC ("for matmul macro ... For load Bias") and SETS them;
+// - Destroy (DestroyWithoutPipeAll, lines 571-581, then pipe_barrier(PIPE_ALL), 595-600) waits
+//   and releases them; the destructor calls Destroy unless it already ran (lines 80-86).
+// So a kernel that sets M_MTE1 0, 1 or 2 itself while the TPipe lives sets the flag twice
+// before its wait (undefined: docs SetFlag-WaitFlag(ISASI).md:97). catlass releases the pipe's
+// flags right after building its buffers (include/catlass/arch/resource.hpp:35-37).
+// Only one TPipe may exist at a time (docs TPipe/TPipe构造函数.md:42).
+// These flags are library internals, not calls of the kernel text: they move the flag state
+// the kernel's SetFlag/WaitFlag see, but write no trace events (the IR does not hold them;
+// they come before the first and after the last call of the kernel).
+constexpr int32_t kTPipeMte1Ids = 3;  // M_MTE1 ids 0..2, kernel_tpipe_impl.h:102-113
+
 class TPipe {
 public:
-    TPipe() {}
+    TPipe(ASCENDSCHED_LOC) {
+        rt::State& s = rt::st();
+        if (s.tpipes > 0) {
+            rt::fail(file_, line_, "TPipe: a second TPipe while one is alive (docs TPipe构造函数.md: only one TPipe at a "
+                                   "time; Destroy() the first)");
+        }
+        ++s.tpipes;
+        if (rt::is_aic()) {
+            for (int32_t id = 0; id < kTPipeMte1Ids; ++id) {
+                int& n = s.pending[{static_cast<int>(HardEvent::M_MTE1), id}];
+                if (n > 0) {
+                    rt::fail(file_, line_, "TPipe: its constructor sets SetFlag<HardEvent::M_MTE1>(" + rt::S(id) +
+                                               "), which is already set");
+                }
+                ++n;
+            }
+        }
+    }
+    TPipe(const TPipe&) = delete;
+    TPipe& operator=(const TPipe&) = delete;
+    ~TPipe() {
+        if (!destroyed_) Destroy("TPipe::~TPipe", 0);
+    }
+    // docs TPipe/Destroy.md: releases the pipe's resources; WaitFlag<M_MTE1>(0..2) on the AIC
+    // and pipe_barrier(PIPE_ALL) (kernel_tpipe_impl.h:571-600). LocalTensors taken from its
+    // TBufs before stay usable (catlass resource.hpp takes them, then destroys the pipe).
+    void Destroy(ASCENDSCHED_LOC) {
+        rt::State& s = rt::st();
+        if (destroyed_) {
+            rt::fail(file_, line_, "TPipe::Destroy on a destroyed TPipe: its WaitFlag<HardEvent::M_MTE1> would wait "
+                                   "forever");
+        }
+        if (rt::is_aic()) {
+            for (int32_t id = 0; id < kTPipeMte1Ids; ++id) {
+                int& n = s.pending[{static_cast<int>(HardEvent::M_MTE1), id}];
+                if (n == 0) {
+                    rt::fail(file_, line_, "TPipe::Destroy waits WaitFlag<HardEvent::M_MTE1>(" + rt::S(id) +
+                                               "), which nobody set: the kernel consumed the flag TPipe's constructor "
+                                               "set (kernel_tpipe_impl.h:102-113); the pipe would wait forever");
+                }
+                --n;
+            }
+        }
+        destroyed_ = true;
+        --s.tpipes;
+    }
     // include/basic_api/kernel_tpipe.h: InitBuffer(TBuf<pos>& buf, uint32_t len); len in bytes,
     // allocated after the previous buffers of this TPipe in the same physical memory and rounded
     // up to 32 bytes. UB exists only on the AIV, L1/L0A/L0B/L0C only on the AIC.
     template <TPosition pos>
     bool InitBuffer(TBuf<pos>& buf, uint32_t len, ASCENDSCHED_LOC) {
         rt::State& s = rt::st();
+        if (destroyed_) rt::fail(file_, line_, "TPipe::InitBuffer on a destroyed TPipe");
         constexpr uint8_t space = position_space(pos);
         const bool cube = space != rt::kUB;
         if (cube != rt::is_aic()) {
@@ -320,6 +380,9 @@ public:
         cursor += rounded;
         return true;
     }
+
+private:
+    bool destroyed_ = false;
 };
 
 // ============================================================================ system variables
@@ -346,8 +409,11 @@ inline void SetFlag(int32_t eventID, ASCENDSCHED_LOC) {
     check_event_id("SetFlag", event, eventID, file_, line_);
     int& n = rt::st().pending[{static_cast<int>(event), eventID}];
     if (n > 0) {
+        const bool tpipe = event == HardEvent::M_MTE1 && eventID < kTPipeMte1Ids && rt::is_aic() && rt::st().tpipes > 0;
         rt::fail(file_, line_, std::string("SetFlag<HardEvent::") + event_name(event) + ">(" + rt::S(eventID) +
-                                   ") set again before its WaitFlag");
+                                   ") set again before its WaitFlag" +
+                                   (tpipe ? " (the live TPipe's constructor set it, kernel_tpipe_impl.h:102-113: "
+                                            "call pipe.Destroy() before placing M_MTE1 flags 0..2)" : ""));
     }
     ++n;
     rt::Record r;

@@ -3,6 +3,8 @@ fidelity issue): one small C++ program of named cases, built once against the ru
 case a few direct API calls; a test checks the case's abort message or its output bytes.
 
 Every rule is cited next to the case that exercises it (mirror-cann/asc-devkit paths).
+
+All cases build C++ with g++, so the module is ``slow``.
 """
 
 from __future__ import annotations
@@ -14,10 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ascendsched.emit_ascendc.check import build_source
+from ascendsched.algo.library import gemm
+from ascendsched.driver import compile_kernel, random_inputs
+from ascendsched.emit_ascendc.check import KernelAbort, build_cpu, build_source, run_cpu
 from ascendsched.emit_ascendc.emitter import _cpu_defines
 from ascendsched.errors import ToolchainError
+from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import DEFAULT_TARGET
+
+pytestmark = pytest.mark.slow
 
 HARNESS = r"""
 #include <cstdio>
@@ -72,6 +79,30 @@ static std::map<std::string, std::pair<const char*, std::function<void()>>> case
     m["cast_i32_half"] = {"AIV", [] { with_ub(1024, [](const TBuf<TPosition::VECCALC>& u) {
         Cast(u.GetWithOffset<half>(64, 512), u.Get<int32_t>(), RoundMode::CAST_NONE, 64, 1,
              UnaryRepeatParams(1, 1, 4, 8)); }); }};
+    // ---- item 1: TPipe owns HardEvent::M_MTE1 ids 0, 1, 2 on the AIC (kernel_tpipe_impl.h:100-113)
+    m["tpipe_then_m_mte1"] = {"AIC", [] {
+        TPipe pipe;
+        SetFlag<HardEvent::M_MTE1>(0);
+        WaitFlag<HardEvent::M_MTE1>(0); }};
+    m["tpipe_destroy_then_m_mte1"] = {"AIC", [] {
+        TPipe pipe;
+        pipe.Destroy();
+        for (int32_t id = 0; id < 6; ++id) SetFlag<HardEvent::M_MTE1>(id);
+        for (int32_t id = 0; id < 6; ++id) WaitFlag<HardEvent::M_MTE1>(id); }};
+    m["tpipe_flag_consumed"] = {"AIC", [] {
+        TPipe pipe;
+        WaitFlag<HardEvent::M_MTE1>(2); }};
+    m["tpipe_destroyed_twice"] = {"AIC", [] {
+        TPipe pipe;
+        pipe.Destroy();
+        pipe.Destroy(); }};
+    m["two_tpipes"] = {"AIV", [] {
+        TPipe a;
+        TPipe b; }};
+    m["tpipe_on_aiv_m_mte1_free"] = {"AIV", [] {
+        TPipe pipe;
+        SetFlag<HardEvent::MTE2_V>(0);
+        WaitFlag<HardEvent::MTE2_V>(0); }};
     return m;
 }
 
@@ -111,6 +142,45 @@ def _aborts(p: subprocess.CompletedProcess, pattern: str) -> None:
 
 def _out(d: Path, dtype) -> np.ndarray:  # noqa: ANN001
     return np.frombuffer((d / "out.bin").read_bytes(), dtype=dtype)
+
+
+# ----------------------------------------------------------------------------- item 1
+def test_tpipe_owns_m_mte1_ids_0_to_2_on_the_aic(harness, tmp_path):
+    # impl/basic_api/kernel_tpipe_impl.h:100-113: on __NPU_ARCH__ 2201 the AIC's TPipe sets
+    # M_MTE1 0, 1, 2; :571-581 Destroy waits them; :80-86 the destructor destroys once.
+    _aborts(_run(harness, "tpipe_then_m_mte1", tmp_path),
+            r"SetFlag<HardEvent::M_MTE1>\(0\) set again before its WaitFlag \(the live TPipe's constructor")
+    p = _run(harness, "tpipe_destroy_then_m_mte1", tmp_path)
+    assert p.returncode == 0, p.stderr
+    _aborts(_run(harness, "tpipe_flag_consumed", tmp_path),
+            r"TPipe::Destroy waits WaitFlag<HardEvent::M_MTE1>\(2\), which nobody set")
+    _aborts(_run(harness, "tpipe_destroyed_twice", tmp_path), r"TPipe::Destroy on a destroyed TPipe")
+    # docs TPipe/TPipe构造函数.md:42: one TPipe at a time
+    _aborts(_run(harness, "two_tpipes", tmp_path), r"a second TPipe while one is alive")
+    p = _run(harness, "tpipe_on_aiv_m_mte1_free", tmp_path)  # the AIV's TPipe sets no flag
+    assert p.returncode == 0, p.stderr
+
+
+def test_gemm_emission_releases_the_tpipe_flags(tmp_path):
+    # A GEMM with double-buffered L0A/L0B guards each L0 copy with M_MTE1 ids 0 and 1 (WAR).
+    # Emitted without pipe.Destroy() (the emission before this fix) its first
+    # SetFlag<M_MTE1>(0) sets TPipe's flag a second time: the runtime aborts. With it, the
+    # numbers are right and the flags drain.
+    algo = gemm(m=40, n=24, k=96, dtype="float16", out_dtype="float32")
+    sched = GemmSchedule(algo).tile(48, 32, 96).split_k(32).buffer("l0", 2)
+    k, proj = compile_kernel(sched, tmp_path / "gemm")
+    src = proj.kernel_cpp.read_text()
+    aic = src[src.index("if ASCEND_IS_AIC"):]
+    assert "SetFlag<HardEvent::M_MTE1>(0)" in aic
+    assert aic.index("pipe.Destroy();") < aic.index("SetFlag<") < aic.index("PipeBarrier<PIPE_ALL>();")
+    inputs = random_inputs(algo)
+    got = run_cpu(build_cpu(proj), k, inputs).outputs["C"]
+    want = inputs["A"].astype(np.float32) @ inputs["B"].astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+    proj.kernel_cpp.write_text(src.replace("pipe.Destroy();", ""))
+    with pytest.raises(KernelAbort, match=r"SetFlag<HardEvent::M_MTE1>\(0\) set again before its "
+                                          r"WaitFlag \(the live TPipe's constructor set it"):
+        run_cpu(build_cpu(proj), k, inputs)
 
 
 # ----------------------------------------------------------------------------- item 6

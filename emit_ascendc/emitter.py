@@ -180,6 +180,10 @@ def _cpu_defines(t: Target) -> tuple[str, ...]:
         f"-DASCENDSCHED_MAX_REPEAT={t.max_repeat}",
         f"-DASCENDSCHED_EVENT_ID_LIMIT={max(t.event_ids) + 1}",
         *cube,
+        # modelled relative error of Rsqrt/Reciprocal per dtype (sim/precision.py); 0: exact
+        *(f"-DASCENDSCHED_REL_ERR_{fn.upper()}_{dt.upper()}="
+          f"{t.approx_rel_error.get((fn, dt), 0.0)!r}"
+          for fn in ("rsqrt", "reciprocal") for dt in ("float16", "float32")),
     )
 
 

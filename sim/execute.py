@@ -23,7 +23,9 @@ Choices where ir.py is silent (each a single place below):
 - Compare-mask operands (``vec_cmp`` dst, ``vec_select`` mask) may have any row stride in bytes;
   mask bits beyond ``cols`` in the written bytes are 0.
 - float16 math is done in float16, float32 in float32 (numpy rounds per op); ``rsqrt`` and
-  ``reciprocal`` are computed in float64 and rounded once; bfloat16 results are rounded with
+  ``reciprocal`` carry the target's modelled error (``sim/precision.py``: a deterministic
+  relative error within ``target.approx_rel_error``), a ``vec_reduce`` sum is a binary tree
+  per row (one repeat), as the hardware sums (same module); bfloat16 results are rounded with
   ``dtypes.store``; integer results wrap, except a Cast's, which saturate. Vector dtypes, cast
   pairs and their round modes are checked against the target's ``vector_dtypes`` /
   ``vector_casts`` tables.
@@ -58,6 +60,7 @@ from ascendsched.lower.ir import (
     program_epilogue,
 )
 from ascendsched.sim.cube import CUBE_HANDLERS, POISON_BYTE, Storage
+from ascendsched.sim.precision import approx_unary, tree_sum
 from ascendsched.sim.trace import Interval, Trace, TraceEvent, merge_intervals
 from ascendsched.target.model import CoreType, Pipe, Scope
 
@@ -629,8 +632,9 @@ def _vec_unary(cx: _Ctx) -> None:
         d.store_raw(raw)
         return
     (v,) = _compute_in(d.dtype, _load_vec(cx, s))
+    approx = approx_unary(fn, v, d.dtype, cx.m.t)  # Rsqrt/Reciprocal: sim/precision.py
     with np.errstate(all="ignore"):
-        _store_vec(cx, d, _UNARY[fn](v))
+        _store_vec(cx, d, _UNARY[fn](v) if approx is None else approx)
 
 
 _SCALAR: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -702,9 +706,11 @@ def _vec_reduce(cx: _Ctx) -> None:
     _check_repeat(cx, s.rows, s.cols, (s,))
     _check_dtype(cx, {"sum": "sum", "max": "rmax", "min": "rmin"}[fn], d.dtype)
     (v,) = _compute_in(d.dtype, _load_vec(cx, s))
-    red = {"sum": np.sum, "max": np.max, "min": np.min}[fn]
-    with np.errstate(all="ignore"):
-        _store_vec(cx, d, red(v, axis=1, keepdims=True).astype(v.dtype))
+    if fn == "sum":  # a binary tree per repeat, sim/precision.py
+        _store_vec(cx, d, tree_sum(v))
+        return
+    red = {"max": np.max, "min": np.min}[fn]
+    _store_vec(cx, d, red(v, axis=1, keepdims=True).astype(v.dtype))
 
 
 def _reduce_dst_align(fn: str, eb: int) -> int:

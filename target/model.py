@@ -101,6 +101,9 @@ class Target:
     mmad_ordered_fractals: int = 0
     # timing-model parameters (sim/timing.py), each with its source in target/costs.py
     costs: CostModel | None = None
+    # (vector fn, dtype) -> largest relative error the simulator and the CPU runtime give that
+    # instruction's results (sim/precision.py); absent: the result is correctly rounded
+    approx_rel_error: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def scope(self, scope: Scope) -> ScopeSpec:
         for s in self.scopes:

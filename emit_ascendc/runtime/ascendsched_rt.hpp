@@ -34,7 +34,9 @@
 
 #if !defined(ASCENDSCHED_UB_USABLE) || !defined(ASCENDSCHED_BLOCK_BYTES) ||                    \
     !defined(ASCENDSCHED_REPEAT_BYTES) || !defined(ASCENDSCHED_MAX_REPEAT) ||                   \
-    !defined(ASCENDSCHED_EVENT_ID_LIMIT)
+    !defined(ASCENDSCHED_EVENT_ID_LIMIT) || !defined(ASCENDSCHED_REL_ERR_RSQRT_FLOAT16) ||       \
+    !defined(ASCENDSCHED_REL_ERR_RSQRT_FLOAT32) || !defined(ASCENDSCHED_REL_ERR_RECIPROCAL_FLOAT16) || \
+    !defined(ASCENDSCHED_REL_ERR_RECIPROCAL_FLOAT32)
 #error "define the target macros (the generated cpu_main.cpp does) before kernel_operator.h"
 #endif
 

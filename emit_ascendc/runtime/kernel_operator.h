@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -832,8 +833,75 @@ ASCENDSCHED_BINARY(Min, (x < y ? x : y))
 ASCENDSCHED_UNARY(Exp, std::exp(x))
 ASCENDSCHED_UNARY(Ln, std::log(x))
 ASCENDSCHED_UNARY(Sqrt, std::sqrt(x))
-ASCENDSCHED_UNARY(Rsqrt, decltype(x)(1) / std::sqrt(x))
-ASCENDSCHED_UNARY(Reciprocal, decltype(x)(1) / x)
+#undef ASCENDSCHED_UNARY
+
+// Rsqrt and Reciprocal are approximations on the 910B (docs Rsqrt.md:179, Reciprocal.md:202:
+// half misses 双千分之一, float 双万分之一; the modelled bound and why: target/ascend910b.py,
+// APPROX_REL_ERROR). The result is the exact one times 1 + d, d in [-bound, bound] drawn from a
+// hash of the source bits, then rounded to float and to T: bit for bit sim/precision.py's
+// approx_unary, so the simulator and this runtime agree.
+namespace detail {
+inline uint32_t hash32(uint32_t x) {  // lowbias32, sim/precision.py:hash32
+    x ^= x >> 16;
+    x *= 0x7FEB352Du;
+    x ^= x >> 15;
+    x *= 0x846CA68Bu;
+    x ^= x >> 16;
+    return x;
+}
+template <typename T> inline uint32_t source_bits(T x) {
+    uint32_t b = 0;
+    std::memcpy(&b, &x, sizeof(T));  // half: its 16 bits, zero-extended (little endian)
+    return b;
+}
+template <typename T> inline double approx_bound(const char* api);
+template <> inline double approx_bound<half>(const char* api) {
+    return std::strcmp(api, "Rsqrt") == 0 ? ASCENDSCHED_REL_ERR_RSQRT_FLOAT16 : ASCENDSCHED_REL_ERR_RECIPROCAL_FLOAT16;
+}
+template <> inline double approx_bound<float>(const char* api) {
+    return std::strcmp(api, "Rsqrt") == 0 ? ASCENDSCHED_REL_ERR_RSQRT_FLOAT32 : ASCENDSCHED_REL_ERR_RECIPROCAL_FLOAT32;
+}
+template <typename T>
+inline T approx(const char* api, T x, double exact) {
+    const double u = static_cast<double>(hash32(source_bits(x)) >> 8) / static_cast<double>(1u << 24);
+    const double d = (2.0 * u - 1.0) * approx_bound<T>(api);
+    return T(static_cast<float>(exact * (1.0 + d)));
+}
+template <typename T>
+inline void approx_unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask,
+                         uint8_t repeatTime, const UnaryRepeatParams& p, bool rsqrt, const char* file_, int line_) {
+    static_assert(std::is_same<T, half>::value || std::is_same<T, float>::value,
+                  "Rsqrt/Reciprocal take half or float (docs Rsqrt.md, Reciprocal.md)");
+    Operand od = opnd("dst", dst, p.dstBlkStride, p.dstRepStride);
+    Operand os = opnd("src", src, p.srcBlkStride, p.srcRepStride);
+    elementwise<T>(api, "vec_unary", od, {os}, mask, rt::kRepeat / sizeof(T), repeatTime,
+                   [&](uint64_t r, uint64_t k) {
+                       const T x = rt::ub_load<T>(os.lane(r, k));
+                       const double v = static_cast<double>(static_cast<float>(x));
+                       return approx<T>(api, x, rsqrt ? 1.0 / std::sqrt(v) : 1.0 / v);
+                   },
+                   file_, line_);
+}
+}  // namespace detail
+
+template <typename T, bool isSetMask = true>
+inline void Rsqrt(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime,
+                  const UnaryRepeatParams& p, ASCENDSCHED_LOC) {
+    detail::approx_unary("Rsqrt", dst, src, mask, repeatTime, p, true, file_, line_);
+}
+template <typename T, bool isSetMask = true>
+inline void Reciprocal(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime,
+                       const UnaryRepeatParams& p, ASCENDSCHED_LOC) {
+    detail::approx_unary("Reciprocal", dst, src, mask, repeatTime, p, false, file_, line_);
+}
+
+#define ASCENDSCHED_UNARY(NAME, EXPR)                                                                              \
+    template <typename T, bool isSetMask = true>                                                                   \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime, \
+                     const UnaryRepeatParams& p, ASCENDSCHED_LOC) {                                                \
+        detail::unary(#NAME, "vec_unary", dst, src, mask, repeatTime, p.dstBlkStride, p.srcBlkStride,             \
+                      p.dstRepStride, p.srcRepStride, [](auto x) { return EXPR; }, file_, line_);                 \
+    }
 ASCENDSCHED_UNARY(Abs, (x < decltype(x)(0) ? -x : x))
 ASCENDSCHED_UNARY(Relu, (x > decltype(x)(0) ? x : decltype(x)(0)))
 #undef ASCENDSCHED_UNARY
@@ -1058,12 +1126,19 @@ inline void whole_reduce(const char* api, const LocalTensor<T>& dst, const Local
 }  // namespace detail
 
 namespace detail {
-// the sum formed exactly and rounded once to T
+// SUM: a binary tree of adjacent pairs per repeat, every partial sum rounded to T (docs
+// ReduceRepeat.md:270, ReduceDataBlock.md:183-191); lanes past the mask count as 0. Bit for bit
+// sim/precision.py's tree_sum.
 template <typename T>
-inline T exact_sum(const std::vector<T>& v) {
-    double acc = 0;
-    for (const T& x : v) acc += static_cast<double>(static_cast<typename Calc<T>::type>(x));
-    return T(static_cast<float>(acc));
+inline T tree_sum(std::vector<T> v) {
+    using C = typename Calc<T>::type;
+    size_t width = 1;
+    while (width < v.size()) width *= 2;
+    v.resize(width, T(C(0)));
+    for (; width > 1; width /= 2) {
+        for (size_t i = 0; i < width / 2; ++i) v[i] = T(static_cast<C>(v[2 * i]) + static_cast<C>(v[2 * i + 1]));
+    }
+    return v[0];
 }
 
 template <typename T, typename F>
@@ -1080,7 +1155,7 @@ inline void WholeReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                            const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
                            const int32_t srcRepStride, ASCENDSCHED_LOC) {
     detail::whole_reduce("WholeReduceSum", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
-                         [](const std::vector<T>& v) { return detail::exact_sum(v); }, sizeof(T), file_, line_);
+                         [](const std::vector<T>& v) { return detail::tree_sum(v); }, sizeof(T), file_, line_);
 }
 
 template <typename T, bool isSetMask = true>

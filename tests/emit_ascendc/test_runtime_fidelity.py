@@ -18,10 +18,12 @@ import pytest
 
 from ascendsched.algo.library import gemm
 from ascendsched.driver import compile_kernel, random_inputs
+from ascendsched.dtypes import float16, float32
 from ascendsched.emit_ascendc.check import KernelAbort, build_cpu, build_source, run_cpu
 from ascendsched.emit_ascendc.emitter import _cpu_defines
 from ascendsched.errors import ToolchainError
 from ascendsched.schedule.gemm import GemmSchedule
+from ascendsched.sim.precision import approx_unary, tree_sum
 from ascendsched.target import DEFAULT_TARGET
 
 pytestmark = pytest.mark.slow
@@ -79,6 +81,13 @@ static std::map<std::string, std::pair<const char*, std::function<void()>>> case
     m["cast_i32_half"] = {"AIV", [] { with_ub(1024, [](const TBuf<TPosition::VECCALC>& u) {
         Cast(u.GetWithOffset<half>(64, 512), u.Get<int32_t>(), RoundMode::CAST_NONE, 64, 1,
              UnaryRepeatParams(1, 1, 4, 8)); }); }};
+    // ---- item 3: documented precision (sim/precision.py is the twin)
+    m["rsqrt_f32"] = {"AIV", [] { with_ub(2048, [](const TBuf<TPosition::VECCALC>& u) {
+        Rsqrt(u.GetWithOffset<float>(256, 1024), u.Get<float>(), 64, 4, UnaryRepeatParams(1, 1, 8, 8)); }); }};
+    m["reciprocal_f16"] = {"AIV", [] { with_ub(2048, [](const TBuf<TPosition::VECCALC>& u) {
+        Reciprocal(u.GetWithOffset<half>(512, 1024), u.Get<half>(), 128, 4, UnaryRepeatParams(1, 1, 8, 8)); }); }};
+    m["reduce_sum_tree"] = {"AIV", [] { with_ub(1056, [](const TBuf<TPosition::VECCALC>& u) {
+        WholeReduceSum(u.GetWithOffset<half>(16, 1024), u.Get<half>(), 128, 4, 1, 1, 8); }); }};
     // ---- item 1: TPipe owns HardEvent::M_MTE1 ids 0, 1, 2 on the AIC (kernel_tpipe_impl.h:100-113)
     m["tpipe_then_m_mte1"] = {"AIC", [] {
         TPipe pipe;
@@ -181,6 +190,36 @@ def test_gemm_emission_releases_the_tpipe_flags(tmp_path):
     with pytest.raises(KernelAbort, match=r"SetFlag<HardEvent::M_MTE1>\(0\) set again before its "
                                           r"WaitFlag \(the live TPipe's constructor set it"):
         run_cpu(build_cpu(proj), k, inputs)
+
+
+# ----------------------------------------------------------------------------- item 3
+def test_runtime_rsqrt_reciprocal_are_the_modelled_approximations(harness, tmp_path):
+    # Rsqrt.md:179, Reciprocal.md:202: not correctly rounded; the runtime gives bit for bit
+    # what the simulator gives (sim/precision.py approx_unary), not the exact result
+    rng = np.random.default_rng(11)
+    x = rng.uniform(0.25, 4.0, 256).astype(np.float32)
+    p = _run(harness, "rsqrt_f32", tmp_path, x.tobytes())
+    assert p.returncode == 0, p.stderr
+    got = _out(tmp_path, np.float32)[256:512]
+    np.testing.assert_array_equal(got, approx_unary("rsqrt", x, float32, DEFAULT_TARGET))
+    assert not np.array_equal(got, (1 / np.sqrt(x.astype(np.float64))).astype(np.float32))
+    h = rng.uniform(0.25, 4.0, 512).astype(np.float16)
+    p = _run(harness, "reciprocal_f16", tmp_path, h.tobytes())
+    assert p.returncode == 0, p.stderr
+    np.testing.assert_array_equal(_out(tmp_path, np.float16)[512:1024],
+                                  approx_unary("reciprocal", h, float16, DEFAULT_TARGET))
+
+
+def test_runtime_whole_reduce_sum_is_a_binary_tree(harness, tmp_path):
+    # ReduceRepeat.md:270, ReduceDataBlock.md:183-191; row 0: tree 2050, exact-then-round 2052
+    a = np.random.default_rng(12).uniform(-4, 4, (4, 128)).astype(np.float16)
+    a[0] = 0
+    a[0, :4] = [2048, 1, 1, 1]
+    p = _run(harness, "reduce_sum_tree", tmp_path, a.tobytes())
+    assert p.returncode == 0, p.stderr
+    got = _out(tmp_path, np.float16)[512:516]
+    assert got[0] == 2050
+    np.testing.assert_array_equal(got, tree_sum(a).ravel())
 
 
 # ----------------------------------------------------------------------------- item 6

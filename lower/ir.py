@@ -118,6 +118,11 @@ NaN for floats, -1 for ints), so a lowering that relies on unwritten padding get
                   Np = ceil(n/16)*16, Mp = ceil(m/16)*16). Only logical elements enter the sum
                   ("其他无效数据在计算中会被忽略": k not a multiple of C0 is exact, pad data is
                   ignored); C's pad entries (m.. < Mp, n.. < Np) are garbage (sim: poison).
+                  Every A/B element it reads (rows < m, k < k, columns < n) must have been
+                  written by a copy or load since the kernel started: other L1/L0 bytes are
+                  garbage that may be NaN, "Mmad指令应避免NaN输入，否则可能会产生执行报错"
+                  (Mmad.md:329); the simulator and the CPU runtime fail such a read. So m, n
+                  are the valid region (build_gemm ``_mmad_mn``), not the padded tile.
                   It reads whole fractals: A bytes [a, a + Mp*Kp*eb), B [b, b + Kp*Np*eb), and
                   (accumulating) C [c, c + Mp*Np*4). dtypes: fp16 x fp16 -> fp32, bf16 x bf16
                   -> fp32 (products exact, sums in fp32), int8 x int8 -> int32 (wrapping).

@@ -106,6 +106,8 @@ _merge = merge_intervals
 # Cube scopes start as garbage: bytes nobody wrote read as NaN (floats) / -1 (ints), so a lowering
 # that relies on unwritten fractal padding gets wrong numbers (ir.py "Cube (AIC)").
 _POISONED = frozenset([Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C])
+# Mmad's inputs: the simulator tracks which of their bytes a copy or load wrote (sim/cube.py)
+_TRACK_LOADED = frozenset([Scope.L1, Scope.L0A, Scope.L0B])
 
 
 def _fresh(scope: Scope, nbytes: int) -> np.ndarray:
@@ -227,6 +229,7 @@ class _Machine:
         if self.planned:
             self._check_plan()
         self.onchip: dict[tuple, np.ndarray] = {}
+        self.loaded: dict[tuple, np.ndarray] = {}  # L1/L0A/L0B: which bytes were loaded
         self.cross: dict[tuple[int, str, int], int] = {}
 
     # ---- setup
@@ -295,7 +298,12 @@ class _Machine:
             if key not in self.onchip:
                 self.onchip[key] = _fresh(b.scope, _round_up(b.nbytes, self.t.block_bytes))
             mem, base, space = self.onchip[key], 0, f"{b.scope}:{b.name}:{copy}"
-        return Storage(b.name, b.dtype, b.scope, space, mem, base, b.elems)
+        loaded = None
+        if b.scope in _TRACK_LOADED:
+            if key not in self.loaded:
+                self.loaded[key] = np.zeros(mem.size, np.uint8)
+            loaded = self.loaded[key]
+        return Storage(b.name, b.dtype, b.scope, space, mem, base, b.elems, loaded)
 
     def resolve(self, cx: _Ctx, region: Region, role: str) -> _Operand:
         st = self.storage(cx, region, role)

@@ -99,6 +99,8 @@ struct Access {
 struct State {
     std::vector<uint8_t> ub;
     std::vector<uint8_t> l1, l0a, l0b, l0c;  // AIC memories (empty on the AIV)
+    // Mmad's inputs: 1 per byte of L1/L0A/L0B that a copy or load wrote (ascendsched_cube.hpp)
+    std::vector<uint8_t> l1_loaded, l0a_loaded, l0b_loaded;
     int64_t block = 0;
     int64_t block_num = 1;
     int64_t seq = 0;
@@ -174,6 +176,18 @@ inline std::vector<uint8_t>& mem(uint8_t space) {
         case kL0B: return s.l0b;
         case kL0C: return s.l0c;
         default: return s.ub;
+    }
+}
+
+// Which bytes of L1/L0A/L0B were loaded (1) since the block started; empty for other spaces.
+inline std::vector<uint8_t>& loaded(uint8_t space) {
+    State& s = st();
+    static thread_local std::vector<uint8_t> none;
+    switch (space) {
+        case kL1: return s.l1_loaded;
+        case kL0A: return s.l0a_loaded;
+        case kL0B: return s.l0b_loaded;
+        default: none.clear(); return none;
     }
 }
 
@@ -323,6 +337,9 @@ inline void begin_block(int64_t block, int64_t block_num, const char* core = "AI
     s.l0a.assign(aic ? space_usable(kL0A) : 0, 0xFF);
     s.l0b.assign(aic ? space_usable(kL0B) : 0, 0xFF);
     s.l0c.assign(aic ? space_usable(kL0C) : 0, 0xFF);
+    s.l1_loaded.assign(s.l1.size(), 0);
+    s.l0a_loaded.assign(s.l0a.size(), 0);
+    s.l0b_loaded.assign(s.l0b.size(), 0);
 }
 
 inline void check_flags_drained();  // defined in kernel_operator.h (needs HardEvent names)

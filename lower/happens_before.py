@@ -238,7 +238,7 @@ class SyncOracle(ChainRelations):
                 if first_only:
                     return tuple(out)
                 continue
-            between = self._straight_cover(s, t, dropped)
+            between = self._without_isl(s, t, items, dropped)
             if between is not None:
                 self._ok[gkey] = between
                 continue
@@ -287,6 +287,29 @@ class SyncOracle(ChainRelations):
                         channels=(s.instr.attr("channel"), w.instr.attr("channel")),
                         double_set=True)
         return None
+
+    def _without_isl(self, s: InstrInfo, t: InstrInfo, items: list[_Item], dropped: frozenset
+                     ) -> frozenset | None:
+        """The syncs that order every pair of ``items`` by the structure of the program text
+        alone (``_straight_cover`` for the pairs in one iteration of every common loop,
+        ``_carried_cover`` per carrying loop), or None where isl must decide."""
+        if any(it.dep is None for it in items):
+            return None
+        carried = {v for it in items for v, _ in it.dep.carried}  # type: ignore[union-attr]
+        if not carried:
+            return self._straight_cover(s, t, dropped, True)
+        used: set = set()
+        if any(it.dep.loop_independent for it in items):  # type: ignore[union-attr]
+            keys = self._straight_cover(s, t, dropped, True)
+            if keys is None:
+                return None
+            used |= keys
+        for var in carried:
+            key = self._carried_cover(s, t, var, dropped)
+            if key is None:
+                return None
+            used.add(key)
+        return frozenset(used)
 
     def knows(self, instr: Instr) -> bool:
         """Whether ``instr`` (the object) is a statement of this oracle's kernel."""

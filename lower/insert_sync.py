@@ -42,7 +42,7 @@ def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     """``kernel`` with the flags and barriers that order ``deps`` (computed on ``kernel``)."""
     pruned = _pruned(kernel, deps, target)
     return allocate_event_ids(pruned.kernel, target, oracle=pruned.oracle,
-                              dropped=pruned.dropped)
+                              dropped=pruned.dropped, deps=deps)
 
 
 def pruned_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:

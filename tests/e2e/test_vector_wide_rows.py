@@ -59,6 +59,7 @@ def test_wide_rows_equal_numpy_and_are_race_free(case):
     assert report.ok and not report.races, f"{case}:\n{report.summary()}"
 
 
+@pytest.mark.slow  # g++ build and run
 @pytest.mark.parametrize("case", CPP)
 def test_wide_rows_pass_the_emitted_cpp_rungs(case):
     sched, k = _lowered(case)

@@ -26,6 +26,8 @@ from ascendsched.emit_ascendc.emitter import _cpu_defines
 from ascendsched.sim.trace import Trace
 from ascendsched.target import DEFAULT_TARGET
 
+pytestmark = pytest.mark.slow  # g++ builds and runs
+
 HARNESS = r"""
 #include <cstdio>
 #include <cstdlib>

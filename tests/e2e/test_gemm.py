@@ -166,12 +166,14 @@ def test_cores_run_the_schedules_tile_order(sched: GemmSchedule) -> None:
 
 
 def test_kernel_structure() -> None:
-    """Never m == 1 (GEMV), one AIC program, one block per bound core, K steps exact."""
+    """Never m == 1 (GEMV: one valid row runs with m = 2 over a copied row), one AIC program,
+    one block per bound core, K steps exact."""
     s = _s(L.gemm(1, 40, 70)).tile(16, 16, 32).split_k(16).bind(3)
     k = lower(s)
     assert k.block_dim == 3 and [p.core.value for p in k.programs] == ["AIC"]
     mmads = [i for i, _ in iter_instrs(k.programs[0].body) if i.op == "mmad"]
-    assert mmads and all(i.attr("m") == 16 for i in mmads)
+    assert mmads and all(i.attr("m") == 2 for i in mmads)
+    assert {i.attr("n") for i in mmads} == {16, 8}  # the valid columns (40 = 2 * 16 + 8)
     assert sorted({i.attr("k") for i in mmads}) == [6, 16]  # 70 = 2 * 32 + 6: L0 steps of 16
     fix = [i for i, _ in iter_instrs(k.programs[0].body) if i.op == "fixpipe"]
     assert {(i.attr("mSize"), i.attr("nSize")) for i in fix} == {(1, 16), (1, 8)}

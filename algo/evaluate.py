@@ -128,7 +128,8 @@ def _eval(e: Expr, env: dict, values: dict[str, np.ndarray], sizes: Mapping) -> 
         return store(e.dtype, np.where(c, _eval(e.a, env, values, sizes),
                                        _eval(e.b, env, values, sizes)))
     if isinstance(e, Cast):
-        return store(e.dtype, _eval(e.x, env, values, sizes), e.round_mode)
+        # a cast to an integer saturates (the vector unit's Cast, dtypes.store)
+        return store(e.dtype, _eval(e.x, env, values, sizes), e.round_mode, saturate=True)
     if isinstance(e, Reduce):
         inner = dict(env)
         depth = max([np.ndim(v) for v in env.values()], default=0)

@@ -412,7 +412,8 @@ select = where
 
 
 def cast(x: ExprLike, dtype: DType | str, round_mode: str = "rint") -> Expr:
-    """Convert to ``dtype``; float -> int rounds with ``round_mode``."""
+    """Convert to ``dtype``; float -> int rounds with ``round_mode``; an integer result out of
+    the target type's range saturates to its nearest bound (as the NPU's Cast does)."""
     dt = as_dtype(dtype)
     if round_mode not in ROUND_MODES:
         raise AlgorithmError(

@@ -52,7 +52,7 @@ from ascendsched.algo.expr import (
     Unary,
     _is_index,
 )
-from ascendsched.dtypes import DType, store, uint8
+from ascendsched.dtypes import DType, as_dtype, store, uint8
 from ascendsched.errors import ScheduleError, UnsupportedError
 from ascendsched.lower.expand_math import expand_math
 from ascendsched.lower.index_values import index_value
@@ -584,24 +584,22 @@ class _ExprGen:
         return out
 
     def cast(self, e: Cast, dst: Val | None) -> Val:
+        """One ``Cast`` per step of :func:`cast_steps` (a pair the 910B table lacks goes
+        through the target's exact chain of intermediate dtypes)."""
         if _is_index(e.x) and not isinstance(e.x, Const):  # i.astype('float32')
             return index_value(self, e.x, None, e.dtype)
         x = self.value(e.x)
         if x.const is not None:
             return Val("", Affine(), e.dtype, Affine(), x.strides,
-                       const=store(e.dtype, x.const, e.round_mode).item())
-        pair = (x.dtype.name, e.dtype.name)
-        if pair not in self.t.vector_casts:
-            raise UnsupportedError(
-                f"stage '{self.stage}': cast {x.dtype} -> {e.dtype} in {e} is not a vector Cast "
-                f"on {self.t.name}; cast through float16 or float32 (supported pairs: "
-                f"{', '.join(f'{s}->{d}' for s, d in sorted(self.t.vector_casts))})")
-        out = self._dst(dst, x.varying(), e.dtype, str(e))
-        # a float -> same float Cast rounds to an integral value (expand_math's round)
-        rnd = e.round_mode if not e.dtype.is_float or e.dtype == x.dtype else (
-            "none" if e.dtype.bytes > x.dtype.bytes or not x.dtype.is_float else "rint")
-        self.vec("vec_cast", out, (x,), "cast", (("round", rnd),))
-        return out
+                       const=store(e.dtype, x.const, e.round_mode, saturate=True).item())
+        steps = cast_steps(x.dtype, e.dtype, e.round_mode, self.t, f"stage '{self.stage}': {e}")
+        cur = x
+        for n, (to, mode) in enumerate(steps):
+            out = self._dst(dst, x.varying(), to, str(e)) if n == len(steps) - 1 else \
+                self.temp(x.varying(), to, f"{e} via {to}")
+            self.vec("vec_cast", out, (cur,), "cast", (("round", mode),))
+            cur = out
+        return cur
 
     def select(self, e: Select, dst: Val | None) -> Val:
         cond = e.cond
@@ -967,11 +965,11 @@ class _ExprGen:
         * per row: an IR loop over the rows, a WholeReduce per row with a repeat per full
           256-byte chunk (one partial each), then the masked tail chunks of every row (a
           repeat per row). Rows of partials are padded to 32 B for the next level's repeat
-          stride. WholeReduce's dst must sit on 2 elements (2 * sizeof(T)), so after an odd
-          number of full chunks the tail's partial skips a slot, which holds op's identity
-          (the emit_ascendc runtime's WholeReduce rule; asc-devkit docs/zh/api/SIMD-API/
-          基础API/Memory矢量计算/归约计算/ReduceRepeat.md:180 asks 8 B for float with
-          ORDER_VALUE_INDEX). Rows of whole chunks back to back are reduced as one row.
+          stride. A sum's dst may sit on any element (sizeof(T) alignment: asc-devkit docs
+          ReduceRepeat.md:171-172); a max/min dst must sit on 2 elements (the library checks
+          2 * sizeof(T), impl/basic_api/kernel_operator_vec_reduce_intf_impl.h:177), so for
+          max/min after an odd number of full chunks the tail's partial skips a slot, which
+          holds op's identity. Rows of whole chunks back to back are reduced as one row.
         * fold: one chunk of partials per row: the first chunk copied, then every further
           chunk (an IR loop over them) and the masked tail combined into it elementwise, a
           repeat per row; a V barrier per chunk.
@@ -994,8 +992,9 @@ class _ExprGen:
             return accv, full, full
         fits = rows == 1 or src_rs * dt.bytes // t.block_bytes <= t.max_rep_stride
         per_chunk = -(-rows // t.max_repeat)  # calls covering one chunk of every row
-        step = t.max_repeat - t.max_repeat % 2  # chunk pieces keep each dst on 2 elements
-        gap = tail > 0 and full % 2 == 1
+        pair = _reduce_dst_elems(op) == 2  # max/min: each dst on 2 elements
+        step = t.max_repeat - t.max_repeat % 2 if pair else t.max_repeat
+        gap = pair and tail > 0 and full % 2 == 1
         slot = full + gap  # the tail's partial
         width = slot + 1 if tail else full
         npad = -(-width // per) * per
@@ -1057,9 +1056,9 @@ class _ExprGen:
 
     def _reduce_rows(self, op: str, dst: Val, dst_rs: int, src: Val, src_rs: int, cols: int,
                      rows: int, comment: str) -> list[Stmt]:
-        """``dst[r * dst_rs] = op(src[r * src_rs : + cols])`` in max_repeat pieces, each
-        piece's dst on 2 elements (WholeReduce's dst alignment is 2 * sizeof(T))."""
-        odd = dst_rs % 2 == 1
+        """``dst[r * dst_rs] = op(src[r * src_rs : + cols])`` in max_repeat pieces; for max/min
+        each piece's dst on 2 elements (``_reduce_dst_elems``)."""
+        odd = _reduce_dst_elems(op) == 2 and dst_rs % 2 == 1
         step = self.t.max_repeat - (self.t.max_repeat % 2 if odd else 0)
         return self._span(rows, step, lambda r, n: [Instr(
             "vec_reduce", Pipe.V,
@@ -1070,6 +1069,61 @@ class _ExprGen:
 
 
 # --------------------------------------------------------------------------- helpers
+def cast_steps(src: DType, dst: DType, round_mode: str, target: Target, where: str
+               ) -> list[tuple[DType, str]]:
+    """The ``Cast`` calls converting ``src`` to ``dst``: ``[(to dtype, round mode), ...]``.
+
+    A pair of ``target.vector_casts`` is one call; a pair of ``target.cast_chains`` goes
+    through its intermediate dtypes (exact: the chain's value is the direct conversion's).
+    Round modes: the first float -> int step of a float source takes ``round_mode``; other
+    float -> int steps see integers (``rint``); int -> int steps ``none`` (saturating); widening float -> float
+    ``none``, narrowing ``rint``; int -> float ``none`` where the table allows it (CAST_NONE is
+    CAST_RINT when the conversion loses precision, docs Cast.md), else ``rint``.
+    """
+    pair = (src.name, dst.name)
+    if pair in target.vector_casts:
+        path = [src.name, dst.name]
+    elif pair in target.cast_chains:
+        path = [src.name, *target.cast_chains[pair], dst.name]
+    else:
+        direct = ", ".join(f"{a}->{b}" for a, b in sorted(target.vector_casts))
+        chained = ", ".join(f"{a}->{b}" for a, b in sorted(target.cast_chains))
+        raise UnsupportedError(
+            f"{where}: cast {src} -> {dst} is neither a vector Cast on {target.name} nor an "
+            f"exact chain of them; cast to an intermediate type explicitly if its double "
+            f"rounding is acceptable (Cast pairs: {direct}; chained: {chained})")
+    steps: list[tuple[DType, str]] = []
+    rounded = not src.is_float  # integral values: no later step has anything to round
+    for a, b in zip(path, path[1:]):
+        da, db = as_dtype(a), as_dtype(b)
+        modes = target.vector_casts[(a, b)]
+        if da.is_float and not db.is_float:
+            mode = "rint" if rounded else round_mode
+            rounded = True
+        elif not db.is_float:
+            mode = "none"
+        elif da.is_float and da == db:  # rounding to an integral value (expand_math's round)
+            mode = round_mode if round_mode in modes else "rint"
+        elif da.is_float:
+            mode = "none" if db.bytes > da.bytes else "rint"
+        else:
+            mode = "none" if "none" in modes else "rint"
+        if mode not in modes:
+            raise UnsupportedError(
+                f"{where}: Cast {a} -> {b} on {target.name} takes round modes "
+                f"{', '.join(sorted(modes))}, not {mode!r}; use one of them")
+        steps.append((db, mode))
+    return steps
+
+
+def _reduce_dst_elems(op: str) -> int:
+    """Elements a WholeReduce dst must be aligned to: 1 for sum (sizeof(T), asc-devkit docs
+    ReduceRepeat.md:171-172), 2 for max/min (the library checks 2 * sizeof(T) for every order,
+    impl/basic_api/kernel_operator_vec_reduce_intf_impl.h:177; the docs' sizeof(T) for
+    ORDER_ONLY_VALUE, ReduceRepeat.md:178, is the laxer of the two)."""
+    return 1 if op == "sum" else 2
+
+
 def _union(old: tuple[Axis, ...] | None, new: tuple[Axis, ...], ld: Load) -> tuple[Axis, ...]:
     if old is None:
         return new

@@ -110,9 +110,10 @@ def _pow(x: Expr, y: Expr, dt: DType) -> Expr:
 def _to_int8(e: Cast, target: Target) -> Expr:
     x = e.x
     casts = target.vector_casts
-    if (x.dtype.name, "int8") in casts or not {("float32", "float32"), ("float32", "float16"),
-                                               ("float16", "int8")} <= casts:
-        return e
+    if (x.dtype.name, "int8") in casts or (x.dtype.name, "int8") in target.cast_chains or \
+            not {("float32", "float32"), ("float32", "float16"), ("float16", "int8")} <= \
+            set(casts):
+        return e  # a direct Cast, or the target's exact (saturating) chain
     x32 = x if x.dtype is float32 else Cast(x, float32)
     if (x.dtype.name, "float32") not in casts and x.dtype is not float32:
         return e

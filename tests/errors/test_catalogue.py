@@ -249,8 +249,8 @@ SCHEDULES = [
         E.UnsupportedError, "'a'", "integers"),
     Bad("transposed-read", lambda t: _lower1(lambda i, j: X[j, i], (8, 4)), E.UnsupportedError,
         r"x\[j, i\]", "store it transposed"),
-    Bad("cast-int32-int8", lambda t: _lower1(lambda i, j: N[i, j].astype("int8")),
-        E.UnsupportedError, "int32 -> int8", "cast through float16"),
+    Bad("cast-int32-bfloat16", lambda t: _lower1(lambda i, j: N[i, j].astype("bfloat16")),
+        E.UnsupportedError, "int32 -> bfloat16", "cast to an intermediate type"),
     Bad("bf16-arithmetic", lambda t: _lower1(lambda i, j: exp(placeholder(
         "b", (4, 8), "bfloat16")[i, j])), E.UnsupportedError, "'exp'.*bfloat16",
         "float32 first"),

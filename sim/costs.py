@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.ir import CUBE_LOAD_OPS, VECTOR_OPS, Affine, Instr, Kernel, Region, cube_c0
-from ascendsched.target.costs import GIB, CostModel
+from ascendsched.target.costs import GIB, CostModel, interp_cores
 from ascendsched.target.model import Pipe, Scope, Target
 
 PIPES = (Pipe.S, Pipe.V, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.M, Pipe.FIX)
@@ -60,10 +60,10 @@ def core_rates(costs: CostModel, target: Target, active: int, hit: dict[str, flo
     """Per-core rates with ``active`` cores streaming; ``*_slow`` >= 1 stretch the HBM- and
     L2-served parts when the chip-wide caps bind (sim/timing.py's fixed point)."""
     to_bpc = GIB / target.clock_hz * costs.core_rate_scale
-    read = _interp(costs.gm_ub_core, active)
-    shape = read / costs.gm_ub_core[0][1]
-    write = _interp(costs.ub_gm_core, active)
-    wshape = write / costs.ub_gm_core[0][1]
+    read = interp_cores(costs.gm_ub_core, active)
+    shape = costs.read_share(active)
+    write = interp_cores(costs.ub_gm_core, active)
+    wshape = costs.write_share(active)
     return Rates(
         gm_ub_hbm=read * to_bpc / hbm_slow,
         gm_ub_l2=costs.gm_ub_l2_1core * shape * to_bpc / l2_slow,
@@ -73,15 +73,6 @@ def core_rates(costs: CostModel, target: Target, active: int, hit: dict[str, flo
         l0c_gm=costs.l0c_gm_rate * wshape * costs.core_rate_scale / l2_slow,
         hit=tuple(sorted(hit.items())),
     )
-
-
-def _interp(table: tuple[tuple[int, float], ...], n: int) -> float:
-    if n <= table[0][0]:
-        return table[0][1]
-    for (n0, v0), (n1, v1) in zip(table, table[1:]):
-        if n <= n1:
-            return v0 + (v1 - v0) * (n - n0) / (n1 - n0)
-    return table[-1][1] * table[-1][0] / n  # beyond the table: the last aggregate, shared
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.expr import Reduce
 from ascendsched.algo.gemm_spec import looks_like_gemm
-from ascendsched.schedule.gemm import GemmSchedule, default_gemm_schedules
+from ascendsched.schedule.gemm import GemmSchedule
+from ascendsched.schedule.gemm_default import default_gemm_schedules
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
 

@@ -18,6 +18,7 @@ No syncs and no addresses yet: later passes add them.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -59,6 +60,7 @@ from ascendsched.lower.ir import (
 from ascendsched.schedule.schedule import ComputeAt, ComputeInline, Schedule
 from ascendsched.target import CoreType, Pipe, Scope, Target
 
+UNROLL_ROWS = 8  # row-wise vector ops over at most this many rows are unrolled, not looped
 
 def build_loop_nest(sched: Schedule, target: Target | None = None) -> Kernel:
     """Lower ``sched`` (vector algorithms) to an unsynchronised, unplanned AIV kernel."""
@@ -171,6 +173,7 @@ class _Builder:
         self.out_axes = [a.name for a in self.out.op.axes]  # type: ignore[union-attr]
         self.sizes = dict(zip(self.out_axes, self.out.shape))
         self.buffers: dict[str, Buffer] = {}
+        self.hoisted: frozenset[str] = frozenset()
         self.block_dim = self.nest.bound[1] if self.nest.bound else 1
         self._check_row_alignment()
 
@@ -181,7 +184,16 @@ class _Builder:
         for _, axes in self.nest.loops:
             for a in axes:
                 ver[a] = "full"
-        body = self._gen_loops(0, idx, ver, Affine())
+        self.hoisted = self._invariant_inputs()
+        self.hoisted_layouts: dict[str, Layout] = {}
+        prologue: list[Stmt] = []
+        for t in self.algo.inputs:
+            if t.name in self.hoisted:
+                box = tuple(Axis(f"{t.name}.{k}", Affine(), int(n)) for k, n in enumerate(t.shape))
+                lay = self._layout(f"{t.name}_ub", t, box, Affine())
+                self.hoisted_layouts[t.name] = lay
+                prologue.extend(self._dma(t, lay, to_ub=True))
+        body = prologue + self._gen_loops(0, idx, ver, Affine())
         params = tuple(GmTensor(t.name, tuple(t.shape), t.dtype) for t in self.algo.inputs)  # type: ignore[arg-type]
         params += (GmTensor(self.out.name, tuple(self.out.shape), self.out.dtype, "output"),)  # type: ignore[arg-type]
         return Kernel(
@@ -189,6 +201,20 @@ class _Builder:
             block_dim=self.block_dim, programs=(Program(CoreType.AIV, tuple(body)),),
             target=self.t, notes=tuple(str(self.s).splitlines()),
         )
+
+    def _invariant_inputs(self) -> frozenset[str]:
+        """Inputs every tile reads whole (``gamma[j]`` when only rows are tiled): loaded once
+        per core before the tile loops into one copy, not once per tile."""
+        if not self.nest.loops:
+            return frozenset()
+        box = tuple(Axis(a, Affine.of(f"{a}__tile") * self.nest.factors[a], self.nest.factors[a])
+                    if self.nest.factors[a] < self.sizes[a] else Axis(a, Affine(), self.sizes[a])
+                    for a in self.out_axes)
+        boxes = self._bounds(box)
+        return frozenset(
+            t.name for t in self.algo.inputs if t.name in boxes
+            and all(ax.start.is_const and ax.start.const == 0 and ax.extent == int(n)
+                    for ax, n in zip(boxes[t.name], t.shape)))
 
     def _gen_loops(self, level: int, idx: dict[str, Affine], ver: dict[str, str],
                    copy: Affine) -> list[Stmt]:
@@ -261,7 +287,9 @@ class _Builder:
         v = _Version()
         layouts: dict[str, Layout] = {}
         for t in self.algo.inputs:
-            if t.name in boxes:
+            if t.name in self.hoisted:
+                layouts[t.name] = self.hoisted_layouts[t.name]
+            elif t.name in boxes:
                 lay = self._layout(f"{t.name}_ub", t, boxes[t.name], copy)
                 layouts[t.name] = lay
                 v.instrs.extend(self._dma(t, lay, to_ub=True))
@@ -275,7 +303,7 @@ class _Builder:
     def _layout(self, buf: str, t: Tensor, box: tuple[Axis, ...], copy: Affine) -> Layout:
         per_block = self.t.elems_per_block(t.dtype.bytes)
         pitch = -(-box[-1].extent // per_block) * per_block
-        copies = self.s.copies(t.name)
+        copies = 1 if t.name in self.hoisted else self.s.copies(t.name)
         lay = Layout(buf, copy if copies == 2 else Affine(), t.dtype, box, pitch)
         self._alloc(buf, t.dtype, lay.elems, copies, tuple(a.extent for a in box),
                     f"tile of {t.name}" + (" (double buffered)" if copies == 2 else ""))
@@ -685,6 +713,8 @@ class _ExprGen:
                         f"whose rows are multiples of 32 B")
             big = any(r * x.dtype.bytes // self.t.block_bytes > self.t.max_rep_stride
                       for r, x in zip(rs, vals))
+            if self._along_rows(op, vals, rows, rs, cols, cs, epr, big, attrs, comment):
+                return
             offs = []
             if big:  # rows too far apart for a repeat stride: one IR loop over rows
                 body: list[Stmt] = []
@@ -706,6 +736,48 @@ class _ExprGen:
             regs = [self._region(x, Affine(o), nr, st, w, c)
                     for x, o, st, c in zip(vals, off, strides, cs)]
             self.v.instrs.extend(self._instr(op, regs, attrs, comment))
+
+    def _along_rows(self, op: str, vals: tuple[Val, ...], rows: int, rs: list[int], cols: int,
+                    cs: list[int], epr: int, big: bool, attrs: tuple, comment: str) -> bool:
+        """Emit the op as one instruction per row whose repeats walk the row's 256-byte chunks
+        (repeat stride one chunk, 0 for a Brcb'd block operand), when that takes fewer
+        instructions than one per chunk repeating over rows (long rows, few rows: a softmax
+        row of 4096 float32 is 1 instruction instead of 64). Fewer instructions keep the
+        pipe queues from filling, so the scalar unit reaches the next tile's load sooner."""
+        full, tail = divmod(cols, epr)
+        if full < 2 or any(c not in (0, 1) for c in cs):
+            return False
+        mr = self.t.max_repeat
+        per_row = -(-full // mr) + (1 if tail else 0)
+        chunks = -(-cols // epr)
+        if rows * per_row >= chunks * (rows if big else -(-rows // mr)):
+            return False
+        def body(row: Affine) -> list[Stmt]:
+            out: list[Stmt] = []
+            for c0 in range(0, full * epr, mr * epr):
+                n = min(mr, full - c0 // epr)
+                regs = [self._region(x, row * r + c0 * c, n, epr * c, epr, c)
+                        for x, r, c in zip(vals, rs, cs)]
+                out.extend(self._instr(op, regs, attrs, comment))
+            if tail:
+                regs = [self._region(x, row * r + full * epr * c, 1, 0, tail, c)
+                        for x, r, c in zip(vals, rs, cs)]
+                out.extend(self._instr(op, regs, attrs, comment))
+            return out
+
+        self._per_row(rows, body)
+        return True
+
+    def _per_row(self, rows: int, body: Callable[[Affine], list[Stmt]]) -> None:
+        """``body(row offset)`` for every row: unrolled for a few rows (one V barrier per
+        level of dependent ops instead of one per row), else an IR loop over the rows."""
+        if rows <= UNROLL_ROWS:
+            for r in range(rows):
+                self.v.instrs.extend(body(Affine(r)))
+            return
+        rvar = f"{self.stage}_r{self.v.temps}_{len(self.v.instrs)}"
+        self.v.instrs.append(For(rvar, rows, tuple(body(Affine.of(rvar))),
+                                 comment=f"rows of {self.stage}"))
 
     def _instr(self, op: str, regs: list[Region], attrs: tuple, comment: str) -> list[Instr]:
         for r in regs:
@@ -813,6 +885,8 @@ class _ExprGen:
         epr = self.t.repeat_bytes // body.dtype.bytes
         per = self.t.elems_per_block(body.dtype.bytes)
         src, src_rs = body, rs
+        if cols % epr == 0 and (rows == 1 or rs >= cols):
+            src, src_rs, cols = self._halve(op, body, rs, rows, cols // epr, epr)
         while cols > epr:
             n = -(-cols // epr)
             npad = -(-n // per) * per  # partial rows start on 32 B (the next level's repeat stride)
@@ -843,6 +917,61 @@ class _ExprGen:
             src, src_rs, cols = accv, epr, epr
         self._reduce_rows(op, out, 1, src, src_rs, cols, rows,
                           f"{self.stage}: {op} over {self.dom[k].name}")
+
+    def _halve(self, op: str, src: Val, src_rs: int, rows: int, n: int, epr: int
+               ) -> tuple[Val, int, int]:
+        """Fold each row's ``n`` 256-byte chunks pairwise with the elementwise op while ``n``
+        is even (chunks 2i and 2i+1 into chunk i of a new partial row, so the two sources
+        are 256 B apart and hit different UB bank groups), leaving one chunk per row for
+        WholeReduce: an elementwise repeat costs 1 cycle where WholeReduceMax costs 7 and
+        WholeReduceSum 3 (target/costs.py; the binary-tree scheme of the ASC reduction
+        guide). Returns the partials, their row stride and their columns."""
+        fn = {"sum": "add", "max": "max", "min": "min"}[op]
+        while n > 1 and n % 2 == 0:
+            n //= 2
+            self.v.temps += 1
+            name = f"{self.stage}_half{self.v.temps}"
+            self.b._alloc(name, src.dtype, rows * n * epr, 1, (rows, n * epr),
+                          f"{op} of column pairs of the rows of {self.stage}")
+            dst = Val(name, Affine(), src.dtype, Affine(), ())
+            self._pair_op(fn, dst, n * epr, src, src_rs, rows, n, epr)
+            src, src_rs = dst, n * epr
+        return src, src_rs, n * epr
+
+    def _pair_op(self, fn: str, dst: Val, dst_rs: int, src: Val, src_rs: int, rows: int,
+                 n: int, epr: int) -> None:
+        """``dst[r, chunk i] = fn(src[r, chunk 2i], src[r, chunk 2i + 1])`` for ``r < rows``,
+        ``i < n``: one instruction per row repeating over its chunks, or one per chunk
+        repeating over rows, whichever is fewer (rows too far apart for a repeat stride: per
+        row)."""
+        eb = src.dtype.bytes
+        mr = self.t.max_repeat
+        big = src_rs * eb // self.t.block_bytes > self.t.max_rep_stride
+        per_row = rows * -(-n // mr)
+        if big or per_row <= n * -(-rows // mr):
+            def body(row: Affine) -> list[Stmt]:
+                out: list[Stmt] = []
+                for i0 in range(0, n, mr):
+                    k = min(mr, n - i0)
+                    d = Region(dst.buf, row * dst_rs + i0 * epr, (Dim(k, epr), Dim(epr, 1)))
+                    a = Region(src.buf, src.offset + row * src_rs + 2 * i0 * epr,
+                               (Dim(k, 2 * epr), Dim(epr, 1)), src.copy)
+                    out.append(Instr("vec_binary", Pipe.V, (d,),
+                                     (a, replace(a, offset=a.offset + epr)), (("fn", fn),),
+                                     f"{self.stage}: {fn} of column pairs"))
+                return out
+
+            self._per_row(rows, body)
+            return
+        for i in range(n):
+            for r0 in range(0, rows, mr):
+                k = min(mr, rows - r0)
+                d = Region(dst.buf, Affine(r0 * dst_rs + i * epr), (Dim(k, dst_rs), Dim(epr, 1)))
+                a = Region(src.buf, src.offset + r0 * src_rs + 2 * i * epr,
+                           (Dim(k, src_rs), Dim(epr, 1)), src.copy)
+                b = replace(a, offset=a.offset + epr)
+                self.v.instrs.append(Instr("vec_binary", Pipe.V, (d,), (a, b), (("fn", fn),),
+                                           f"{self.stage}: {fn} of column pairs"))
 
     def _reduce_rows(self, op: str, dst: Val, dst_rs: int, src: Val, src_rs: int, cols: int,
                      rows: int, comment: str) -> None:

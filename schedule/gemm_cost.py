@@ -15,7 +15,9 @@ shape, without lowering:
 
 Single-buffered levels serialise the pipes they sit between (L1: MTE2 with MTE1, L0: MTE1 with
 M, L0C: M with the tile's Fixpipe); double-buffered ones let them overlap, so a tile costs its
-slowest pipe or chain. The core runs ``ceil(tiles / cores)`` tiles plus one pipeline fill; the
+slowest pipe or chain. A double-buffered L1 step's copies are issued only when the MTE1 and M
+queues have room for the rest of the previous step (``queue_depth``): with more queue entries
+per L1 step than that, the copies get a fraction of a step to hide in ("MTE2 issue"). The core runs ``ceil(tiles / cores)`` tiles plus one pipeline fill; the
 chip-wide HBM and L2 bandwidth bound the total from below. It is an estimate for ranking:
 ``benchmarks/model_report.py --gemm-ranking`` compares its order with the timing model's.
 """
@@ -90,6 +92,16 @@ def estimate_gemm(s: GemmSchedule) -> GemmEstimate:
     }
     if t.l1_copies == 1:
         per["MTE2+MTE1"] = l1_steps * mte2_step + l0_steps * mte1
+    else:
+        # the next L1 step's copies follow this step's L0 work in program order: the scalar
+        # issues them only once the MTE1 and M queues (queue_depth deep) have room for the
+        # rest of this step, so they start that much later than double buffering allows
+        per_l1 = max(1, t.tk // t.k0)
+        ordered = tgt.mmads_in_order(t.tm, t.tn)
+        entries = per_l1 * max(calls_a + calls_b + 2, 3 if ordered else 4)
+        lead = min(1.0, c.queue_depth / entries)
+        if lead < 1.0:
+            per["MTE2 issue"] = l1_steps * mte2_step / lead
     if t.l0_copies == 1:
         per["MTE1+M"] = l0_steps * mte1 + mmad
     if t.l0c_copies == 1:

@@ -1,7 +1,7 @@
 """Evaluate the timing model on the calibration entries (kernels lowered once, then cached).
 
 ``prepare()`` lowers every entry (pickled under ``$ASCENDSCHED_CACHE`` or
-``benchmarks/calibration/.cache``, keyed by the entry and the source of its build) and
+``benchmarks/calibration/.cache``, keyed by the entry and a hash of the lowering's source) and
 computes its GM traffic, which depends on no fitted parameter; ``predict(entry, costs)`` is
 then cheap enough to run inside the least-squares fit.
 """
@@ -33,11 +33,32 @@ class Prepared:
     traffic: GmTraffic
 
 
+def _source_hash() -> str:
+    """Hash of the code a cached kernel and its traffic depend on (algo/, schedule/, lower/,
+    the target record, sim/gm_traffic.py): a change there invalidates the cache."""
+    import ascendsched.algo as algo_pkg
+    import ascendsched.lower as lower_pkg
+    import ascendsched.schedule as schedule_pkg
+    import ascendsched.sim.gm_traffic as traffic_mod
+    import ascendsched.target.ascend910b as target_mod
+    import ascendsched.target.model as model_mod
+
+    files: list[Path] = []
+    for pkg in (algo_pkg, lower_pkg, schedule_pkg):
+        files += sorted(Path(pkg.__file__).parent.glob("*.py"))
+    files += [Path(m.__file__) for m in (traffic_mod, target_mod, model_mod)]
+    h = hashlib.sha1()
+    for f in files:
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def prepare(entries: list[Entry], costs: CostModel) -> list[Prepared]:
     CACHE.mkdir(parents=True, exist_ok=True)
+    src = _source_hash()
     out = []
     for e in entries:
-        tag = hashlib.sha1((e.key + e.differs + str(e.l2_bypass)).encode()).hexdigest()[:12]
+        tag = hashlib.sha1((src + e.key + e.differs + str(e.l2_bypass)).encode()).hexdigest()[:12]
         path = CACHE / f"{tag}.pkl"
         if path.exists():
             kernel, traffic = pickle.loads(path.read_bytes())

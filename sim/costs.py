@@ -14,9 +14,10 @@ Rules (parameters from ``target/costs.py``, each with its source):
 - LoadData: ``head_l1_l0 + bytes / rate`` (L0A and L0B rates differ).
 - Mmad: ``ceil(m/16) * ceil(k/K0) * ceil(n/16) * cycles(dtype)``, plus ``mmad_head`` when the
   M pipe's stream was interrupted (decided by the engine).
-- Vector: ``slope(fn, dtype) * repeats`` (a bank-group conflict between the sources raises the
-  slope to ``1 + (beats - 1) * bank_beat``), plus ``vec_head`` when the V stream was
-  interrupted and ``vec_tail`` before a flag or barrier sees the work done.
+- Vector: ``slope(fn, dtype) * repeats`` (a bank-group conflict between the sources raises a
+  repeat's slope to ``1 + (beats - 1) * bank_beat``, averaged over the repeats' pattern), plus
+  ``vec_head`` when the V stream was interrupted and ``vec_tail`` before a flag or barrier
+  sees the work done.
 - Syncs cost their ``CostModel`` latencies; the engine gives them their semantics.
 
 Values are never computed: a timing run reads only shapes, dtypes and planned addresses.
@@ -195,29 +196,40 @@ class CostTable:
         else:
             repeats = dst.dims[0].extent if len(dst.dims) > 1 else 1
         slope = c.slope(fn, dt.name)
-        beats = self._bank_beats(ins, env)
-        if beats > 1:
-            slope = max(slope, 1.0 + (beats - 1) * c.bank_beat)
+        beats = self._bank_beats(ins, env, repeats)
+        if beats:
+            slope = sum(max(slope, 1.0 + (b - 1) * c.bank_beat) for b in beats) / len(beats)
         return Cost(pipe, KIND_VEC, slope * repeats, head=c.vec_head, tail=c.vec_tail,
                     name=f"{ins.op} {fn} {dst.tensor}", repeats=repeats)
 
-    def _bank_beats(self, ins: Instr, env: dict[str, int]) -> int:
-        """Most 32 B blocks any UB bank group must deliver for one repeat of the sources."""
+    def _bank_beats(self, ins: Instr, env: dict[str, int], repeats: int) -> list[int]:
+        """Per repeat (the first ``ub_bank_groups`` of them: the pattern's period), the most
+        32 B blocks any UB bank group must deliver to the sources; [] when there are fewer
+        than two UB sources. Sources walking at different repeat strides (a dense tile
+        against a Brcb'd block, repeat stride 0) meet in a group on some repeats only."""
         srcs = [x for x in ins.reads if self.k.scope_of(x.tensor) == Scope.UB]
         if len(srcs) < 2:
-            return 1
-        groups: dict[int, set[int]] = {}
+            return []
         blk = self.k.target.block_bytes
+        spans = []
         for reg in srcs:
             addr = self._ub_address(ins, reg, env)
             if addr is None:
-                return 1
+                return []
             eb = self.k.dtype_of(reg.tensor).bytes
             d = reg.dims[-1]
             span = eb if d.stride == 0 else (d.extent - 1) * d.stride * eb + eb
-            for b in range(addr // blk, (addr + span - 1) // blk + 1):
-                groups.setdefault(b % self.c.ub_bank_groups, set()).add(b)
-        return max(len(v) for v in groups.values())
+            step = reg.dims[0].stride * eb if len(reg.dims) > 1 else 0
+            spans.append((addr, span, step))
+        out = []
+        for r in range(min(max(repeats, 1), self.c.ub_bank_groups)):
+            groups: dict[int, set[int]] = {}
+            for addr, span, step in spans:
+                a = addr + r * step
+                for b in range(a // blk, (a + span - 1) // blk + 1):
+                    groups.setdefault(b % self.c.ub_bank_groups, set()).add(b)
+            out.append(max(len(v) for v in groups.values()))
+        return out
 
     def _ub_address(self, ins: Instr, reg: Region, env: dict[str, int]) -> int | None:
         buf = self.k.buffer_map.get(reg.tensor)

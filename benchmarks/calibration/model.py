@@ -76,13 +76,7 @@ def report(p: Prepared, costs: CostModel) -> TimingReport:
 
 def predict(p: Prepared, costs: CostModel) -> float:
     """The model's value in the entry's metric (us, or cycles of the vector instruction)."""
-    r = report(p, costs)
-    if p.entry.metric == "task":
-        return r.time_s * 1e6
-    if p.entry.metric == "aicore":
-        return r.mean_core_time_s * 1e6
-    v = PIPE_INDEX[Pipe.V]
-    return r.critical_core().busy[v] + costs.vec_tail
+    return value(p, report(p, costs), costs)
 
 
 def mte2_us(r: TimingReport) -> float:
@@ -91,8 +85,17 @@ def mte2_us(r: TimingReport) -> float:
     return sum(c.busy[i] for c in r.cores) / len(r.cores) / r.clock_hz * 1e6
 
 
+def serial_us(r: TimingReport, pipes: tuple[str, ...]) -> float:
+    """The busiest core's summed busy time of ``pipes`` (run one after the other), us."""
+    idx = [PIPE_INDEX[Pipe(x)] for x in pipes]
+    return max(sum(c.busy[i] for i in idx) for c in r.cores) / r.clock_hz * 1e6
+
+
 def value(p: Prepared, r: TimingReport, costs: CostModel) -> float:
     """The model's value in the entry's metric (us, or cycles of the vector instruction)."""
+    if p.entry.serial:
+        t = serial_us(r, p.entry.serial)
+        return t + (r.launch_s * 1e6 if p.entry.metric == "task" else 0.0)
     if p.entry.metric == "task":
         return r.time_s * 1e6
     if p.entry.metric == "aicore":

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ascendsched.lower.ir import Affine, Instr, Kernel, in_pipe_order
+from ascendsched.lower.ir import Affine, Instr, Kernel
 from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, kernel_instrs
 from ascendsched.lower.sync_chains import ChainRelations, Flag, point_text, union_of
 from ascendsched.target.model import CoreType, Target
@@ -139,8 +139,8 @@ class SyncOracle(ChainRelations):
             if id(s) not in placed or id(t) not in placed:
                 continue  # not an instruction of this kernel
             src, dst = placed[id(s)], placed[id(t)]
-            if src.pipe == dst.pipe and in_pipe_order(target, s, t):
-                continue  # an in-order pipe (or ordered Mmads): program order suffices
+            if src.pipe == dst.pipe and not target.needs_same_pipe_barrier.get(src.pipe, True):
+                continue  # an in-order pipe: program order suffices
             rel = d.relation.set_tuple_name(isl.dim_type.in_, src.name).set_tuple_name(
                 isl.dim_type.out, dst.name)
             self.items.append(_Item(("dep", n), src.core, src, dst, rel, d))

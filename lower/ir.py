@@ -120,9 +120,9 @@ NaN for floats, -1 for ints), so a lowering that relies on unwritten padding get
                   m, n, k in 1..4095; m == 1 switches the hardware to GEMV (A read as ND) and is
                   an error here: pad m to 16. unitFlag = 0, cmatrixSource = False,
                   kDirectionAlign = False (float32 inputs only; not modelled). Starts: C 1 KB,
-                  A and B 512 B aligned. Accumulating Mmads need PipeBarrier<PIPE_M>
-                  between them unless both have (m/16)*(n/16) >= 10 (Mmad.md;
-                  ``Target.mmads_in_order``, ``in_pipe_order``).
+                  A and B 512 B aligned. Same-pipe order of accumulating Mmads follows
+                  ``target.needs_same_pipe_barrier[M]`` (Mmad.md: PipeBarrier<PIPE_M> needed
+                  when (m/16)*(n/16) < 10).
   ``fixpipe``     FIX  writes (gm,) reads (l0c,). ``Fixpipe<T, U, CFG_ROW_MAJOR>(gm, l0c,
                   FixpipeParamsV220{nSize, mSize, srcStride, dstStride, quantPre, reluEn,
                   unitFlag, ndNum, srcNdStride, dstNdStride})`` with NZ2ND
@@ -585,19 +585,6 @@ _CUBE_BOOL_PARAMS = frozenset(["ifTranspose", "kDirectionAlign", "cmatrixSource"
 CUBE_FRACTAL_BYTES = ASCEND_910B.cube_fractal_bytes  # one L0A/L0B fractal
 CUBE_ROWS = ASCEND_910B.cube_rows  # rows of a fractal; L0C fractals are CUBE_ROWS square
 CUBE_BLOCK_BYTES = ASCEND_910B.block_bytes  # C0_SIZE: a fractal row (Nd2Nz dstNzC0Stride unit)
-
-
-def in_pipe_order(target: Target, a: Instr, b: Instr) -> bool:
-    """Whether program order alone runs ``a`` before ``b`` on their (common) pipe: the pipe is
-    in order (``needs_same_pipe_barrier`` False), or both are Mmads whose m x n the hardware
-    orders by itself (``Target.mmads_in_order``; Mmad.md: no PipeBarrier<PIPE_M> needed)."""
-    if not target.needs_same_pipe_barrier.get(a.pipe, True):
-        return True
-    if a.op != "mmad" or b.op != "mmad":
-        return False
-    sizes = [(x.attr("m"), x.attr("n")) for x in (a, b)]
-    return all(isinstance(m, int) and isinstance(n, int) and target.mmads_in_order(m, n)
-               for m, n in sizes)
 
 
 def cube_c0(dtype: DType) -> int:

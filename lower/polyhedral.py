@@ -52,7 +52,6 @@ from ascendsched.lower.ir import (
     Stmt,
     cube_footprints,
     cube_params,
-    in_pipe_order,
 )
 from ascendsched.target.model import CoreType, Pipe
 
@@ -219,7 +218,7 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                 if sa.kind == "R" and da.kind == "R":
                     continue
                 s, d = instrs[sa.instr], instrs[da.instr]
-                if s.pipe == d.pipe and in_pipe_order(target, s.instr, d.instr):
+                if s.pipe == d.pipe and not target.needs_same_pipe_barrier.get(s.pipe, True):
                     continue
                 (slo, shi), (dlo, dhi) = sa.hull, da.hull
                 if shi < dlo or dhi < slo:

@@ -27,13 +27,9 @@ Execution model (DESIGN.md "execution model", 910B). Per stream (= block + core)
   both AIVs" reduces to one set.
 * Different blocks are never ordered.
 * The Cube core's stream (AIC: MTE2 GM->L1, MTE1 L1->L0A/L0B, M Mmad, FIX Fixpipe) follows the
-  same rules as the vector core's; which pipes complete in order comes from
-  ``target.needs_same_pipe_barrier`` (on 910B every AIC pipe needs ``PipeBarrier``), except
-  that an Mmad starts after the previous Mmad of its stream completed when both have at
-  least ``target.mmad_ordered_fractals`` L0C fractals (Mmad.md: the hardware orders those
-  accumulations; ``Target.mmads_in_order``). The trace holds padded sizes: an Mmad's fractals
-  are its L0C bytes / 1 KB, ceil(m/16) * ceil(n/16), the documented (m/16) * (n/16) when m
-  and n are multiples of 16 (the lowering drops the barrier only then).
+  same rules as the vector core's; which pipes complete in order comes only from
+  ``target.needs_same_pipe_barrier`` (on 910B every AIC pipe needs ``PipeBarrier``, so two
+  Mmads accumulating into one L0C tile race unless a barrier or a flag chain orders them).
 
 Happens-before. Knowledge is a vector clock with two counters per (core, pipe) of a block:
 ``started[p] = n`` (every p instruction with seq < n has started) and ``completed[p] = n``.
@@ -226,7 +222,6 @@ class _Stream:
     queues: dict[str, deque[int]] = field(default_factory=dict)
     issue: dict[str, Clock] = field(default_factory=dict)
     scalar: Clock = field(default_factory=list)
-    mmad_done: Clock | None = None  # completion of the last Mmad, when the next may rely on it
 
 
 class _Checker:
@@ -391,21 +386,11 @@ class _Checker:
             moved = True
         return moved
 
-    def _big_mmad(self, e: TraceEvent) -> bool:
-        """An Mmad the hardware orders after the previous one (see the module docstring)."""
-        n = self.t.mmad_ordered_fractals
-        r = self.t.cube_rows
-        return (e.op == "mmad" and n is not None
-                and sum(hi - lo for _, lo, hi in e.writes) // (r * r * 4) >= n)
-
     def _process(self, st: _Stream, i: int) -> None:
         e, kind = self.ev[i], self.kinds[i]
         p = e.pipe
         s = self._c(e)
         k = _bump(_join(st.issue[p], self.pre[i]), ((s, e.seq),))
-        big = self._big_mmad(e)
-        if big and st.mmad_done is not None:
-            k = _join(k, st.mmad_done)
         if kind == "wait":
             k = _join(k, self.fired[self.match[i]])
         self.kstart[i] = k
@@ -419,8 +404,6 @@ class _Checker:
             st.issue[p] = _bump(k, done)
         else:
             st.issue[p] = _bump(k, started)
-        if e.op == "mmad":
-            st.mmad_done = _bump(k, done) if big else None
         self.order.append(i)
 
     # ---- reports

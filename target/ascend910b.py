@@ -110,8 +110,8 @@ ASCEND_910B = Target(
     hard_events={CoreType.AIV: _AIV_EVENTS, CoreType.AIC: _AIC_EVENTS},
     # DESIGN.md "execution model": dependent V instructions and overlapping MTE2/MTE3 copies
     # need PipeBarrier<pipe>; where the sources are silent we are conservative (True).
-    # Consecutive Mmads into the same L0C are ordered by hardware for tiles of at least 10
-    # output fractals (mmad_ordered_fractals below); smaller ones get PIPE_M barriers.
+    # Consecutive Mmads into the same L0C are ordered by hardware (CATLASS adds PIPE_M barriers
+    # only for tiles under 10 fractals, which lowering handles explicitly).
     needs_same_pipe_barrier={
         _P.V: True, _P.MTE2: True, _P.MTE3: True, _P.MTE1: True, _P.M: True, _P.FIX: True,
         _P.S: False,
@@ -131,10 +131,6 @@ ASCEND_910B = Target(
     cube_fractal_bytes=512,
     cube_param_ranges=_CUBE_PARAM_RANGES,
     costs=DEFAULT_COSTS_910B,
-    # asc-devkit docs/zh/api/SIMD-API/基础API/矩阵计算（ISASI）/Mmad计算/Mmad.md, "同步优化说明":
-    # accumulating Mmads need PipeBarrier(PIPE_M) only when (m / 16) * (n / 16) < 10; above
-    # that the hardware scheduler handles the L0C write-read dependence (SPEC).
-    mmad_ordered_fractals=10,
     sources={
         "primary": "mirror-cann/asc-devkit include/, impl/, docs/zh/",
         "summary": "shared/ASCEND_910B.md",

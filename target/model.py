@@ -95,17 +95,6 @@ class Target:
     cube_param_ranges: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     # timing-model parameters (sim/timing.py), each with its source in target/costs.py
     costs: CostModel | None = None
-    # Two Mmads accumulating into one L0C need PipeBarrier<PIPE_M> between them unless both
-    # have at least this many output fractals ((m/16) * (n/16)); None: always.
-    mmad_ordered_fractals: int | None = None
-
-    def mmads_in_order(self, m: int, n: int) -> bool:
-        """Whether the hardware orders consecutive accumulating Mmads of an m x n tile by
-        itself (no PipeBarrier<PIPE_M>): m and n whole fractals and (m/16) * (n/16) at least
-        ``mmad_ordered_fractals``."""
-        r = self.cube_rows
-        return (self.mmad_ordered_fractals is not None and m % r == 0 and n % r == 0
-                and (m // r) * (n // r) >= self.mmad_ordered_fractals)
 
     def scope(self, scope: Scope) -> ScopeSpec:
         for s in self.scopes:

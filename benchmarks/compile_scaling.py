@@ -22,6 +22,7 @@ from pathlib import Path
 
 GEMM_SIZES = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096),
               (8192, 8192, 8192), (4096, 11008, 4096)]
+BATCHED_SIZES = [(8, 512, 512, 128), (32, 1024, 1024, 128), (64, 2048, 2048, 128)]  # attention
 VECTOR_KERNELS = ("vadd", "mul_add_relu", "bias_add", "softmax", "rmsnorm", "layernorm")
 ROWS = (64, 1024, 16384)
 COLS = (256, 4096, 16384)
@@ -46,6 +47,10 @@ def cases(quick: bool) -> list[Case]:
         out.append(Case("gemm", (m, n, k), "default"))
         out.append(Case("gemm", (m, n, k), "128x256x256 k64 db 16 cores"))
         out.append(Case("gemm", (m, n, k), "128x128x256 k128 db 20 cores swizzle 4"))
+    for m, n, k in sizes:
+        out.append(Case("gemm_int8", (m, n, k), "default"))
+    for shape in BATCHED_SIZES[::2] if quick else BATCHED_SIZES:
+        out.append(Case("batched_gemm", shape, "default"))
     rows = ROWS[::2] if quick else ROWS
     cols = COLS[::2] if quick else COLS
     for name in VECTOR_KERNELS:
@@ -55,7 +60,7 @@ def cases(quick: bool) -> list[Case]:
                 out.append(Case(name, shape, "default"))
         if name in ("softmax", "rmsnorm", "layernorm"):
             for r in rows:
-                out.append(Case(name, (r, 4096), "8-row tiles 40 cores db"))
+                out.append(Case(name, (r, 4096), "8K-element row tiles 40 cores db"))
     return out
 
 
@@ -65,6 +70,10 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
     from ascendsched.schedule import Schedule
     from ascendsched.schedule.gemm import GemmSchedule
 
+    if case.kernel == "gemm_int8":
+        return schedule_for(L.gemm_int8(*case.shape))
+    if case.kernel == "batched_gemm":
+        return schedule_for(L.batched_gemm(*case.shape))
     if case.kernel == "gemm":
         algo = L.gemm(*case.shape)
         if case.schedule == "default":
@@ -79,8 +88,9 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
     algo = make(*case.shape)
     if case.schedule == "default":
         return schedule_for(algo)
-    s = Schedule(algo).split(algo.outputs[0].name, "i", 8)
-    cores = min(40, -(-case.shape[0] // 8))
+    rows = max(1, 8 * 1024 // case.shape[1])  # 8 rows of 1024 columns (temporaries fit UB)
+    s = Schedule(algo).split(algo.outputs[0].name, "i", rows)
+    cores = min(40, -(-case.shape[0] // rows))
     if cores > 1:
         s = s.bind(algo.outputs[0].name, "i_o", cores)
     for st in algo.stages:

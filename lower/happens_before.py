@@ -25,7 +25,7 @@ when a chain exists::
 with ``si``/``wi`` a set and a wait of one (flag, id), ``s1`` on p, ``wi`` and ``s(i+1)`` on
 one pipe, ``wk`` on q: alternation makes the wait that ``si`` meets the first one of its id
 after it, so no later than ``wi``. Also: a barrier ``a < x < b`` on p (p == q) or PIPE_ALL, or
-p == q runs in order (``target.needs_same_pipe_barrier``).
+p == q runs them in order (``ir.same_pipe_ordered``: an in-order pipe, or big Mmads).
 
 A dependence (its relation: the instance pairs to order) is checked per (source, sink)
 statement pair by *covering*: each candidate sync contributes the isl relation of pairs it
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ascendsched.lower.ir import Affine, Instr, Kernel
+from ascendsched.lower.ir import Affine, Instr, Kernel, same_pipe_ordered
 from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, kernel_instrs
 from ascendsched.lower.sync_chains import ChainRelations, Flag, point_text, union_of
 from ascendsched.target.model import CoreType, Target
@@ -139,8 +139,8 @@ class SyncOracle(ChainRelations):
             if id(s) not in placed or id(t) not in placed:
                 continue  # not an instruction of this kernel
             src, dst = placed[id(s)], placed[id(t)]
-            if src.pipe == dst.pipe and not target.needs_same_pipe_barrier.get(src.pipe, True):
-                continue  # an in-order pipe: program order suffices
+            if src.pipe == dst.pipe and same_pipe_ordered(target, src.instr, dst.instr):
+                continue  # the hardware orders them: program order suffices
             rel = d.relation.set_tuple_name(isl.dim_type.in_, src.name).set_tuple_name(
                 isl.dim_type.out, dst.name)
             self.items.append(_Item(("dep", n), src.core, src, dst, rel, d))
@@ -238,7 +238,7 @@ class SyncOracle(ChainRelations):
                 if first_only:
                     return tuple(out)
                 continue
-            between = self._straight_cover(s, t, dropped)
+            between = self._without_isl(s, t, items, dropped)
             if between is not None:
                 self._ok[gkey] = between
                 continue
@@ -287,6 +287,29 @@ class SyncOracle(ChainRelations):
                         channels=(s.instr.attr("channel"), w.instr.attr("channel")),
                         double_set=True)
         return None
+
+    def _without_isl(self, s: InstrInfo, t: InstrInfo, items: list[_Item], dropped: frozenset
+                     ) -> frozenset | None:
+        """The syncs that order every pair of ``items`` by the structure of the program text
+        alone (``_straight_cover`` for the pairs in one iteration of every common loop,
+        ``_carried_cover`` per carrying loop), or None where isl must decide."""
+        if any(it.dep is None for it in items):
+            return None
+        carried = {v for it in items for v, _ in it.dep.carried}  # type: ignore[union-attr]
+        if not carried:
+            return self._straight_cover(s, t, dropped, True)
+        used: set = set()
+        if any(it.dep.loop_independent for it in items):  # type: ignore[union-attr]
+            keys = self._straight_cover(s, t, dropped, True)
+            if keys is None:
+                return None
+            used |= keys
+        for var in carried:
+            key = self._carried_cover(s, t, var, dropped)
+            if key is None:
+                return None
+            used.add(key)
+        return frozenset(used)
 
     def knows(self, instr: Instr) -> bool:
         """Whether ``instr`` (the object) is a statement of this oracle's kernel."""

@@ -42,7 +42,7 @@ def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     """``kernel`` with the flags and barriers that order ``deps`` (computed on ``kernel``)."""
     pruned = _pruned(kernel, deps, target)
     return allocate_event_ids(pruned.kernel, target, oracle=pruned.oracle,
-                              dropped=pruned.dropped)
+                              dropped=pruned.dropped, deps=deps)
 
 
 def pruned_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
@@ -397,6 +397,12 @@ def _requirements(d: Dependence, deps: Dependences, kernel: Kernel, target: Targ
         if a < b:
             return [_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b)]
         if a == b and j + 1 < m and s.loop_paths[j + 1] == cp + (a,):
+            if d.src_pipe == d.dst_pipe and not d.loop_independent \
+                    and not carried.keys() & set(d.common_loops[j + 1:]):
+                # every pair is carried here or further out (e.g. a vector loop over rows
+                # rewriting a tile buffer in the next tile): any barrier in this body between
+                # the iterations orders them, not one per iteration of the inner loop
+                return [_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, a)]
             if outer is None:
                 outer, outer_j = loop, j
             continue

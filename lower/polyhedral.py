@@ -29,6 +29,7 @@ instructions on different pipes or on one pipe that needs ``PipeBarrier`` (the t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -52,6 +53,7 @@ from ascendsched.lower.ir import (
     Stmt,
     cube_footprints,
     cube_params,
+    same_pipe_ordered,
 )
 from ascendsched.target.model import CoreType, Pipe
 
@@ -81,6 +83,7 @@ class InstrInfo:
     conds: tuple[Cond, ...]  # conjunction of enclosing If conditions
     domain: isl.Set
     schedule_text: str = ""  # isl text of the program-order schedule (built on demand)
+    domain_key: str = ""  # the domain's text without its tuple name (equal text, equal set)
 
     @cached_property
     def schedule(self) -> isl.Map:
@@ -95,7 +98,7 @@ class InstrInfo:
     def pipe(self) -> Pipe:
         return self.instr.pipe
 
-    @property
+    @cached_property
     def loop_vars(self) -> tuple[str, ...]:
         return tuple(f.var for f in self.loops)
 
@@ -123,7 +126,7 @@ class Access:
         m = self.parts[0][1]
         for _, p in self.parts[1:]:
             m = m.union(p)
-        return m.coalesce()
+        return coalesced(m)
 
 
 @dataclass(frozen=True, eq=False)
@@ -212,13 +215,14 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
     # byte hull of each access: pairs whose hulls are disjoint cannot conflict (after memory
     # planning every UB buffer shares the space "UB", so this skips most pairs cheaply)
     before: dict[tuple[int, int], isl.Map] = {}
+    shapes: dict = {}  # program-order relations by shape (program_order's cache)
     for (core, space), accs in by_space.items():
         for sa in accs:
             for da in accs:
                 if sa.kind == "R" and da.kind == "R":
                     continue
                 s, d = instrs[sa.instr], instrs[da.instr]
-                if s.pipe == d.pipe and not target.needs_same_pipe_barrier.get(s.pipe, True):
+                if s.pipe == d.pipe and same_pipe_ordered(target, s.instr, d.instr):
                     continue
                 (slo, shi), (dlo, dhi) = sa.hull, da.hull
                 if shi < dlo or dhi < slo:
@@ -230,16 +234,17 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                     continue  # no common loop and the sink first in the text: never before
                 order = before.get((s.id, d.id))
                 if order is None:
-                    order = before[(s.id, d.id)] = _before(s, d)
+                    order = before[(s.id, d.id)] = program_order(s, d, shapes)
                 rel = sa.relation.apply_range(da.relation.reverse())
                 rel = rel.intersect(order)
                 if rel.is_empty():
                     continue
                 # no common loop: every pair is loop-independent (nothing to measure)
-                common, carried, indep = _levels(s, d, rel) if shared else ((), (), True)
+                common, carried, indep = _levels(s, d, rel, shapes) if shared else \
+                    ((), (), True)
                 src_t, dst_t = _conflicting(sa, da, rel)
                 deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core,
-                                       rel.coalesce(), src_t, dst_t, common, carried, indep))
+                                       coalesced(rel), src_t, dst_t, common, carried, indep))
     deps.sort(key=lambda x: (x.src, x.dst, x.kind.value, x.space))
     return Dependences(kernel.name, instrs, accesses, tuple(deps))
 
@@ -268,15 +273,26 @@ def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
             sched += ["0"] * (2 * depth - 1 - len(sched))
             out.append(InstrInfo(ident, prog.core, instr, path, loops, loop_paths, conds,
                                  dom.set_tuple_name(f"S{ident}"),
-                                 f"{{ S{ident}[{_dims(loops)}] -> [{', '.join(sched)}] }}"))
+                                 f"{{ S{ident}[{_dims(loops)}] -> [{', '.join(sched)}] }}",
+                                 text))
     return tuple(out)
 
 
-def program_order(a: InstrInfo, b: InstrInfo) -> isl.Map:
+def coalesced(m: isl.Map) -> isl.Map:
+    """``m`` with its pieces merged where isl can (the same relation either way): isl's
+    coalesce has failed an internal consistency assertion on some quasi-affine maps ("original
+    tableau does not correspond"), so on an isl error the map is kept as it is."""
+    try:
+        return m.coalesce()
+    except isl.Error:
+        return m
+
+
+def program_order(a: InstrInfo, b: InstrInfo, cache: dict | None = None) -> isl.Map:
     """Instances of ``a`` before instances of ``b`` in program order, in one block: their
-    common loops lexicographically before, or equal when ``a`` comes first in the text."""
-    na = {v: f"a{j}" for j, v in enumerate((BLOCK_IDX,) + a.loop_vars)}
-    nb = {v: f"b{j}" for j, v in enumerate((BLOCK_IDX,) + b.loop_vars)}
+    common loops lexicographically before, or equal when ``a`` comes first in the text.
+    ``cache``: a dict in which relations of statement pairs with the same domains, common
+    loops and text order are shared (they differ only in their tuple names)."""
     m = 0
     while m < min(len(a.loop_paths), len(b.loop_paths)) and a.loop_paths[m] == b.loop_paths[m]:
         m += 1
@@ -285,6 +301,19 @@ def program_order(a: InstrInfo, b: InstrInfo) -> isl.Map:
     else:
         j = next(i for i, (x, y) in enumerate(zip(a.path, b.path)) if x != y)
         strict = a.path[j] > b.path[j]  # a after b in the text: a later iteration only
+    if cache is None or not a.domain_key or not b.domain_key:
+        return _program_order(a, b, m, strict)
+    key = ("po shape", a.domain_key, b.domain_key, m, strict)
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = _program_order(a, b, m, strict)
+    return got.set_tuple_name(isl.dim_type.in_, a.name).set_tuple_name(isl.dim_type.out,
+                                                                      b.name)
+
+
+def _program_order(a: InstrInfo, b: InstrInfo, m: int, strict: bool) -> isl.Map:
+    na = {v: f"a{j}" for j, v in enumerate((BLOCK_IDX,) + a.loop_vars)}
+    nb = {v: f"b{j}" for j, v in enumerate((BLOCK_IDX,) + b.loop_vars)}
     xs = [na[v] for v in a.loop_vars[:m]]
     ys = [nb[v] for v in b.loop_vars[:m]]
     ors = [" and ".join([f"{x} = {y}" for x, y in zip(xs[:j], ys[:j])] + [f"{xs[j]} < {ys[j]}"])
@@ -577,11 +606,6 @@ def flat_distance(d: Dependence, deps: Dependences, lo: int, hi: int) -> int:
     return int(low.to_python()) if low.is_int() else 1
 
 
-def _before(s: InstrInfo, d: InstrInfo) -> isl.Map:
-    """src instance -> dst instance pairs in the same block with src first in program order."""
-    return program_order(s, d)
-
-
 def _dims_primed(loops: tuple[For, ...]) -> str:
     return ", ".join([f"{BLOCK_IDX}_d"] + [f"{f.var}_d" for f in loops])
 
@@ -595,23 +619,39 @@ def _common_depth(s: InstrInfo, d: InstrInfo) -> int:
     return n
 
 
-def _levels(s: InstrInfo, d: InstrInfo, rel: isl.Map
+def _levels(s: InstrInfo, d: InstrInfo, rel: isl.Map, cache: dict
             ) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...], bool]:
-    """Common loops, (loop, min distance) per carrying level, and loop independence."""
+    """Common loops, (loop, min distance) per carrying level, and loop independence
+    (``cache``: projections of a statement onto its first loops, kept across calls)."""
     m = _common_depth(s, d)
     common = tuple(f.var for f in s.loops[:m])
-    names = [BLOCK_IDX] + list(common)
-    proj_s = isl.Map(f"{{ S{s.id}[{_dims(s.loops)}] -> L[{', '.join(names)}] }}")
-    proj_d = isl.Map(f"{{ S{d.id}[{_dims(d.loops)}] -> L[{', '.join(names)}] }}")
-    deltas = rel.apply_domain(proj_s).apply_range(proj_d).deltas()
+    deltas = rel.apply_domain(_projection(s, m, cache)).apply_range(
+        _projection(d, m, cache)).deltas()
     carried: list[tuple[str, int]] = []
     for j in range(1, m + 1):
-        cons = " and ".join([f"d{i} = 0" for i in range(j)] + [f"d{j} > 0"])
-        dims = ", ".join(f"d{i}" for i in range(m + 1))
-        part = deltas.intersect(isl.Set(f"{{ L[{dims}] : {cons} }}"))
+        part = deltas.intersect(_level_set(m, j))
         if not part.is_empty():
             carried.append((common[j - 1], int(part.dim_min_val(j).to_python())))
-    dims = ", ".join(f"d{i}" for i in range(m + 1))
-    zero = " and ".join(f"d{i} = 0" for i in range(m + 1))
-    indep = not deltas.intersect(isl.Set(f"{{ L[{dims}] : {zero} }}")).is_empty()
+    indep = not deltas.intersect(_level_set(m, m + 1)).is_empty()
     return common, tuple(carried), indep
+
+
+def _projection(info: InstrInfo, m: int, cache: dict) -> isl.Map:
+    """``S[block, loops...] -> L[block, first m loops]``."""
+    key = ("projection", info.id, m)
+    got = cache.get(key)
+    if got is None:
+        names = [f"v{j}" for j in range(len(info.loops) + 1)]
+        got = cache[key] = isl.Map(f"{{ {info.name}[{', '.join(names)}] -> "
+                                   f"L[{', '.join(names[:m + 1])}] }}")
+    return got
+
+
+@functools.lru_cache(maxsize=256)
+def _level_set(m: int, j: int) -> isl.Set:
+    """Distance vectors ``(block, loop 1..m)`` zero before position ``j`` and positive at it
+    (``j = m + 1``: all zero, loop independent)."""
+    dims = ", ".join(f"d{i}" for i in range(m + 1))
+    cons = " and ".join([f"d{i} = 0" for i in range(min(j, m + 1))]
+                        + ([f"d{j} > 0"] if j <= m else []))
+    return isl.Set(f"{{ L[{dims}] : {cons} }}")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from ascendsched.lower.ir import BLOCK_IDX, Affine
-from ascendsched.lower.polyhedral import InstrInfo, affine_text, program_order
+from ascendsched.lower.polyhedral import InstrInfo, affine_text, coalesced, program_order
 from ascendsched.target.model import CoreType, Pipe, Target
 
 
@@ -166,7 +166,7 @@ class ChainRelations:
                     continue
             step = lead.apply_range(links)
             out = step if out is None else out.union(step)
-        out = None if out is None or out.is_empty() else out.coalesce()
+        out = None if out is None or out.is_empty() else coalesced(out)
         self._cache[key] = out
         return out
 
@@ -182,7 +182,7 @@ class ChainRelations:
             cov = make()
             if cov is not None:
                 out = cov if out is None else out.union(cov)
-        out = None if out is None else out.coalesce()
+        out = None if out is None else coalesced(out)
         self._cache[key] = out
         return out
 
@@ -225,7 +225,7 @@ class ChainRelations:
                     continue
                 step = rel.apply_range(self._po(y, t))
                 out = step if out is None else out.union(step)
-            self._cache[key] = None if out is None or out.is_empty() else out.coalesce()
+            self._cache[key] = None if out is None or out.is_empty() else coalesced(out)
         return self._cache[key]  # type: ignore[return-value]
 
     def _sync_between(self, s: InstrInfo, t: InstrInfo, dropped: frozenset) -> bool:
@@ -247,20 +247,45 @@ class ChainRelations:
                 return True
         return False
 
-    def _straight_cover(self, s: InstrInfo, t: InstrInfo, dropped: frozenset
-                        ) -> frozenset | None:
+    def _straight_cover(self, s: InstrInfo, t: InstrInfo, dropped: frozenset,
+                        same_iteration: bool = False) -> frozenset | None:
         """The syncs that order every s instance before every t instance without isl, when s
-        and t share no loop (their common body runs once) and a barrier, a flag pair or a chain
-        of two sits in that body between them as plain children, or None. Such syncs run once,
-        after s's branch and before t's, whenever s and t run."""
-        for keys in self._cached(("straight", s.id, t.id), lambda: self._straight(s, t)):
+        and t share no loop (their common body runs once), or every pair to order lies in one
+        iteration of every common loop (``same_iteration``: so in one run of their innermost
+        common body), and a barrier, a flag pair or a chain of two sits in that body between
+        them as plain children, or None. Such syncs run once, after s's branch and before
+        t's, in every run of that body."""
+        for keys in self._cached(("straight", s.id, t.id, same_iteration),
+                                 lambda: self._straight(s, t, same_iteration)):
             if not keys & dropped:
                 return keys
         return None
 
-    def _straight(self, s: InstrInfo, t: InstrInfo) -> list[frozenset]:
+    def _carried_cover(self, s: InstrInfo, t: InstrInfo, var: str, dropped: frozenset
+                       ) -> tuple | None:
+        """A barrier (key) that orders, without isl, every s -> t pair carried by the common
+        loop ``var`` (s in an earlier iteration of it, the loops outside it equal), or None:
+        one that is a plain child of that loop's body, after s's branch or before t's. It runs
+        once per iteration, so after s in s's iteration or before t in t's."""
+        for key in self._cached(("carried", s.id, t.id, var),
+                                lambda: self._carried_barriers(s, t, var)):
+            if key not in dropped:
+                return key
+        return None
+
+    def _carried_barriers(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple]:
+        j = next((j for j, v in enumerate(s.loop_vars) if v == var), None)
+        if j is None or j >= len(t.loop_paths) or t.loop_paths[j] != s.loop_paths[j]:
+            return []
+        lp = s.loop_paths[j]
+        si, ti = s.path[len(lp)], t.path[len(lp)]
+        return [key for key, x in self._menu(s.pipe, t.pipe, t.core)[0]
+                if x.path[:-1] == lp and (x.path[-1] > si or x.path[-1] < ti)]
+
+    def _straight(self, s: InstrInfo, t: InstrInfo, same_iteration: bool) -> list[frozenset]:
         """Every sync (set) of ``_straight_cover``, whatever is dropped."""
-        if s.loop_paths and t.loop_paths and s.loop_paths[0] == t.loop_paths[0]:
+        if not same_iteration and s.loop_paths and t.loop_paths and \
+                s.loop_paths[0] == t.loop_paths[0]:
             return []  # a common loop
         c = _shared(s.path, t.path)
         if c >= min(len(s.path), len(t.path)) or s.path[c] >= t.path[c]:
@@ -297,8 +322,7 @@ class ChainRelations:
         chans: dict[object, list[InstrInfo]] = {}
         for i in f.sets + f.waits:
             chans.setdefault(i.instr.attr("channel"), []).append(i)
-        spans = sorted((min(i.id for i in g), max(i.id for i in g)) for g in chans.values())
-        if None not in chans and all(a[1] < b[0] for a, b in zip(spans, spans[1:])) and all(
+        if None not in chans and _apart(list(chans.values())) and all(
                 standard_pattern(Flag(f.key, f.core, f.src, f.dst,
                                         tuple(i for i in g if i.instr.op == "set_flag"),
                                         tuple(i for i in g if i.instr.op == "wait_flag"), c))
@@ -340,7 +364,7 @@ class ChainRelations:
         key = ("po", a.id, b.id)
         got = self._cache.get(key)
         if got is None:
-            got = self._cache[key] = program_order(a, b)
+            got = self._cache[key] = program_order(a, b, self._cache)
         return got  # type: ignore[return-value]
 
     def _flag_rel(self, a: InstrInfo, b: InstrInfo) -> isl.Map:
@@ -357,6 +381,15 @@ class ChainRelations:
 
     def _id_eq(self, a: InstrInfo, b: InstrInfo, ea: Affine, eb: Affine) -> isl.Map:
         """Instance pairs of ``a`` and ``b`` whose event ids ``ea`` and ``eb`` are equal."""
+        key = ("id eq", a.loop_vars, b.loop_vars, ea, eb)
+        got = self._cache.get(key)
+        if got is None:
+            got = self._cache[key] = self._id_eq_map(a, b, ea, eb)
+        return got.set_tuple_name(isl.dim_type.in_, a.name).set_tuple_name(  # type: ignore
+            isl.dim_type.out, b.name)
+
+    @staticmethod
+    def _id_eq_map(a: InstrInfo, b: InstrInfo, ea: Affine, eb: Affine) -> isl.Map:
         na, nb = _names(a, "a"), _names(b, "b")
         ta = affine_text(ea.rename(na), frozenset(na.values()), f"S{a.id}")
         tb = affine_text(eb.rename(nb), frozenset(nb.values()), f"S{b.id}")
@@ -388,18 +421,13 @@ def standard_pattern(f: Flag) -> bool:
         return not pro and not epi
     if not pro or len(pro) != len(epi):
         return False
-    ids = [i.instr.attr("event_id") for i in pro]
-    if ids != [Affine(n) for n in range(len(pro))] or ids != [i.instr.attr("event_id")
-                                                              for i in epi]:
-        return False
-    if isinstance(eid, Affine) and eid.is_const:
-        values = {eid.const}
-    elif isinstance(eid, Affine) and eid.const == 0 and not eid.terms and not eid.divs and \
-            len(eid.mods) == 1 and eid.mods[0][1:] == (2, 1):
-        values = {0, 1}  # var % 2
-    else:
-        return False
-    if not values <= set(range(len(pro))):
+    pro_ids = [_const_id(i) for i in pro]
+    values = _id_values([st])
+    epi_ids = [_const_id(i) for i in epi]
+    if None in pro_ids or None in epi_ids or len(set(pro_ids)) != len(pro) or \
+            sorted(pro_ids) != sorted(epi_ids):  # type: ignore[type-var]
+        return False  # one prologue set per id, waited by one epilogue wait
+    if values is None or not values <= set(pro_ids):
         return False
     # the prologue sets in the body holding an enclosing loop of the pair, before it; the
     # epilogue waits after it (in any one run of that body: P_v, then the loop's W/S pairs, E_v)
@@ -409,6 +437,42 @@ def standard_pattern(f: Flag) -> bool:
         return False
     at = loops[0][-1]
     return all(i.path[-1] < at for i in pro) and all(i.path[-1] > at for i in epi)
+
+
+def _apart(groups: list[list[InstrInfo]]) -> bool:
+    """Whether channels that may use a common event id lie in disjoint stretches of the program
+    text (channels whose ids never meet cannot disturb each other's alternation)."""
+    spans = [(min(i.id for i in g), max(i.id for i in g)) for g in groups]
+    values = [_id_values(g) for g in groups]
+    for x in range(len(groups)):
+        for y in range(x + 1, len(groups)):
+            vx, vy = values[x], values[y]
+            if (vx is None or vy is None or vx & vy) and \
+                    not (spans[x][1] < spans[y][0] or spans[y][1] < spans[x][0]):
+                return False
+    return True
+
+
+def _id_values(group: list[InstrInfo]) -> frozenset[int] | None:
+    """The event ids the syncs of ``group`` can take (None: not known without isl): constants,
+    and ``base + var % m``."""
+    out: set[int] = set()
+    for i in group:
+        eid = i.instr.attr("event_id")
+        if not isinstance(eid, Affine):
+            return None
+        if eid.is_const:
+            out.add(eid.const)
+        elif not eid.terms and not eid.divs and len(eid.mods) == 1 and eid.mods[0][2] == 1:
+            out.update(eid.const + v for v in range(eid.mods[0][1]))
+        else:
+            return None
+    return frozenset(out)
+
+
+def _const_id(i: InstrInfo) -> int | None:
+    eid = i.instr.attr("event_id")
+    return eid.const if isinstance(eid, Affine) and eid.is_const else None
 
 
 def _shared(a: tuple[int, ...], b: tuple[int, ...]) -> int:

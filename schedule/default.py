@@ -11,10 +11,10 @@ with the buffering asked for (else the first that fits at all). The rules:
   tile grows over leading rows, and among the tile heights that fit the one that gives the
   busiest core the fewest rows wins (ties: the taller tile, fewer DMA and vector heads);
 - the outermost tile loop is bound to min(tiles, vector cores) cores;
-- input and output tiles are double buffered when a core runs more than one tile (loads,
-  vector work and stores of neighbouring tiles then overlap), but for inputs every tile reads
-  whole (the lowering loads those once per core); single-buffered candidates and smaller
-  tiles follow as fallbacks.
+- inputs every tile reads whole (``gamma[j]`` with only rows tiled) are loaded once per core
+  (``load_once``); the other input tiles and the output tile are double buffered when a core
+  runs more than one tile (loads, vector work and stores of neighbouring tiles then overlap);
+  single-buffered candidates and smaller tiles follow as fallbacks.
 """
 
 from __future__ import annotations
@@ -168,8 +168,10 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int) ->
             s = s.compute_at(st.name, out.name, s.legal_compute_at(out.name)[0])
         else:
             s = s.compute_inline(st.name)
+    fixed = invariant_inputs(algo, tile, target) if loops else frozenset()
+    for name in sorted(fixed):
+        s = s.load_once(name)
     if copies > 1 and tiles > 1:
-        fixed = invariant_inputs(algo, tile, target)
         for t in algo.inputs:
             if t.name not in fixed:
                 s = s.buffer(t.name, copies)

@@ -97,7 +97,8 @@ def estimate_gemm(s: GemmSchedule) -> GemmEstimate:
         # issues them only once the MTE1 and M queues (queue_depth deep) have room for the
         # rest of this step, so they start that much later than double buffering allows
         per_l1 = max(1, t.tk // t.k0)
-        ordered = tgt.mmads_in_order(t.tm, t.tn)
+        r = tgt.cube_rows
+        ordered = 0 < tgt.mmad_ordered_fractals <= (t.tm // r) * (t.tn // r)
         entries = per_l1 * max(calls_a + calls_b + 2, 3 if ordered else 4)
         lead = min(1.0, c.queue_depth / entries)
         if lead < 1.0:

@@ -37,6 +37,7 @@ from ascendsched.algo.expr import (
     Tensor,
 )
 from ascendsched.target import Target
+from ascendsched.target.model import Scope
 
 REDUCE_LANES = 64  # one partial per 64 columns (one 256 B repeat of float32)
 TEMP_SPARE = 8  # elements the lowering adds to every temporary
@@ -202,8 +203,7 @@ class _Walk:
             last = len(self.axes) - 1
             kids: list[Expr] = [e.body]
             vals = [self._value(e.body, {**env, **{v: last for v in e.axes}})]
-            extra = self._alloc(_align(self.tile.rows * -(-self.tile.cols // REDUCE_LANES)
-                                       * e.dtype.bytes, self.t.block_bytes))  # partials
+            extra = self._alloc(self._partials(e.dtype.bytes))
         else:
             kids = [c for c in children(e) if not isinstance(c, (IndexVar, ReduceVar))]
             vals = [self._value(c, env) for c in kids]
@@ -216,15 +216,51 @@ class _Walk:
         if root and self.stage is self.out:
             out = None
         else:
-            # an elementwise op may write over a temporary operand of the same size (in place)
-            same = [v for v in vals if v is not None and self.live.get(v) == size]
-            out = same[0] if same and not isinstance(e, Reduce) else self._alloc(size)
+            spot = None if isinstance(e, Reduce) else self._in_place(kids, vals, size)
+            out = self._alloc(size) if spot is None else spot
             if root:
                 self.held[self.stage.name] = out
         self._free(extra, *(v for v in vals if v != out))
         for c in kids:
             self._consumed(c)
         return out
+
+    def _in_place(self, kids: list[Expr], vals: list[int | None], size: int) -> int | None:
+        """An operand buffer an elementwise op may write its result over (the planner's
+        in-place pairs, lower/lifetimes.py): a temporary of about the result's size, or a
+        per-tile stage's tile this op reads for the last time."""
+        for v in vals:
+            if v is not None and abs(self.live.get(v, -size) - size) <= 2 * self.t.block_bytes:
+                self.live[v] = max(self.live[v], size)
+                return v
+        reads: dict[str, int] = {}
+        for c in kids:
+            for ld in _loads(c, self):
+                reads[ld.tensor.name] = reads.get(ld.tensor.name, 0) + 1
+        for name, n in reads.items():
+            buf = self.held.get(name)
+            if buf is not None and self.reads_left.get(name) == n and \
+                    abs(self.live[buf] - size) <= 2 * self.t.block_bytes:
+                del self.held[name]  # now the result's: _consumed must not free it
+                self.live[buf] = max(self.live[buf], size)
+                self.top = max(self.top, sum(self.live.values()))
+                return buf
+        return None
+
+    def _partials(self, eb: int) -> int:
+        """UB of a row reduction's partials (lower/build_loop_nest.py emit_reduce): the first
+        two halving levels (half, then a quarter of the rows' bytes) when ``_halve`` applies,
+        else one partial per 256-byte chunk."""
+        from ascendsched.lower.build_loop_nest import HALVE_UB_SHARE
+
+        per_rep = self.t.repeat_bytes // eb
+        n = self.tile.cols // per_rep
+        rows = self.tile.rows
+        if self.tile.cols % per_rep == 0 and n >= 2 and n % 2 == 0 and \
+                rows * (n // 2) * self.t.repeat_bytes <= \
+                self.t.scope(Scope.UB).usable // HALVE_UB_SHARE:
+            return rows * (n // 2 + n // 4) * self.t.repeat_bytes
+        return _align(rows * -(-self.tile.cols // REDUCE_LANES) * eb, self.t.block_bytes)
 
     def _consumed(self, e: Expr) -> None:
         """A per-tile stage's tile is freed after the last instruction reading it."""

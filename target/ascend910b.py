@@ -109,9 +109,8 @@ ASCEND_910B = Target(
     event_ids=(0, 1, 2, 3, 4, 5),
     hard_events={CoreType.AIV: _AIV_EVENTS, CoreType.AIC: _AIC_EVENTS},
     # DESIGN.md "execution model": dependent V instructions and overlapping MTE2/MTE3 copies
-    # need PipeBarrier<pipe>; where the sources are silent we are conservative (True).
-    # Consecutive Mmads into the same L0C are ordered by hardware (CATLASS adds PIPE_M barriers
-    # only for tiles under 10 fractals, which lowering handles explicitly).
+    # need PipeBarrier<pipe>; where the sources are silent we are conservative (True). Mmads
+    # need PipeBarrier<PIPE_M> only under mmad_ordered_fractals (below).
     needs_same_pipe_barrier={
         _P.V: True, _P.MTE2: True, _P.MTE3: True, _P.MTE1: True, _P.M: True, _P.FIX: True,
         _P.S: False,
@@ -130,6 +129,11 @@ ASCEND_910B = Target(
     cube_rows=16,
     cube_fractal_bytes=512,
     cube_param_ranges=_CUBE_PARAM_RANGES,
+    # asc-devkit docs/zh/api/SIMD-API/基础API/矩阵计算（ISASI）/Mmad计算/Mmad.md, 同步优化说明:
+    # accumulating along K, consecutive Mmads need PipeBarrier(PIPE_M) only while
+    # (m / 16) * (n / 16) < 10; above, "硬件调度器能够自动处理写-读依赖问题" (the hardware
+    # handles the write-read dependence). Matmul impl code says the same ("当前平台阈值为10*256").
+    mmad_ordered_fractals=10,
     costs=DEFAULT_COSTS_910B,
     sources={
         "primary": "mirror-cann/asc-devkit include/, impl/, docs/zh/",

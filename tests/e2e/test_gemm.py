@@ -211,6 +211,7 @@ def test_every_gemm_sync_is_needed(sched: GemmSchedule) -> None:
     assert removable == []
 
 
+@pytest.mark.slow  # g++ build and run
 @pytest.mark.parametrize("name", ["int8 A^T", "batched, shared B^T", "17 x 300 x 33"])
 def test_through_the_emitted_cpp(name: str) -> None:
     """The whole ladder (ascendsched check): emitted C++ built with g++ and run equals numpy,

@@ -10,7 +10,6 @@ from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.driver import lower, schedule_for
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import plan_memory
-from ascendsched.schedule.default import default_schedules
 from ascendsched.schedule.gemm_cost import estimate_gemm
 from ascendsched.schedule.gemm_default import default_gemm_schedules
 from ascendsched.schedule.schedule import Schedule
@@ -53,14 +52,14 @@ def test_vector_default_is_double_buffered_and_the_planner_honours_it(name: str)
 def test_ub_estimate_is_close_to_the_planner_peak(name: str) -> None:
     # the estimate the default sizes its tiles with, against the planner on the same tile
     algo = VECTOR[name]()
-    s = next(iter(default_schedules(algo)))
+    s = schedule_for(algo)
     nest = s.loop_nest(algo.outputs[0].name)
     rows = nest.factors.get(algo.outputs[0].op.axes[0].name, int(algo.outputs[0].shape[0]))
     est = tile_bytes(algo, TileShape(rows, int(algo.outputs[0].shape[-1])), 2, T)
     peak = _plan(s).peak(Scope.UB)
-    # an estimate: a little under costs a fallback candidate (schedule_for plans each one),
-    # over leaves UB unused
-    assert 0.85 <= est / peak <= 1.10, (est, peak)
+    # an estimate: under costs a fallback candidate (schedule_for plans each one and takes
+    # the first that fits with its buffering), over leaves UB unused
+    assert 0.8 <= est / peak <= 1.10, (est, peak)
 
 
 def test_gemm_default_estimate_agrees_with_the_timing_model() -> None:
@@ -70,3 +69,17 @@ def test_gemm_default_estimate_agrees_with_the_timing_model() -> None:
         est = estimate_gemm(s).seconds(T.clock_hz)
         got = model_time(lower(s)).time_s
         assert abs(est / got - 1) < 0.15, (str(s), est, got)
+
+
+def test_load_once_loads_a_whole_row_input_before_the_tile_loops_and_refuses_a_split_one(
+) -> None:
+    from ascendsched.errors import ScheduleError
+    from ascendsched.lower.ir import For, Instr
+
+    s = Schedule(L.bias_add(64, 1024)).split("y", "i", 8).load_once("bias")
+    body = build_loop_nest(s, T).programs[0].body
+    first = [x for x in body if isinstance(x, Instr)]
+    assert [x.reads[0].tensor for x in first if x.op == "copy_gm_ub"] == ["bias"]
+    assert isinstance(body[-1], For)
+    with pytest.raises(ScheduleError, match="load_once"):
+        build_loop_nest(Schedule(L.bias_add(64, 1024)).split("y", "j", 256).load_once("bias"), T)

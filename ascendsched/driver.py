@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,9 +19,10 @@ import numpy as np
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.evaluate import evaluate
 from ascendsched.algo.gemm_spec import gemm_error
+from ascendsched.dtypes import store
 from ascendsched.emit_ascendc.check import build_cpu, run_cpu
 from ascendsched.emit_ascendc.emitter import EmittedProject, emit_project
-from ascendsched.errors import AscendSchedError
+from ascendsched.errors import AscendSchedError, InputError
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.driver import PassLog, lower, schedule_for
 from ascendsched.lower.insert_sync import pruned_syncs
@@ -73,24 +75,64 @@ def compare(got: np.ndarray, want: np.ndarray, dtype: str) -> tuple[bool, str]:
         ok = bool(np.allclose(g, w, rtol=RTOL[dtype], atol=ATOL[dtype], equal_nan=True))
     else:
         ok = bool(np.array_equal(g, w))
-    err = float(np.nanmax(np.abs(g - w))) if g.size else 0.0
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(g - w)
+    diff = diff[~np.isnan(diff)]  # NaN == NaN and inf == inf leave NaN here
+    err = float(diff.max()) if diff.size else 0.0
     return ok, f"max abs error {err:.3g}"
 
 
+def user_inputs(algo: Algorithm, inputs: Mapping[str, object]) -> dict[str, np.ndarray]:
+    """``inputs`` checked against ``algo``'s inputs (names, shapes, numbers) and converted to
+    their dtypes' storage. Any values are welcome: NaN, inf, rows of zeros."""
+    if not isinstance(inputs, Mapping):
+        raise InputError(f"inputs must map input names to arrays, e.g. {{'x': x}}, got "
+                         f"{type(inputs).__name__}")
+    want = {t.name: t for t in algo.inputs}
+    missing, extra = sorted(set(want) - set(inputs)), sorted(set(inputs) - set(want))
+    if missing or extra:
+        raise InputError(
+            f"inputs of '{algo.name}' are {', '.join(sorted(want))}; "
+            + (f"missing: {', '.join(missing)}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"unknown: {', '.join(map(str, extra))}" if extra else ""))
+    out = {}
+    for name, t in want.items():
+        arr = np.asarray(inputs[name])
+        shape = tuple(int(s) for s in t.shape)
+        if arr.dtype.kind not in "biuf":
+            raise InputError(f"input '{name}' holds {arr.dtype} values; give numbers "
+                             f"({t.dtype}{list(shape)})")
+        if arr.shape != shape:
+            raise InputError(f"input '{name}' has shape {list(arr.shape)} but '{algo.name}' "
+                             f"declares {t.dtype}{list(shape)}; reshape it or build the "
+                             f"algorithm with that shape")
+        if not t.dtype.is_float and arr.dtype.kind == "f" and not (
+                np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
+            raise InputError(f"input '{name}' is {t.dtype} but holds non-integer values; round "
+                             f"them first (np.rint(a).astype('{t.dtype.np}'))")
+        out[name] = store(t.dtype, arr)
+    return out
+
+
 def check(obj: Schedule | GemmSchedule | Algorithm, *, work_dir: Path | None = None, sanitize: bool = True,
-          seed: int = 0, cpp: bool = True, kernel: Kernel | None = None) -> list[Verdict]:
+          seed: int = 0, cpp: bool = True, kernel: Kernel | None = None,
+          inputs: Mapping[str, object] | None = None, cpp_timeout: float = 300.0
+          ) -> list[Verdict]:
     """Run every rung of the verification ladder; one Verdict per check.
 
-    ``kernel``: the already lowered kernel of ``obj`` (skips lowering again)."""
+    ``kernel``: the already lowered kernel of ``obj`` (skips lowering again). ``inputs``: the
+    input arrays by name (default: uniform random in [-2, 2] from ``seed``). ``cpp_timeout``:
+    seconds the emitted C++ may run (a :class:`KernelTimeoutError` verdict past it)."""
     sched = schedule_for(obj)
     algo = sched.algo
+    inputs = user_inputs(algo, inputs) if inputs is not None else random_inputs(algo, seed)
     out: list[Verdict] = []
     t0 = time.perf_counter()
     k = kernel if kernel is not None else lower(sched)
     took = "lowered by the caller" if kernel is not None else \
         f"in {time.perf_counter() - t0:.2f} s"
     out.append(Verdict("lower", True, f"{sum(1 for _ in str(k).splitlines())} IR lines {took}"))
-    inputs = random_inputs(algo, seed)
     if isinstance(sched, GemmSchedule):
         # numpy matmul (evaluate() would build the M x N x K product) and a K-scaled bound
         spec = sched.spec
@@ -117,7 +159,7 @@ def check(obj: Schedule | GemmSchedule | Algorithm, *, work_dir: Path | None = N
         binary = build_cpu(proj, sanitize=sanitize)
         out.append(Verdict("g++ build of emitted C++", True,
                            f"{binary.name} in {time.perf_counter() - t0:.1f} s"))
-        run = run_cpu(binary, k, inputs)
+        run = run_cpu(binary, k, inputs, timeout=cpp_timeout)
     except AscendSchedError as e:
         out.append(Verdict("emitted C++ build and run", False, str(e).splitlines()[0]))
         return out

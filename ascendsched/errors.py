@@ -39,6 +39,19 @@ class ToolchainError(AscendSchedError):
     """An external tool (g++) is missing or failed; the message says how to fix it."""
 
 
+class KernelTimeoutError(ToolchainError):
+    """The emitted kernel's CPU run did not finish within the time limit."""
+
+
+class UserCodeError(AscendSchedError):
+    """The user's file or function could not be used: import failure, wrong signature or
+    return value (``ascendsched MODULE:FUNCTION``)."""
+
+
+class InputError(AscendSchedError):
+    """Input arrays given to ``check``/``evaluate`` do not fit the algorithm's inputs."""
+
+
 class InternalCompilerError(RuntimeError):
     """A bug in ascendsched: an IR invariant broke. Please report it with the kernel printout."""
 

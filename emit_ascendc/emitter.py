@@ -194,8 +194,14 @@ def _dims2(r: Region) -> tuple[int, int, int, int]:
     raise InternalCompilerError(f"region {r}: emission supports 1-D and 2-D views only")
 
 
-def _scalar(value: float | int, d: DType) -> str:
+def _scalar(value: float | int | Affine, d: DType) -> str:
     ct = _ctype(d)
+    if isinstance(value, Affine):  # a value of the loop variables (an index, lower/index_values)
+        if value.is_const:
+            value = value.const
+        else:
+            inner = f"static_cast<float>({_cexpr(value)})" if d.is_float else _cexpr(value)
+            return f"static_cast<{ct}>({inner})" if ct != "float" else inner
     if d.is_float:
         v = float(value)
         if math.isnan(v):

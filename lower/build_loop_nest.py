@@ -54,9 +54,12 @@ from ascendsched.algo.expr import (
     Select,
     Tensor,
     Unary,
+    _is_index,
 )
 from ascendsched.dtypes import DType, store, uint8
 from ascendsched.errors import ScheduleError, UnsupportedError
+from ascendsched.lower.expand_math import expand_math
+from ascendsched.lower.index_values import index_value
 from ascendsched.lower.ir import (
     BLOCK_IDX,
     Affine,
@@ -72,6 +75,7 @@ from ascendsched.lower.ir import (
     Region,
     Stmt,
 )
+from ascendsched.lower.several_outputs import check_output_tiles
 from ascendsched.schedule.schedule import ComputeAt, ComputeInline, Schedule
 from ascendsched.target import CoreType, Pipe, Scope, Target
 
@@ -143,6 +147,7 @@ class _Version:
 
     instrs: list[Stmt] = field(default_factory=list)
     temps: int = 0
+    suffix: str = ""  # appended to every buffer name of a tail tile version
 
 
 # --------------------------------------------------------------------------- builder
@@ -152,16 +157,16 @@ class _Builder:
         self.t = target
         self.padded: set[str] = set()  # buffers grown by one repeat for Compare's over-read
         self.algo = sched.algo
-        if len(self.algo.outputs) != 1:
-            raise UnsupportedError(
-                f"algorithm '{self.algo.name}' has {len(self.algo.outputs)} outputs; the vector "
-                f"path lowers one output per kernel: split it into one algorithm per output")
-        self.out = self.algo.outputs[0]
+        # the root output's loops are the kernel's; the other outputs are computed in its tile
+        # and stored from there (several_outputs.py checks that tiles partition them)
+        self.out = sched.root()
+        self.extra = tuple(o for o in self.algo.outputs if o is not self.out)
         self.placement: dict[str, ComputeAt | ComputeInline | None] = {}
         for st in self.algo.stages:
             if st is self.out:
                 continue
-            p = sched.placement(st.name)
+            p = sched.placement(st.name) if st not in self.extra else ComputeAt(
+                st.name, self.out.name, sched.legal_compute_at(self.out.name)[0])
             if p is None:
                 loops = sched.legal_compute_at(self.out.name)
                 raise ScheduleError(
@@ -179,7 +184,8 @@ class _Builder:
                         f"derives; schedule the loops of '{self.out.name}' instead")
         self.inlined = {n for n, p in self.placement.items() if isinstance(p, ComputeInline)}
         self.tile_stages = [st for st in self.algo.stages if st.name not in self.inlined]
-        self.bodies = {st.name: self._inline(st.op.body) for st in self.tile_stages}  # type: ignore
+        self.bodies = {st.name: expand_math(self._inline(st.op.body), target)  # type: ignore
+                       for st in self.tile_stages}
         for t in self.algo.tensors:
             for d in t.shape:
                 if not isinstance(d, int):
@@ -193,7 +199,10 @@ class _Builder:
         self.hoisted: frozenset[str] = frozenset()
         self.block_dim = self.nest.bound[1] if self.nest.bound else 1
         self.n_loops = 0  # IR loops made for vector instructions (numbers their variables)
+        self.suffixes: dict[tuple[str, ...], str] = {}  # tail version -> its buffers' suffix
+        self.depth = 0  # tile loops around the version being generated
         self._check_row_alignment()
+        check_output_tiles(self)
 
     # ----------------------------------------------------------------- driver
     def build(self) -> Kernel:
@@ -213,7 +222,8 @@ class _Builder:
                 prologue.extend(self._dma(t, lay, to_ub=True))
         body = prologue + self._gen_loops(0, idx, ver, Affine())
         params = tuple(GmTensor(t.name, tuple(t.shape), t.dtype) for t in self.algo.inputs)  # type: ignore[arg-type]
-        params += (GmTensor(self.out.name, tuple(self.out.shape), self.out.dtype, "output"),)  # type: ignore[arg-type]
+        params += tuple(GmTensor(o.name, tuple(o.shape), o.dtype, "output")  # type: ignore[arg-type]
+                        for o in self.algo.outputs)
         return Kernel(
             name=self.algo.name, params=params, buffers=tuple(self.buffers.values()),
             block_dim=self.block_dim, programs=(Program(CoreType.AIV, tuple(body)),),
@@ -253,8 +263,10 @@ class _Builder:
             a = axes[0]
             out: list[Stmt] = []
             if full[a]:
+                self.depth += 1
                 inner = self._gen_loops(level + 1, {**idx, a: Affine.of(name)}, {**ver, a: "full"},
                                         Affine.mod(name, 2))
+                self.depth -= 1
                 out.append(For(name, full[a], tuple(inner), comment=f"tiles of {a} (split by "
                                f"{self.nest.factors[a]})"))
             if full[a] < tiles[a]:
@@ -294,7 +306,9 @@ class _Builder:
                                       full[a] if kind == "full" else full[a]))
             if skip:
                 continue
+            self.depth += 1
             inner = self._gen_loops(level + 1, {**idx, **per_axis}, cver, copy_in)
+            self.depth -= 1
             body.extend([If(tuple(conds), tuple(inner), comment=_combo_comment(axes, cver))]
                         if conds else inner)
         if bound and total % self.block_dim:
@@ -314,20 +328,29 @@ class _Builder:
             ext = {"whole": self.sizes[a], "full": f, "tail": self.sizes[a] % f}[ver[a]]
             box.append(Axis(a, idx[a] * f if ver[a] != "whole" else Affine(), ext))
         boxes = self._bounds(tuple(box))
-        v = _Version()
+        # A tail version after every tile loop gets buffers of its own: one name used by two
+        # versions would live from the first version's first use to the other's last use, and
+        # lifetimes spanning both versions keep the planner from reusing any UB between them.
+        # (A tail inside a loop keeps the shared names: its own buffers could take space the
+        # next iteration's full tile uses, and the syncs for that would serialise the loop.)
+        key = tuple(ver[a] for a in self.out_axes)
+        if "tail" in key and key not in self.suffixes and self.depth == 0:
+            self.suffixes[key] = "_tail" + (str(len(self.suffixes) + 1) if self.suffixes else "")
+        v = _Version(suffix=self.suffixes.get(key, ""))
         layouts: dict[str, Layout] = {}
         for t in self.algo.inputs:
             if t.name in self.hoisted:
                 layouts[t.name] = self.hoisted_layouts[t.name]
             elif t.name in boxes:
-                lay = self._layout(f"{t.name}_ub", t, boxes[t.name], copy)
+                lay = self._layout(f"{t.name}_ub{v.suffix}", t, boxes[t.name], copy)
                 layouts[t.name] = lay
                 v.instrs.extend(self._dma(t, lay, to_ub=True))
         for st in self.tile_stages:
-            lay = self._layout(f"{st.name}_ub", st, boxes[st.name], copy)
+            lay = self._layout(f"{st.name}_ub{v.suffix}", st, boxes[st.name], copy)
             layouts[st.name] = lay
             self._stage(v, st, lay, layouts)
-        v.instrs.extend(self._dma(self.out, layouts[self.out.name], to_ub=False))
+        for o in self.algo.outputs:
+            v.instrs.extend(self._dma(o, layouts[o.name], to_ub=False))
         return v.instrs
 
     def _layout(self, buf: str, t: Tensor, box: tuple[Axis, ...], copy: Affine) -> Layout:
@@ -352,7 +375,17 @@ class _Builder:
     # ----------------------------------------------------------------- bounds inference
     def _bounds(self, out_box: tuple[Axis, ...]) -> dict[str, tuple[Axis, ...]]:
         boxes: dict[str, tuple[Axis, ...]] = {self.out.name: out_box}
+        for o in self.extra:  # an output the root does not read: the root's box, if same shape
+            if tuple(o.shape) == tuple(self.out.shape):
+                boxes[o.name] = tuple(Axis(f"{o.name}.{k}", a.start, a.extent)
+                                      for k, a in enumerate(out_box))
         for st in reversed(self.tile_stages):
+            if st.name not in boxes and st in self.extra:
+                raise ScheduleError(
+                    f"output '{st.name}' {list(st.shape)} is not read by '{self.out.name}' "
+                    f"{list(self.out.shape)}, whose tiles make the kernel, and has another "
+                    f"shape, so no tile knows which part of it to compute: compute it in its "
+                    f"own algorithm, or give it '{self.out.name}''s shape")
             if st.name not in boxes:
                 raise ScheduleError(
                     f"stage '{st.name}' is computed at '{self.out.name}''s tile but no consumer "
@@ -443,16 +476,28 @@ class _Builder:
         return _rebuild(e, new)
 
     def _check_row_alignment(self) -> None:
+        """A split of the output's last axis cuts the UB rows of every tensor whose last axis
+        follows it (found by bounds inference on a symbolic tile start); those rows, several
+        per tile, must stay 32-byte multiples. A rank-1 tensor's tile is one contiguous run
+        (DataCopyPad moves any length), and a row reduction's 1-D output does not cut the rows
+        of the tensor it reduces."""
         last = self.out_axes[-1]
         f = self.nest.factors[last]
-        if f != self.sizes[last]:
-            for t in self.algo.tensors:
-                if (f * t.dtype.bytes) % self.t.block_bytes:
-                    need = self.t.block_bytes // min(x.dtype.bytes for x in self.algo.tensors)
-                    raise ScheduleError(
-                        f"split('{self.out.name}', '{last}', {f}): a UB tile row of {f} x "
-                        f"{t.dtype} ('{t.name}') = {f * t.dtype.bytes} B is not a multiple of "
-                        f"{self.t.block_bytes} B; use a factor that is a multiple of {need}")
+        if f == self.sizes[last]:
+            return
+        probe = "@" + last
+        boxes = self._bounds(tuple(
+            Axis(a, Affine.of(probe) if a == last else Affine(), self.nest.factors[a])
+            for a in self.out_axes))
+        cut = [t for t in self.algo.tensors if t.name in boxes and len(boxes[t.name]) > 1
+               and probe in boxes[t.name][-1].start.vars()]
+        for t in cut:
+            if (f * t.dtype.bytes) % self.t.block_bytes:
+                need = self.t.block_bytes // min(x.dtype.bytes for x in cut)
+                raise ScheduleError(
+                    f"split('{self.out.name}', '{last}', {f}): a UB tile row of {f} x "
+                    f"{t.dtype} ('{t.name}') = {f * t.dtype.bytes} B is not a multiple of "
+                    f"{self.t.block_bytes} B; use a factor that is a multiple of {need}")
 
 
 class _ExprGen:
@@ -499,7 +544,9 @@ class _ExprGen:
                 if a <= last_axis:
                     raise UnsupportedError(
                         f"stage '{self.stage}': {e} reads '{e.tensor.name}' transposed; the "
-                        f"vector path needs subscripts in the stage's axis order")
+                        f"vector path needs subscripts in the stage's axis order: transpose "
+                        f"'{e.tensor.name}' in its own kernel (a GEMM with B transposed reads it "
+                        f"so) or store it transposed")
                 last_axis = a
                 strides[a] = lay.strides[k]
         return Val(lay.buf, lay.copy, lay.dtype, off, tuple(strides))
@@ -519,7 +566,7 @@ class _ExprGen:
     def temp(self, axes: tuple[int, ...], dtype: DType, what: str) -> Val:
         """A fresh dense UB buffer over domain axes ``axes``."""
         self.v.temps += 1
-        name = f"{self.stage}_t{self.v.temps}"
+        name = f"{self.stage}_t{self.v.temps}{self.v.suffix}"
         box = tuple(self.dom[a] for a in axes) or (Axis("one", Affine(), 1),)
         per_block = self.t.elems_per_block(dtype.bytes)
         pitch = -(-box[-1].extent // per_block) * per_block
@@ -577,6 +624,8 @@ class _ExprGen:
         return out
 
     def cast(self, e: Cast, dst: Val | None) -> Val:
+        if _is_index(e.x) and not isinstance(e.x, Const):  # i.astype('float32')
+            return index_value(self, e.x, None, e.dtype)
         x = self.value(e.x)
         if x.const is not None:
             return Val("", Affine(), e.dtype, Affine(), x.strides,
@@ -588,7 +637,8 @@ class _ExprGen:
                 f"on {self.t.name}; cast through float16 or float32 (supported pairs: "
                 f"{', '.join(f'{s}->{d}' for s, d in sorted(self.t.vector_casts))})")
         out = self._dst(dst, x.varying(), e.dtype, str(e))
-        rnd = e.round_mode if not e.dtype.is_float else (
+        # a float -> same float Cast rounds to an integral value (expand_math's round)
+        rnd = e.round_mode if not e.dtype.is_float or e.dtype == x.dtype else (
             "none" if e.dtype.bytes > x.dtype.bytes or not x.dtype.is_float else "rint")
         self.vec("vec_cast", out, (x,), "cast", (("round", rnd),))
         return out
@@ -596,7 +646,11 @@ class _ExprGen:
     def select(self, e: Select, dst: Val | None) -> Val:
         cond = e.cond
         assert isinstance(cond, Compare)
-        ca, cb = self.value(cond.a), self.value(cond.b)
+        if _is_index(cond.a) and _is_index(cond.b):  # j <= i: (j - i) <= 0 on index values
+            ca = index_value(self, cond.a, cond.b, e.dtype)
+            cb = Val("", Affine(), e.dtype, Affine(), (0,) * len(self.dom), const=0)
+        else:
+            ca, cb = self.value(cond.a), self.value(cond.b)
         a, b = self.value(e.a), self.value(e.b)
         axes = tuple(sorted(set().union(*(v.varying() for v in (ca, cb, a, b)))))
         ops = [self.full(v, axes, str(x)) for v, x in ((ca, cond.a), (cb, cond.b), (a, e.a),
@@ -612,7 +666,7 @@ class _ExprGen:
         dt = self.b.buffers[ca.tensor].dtype
         lanes = self.t.repeat_bytes // dt.bytes
         per_rep = lanes // 8  # mask bytes one repeat writes
-        mask = f"{self.stage}_mask"
+        mask = f"{self.stage}_mask{self.v.suffix}"
         self.b._alloc(mask, uint8, rows * per_rep, 1, (rows, per_rep),
                       f"compare mask of {self.stage} (1 bit per element)")
         # The 910B Compare ignores its mask: each repeat reads all 256 B of both operands and
@@ -712,15 +766,35 @@ class _ExprGen:
                     f"cast the operands to float32 first")
         axes = dst.varying()
         srcs = tuple(self._broadcastable(s, axes) for s in srcs)
+        vals = (dst,) + srcs
+        # Leading axes over which some operand's rows are not evenly spaced (m[i, j] read by
+        # every b of s[b, i, j] + m[i, j]) become IR loops around the instruction(s).
+        lead = next(n for n in range(len(axes)) if all(
+            self._uniform(x, axes[n:-1]) for x in vals))
+        loops = []
+        for a in axes[:lead]:
+            var = self.b.loop_var(f"{self.stage}_b")
+            loops.append((var, self.dom[a].extent, self.dom[a].name))
+            vals = tuple(replace(x, offset=x.offset + Affine.of(var) * x.strides[a])
+                         for x in vals)
+        axes = axes[lead:]
         ext = [self.dom[a].extent for a in axes] or [1]
         cols = ext[-1]
         rows = int(np.prod(ext[:-1])) if len(ext) > 1 else 1
-        vals = (dst,) + srcs
         rs = [self._row_stride(x, axes) for x in vals]
         cs = [(x.strides[axes[-1]] if axes else 1) for x in vals]
         cs = [0 if x.block else c for x, c in zip(vals, cs)]
-        self.v.instrs.extend(self._cover(op, list(zip(vals, rs, cs)), rows, cols, attrs,
-                                         comment or f"{self.stage}: {fn}"))
+        out = self._cover(op, list(zip(vals, rs, cs)), rows, cols, attrs,
+                          comment or f"{self.stage}: {fn}")
+        for var, n, name in reversed(loops):
+            out = [For(var, n, tuple(out), comment=f"{name} of {self.stage}: an operand repeats "
+                       f"over it")]
+        self.v.instrs.extend(out)
+
+    def _uniform(self, x: Val, outer: tuple[int, ...]) -> bool:
+        """Rows of ``x`` over the flattened ``outer`` axes are evenly spaced."""
+        return all(x.strides[p] == x.strides[q] * self.dom[q].extent
+                   for p, q in zip(outer[:-1], outer[1:]))
 
     def _cover(self, op: str, opnds: list[tuple[Val, int, int]], rows: int, cols: int,
                attrs: tuple, comment: str) -> list[Stmt]:
@@ -874,7 +948,7 @@ class _ExprGen:
         # lane) read with row stride 0; Brcb itself needs a contiguous source
         n8 = -(-rows // g) * g if x.varying() else g
         self.v.temps += 1
-        name = f"{self.stage}_brcb{self.v.temps}"
+        name = f"{self.stage}_brcb{self.v.temps}{self.v.suffix}"
         self.b._alloc(name, x.dtype, n8 * per, 1, (n8, per),
                       f"{x.buf} broadcast to one 32 B block per row (Brcb)")
         srcbuf = self.b.buffers[src.buf]
@@ -950,7 +1024,7 @@ class _ExprGen:
         per = t.elems_per_block(dt.bytes)
         full, tail = divmod(cols, epr)
         self.v.temps += 1
-        acc = f"{self.stage}_part{self.v.temps}"
+        acc = f"{self.stage}_part{self.v.temps}{self.v.suffix}"
         accv = Val(acc, Affine(), dt, Affine(), ())
         what = f"{op} partials of the rows of {self.stage}"
         chunks = f"{self.stage}: {op} of each {epr}-column chunk"
@@ -1045,7 +1119,7 @@ class _ExprGen:
                 break
             n //= 2
             self.v.temps += 1
-            name = f"{self.stage}_half{self.v.temps}"
+            name = f"{self.stage}_half{self.v.temps}{self.v.suffix}"
             self.b._alloc(name, src.dtype, rows * n * epr, 1, (rows, n * epr),
                           f"{op} of column pairs of the rows of {self.stage}")
             dst = Val(name, Affine(), src.dtype, Affine(), ())

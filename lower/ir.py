@@ -25,7 +25,8 @@ lane (as ``vec_brcb`` writes it); semantically element ``(r, c)`` is element ``(
 source row stride of 0 re-reads the same row for every repeat.
   ``vec_binary``  attrs fn in add sub mul div max min: dst = fn(a, b); reads (a, b)
   ``vec_unary``   attrs fn in exp ln sqrt rsqrt reciprocal abs relu copy: dst = fn(src)
-  ``vec_scalar``  attrs fn in adds muls maxs mins, scalar: dst = fn(src, scalar)
+  ``vec_scalar``  attrs fn in adds muls maxs mins, scalar (a number, or an Affine of loop
+                  variables: an index value): dst = fn(src, scalar)
   ``vec_dup``     attrs value: dst = value (``Duplicate``); reads nothing
   ``vec_cast``    attrs round in rint trunc floor ceil round none: dst = cast(src)
   ``vec_reduce``  attrs fn in sum max min: src view ``(rows, cols)``, dst view ``(rows, 1)``;

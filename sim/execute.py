@@ -642,6 +642,8 @@ def _vec_scalar(cx: _Ctx) -> None:
     _check_repeat(cx, d.rows, d.cols, (d, s))
     _check_dtype(cx, fn, d.dtype)
     scalar = cx.ins.attr("scalar")
+    if isinstance(scalar, Affine):  # a value of the loop variables
+        scalar = scalar.evaluate(cx.env)
     if not isinstance(scalar, (int, float)) or isinstance(scalar, bool):
         raise cx.fail(f"attr scalar must be a number, not {scalar!r}")
     v, k = _compute_in(d.dtype, _load_vec(cx, s), dt.store(d.dtype, scalar))

@@ -136,7 +136,11 @@ GEMM_ENTRIES = [
         _NORM
         + _SERIAL
         + "; 2x12 split (683-wide blocks, tails of 171) as swizzle(2) strips; "
-        + _SPLIT,
+        + _SPLIT
+        + "; each published core walks its own 4096 x 683 block and misses L2 more (MTE2 "
+        "1724 cyc per K step vs G4's 1459, same tile and step), our round-robin strips hit "
+        "97% of reads like G4's, and a 64-deep step is row-bound (384 rows) either way: the "
+        "model ties G3 with G4 and reads G3's MTE2 16% short",
         mte2=10177.798,
         serial=_NORM_SERIAL,
         work=2048 / 2304,
@@ -560,6 +564,9 @@ INSTR_ENTRIES = [
         40,
         _elementwise("tmins", (16, 256), "float16", lambda a, b: minimum(a, 2.0)),
         "tmins",
+        "the same 4096 fp16 elements (32 repeats) take 55 cyc as TMINS f16 64x64 and 57 as "
+        "TADDS f32 32x64: no per-repeat cost with the 27-cycle head + tail those need fits "
+        "40 (PTO's own model reaches 0.45 here)",
     ),
 ]
 

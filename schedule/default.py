@@ -88,6 +88,10 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
         if one_d:  # a 1-D output: the width plays the height's part
             return _ranked([TileShape(1, c * gran) for c in range(widest // gran, 0, -1)],
                            algo, target, copies, lambda t: t.cols, n)
+        # one whole row over the estimate: still offered first (the planner's in-place reuse
+        # often fits it, and a column split cannot shrink a row reduction's tiles)
+        whole = _ranked([TileShape(1, n)], algo, target, copies, lambda t: t.rows, m)
+        return whole + _ranked([TileShape(1, cols)], algo, target, copies, lambda t: t.rows, m)
     return _ranked([TileShape(r, cols) for r in heights], algo, target, copies,
                    lambda t: t.rows, m)
 

@@ -66,3 +66,11 @@ class BarrierFallbackWarning(AscendSchedWarning):
     """Event ids ran out and a dependence was served by a barrier instead of a flag pair."""
 
     warning_id = "barrier-fallback"
+
+
+class BufferingWarning(AscendSchedWarning):
+    """The memory plan could not keep a schedule's buffering overlapping: a pipelined loop's
+    buffers reuse bytes across pipes, or a multi-copy buffer's copies share bytes with other
+    buffers, because the scope is too small."""
+
+    warning_id = "buffering-not-honoured"

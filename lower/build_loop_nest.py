@@ -22,6 +22,10 @@ chunk is one masked instruction. ``e = xf - mx[i]`` over 8 rows of 4096 fp32::
       [V] vec_binary fn=sub  e_t2@(4096*e_r3)[64:64, 64:1] <- xf_ub@(4096*e_r3)[64:64, 64:1],
                                                                 e_brcb3@(8*e_r3)[64:0, 64:0]
 
+A row reduction of whole chunks first halves the row with elementwise ops on chunk pairs
+(``_halve``, three levels at most) and leaves the rest to WholeReduce. Inputs the schedule
+loads once (``load_once``: ``gamma[j]`` with only rows tiled) are copied before the tile loops.
+
 No syncs and no addresses yet: later passes add them.
 """
 
@@ -74,6 +78,9 @@ from ascendsched.lower.ir import (
 from ascendsched.lower.several_outputs import check_output_tiles
 from ascendsched.schedule.schedule import ComputeAt, ComputeInline, Schedule
 from ascendsched.target import CoreType, Pipe, Scope, Target
+
+HALVINGS = 3  # pairwise elementwise levels before WholeReduce in a row reduction (_halve)
+HALVE_UB_SHARE = 8  # ... only while the first level's partials take at most UB / 8 (23 KB)
 
 
 def build_loop_nest(sched: Schedule, target: Target | None = None) -> Kernel:
@@ -189,6 +196,7 @@ class _Builder:
         self.out_axes = [a.name for a in self.out.op.axes]  # type: ignore[union-attr]
         self.sizes = dict(zip(self.out_axes, self.out.shape))
         self.buffers: dict[str, Buffer] = {}
+        self.hoisted: frozenset[str] = frozenset()
         self.block_dim = self.nest.bound[1] if self.nest.bound else 1
         self.n_loops = 0  # IR loops made for vector instructions (numbers their variables)
         self.suffixes: dict[tuple[str, ...], str] = {}  # tail version -> its buffers' suffix
@@ -203,7 +211,16 @@ class _Builder:
         for _, axes in self.nest.loops:
             for a in axes:
                 ver[a] = "full"
-        body = self._gen_loops(0, idx, ver, Affine())
+        self.hoisted = self._invariant_inputs()
+        self.hoisted_layouts: dict[str, Layout] = {}
+        prologue: list[Stmt] = []
+        for t in self.algo.inputs:
+            if t.name in self.hoisted:
+                box = tuple(Axis(f"{t.name}.{k}", Affine(), int(n)) for k, n in enumerate(t.shape))
+                lay = self._layout(f"{t.name}_ub", t, box, Affine())
+                self.hoisted_layouts[t.name] = lay
+                prologue.extend(self._dma(t, lay, to_ub=True))
+        body = prologue + self._gen_loops(0, idx, ver, Affine())
         params = tuple(GmTensor(t.name, tuple(t.shape), t.dtype) for t in self.algo.inputs)  # type: ignore[arg-type]
         params += tuple(GmTensor(o.name, tuple(o.shape), o.dtype, "output")  # type: ignore[arg-type]
                         for o in self.algo.outputs)
@@ -212,6 +229,27 @@ class _Builder:
             block_dim=self.block_dim, programs=(Program(CoreType.AIV, tuple(body)),),
             target=self.t, notes=tuple(str(self.s).splitlines()),
         )
+
+    def _invariant_inputs(self) -> frozenset[str]:
+        """The inputs the schedule loads once (``load_once``): loaded per core before the tile
+        loops into one copy. Each must be read whole by every tile (``gamma[j]`` when only
+        rows are tiled)."""
+        wanted = [t for t in self.algo.inputs if self.s.loaded_once(t.name)]
+        if not wanted or not self.nest.loops:
+            return frozenset()
+        box = tuple(Axis(a, Affine.of(f"{a}__tile") * self.nest.factors[a], self.nest.factors[a])
+                    if self.nest.factors[a] < self.sizes[a] else Axis(a, Affine(), self.sizes[a])
+                    for a in self.out_axes)
+        boxes = self._bounds(box)
+        for t in wanted:
+            if t.name in boxes and not all(
+                    ax.start.is_const and ax.start.const == 0 and ax.extent == int(n)
+                    for ax, n in zip(boxes[t.name], t.shape)):
+                raise ScheduleError(
+                    f"load_once('{t.name}'): a tile of '{self.out.name}' reads only part of "
+                    f"'{t.name}' (it follows a split axis), so every tile needs its own load; "
+                    f"load once only inputs every tile reads whole")
+        return frozenset(t.name for t in wanted if t.name in boxes)
 
     def _gen_loops(self, level: int, idx: dict[str, Affine], ver: dict[str, str],
                    copy: Affine) -> list[Stmt]:
@@ -301,7 +339,9 @@ class _Builder:
         v = _Version(suffix=self.suffixes.get(key, ""))
         layouts: dict[str, Layout] = {}
         for t in self.algo.inputs:
-            if t.name in boxes:
+            if t.name in self.hoisted:
+                layouts[t.name] = self.hoisted_layouts[t.name]
+            elif t.name in boxes:
                 lay = self._layout(f"{t.name}_ub{v.suffix}", t, boxes[t.name], copy)
                 layouts[t.name] = lay
                 v.instrs.extend(self._dma(t, lay, to_ub=True))
@@ -316,7 +356,7 @@ class _Builder:
     def _layout(self, buf: str, t: Tensor, box: tuple[Axis, ...], copy: Affine) -> Layout:
         per_block = self.t.elems_per_block(t.dtype.bytes)
         pitch = -(-box[-1].extent // per_block) * per_block
-        copies = self.s.copies(t.name)
+        copies = 1 if t.name in self.hoisted else self.s.copies(t.name)
         lay = Layout(buf, copy if copies == 2 else Affine(), t.dtype, box, pitch)
         self._alloc(buf, t.dtype, lay.elems, copies, tuple(a.extent for a in box),
                     f"tile of {t.name}" + (" (double buffered)" if copies == 2 else ""))
@@ -949,6 +989,8 @@ class _ExprGen:
                     f"inner result axes are whole")
         epr = self.t.repeat_bytes // body.dtype.bytes
         src, src_rs = body, rs
+        if cols % epr == 0 and (rows == 1 or rs >= cols):
+            src, src_rs, cols = self._halve(op, body, rs, rows, cols // epr, epr)
         while cols > epr:
             src, src_rs, cols = self._partials(op, src, src_rs, rows, cols)
         self.v.instrs.extend(self._reduce_rows(op, out, 1, src, src_rs, cols, rows,
@@ -1053,6 +1095,66 @@ class _ExprGen:
                                (("fn", fn),), f"{self.stage}: {op} partials += the tail")
         self.v.instrs.extend(out)
         return accv, epr, epr
+
+    def _halve(self, op: str, src: Val, src_rs: int, rows: int, n: int, epr: int
+               ) -> tuple[Val, int, int]:
+        """Fold each row's ``n`` 256-byte chunks pairwise with the elementwise op, up to
+        HALVINGS times while ``n`` is even (chunks 2i and 2i+1 into chunk i of a new partial
+        row, so the two sources are 256 B apart and hit different UB bank groups); the
+        WholeReduce levels take the rest. An elementwise repeat costs 1 cycle where
+        WholeReduceMax costs 7 and WholeReduceSum 3 (target/costs.py; the binary-tree scheme
+        of the ASC reduction guide), but each level is one more dependent instruction (a V
+        barrier, ~27 cycles of tail and head): three levels take a 4096-float row's max
+        from 448 to ~112 cycles of repeats, and keep the statement count independent of the
+        row width. The first level's partials take half the rows' bytes, so a tile whose
+        partials would exceed UB / HALVE_UB_SHARE reduces by WholeReduce alone (hand
+        schedules sized without them keep fitting). Returns the partials, their row stride
+        and their columns."""
+        fn = {"sum": "add", "max": "max", "min": "min"}[op]
+        if rows * (n // 2) * self.t.repeat_bytes > self.t.scope(Scope.UB).usable // HALVE_UB_SHARE:
+            return src, src_rs, n * epr  # the first level's partials would crowd the tile out
+        for _ in range(HALVINGS):
+            if n < 2 or n % 2:
+                break
+            n //= 2
+            self.v.temps += 1
+            name = f"{self.stage}_half{self.v.temps}{self.v.suffix}"
+            self.b._alloc(name, src.dtype, rows * n * epr, 1, (rows, n * epr),
+                          f"{op} of column pairs of the rows of {self.stage}")
+            dst = Val(name, Affine(), src.dtype, Affine(), ())
+            self._pair_op(fn, dst, n * epr, src, src_rs, rows, n, epr)
+            src, src_rs = dst, n * epr
+        return src, src_rs, n * epr
+
+    def _pair_op(self, fn: str, dst: Val, dst_rs: int, src: Val, src_rs: int, rows: int,
+                 n: int, epr: int) -> None:
+        """``dst[r, chunk i] = fn(src[r, chunk 2i], src[r, chunk 2i + 1])`` for ``r < rows``,
+        ``i < n``: per row one instruction repeating over its chunks, or per chunk one
+        repeating over the rows, whichever issues fewer calls (rows too far apart for a
+        repeat stride: per row); loops as ``_span`` makes them."""
+        t = self.t
+        mr = t.max_repeat
+        big = src_rs * src.dtype.bytes // t.block_bytes > t.max_rep_stride
+        what = f"{self.stage}: {fn} of column pairs"
+
+        def instr(row: Affine, col: Affine, k: int, over_rows: bool) -> list[Stmt]:
+            """``k`` repeats from output (row, chunk col): over rows or along the row."""
+            d_step, s_step = (dst_rs, src_rs) if over_rows else (epr, 2 * epr)
+            d = Region(dst.buf, row * dst_rs + col * epr, (Dim(k, d_step), Dim(epr, 1)))
+            a = Region(src.buf, src.offset + row * src_rs + col * (2 * epr),
+                       (Dim(k, s_step), Dim(epr, 1)), src.copy)
+            return [Instr("vec_binary", Pipe.V, (d,), (a, replace(a, offset=a.offset + epr)),
+                          (("fn", fn),), what)]
+
+        if big or rows * -(-n // mr) <= n * -(-rows // mr):
+            out = self._span(rows, 1, lambda r, _: self._span(
+                n, mr, lambda c, k: instr(r, c, k, False), "p", what), "r",
+                f"rows of {self.stage}")
+        else:
+            out = self._span(n, 1, lambda c, _: self._span(
+                rows, mr, lambda r, k: instr(r, c, k, True), "p", what), "c",
+                f"column pairs of {self.stage}")
+        self.v.instrs.extend(out)
 
     def _reduce_rows(self, op: str, dst: Val, dst_rs: int, src: Val, src_rs: int, cols: int,
                      rows: int, comment: str) -> list[Stmt]:

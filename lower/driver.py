@@ -109,8 +109,10 @@ def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
 
 def schedule_for(obj: Schedule | GemmSchedule | Algorithm, target: Target = DEFAULT_TARGET
                  ) -> Schedule | GemmSchedule:
-    """The schedule to lower: ``obj`` itself, or the largest default candidate that fits
-    (a GEMM algorithm gets a Cube schedule, ``schedule/gemm.py``)."""
+    """The schedule to lower: ``obj`` itself, or the first default candidate whose buffers
+    the memory planner fits with their buffering honoured (``plan_memory``'s first plan); when
+    none does, the first that fits at all (its plan warns what it gave up). A GEMM algorithm
+    gets a Cube schedule (``schedule/gemm.py``)."""
     if isinstance(obj, (Schedule, GemmSchedule)):
         return obj
     if not isinstance(obj, Algorithm):
@@ -124,14 +126,20 @@ def schedule_for(obj: Schedule | GemmSchedule | Algorithm, target: Target = DEFA
                 f"(and its default schedule) needs concrete sizes: build the algorithm with "
                 f"integers for this kernel")
     last: CapacityError | None = None
+    fallback: Schedule | GemmSchedule | None = None
     for cand in _defaults(obj, target):
         try:
             k = build_gemm(cand, target) if isinstance(cand, GemmSchedule) else \
                 build_loop_nest(cand, target)
-            plan_memory(k, buffer_lifetimes(k), target)
-            return cand
+            plan = plan_memory(k, buffer_lifetimes(k), target, warn=False)
         except CapacityError as e:
             last = e
+            continue
+        if not plan.compromises:
+            return cand
+        fallback = fallback or cand
+    if fallback is not None:
+        return fallback
     assert last is not None
     raise last
 

@@ -28,6 +28,8 @@ def format_schedule(s: Schedule) -> str:
             lines.append(f"  .compute_inline({x.stage!r})")
         elif isinstance(x, d.Buffering):
             lines.append(f"  .buffer({x.tensor!r}, copies={x.copies})")
+        elif isinstance(x, d.LoadOnce):
+            lines.append(f"  .load_once({x.tensor!r})")
     return "\n".join(lines)
 
 

@@ -68,7 +68,12 @@ class Buffering:
     copies: int
 
 
-Directive = Split | Reorder | Fuse | Bind | ComputeAt | ComputeInline | Buffering
+@dataclass(frozen=True)
+class LoadOnce:
+    tensor: str  # an input every tile reads whole: loaded once per core, before the tile loops
+
+
+Directive = Split | Reorder | Fuse | Bind | ComputeAt | ComputeInline | Buffering | LoadOnce
 
 
 @dataclass(frozen=True)
@@ -242,6 +247,16 @@ class Schedule:
                 f"buffer('{tensor}', copies={copies}): 1 (single) or 2 (double buffering) copies")
         return self._add(Buffering(tensor, copies))
 
+    def load_once(self, tensor: str) -> Schedule:
+        """Load input ``tensor`` once per core, before the tile loops, into one UB copy that
+        stays for the whole kernel, instead of once per tile: for an input every tile reads
+        whole (``gamma[j]`` when only rows are tiled; lowering checks it). Saves a DMA per
+        tile, costs its bytes for the whole kernel."""
+        t = self.algo.tensor(tensor)
+        if not t.is_placeholder:
+            raise ScheduleError(f"load_once('{tensor}'): '{tensor}' is a stage, not an input")
+        return self._add(LoadOnce(tensor))
+
     cache_read = buffer  # UB placement of an input's tile; copies as for buffer()
     cache_write = buffer  # UB placement of a stage's tile
 
@@ -295,6 +310,9 @@ class Schedule:
             if isinstance(d, (ComputeAt, ComputeInline)) and d.stage == stage:
                 p = d
         return p
+
+    def loaded_once(self, tensor: str) -> bool:
+        return any(isinstance(d, LoadOnce) and d.tensor == tensor for d in self.directives)
 
     def copies(self, tensor: str) -> int:
         n = 1

@@ -30,6 +30,18 @@ def assert_matches_reference(sched, *, seed: int = 0, sync: bool = True, kernel=
     return k, res
 
 
+def readme_softmax(copies: int = 2):
+    """The README's softmax: 64 x 1024, 8-row tiles on 4 cores, one pass over GM per tile,
+    ``x`` and ``y`` with ``copies`` copies (``examples/softmax.py`` is copies=2)."""
+    from ascendsched.algo.library import softmax
+    from ascendsched.schedule import Schedule
+
+    s = Schedule(softmax(m=64, n=1024)).split("y", "i", 8).bind("y", "i_o", cores=4)
+    for stage in ("xf", "mx", "e", "s"):
+        s = s.compute_at(stage, "y", "i_o")
+    return s.buffer("x", copies=copies).buffer("y", copies=copies)
+
+
 # the per-row stages of the library's row kernels, computed inside the output's row tile
 LAYERNORM = ("xf", "mean", "d", "var", "r")
 SOFTMAX = ("xf", "mx", "e", "s")

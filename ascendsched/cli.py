@@ -71,10 +71,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from ascendsched.driver import check
 
+    reduce = True if args.reduced else False if args.full else None
     verdicts = check(load(args.target), work_dir=Path(args.work_dir) if args.work_dir else None,
-                     sanitize=not args.no_sanitize, cpp=not args.ir_only)
+                     sanitize=not args.no_sanitize, cpp=not args.ir_only, reduce=reduce)
     for v in verdicts:
         print(v)
+    ran_on = {v.instance for v in verdicts if v.instance}
+    if ran_on:
+        print(f"executed on the reduced instance {', '.join(sorted(ran_on))}; the full kernel "
+              f"was lowered, emitted and compared with it")
     ok = all(v.ok for v in verdicts)
     print("all checks passed" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
@@ -96,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--work-dir", help="where to write the emitted project (default: a temp dir)")
     k.add_argument("--no-sanitize", action="store_true", help="build without ASan/UBSan")
     k.add_argument("--ir-only", action="store_true", help="skip the emitted C++ (no g++ needed)")
+    size = k.add_mutually_exclusive_group()
+    size.add_argument("--full", action="store_true",
+                      help="execute the full kernel even when it is larger than the check budget")
+    size.add_argument("--reduced", action="store_true",
+                      help="execute the reduced instance even when the full kernel is small")
     k.set_defaults(fn=cmd_check)
     args = p.parse_args(argv)
     try:

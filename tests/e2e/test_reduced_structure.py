@@ -1,0 +1,32 @@
+"""Large kernels and their reduced instances lower to the same code up to sizes: every library
+vector kernel at 4096 x 4096, the e2e hand schedules scaled up, and GEMMs (defaults at 4096^3,
+8192^3 and 4096 x 11008 x 4096; hand schedules with edge classes and uneven cores).
+
+Lowering time, not the comparison, makes a case slow (the sync analysis of wide rows and of
+GEMM edge classes): cases over about 10 s for both lowerings carry the ``slow`` mark."""
+
+import pytest
+
+from ascendsched.driver import DEFAULT_BUDGET, estimated_instrs
+from ascendsched.lower.compare import structural_diff
+from ascendsched.lower.driver import lower
+from ascendsched.schedule.reduce import reduce_instance
+from tests.e2e.scaled_cases import CASES, IDS
+
+FAST = {
+    "vadd-default 4096x4096", "mul_add_relu-default 4096x4096", "vadd-tail+2cores+db",
+    "vadd-small tiles", "vadd-48 cores uneven", "vadd-48 cores, one tile each",
+    "mul_add_relu-db", "mul_add_relu-cores", "bias_add-2-D tiles tails",
+    "gemm-default 4096^3", "gemm-default 8192^3", "gemm-default 4096x11008x4096",
+}
+PARAMS = [pytest.param(i, marks=() if i in FAST else pytest.mark.slow) for i in IDS]
+
+
+@pytest.mark.parametrize("case_id", PARAMS)
+def test_reduced_kernel_equals_full_kernel_up_to_sizes(case_id):
+    sched = CASES[IDS.index(case_id)][2]
+    red = reduce_instance(sched)
+    assert not red.is_full, f"{case_id}: {red}"
+    full, reduced = lower(sched), lower(red.reduced)
+    assert structural_diff(full, reduced) is None, f"{case_id}: {red}"
+    assert estimated_instrs(reduced) <= min(DEFAULT_BUDGET.instrs, estimated_instrs(full))

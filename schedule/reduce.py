@@ -135,7 +135,7 @@ def _reduce_vector(sched: Schedule) -> Schedule:
     nest = sched.loop_nest(out.name)
     sizes = {a.name: int(s) for a, s in zip(out.op.axes, out.shape)}
     cores = nest.bound[1] if nest.bound else 1
-    want = _vector_facts(sched, sizes, cores)
+    want, cheap = _vector_facts(sched, sizes, cores), _vector_facts(sched, sizes, cores, False)
     split = [a for _, axes in nest.loops for a in axes if nest.factors[a] < sizes[a]]
     shrink = [a for a in split if _resizable(sched.algo, out.name, a, split)]
     f = nest.factors
@@ -150,7 +150,7 @@ def _reduce_vector(sched: Schedule) -> Schedule:
     # least work first, then the fewest trips per core, then the fewest cores
     cands.sort(key=lambda c: c[0])
     for _, new, c in cands:
-        if _vector_facts(sched, new, c) == want:
+        if _vector_facts(sched, new, c, False) == cheap and _vector_facts(sched, new, c) == want:
             if new == sizes and c == cores:
                 return sched
             algo = resize(sched.algo, {(out.name, a): n for a, n in new.items()})
@@ -166,11 +166,13 @@ def _resizable(algo: Algorithm, out: str, axis: str, split: list[str]) -> bool:
     return not c.reduced_over and not c.fixed and not (c.members & others)
 
 
-def _vector_facts(sched: Schedule, sizes: dict[str, int], cores: int) -> tuple:
+def _vector_facts(sched: Schedule, sizes: dict[str, int], cores: int,
+                  neighbours: bool = True) -> tuple:
     """The loop structure ``lower/build_loop_nest.py`` derives from the sizes (its
     ``_gen_loops``): per tile loop, each axis's tail size and whether it has one tile; a serial
     loop its trip class, a fused loop the fused trip class, the bound loop its trip class per
-    core, whether work is uneven and whether it runs on more than one core."""
+    core, whether work is uneven and whether it runs on more than one core; and (unless
+    ``neighbours`` is False, a cheaper first test) the versions' neighbours."""
     out = sched.algo.outputs[0]
     nest = sched.loop_nest(out.name)
     f = nest.factors
@@ -183,9 +185,11 @@ def _vector_facts(sched: Schedule, sizes: dict[str, int], cores: int) -> tuple:
         total = math.prod(tiles.values())
         if nest.bound is not None and nest.bound[0] == name:
             facts.append((name, tails, cores > 1, trip_class(-(-total // cores)),
-                          total % cores != 0, _version_adjacency(axes, sizes, f, cores)))
+                          total % cores != 0,
+                          neighbours and _version_adjacency(axes, sizes, f, cores)))
         elif len(axes) > 1:
-            facts.append((name, tails, trip_class(total), _version_adjacency(axes, sizes, f, 1)))
+            facts.append((name, tails, trip_class(total),
+                          neighbours and _version_adjacency(axes, sizes, f, 1)))
         else:  # a serial loop over the full tiles, then the tail version (copy full % 2)
             facts.append((name, tails, trip_class(sizes[axes[0]] // f[axes[0]])))
     whole = tuple((a, s) for a, s in sizes.items() if a not in looped)
@@ -260,7 +264,7 @@ def _replay_vector(sched: Schedule, algo: Algorithm, cores: int) -> Schedule:
 # --------------------------------------------------------------------------- GEMM path
 def _reduce_gemm(sched: GemmSchedule) -> GemmSchedule:
     t, sp = sched.tiling, sched.spec
-    want = _gemm_facts(sched, t.cores)
+    want, cheap = _gemm_facts(sched, t.cores), _gemm_facts(sched, t.cores, False)
     mtail, ntail = sp.m - (t.mt - 1) * t.tm, sp.n - (t.nt - 1) * t.tn
     k = reduced_trips(sp.k // t.tk) * t.tk + sp.k % t.tk
     w = t.swizzle.width
@@ -277,7 +281,8 @@ def _reduce_gemm(sched: GemmSchedule) -> GemmSchedule:
         m, n = (mt - 1) * t.tm + mtail, (nt - 1) * t.tn + ntail
         if (b, mt, nt) not in built:
             built[(b, mt, nt)] = _gemm_candidate(sched, b, m, n, k)
-        if _gemm_facts(built[(b, mt, nt)], c) == want:
+        cand = built[(b, mt, nt)]
+        if _gemm_facts(cand, c, False) == cheap and _gemm_facts(cand, c) == want:
             if (b, m, n, k, c) == (sp.batch, sp.m, sp.n, sp.k, t.cores):
                 return sched
             return _gemm_candidate(sched, b, m, n, k, c)
@@ -316,11 +321,12 @@ def _gemm_candidate(sched: GemmSchedule, batch: int, m: int, n: int, k: int,
     return s
 
 
-def _gemm_facts(sched: GemmSchedule, cores: int) -> tuple:
+def _gemm_facts(sched: GemmSchedule, cores: int, neighbours: bool = True) -> tuple:
     """What ``lower/build_gemm.py`` derives from the sizes on ``cores`` cores: the effective
     tiling, the K loop's trip class and tail, and per tile class (its ``_class_loop``): shape,
     swizzle, valid sizes, whether rows/columns are more than one, the per-core trip class,
-    the guard (uneven work) and whether its first tile is on core 0."""
+    the guard (uneven work) and whether its first tile is on core 0; and (unless
+    ``neighbours`` is False, a cheaper first test) the classes' neighbours."""
     t, sp = sched.tiling, sched.spec
     cores = min(cores, t.tiles)
     classes = []
@@ -333,7 +339,7 @@ def _gemm_facts(sched: GemmSchedule, cores: int) -> tuple:
         base += count
     return (t.tm, t.tn, t.tk, t.k0, t.kk, t.l1_copies, t.l0_copies, t.l0c_copies, t.swizzle,
             sp.batch > 1, cores > 1, trip_class(sp.k // t.tk), sp.k % t.tk, tuple(classes),
-            _class_adjacency(counts, cores))
+            neighbours and _class_adjacency(counts, cores))
 
 
 def _class_adjacency(counts: list[int], cores: int) -> frozenset[tuple]:

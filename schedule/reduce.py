@@ -9,11 +9,13 @@ sizes, so a reduced instance keeps each of them (:func:`structure_facts` lists t
 - tile and tail sizes: a split axis keeps its factor and ``size % factor``; a GEMM keeps its
   effective tile (m, n, k, k0), swizzle width and the M, N, K remainders. Axes that are not
   split, and axes a reduction runs along (the tile reads them whole), keep their size;
-- trip counts of tile loops, persistent loops (per core) and the L1 K loop: 0, 1 and 2 exactly
-  (whether a loop or a version exists at all), and from 3 on the parity only (ping-pong event
-  ids ``k % 2``, the constant copy number of a peeled tail, ``_mod2`` of flattened K
-  counters), so a loop of 3 or more runs 3 (odd) or 4 (even) times where nothing below
-  needs more;
+- trip counts of vector tile loops and the GEMM L1 K loop: 0, 1 and 2 exactly (whether a loop
+  or a version exists at all), and from 3 on the parity only (ping-pong event ids ``k % 2``,
+  the constant copy number of a peeled tail, ``_mod2`` of flattened K counters), so a loop of 3
+  or more runs 3 (odd) or 4 (even) times where nothing below needs more. A GEMM tile class's
+  persistent loop keeps whether it is a loop (more than one tile on some core); its copies are
+  ``t % 2`` of its own variable, so its parity does not matter, and the neighbours below keep
+  3 or more trips where the full kernel has them;
 - cores: 2 or more when the full kernel has 2 or more; the persistent loop's tail guard (uneven
   work) exactly when the full kernel has one. A full kernel with even work keeps even work: a
   guard would add an ``If`` the shipped kernel does not have;
@@ -29,7 +31,7 @@ sizes, so a reduced instance keeps each of them (:func:`structure_facts` lists t
 
 The reduced algorithm keeps its constants (``1.0 / n`` in a mean): it is checked against its own
 numpy reference. When no smaller instance keeps the structure (the full one is already
-small, or the search's limit of ``_SEARCH`` tiles per axis is too low) the full instance is
+small, or none is found within ``SEARCH[-1]`` tiles per axis) the full instance is
 returned as it is.
 """
 
@@ -67,7 +69,7 @@ from ascendsched.schedule.schedule import (
 )
 
 MIN_TRIPS = 3  # loops of at least this many trips run MIN_TRIPS or MIN_TRIPS + 1 times
-_SEARCH = 16  # tiles per axis tried (the full count is always a candidate too)
+SEARCH = (16, 64)  # tiles per axis tried, a wider search if the first finds nothing
 
 
 @dataclass(frozen=True)
@@ -89,9 +91,12 @@ class Reduction:
 
 def reduce_instance(sched: Schedule | GemmSchedule) -> Reduction:
     """The smallest instance of ``sched`` with the same kernel structure (module docstring)."""
-    if isinstance(sched, GemmSchedule):
-        return Reduction(sched, _reduce_gemm(sched))
-    return Reduction(sched, _reduce_vector(sched))
+    for limit in SEARCH:
+        red = _reduce_gemm(sched, limit) if isinstance(sched, GemmSchedule) else \
+            _reduce_vector(sched, limit)
+        if red is not None:
+            return Reduction(sched, red)
+    return Reduction(sched, sched)
 
 
 def describe(sched: Schedule | GemmSchedule) -> str:
@@ -129,7 +134,7 @@ def structure_facts(sched: Schedule | GemmSchedule) -> tuple:
 
 
 # --------------------------------------------------------------------------- vector path
-def _reduce_vector(sched: Schedule) -> Schedule:
+def _reduce_vector(sched: Schedule, limit: int) -> Schedule | None:
     out = sched.algo.outputs[0]
     assert out.op is not None
     nest = sched.loop_nest(out.name)
@@ -139,7 +144,7 @@ def _reduce_vector(sched: Schedule) -> Schedule:
     split = [a for _, axes in nest.loops for a in axes if nest.factors[a] < sizes[a]]
     shrink = [a for a in split if _resizable(sched.algo, out.name, a, split)]
     f = nest.factors
-    ranges = [range(1, min(sizes[a] // f[a], _SEARCH) + 1) for a in shrink]
+    ranges = [range(1, min(sizes[a] // f[a], limit) + 1) for a in shrink]
     bound = [axes for name, axes in nest.loops if nest.bound and nest.bound[0] == name]
     cands: list[tuple[tuple[int, int, int], dict[str, int], int]] = []
     for fulls in itertools.product(*ranges):
@@ -155,7 +160,7 @@ def _reduce_vector(sched: Schedule) -> Schedule:
                 return sched
             algo = resize(sched.algo, {(out.name, a): n for a, n in new.items()})
             return _replay_vector(sched, algo, c)
-    return sched
+    return None
 
 
 def _resizable(algo: Algorithm, out: str, axis: str, split: list[str]) -> bool:
@@ -262,15 +267,15 @@ def _replay_vector(sched: Schedule, algo: Algorithm, cores: int) -> Schedule:
 
 
 # --------------------------------------------------------------------------- GEMM path
-def _reduce_gemm(sched: GemmSchedule) -> GemmSchedule:
+def _reduce_gemm(sched: GemmSchedule, limit: int) -> GemmSchedule | None:
     t, sp = sched.tiling, sched.spec
     want, cheap = _gemm_facts(sched, t.cores), _gemm_facts(sched, t.cores, False)
     mtail, ntail = sp.m - (t.mt - 1) * t.tm, sp.n - (t.nt - 1) * t.tn
     k = reduced_trips(sp.k // t.tk) * t.tk + sp.k % t.tk
     w = t.swizzle.width
-    m_cap = _SEARCH + (3 * w if t.swizzle.direction == "m" else 0)
-    n_cap = _SEARCH + (3 * w if t.swizzle.direction == "n" else 0)
-    batches = range(1, 2) if sp.batch == 1 else range(2, min(sp.batch, _SEARCH) + 1)
+    m_cap = limit + (3 * w if t.swizzle.direction == "m" else 0)
+    n_cap = limit + (3 * w if t.swizzle.direction == "n" else 0)
+    batches = range(1, 2) if sp.batch == 1 else range(2, min(sp.batch, limit) + 1)
     cands = [((b * mt * nt, -(-b * mt * nt // c), c), (b, mt, nt), c) for b in batches
              for mt in range(1, min(t.mt, m_cap) + 1) for nt in range(1, min(t.nt, n_cap) + 1)
              for c in range(min(2, t.cores), t.cores + 1)]
@@ -286,7 +291,7 @@ def _reduce_gemm(sched: GemmSchedule) -> GemmSchedule:
             if (b, m, n, k, c) == (sp.batch, sp.m, sp.n, sp.k, t.cores):
                 return sched
             return _gemm_candidate(sched, b, m, n, k, c)
-    return sched
+    return None
 
 
 def _gemm_candidate(sched: GemmSchedule, batch: int, m: int, n: int, k: int,
@@ -324,9 +329,12 @@ def _gemm_candidate(sched: GemmSchedule, batch: int, m: int, n: int, k: int,
 def _gemm_facts(sched: GemmSchedule, cores: int, neighbours: bool = True) -> tuple:
     """What ``lower/build_gemm.py`` derives from the sizes on ``cores`` cores: the effective
     tiling, the K loop's trip class and tail, and per tile class (its ``_class_loop``): shape,
-    swizzle, valid sizes, whether rows/columns are more than one, the per-core trip class,
-    the guard (uneven work) and whether its first tile is on core 0; and (unless
-    ``neighbours`` is False, a cheaper first test) the classes' neighbours."""
+    swizzle, valid sizes, whether rows/columns are more than one, whether it is a loop (more
+    than one tile per core), the guard (uneven work) and whether its first tile is on core 0;
+    and (unless ``neighbours`` is False, a cheaper first test) the classes' neighbours, which
+    also say whether a core runs 2 or 3 tiles of a class. The trip count's parity does not
+    matter here: copies in a class loop are ``t % 2`` of its own variable and restart at the
+    next class (the neighbours' parities cover that)."""
     t, sp = sched.tiling, sched.spec
     cores = min(cores, t.tiles)
     classes = []
@@ -335,24 +343,32 @@ def _gemm_facts(sched: GemmSchedule, cores: int, neighbours: bool = True) -> tup
     for c, count in zip(sched.tile_classes, counts):
         iters = -(-count // cores)
         classes.append((c.label, c.width, c.direction, c.mv, c.nv, c.rows > 1, c.cols > 1,
-                        trip_class(iters), iters * cores > count, base % cores == 0))
+                        iters > 1, iters * cores > count, base % cores == 0))
         base += count
+    k_steps = sp.k // t.tk + (sp.k % t.tk > 0)
+    l0_steps = sum(-(-min(t.tk, sp.k - i * t.tk) // t.k0) for i in range(k_steps))
+    # a double buffer whose copy depends on the tile's iteration t, not only on the K loops
+    # (lower/build_gemm.py: L0C t % 2; L1 (t * K steps + kt) % 2; L0 likewise per L0 step)
+    by_tile = (t.l0c_copies == 2 or (t.l1_copies == 2 and k_steps % 2 == 1)
+               or (t.l0_copies == 2 and l0_steps % 2 == 1))
     return (t.tm, t.tn, t.tk, t.k0, t.kk, t.l1_copies, t.l0_copies, t.l0c_copies, t.swizzle,
             sp.batch > 1, cores > 1, trip_class(sp.k // t.tk), sp.k % t.tk, tuple(classes),
-            neighbours and _class_adjacency(counts, cores))
+            neighbours and _class_adjacency(counts, cores, by_tile))
 
 
-def _class_adjacency(counts: list[int], cores: int) -> frozenset[tuple]:
+def _class_adjacency(counts: list[int], cores: int, by_tile: bool) -> frozenset[tuple]:
     """Which tile classes one core runs ``d`` tiles apart (d = 1, 2): within a class just the
-    class, across classes each side with the parity of its persistent-loop iteration (the
-    copy of L0C, and of L1 when a tile has an odd number of K steps, restarts at each class).
+    class, across classes each side with the parity of its persistent-loop iteration when a
+    double buffer's copy depends on it (``by_tile``: the copy restarts at each class, so
+    whether the last tiles of one class and the first of the next use the same copy decides
+    which dependences exist between them).
 
     Tile ``T`` (numbered across the classes) runs on core ``T % cores`` in iteration
     ``(T - base) // cores`` of its class's loop (``lower/build_gemm.py``)."""
     bases = np.cumsum([0] + counts[:-1])
     tile = np.arange(sum(counts))
     cls = np.searchsorted(bases, tile, side="right") - 1
-    parity = (tile - bases[cls]) // cores % 2
+    parity = (tile - bases[cls]) // cores % 2 if by_tile else np.zeros_like(tile)
     inside = {("in", d, a) for d, a, b in _neighbours(cls, cores) if a == b}
     across = {("across", d, a, b) for d, a, b in _neighbours(cls * 2 + parity, cores)
               if a // 2 != b // 2}

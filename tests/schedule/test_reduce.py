@@ -5,6 +5,8 @@ from ascendsched.lower.driver import schedule_for
 from ascendsched.schedule import Bind, Schedule
 from ascendsched.schedule.gemm import CubeBind, GemmSchedule
 from ascendsched.schedule.reduce import (
+    SEARCH,
+    _reduce_gemm,
     describe,
     reduce_instance,
     reduced_trips,
@@ -32,11 +34,11 @@ def test_gemm_4096_default_keeps_tiles_and_uneven_persistent_loop():
     full = schedule_for(L.gemm(4096, 4096, 4096))
     red = reduce_instance(full).reduced
     assert str(reduce_instance(full)) == ("gemm 4096 x 4096 x 4096 on 24 cores -> reduced "
-                                          "gemm 1024 x 512 x 1024 on 5 cores")
+                                          "gemm 1024 x 256 x 1024 on 3 cores")
     ft, rt = full.tiling, red.tiling
     assert (rt.tm, rt.tn, rt.tk, rt.k0, rt.swizzle) == (ft.tm, ft.tn, ft.tk, ft.k0, ft.swizzle)
     assert _per_class_iters(full) == [(22, True)]
-    assert _per_class_iters(red) == [(4, True)]  # >= 3 trips, same parity, still uneven
+    assert _per_class_iters(red) == [(3, True)]  # >= 3 trips, still uneven
     assert red.spec.k // rt.tk == 4  # 16 L1 K steps -> 4 (even: kt % 2 ping-pong)
     assert structure_facts(red) == structure_facts(full)
     assert [d for d in red.directives if not isinstance(d, CubeBind)] == \
@@ -50,6 +52,16 @@ def test_gemm_edge_classes_keep_their_valid_sizes_and_tails():
     assert [(c.label, c.width, c.mv, c.nv) for c in red.tile_classes] == key
     assert red.spec.k % red.tiling.tk == full.spec.k % full.tiling.tk
     assert red.tiling.tiles < full.tiling.tiles and red.tiling.cores >= 2
+    assert structure_facts(red) == structure_facts(full)
+
+
+def test_gemm_whose_edges_need_more_than_16_tiles_per_axis_is_still_reduced():
+    """3000 x 5000 x 777 on 24 cores: keeping every class's guard and its first core needs 27
+    tile columns, past the first search's 16; the wider search finds it."""
+    full = schedule_for(L.gemm(3000, 5000, 777))
+    assert _reduce_gemm(full, SEARCH[0]) is None
+    red = reduce_instance(full).reduced
+    assert red.tiling.tiles < full.tiling.tiles and red.tiling.nt > SEARCH[0]
     assert structure_facts(red) == structure_facts(full)
 
 

@@ -20,6 +20,12 @@ FAST = {
     "gemm-default 4096^3", "gemm-default 8192^3", "gemm-default 4096x11008x4096",
 }
 PARAMS = [pytest.param(i, marks=() if i in FAST else pytest.mark.slow) for i in IDS]
+# Cases whose smallest structure-keeping instance is still over the check budget (it runs, a
+# little slower). The 4000 x 3000 x 1000 default has five tile classes, each with uneven work
+# and all but the first starting off core 0: the M and N edges (one tile per core) need more
+# cores than they have tiles, the interiors 3 tiles on some core, and no class base a multiple
+# of the cores: 8 x 8 tiles on 10 cores is the least (schedule/reduce.py's search), ~23 k.
+OVER_BUDGET = {"gemm-default 4000x3000x1000 (edges, K tail)"}
 
 
 @pytest.mark.parametrize("case_id", PARAMS)
@@ -29,4 +35,6 @@ def test_reduced_kernel_equals_full_kernel_up_to_sizes(case_id):
     assert not red.is_full, f"{case_id}: {red}"
     full, reduced = lower(sched), lower(red.reduced)
     assert structural_diff(full, reduced) is None, f"{case_id}: {red}"
-    assert estimated_instrs(reduced) <= min(DEFAULT_BUDGET.instrs, estimated_instrs(full))
+    n, full_n = estimated_instrs(reduced), estimated_instrs(full)
+    assert n < full_n
+    assert (n > DEFAULT_BUDGET.instrs) == (case_id in OVER_BUDGET), f"{case_id}: {n:,} instrs"

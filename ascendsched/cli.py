@@ -1,4 +1,4 @@
-"""The ``ascendsched`` command: explain, compile and check scheduled algorithms.
+"""The ``ascendsched`` command: explain, compile, check and time scheduled algorithms.
 
 ``MODULE:FUNCTION`` names a Python file (``path/to/file.py``) or an importable module and a
 function in it that returns a Schedule (or an Algorithm, which gets the default schedule).
@@ -85,6 +85,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def cmd_time(args: argparse.Namespace) -> int:
+    from ascendsched.lower.driver import lower, schedule_for
+    from ascendsched.sim.timeline import write_chrome_trace, write_png
+    from ascendsched.sim.timing import model_time
+
+    kernel = lower(schedule_for(load(args.target)))
+    report = model_time(kernel, record=bool(args.timeline or args.png))
+    print(report.summary())
+    print("  (modelled figures: an estimate from the cost parameters above, calibrated against "
+          "published 910B measurements in benchmarks/calibration/; not a measurement)")
+    if args.timeline:
+        p = write_chrome_trace(report, args.timeline)
+        print(f"wrote {p}: open it in https://ui.perfetto.dev or chrome://tracing")
+    if args.png:
+        print(f"wrote {write_png(report, args.png)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="ascendsched", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -107,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--reduced", action="store_true",
                       help="execute the reduced instance even when the full kernel is small")
     k.set_defaults(fn=cmd_check)
+    t = sub.add_parser("time", help="model the kernel's time on the target: time, roofline, "
+                       "pipe utilisation, critical pipe (a model, not a measurement)")
+    t.add_argument("target")
+    t.add_argument("--timeline", help="write a Chrome trace-event JSON (Perfetto) to this path")
+    t.add_argument("--png", help="write a Gantt chart PNG to this path")
+    t.set_defaults(fn=cmd_time)
     args = p.parse_args(argv)
     try:
         return args.fn(args)

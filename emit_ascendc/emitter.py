@@ -212,6 +212,15 @@ def _ident(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", s)
 
 
+def sync_comment(reasons: str) -> str:
+    """A sync's comment in the emitted code: the first dependence that needed it and how many
+    more (the IR keeps the whole list, ``;``-separated)."""
+    parts = [r for r in (x.strip() for x in reasons.split("; ")) if r]
+    if len(parts) <= 1:
+        return reasons.strip()
+    return f"{parts[0]} (+{len(parts) - 1} more)"
+
+
 def _comment(text: str) -> str:
     text = " ".join(str(text).split())
     return f"  // {text}" if text else ""
@@ -503,7 +512,8 @@ class _KernelPrinter:
         return rows, cols
 
     def _line(self, i: Instr, call: str, note: str = "") -> None:
-        text = i.comment + (f" ({note})" if note and i.comment else note)
+        comment = sync_comment(i.comment) if i.is_sync else i.comment
+        text = comment + (f" ({note})" if note and comment else note)
         self.emit(call + _comment(text))
 
 

@@ -7,10 +7,11 @@ a ping-pong channel two consecutive ones (``base + k % 2``). Spans are coloured 
 order of start. When the ids (``target.event_ids``) run out for a HardEvent:
 
 1. ping-pong channels of that event fall back to one id (``EventIdPressureWarning``);
-2. then the longest channel is made *tight*: its wait moves right after its set, which frees
-   the id at once (a set/wait pair acting as a barrier from the source pipe to the destination
-   pipe; ``BarrierFallbackWarning``). PipeBarrier cannot order two pipes and PIPE_ALL is never
-   used, so this is the last resort; adjacent tight pairs of one event share an id.
+2. then the longest channel is made *tight*: its wait moves right after its set (and its
+   prologue set, if any, gets a wait right after it), which frees the id at once (a set/wait
+   pair acting as a barrier from the source pipe to the destination pipe;
+   ``BarrierFallbackWarning``). PipeBarrier cannot order two pipes and PIPE_ALL is never used,
+   so this is the last resort; adjacent tight pairs of one event share an id.
 
 Finally ``channel``/``role`` attrs are removed. Before/after::
 
@@ -22,9 +23,15 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field, replace
 
-from ascendsched.errors import AscendSchedWarning, BarrierFallbackWarning, SyncError
-from ascendsched.lower.happens_before import unordered_dependences
-from ascendsched.lower.ir import Affine, Instr, Kernel, Stmt, StmtMutator
+from ascendsched.errors import (
+    AscendSchedWarning,
+    BarrierFallbackWarning,
+    InternalCompilerError,
+    SyncError,
+)
+from ascendsched.lower.happens_before import SyncOracle, SyncProblem, unordered_dependences
+from ascendsched.lower.ir import Affine, Instr, Kernel, Stmt, StmtMutator, iter_instrs
+from ascendsched.lower.polyhedral import Dependences
 from ascendsched.target.model import CoreType, Pipe, Target
 
 
@@ -34,11 +41,36 @@ class EventIdPressureWarning(AscendSchedWarning):
     warning_id = "event-id-pressure"
 
 
-def allocate_event_ids(kernel: Kernel, target: Target, *, verify: bool = True) -> Kernel:
+def allocate_event_ids(kernel: Kernel, target: Target, *, verify: bool = True,
+                       oracle: SyncOracle | None = None, dropped: frozenset = frozenset(),
+                       deps: Dependences | None = None) -> Kernel:
     """``kernel`` with every flag's event id within ``target.event_ids``; attrs cleaned.
 
     ``verify=False`` skips the check that shared ids cannot be set twice before a wait (for
-    tests that break a synced kernel on purpose)."""
+    tests that break a synced kernel on purpose). ``oracle``/``dropped``: the happens-before
+    oracle of the kernel before pruning and the syncs pruning dropped (``insert_sync`` passes
+    them): id sharing is then checked channel pair by channel pair on its relations. ``deps``:
+    the dependences the syncs order; when a fallback rewrote syncs (one id for a ping-pong pair,
+    a merge, a tight pair), every one is checked again on the result (pruning may have leaned on
+    what the fallback changed), and a dependence left unordered is a compiler bug."""
+    done, rebuilt = _allocate(kernel, target, verify, oracle, dropped, deps)
+    if deps is not None and done is not kernel and _rewritten(kernel, done):
+        # the rewritten kernel's channels order every dependence, and the colouring was
+        # checked not to let channels that share an id interfere: together, the allocated
+        # kernel orders them
+        problems = rebuilt.problems() if rebuilt is not None else \
+            unordered_dependences(done, deps, target, by_channel=False)
+        if problems:
+            raise InternalCompilerError("event-id fallbacks left dependences unordered:\n  "
+                                        + "\n  ".join(map(str, problems[:5])))
+    return done
+
+
+def _allocate(kernel: Kernel, target: Target, verify: bool, oracle: SyncOracle | None,
+              dropped: frozenset, deps: Dependences | None
+              ) -> tuple[Kernel, SyncOracle | None]:
+    """The allocated kernel, and the oracle of the last rewritten kernel (None: none built)."""
+    rebuilt: SyncOracle | None = None
     ids = tuple(target.event_ids)
     conflicts: set[frozenset[int]] = set()  # channel pairs found unsafe to share an id
     while True:
@@ -55,14 +87,19 @@ def allocate_event_ids(kernel: Kernel, target: Target, *, verify: bool = True) -
                 break
             bases.update(got)
         if failed is None and not verify:
-            return _finish(kernel, bases)
+            return _finish(kernel, bases), None
         if failed is None:
-            done = _finish(kernel, bases, keep_channels=True)
             # one id shared by two channels is safe only if each set is known to come after
             # the previous wait of that id (checked, since the source pipe may run ahead)
-            problems = unordered_dependences(done, None, target, by_channel=False)
+            if oracle is None or not all(oracle.knows(i) for c in chans.values()
+                                         for i in c.instrs):
+                # a fallback rewrote syncs (or no oracle was given): one oracle of this kernel,
+                # kept while only the colouring changes
+                oracle, dropped = SyncOracle(kernel, deps, target), frozenset()
+                rebuilt = oracle
+            problems = _sharing_problems(groups, bases, oracle, dropped)
             if not problems:
-                return _finish(kernel, bases)
+                return _finish(kernel, bases), rebuilt
             clash = {frozenset(int(c) for c in p.channels) for p in problems
                      if len(p.channels) == 2 and p.channels[0] != p.channels[1]} - conflicts
             if not clash:
@@ -100,7 +137,7 @@ def allocate_event_ids(kernel: Kernel, target: Target, *, verify: bool = True) -
             f"{core} {src}_{dst}: event ids {ids} ran out; '{worst.comment}' is now a set "
             f"immediately followed by its wait (a {src}->{dst} barrier: {dst} stalls until "
             f"{src} drains)"), stacklevel=2)
-        kernel = _rewrite(kernel, {worst.channel}, _tighten)
+        kernel = _rewrite(kernel, {worst.channel}, _tightener(max(chans) + 1))
 
 
 # --------------------------------------------------------------------------- private helpers
@@ -116,6 +153,7 @@ class _Chan:
     tight: bool
     comment: str
     flags: list[tuple[str, int, tuple[int, ...]]] = field(default_factory=list)  # role,pos,path
+    instrs: list[Instr] = field(default_factory=list)
 
     def pair(self) -> tuple[tuple[int, tuple[int, ...]], tuple[int, tuple[int, ...]]] | None:
         """(set pos, path), (wait pos, path) of a plain pair (no prologue/epilogue)."""
@@ -157,11 +195,43 @@ def _channels(kernel: Kernel) -> dict[int, _Chan]:
             if s.attr("role") in ("prologue", "epilogue"):
                 out[int(ch)].tight = False
             out[int(ch)].flags.append((str(s.attr("role")), pos, path))
+            out[int(ch)].instrs.append(s)
 
     for p in kernel.programs:
         walk(p.body, p.core, ())
     for c in out.values():
         c.tight = c.tight and c.end - c.start == 1
+    return out
+
+
+def _rewritten(before: Kernel, after: Kernel) -> bool:
+    """Whether allocation changed more than event ids (a fallback moved or dropped syncs)."""
+    def shape(k: Kernel) -> list[tuple]:
+        return [(i.op, i.pipe, i.comment) for p in k.programs for i, _ in iter_instrs(p.body)]
+    return shape(before) != shape(after)
+
+
+def _sharing_problems(groups: dict[tuple[CoreType, Pipe, Pipe], list[_Chan]],
+                      bases: dict[int, int], oracle: SyncOracle, dropped: frozenset
+                      ) -> list[SyncProblem]:
+    """Double sets between channels of one HardEvent that the colouring gives a common id."""
+    out: list[SyncProblem] = []
+    for cs in groups.values():
+        for a in cs:
+            for b in cs:
+                if a.channel == b.channel:
+                    continue
+                ids_a = {bases[a.channel] + i for i in range(a.n_ids)}
+                ids_b = {bases[b.channel] + i for i in range(b.n_ids)}
+                if not ids_a & ids_b:
+                    continue
+                waits = tuple((i, Affine.of(i.attr("event_id")) + bases[a.channel])
+                              for i in a.instrs if i.op == "wait_flag")
+                sets = tuple((i, Affine.of(i.attr("event_id")) + bases[b.channel])
+                             for i in b.instrs if i.op == "set_flag")
+                bad = oracle.shared_id_problem(waits, sets, dropped)
+                if bad is not None:
+                    out.append(bad)
     return out
 
 
@@ -243,14 +313,26 @@ def _downgrade(s: Instr) -> tuple[Stmt, ...]:
     return (_with(s, event_id=Affine()),)
 
 
-def _tighten(s: Instr) -> tuple[Stmt, ...]:
-    if s.attr("role") != "set":
-        return ()
-    st = _with(s, event_id=Affine())
-    wait = Instr("wait_flag", s.attr("dst"), attrs=(
-        ("src", s.pipe), ("event_id", Affine()), ("channel", s.attr("channel")),
-        ("role", "wait")), comment=s.comment)
-    return (st, wait)
+def _tightener(fresh: int):  # noqa: ANN202 -- Instr -> tuple[Stmt, ...]
+    """Each set of a channel (the loop body's and the prologue's) becomes a set with its wait
+    right after it; the other waits go. A prologue set stays a tight pair, as its own channel
+    (``fresh`` numbers on), because other syncs may lean on it: pruning may have dropped a pair
+    between the loop and work before it that this prologue set and the first iteration's wait
+    ordered."""
+    extra = iter(range(fresh, fresh + 1000))
+
+    def tighten(s: Instr) -> tuple[Stmt, ...]:
+        role = s.attr("role")
+        if role not in ("set", "prologue"):
+            return ()
+        ch = s.attr("channel") if role == "set" else next(extra)
+        st = _with(s, event_id=Affine(), role="set", channel=ch)
+        wait = Instr("wait_flag", s.attr("dst"), attrs=(
+            ("src", s.pipe), ("event_id", Affine()), ("channel", ch), ("role", "wait")),
+            comment=s.comment)
+        return (st, wait)
+
+    return tighten
 
 
 def _finish(kernel: Kernel, bases: dict[int, int], keep_channels: bool = False) -> Kernel:

@@ -12,12 +12,24 @@ and the output tile goes UB -> GM (MTE3). Example, ``z = x + y`` split by 2048, 
       [V] vec_binary fn=add z_ub[16:128, 128:1] <- x_ub[...], y_ub[...]
       [MTE3] copy_ub_gm z@(...) <- z_ub
 
+A vector op over a tile of rows x cols is cut into 256-byte repeats. The number of statements
+does not depend on the row width: rows of many repeats get one multi-repeat instruction per row
+in an IR loop over the rows, many short rows one instruction per column chunk (a repeat per
+row) in an IR loop over the chunks, whichever issues fewer calls, and a row's partial last
+chunk is one masked instruction. ``e = xf - mx[i]`` over 8 rows of 4096 fp32::
+
+    for e_r3 in 0..8:   # rows of e
+      [V] vec_binary fn=sub  e_t2@(4096*e_r3)[64:64, 64:1] <- xf_ub@(4096*e_r3)[64:64, 64:1],
+                                                                e_brcb3@(8*e_r3)[64:0, 64:0]
+
 No syncs and no addresses yet: later passes add them.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -172,6 +184,7 @@ class _Builder:
         self.sizes = dict(zip(self.out_axes, self.out.shape))
         self.buffers: dict[str, Buffer] = {}
         self.block_dim = self.nest.bound[1] if self.nest.bound else 1
+        self.n_loops = 0  # IR loops made for vector instructions (numbers their variables)
         self._check_row_alignment()
 
     # ----------------------------------------------------------------- driver
@@ -249,6 +262,11 @@ class _Builder:
         if bound and total % self.block_dim:
             body = [If((Cond(v, "<", total),), tuple(body), comment="this core's last tile")]
         return [For(loop_var, trips, tuple(body), comment=what)]
+
+    def loop_var(self, stem: str) -> str:
+        """A loop variable name no other loop of the kernel uses."""
+        self.n_loops += 1
+        return f"{stem}{self.n_loops}"
 
     # ----------------------------------------------------------------- one tile
     def _tile(self, idx: dict[str, Affine], ver: dict[str, str], copy: Affine) -> list[Stmt]:
@@ -654,8 +672,6 @@ class _ExprGen:
                     f"cast the operands to float32 first")
         axes = dst.varying()
         srcs = tuple(self._broadcastable(s, axes) for s in srcs)
-        if not axes:  # a single element: treat as one row of one column
-            axes = ()
         ext = [self.dom[a].extent for a in axes] or [1]
         cols = ext[-1]
         rows = int(np.prod(ext[:-1])) if len(ext) > 1 else 1
@@ -663,49 +679,103 @@ class _ExprGen:
         rs = [self._row_stride(x, axes) for x in vals]
         cs = [(x.strides[axes[-1]] if axes else 1) for x in vals]
         cs = [0 if x.block else c for x, c in zip(vals, cs)]
-        epr = self.t.repeat_bytes // max(x.dtype.bytes for x in vals)
-        comment = comment or f"{self.stage}: {fn}"
-        dense = all(c == 1 and r == cols for c, r in zip(cs, rs)) and rows > 1
-        pieces: list[tuple[int, int, int, int, list[int]]] = []  # (off elems, rows, cols, ..)
-        if dense or rows == 1 and all(c == 1 for c in cs):
-            total = rows * cols
-            full_rows, tail = divmod(total, epr)
-            for r0 in range(0, full_rows, self.t.max_repeat):
-                nr = min(self.t.max_repeat, full_rows - r0)
-                pieces.append((r0 * epr, nr, epr, 0, [epr] * len(vals)))
-            if tail:
-                pieces.append((full_rows * epr, 1, tail, 0, [epr] * len(vals)))
-            offs = [[p[0] for _ in vals] for p in pieces]
-        else:
-            for j, x in enumerate(vals):
-                if rows > 1 and (rs[j] * x.dtype.bytes) % self.t.block_bytes:
+        self.v.instrs.extend(self._cover(op, list(zip(vals, rs, cs)), rows, cols, attrs,
+                                         comment or f"{self.stage}: {fn}"))
+
+    def _cover(self, op: str, opnds: list[tuple[Val, int, int]], rows: int, cols: int,
+               attrs: tuple, comment: str) -> list[Stmt]:
+        """Statements computing a ``rows x cols`` elementwise op; operand ``(x, rs, cs)`` holds
+        element (r, c) at ``x.offset + r*rs + c*cs`` (``cs`` 0: a Brcb'd block per row).
+
+        A row splits into 256-byte chunks of ``epr`` lanes. Two orientations cover them with
+        statements whose number does not depend on the row width:
+
+        * along rows: an IR loop over the rows, one instruction per row with a repeat per full
+          chunk (repeat stride ``epr*cs``: 8 blocks when dense, 0 for a Brcb'd block), then one
+          masked instruction for every row's tail chunk (a repeat per row);
+        * across rows: an IR loop over the full chunks, one instruction per chunk with a repeat
+          per row (repeat stride ``rs``), then the masked tail chunk the same way.
+
+        The one issuing fewer dynamic calls wins (across rows on a tie); rows further apart than
+        a repeat stride can reach leave only the first, with the tail inside the row loop.
+        Operands whose rows are back to back are one row of ``rows * cols`` elements.
+
+        Hardware facts relied on (mirror-cann/asc-devkit @82b89a15, docs/zh/api/SIMD-API/
+        基础API/Memory矢量计算/SIMD计算说明/): a source block stride 0 re-reads the first
+        DataBlock (高维切分.md:54) and a repeat stride 0 re-reads the first 8 DataBlocks in
+        every repeat (高维切分.md:73), so a Brcb'd block feeds every lane of every chunk of
+        its row; the continuous-mode mask is the number of leading lanes of each repeat
+        (掩码.md:16), so one count masks a tail chunk in every repeat.
+        """
+        t = self.t
+        epr = t.repeat_bytes // max(x.dtype.bytes for x, _, _ in opnds)
+        if all(c == 1 for _, _, c in opnds) and (rows == 1 or all(r == cols for _, r, _ in opnds)):
+            # dense: every operand is one contiguous row (cut into repeats of epr elements)
+            rows, cols, opnds = 1, rows * cols, [(x, epr, c) for x, _, c in opnds]
+        if rows > 1:
+            for x, r, _ in opnds:
+                if (r * x.dtype.bytes) % t.block_bytes:
                     raise UnsupportedError(
-                        f"stage '{self.stage}': operand {x.buf} has a row stride of {rs[j]} "
-                        f"elements, not a multiple of {self.t.block_bytes} B; choose tiles "
-                        f"whose rows are multiples of 32 B")
-            big = any(r * x.dtype.bytes // self.t.block_bytes > self.t.max_rep_stride
-                      for r, x in zip(rs, vals))
-            offs = []
-            if big:  # rows too far apart for a repeat stride: one IR loop over rows
-                body: list[Stmt] = []
-                rvar = f"{self.stage}_r{self.v.temps}_{len(self.v.instrs)}"
-                for c0 in range(0, cols, epr):
-                    w = min(epr, cols - c0)
-                    regs = [self._region(x, Affine.of(rvar) * r + c0 * c, 1, r, w, c)
-                            for x, r, c in zip(vals, rs, cs)]
-                    body.extend(self._instr(op, regs, attrs, comment))
-                self.v.instrs.append(For(rvar, rows, tuple(body), comment=f"rows of {self.stage}"))
-                return
-            for c0 in range(0, cols, epr):
-                w = min(epr, cols - c0)
-                for r0 in range(0, rows, self.t.max_repeat):
-                    nr = min(self.t.max_repeat, rows - r0)
-                    pieces.append((0, nr, w, 0, rs))
-                    offs.append([r0 * r + c0 * c for r, c in zip(rs, cs)])
-        for (_, nr, w, _, strides), off in zip(pieces, offs):
-            regs = [self._region(x, Affine(o), nr, st, w, c)
-                    for x, o, st, c in zip(vals, off, strides, cs)]
-            self.v.instrs.extend(self._instr(op, regs, attrs, comment))
+                        f"stage '{self.stage}': operand {x.buf} has a row stride of {r} "
+                        f"elements, not a multiple of {t.block_bytes} B; choose tiles whose "
+                        f"rows are multiples of 32 B")
+        fits = rows == 1 or all(r * x.dtype.bytes // t.block_bytes <= t.max_rep_stride
+                                for x, r, _ in opnds)
+        full, tail = divmod(cols, epr)
+        per_chunk = -(-rows // t.max_repeat)  # calls covering one chunk of every row
+        tail_calls = (per_chunk if fits else rows) if tail else 0
+        along = rows * -(-full // t.max_repeat) + tail_calls
+        across = (full + (tail > 0)) * per_chunk
+
+        def instr(row: Affine, n: int, col: Affine, lanes: int, over_rows: bool) -> list[Instr]:
+            """``n`` repeats of ``lanes`` lanes from (row, col): over rows or along chunks."""
+            regs = [Region(x.buf, x.offset + row * r + col * c,
+                           (Dim(n, r if over_rows else epr * c), Dim(lanes, c)), x.copy)
+                    for x, r, c in opnds]
+            return self._instr(op, regs, attrs, comment)
+
+        def tail_rows() -> list[Stmt]:
+            return self._span(rows, t.max_repeat, lambda r, n: instr(
+                r, n, Affine(full * epr), tail, True), "p", f"rows of {self.stage}")
+
+        if fits and across <= along:
+            out = self._span(full, 1, lambda k, _: self._span(
+                rows, t.max_repeat, lambda r, n: instr(r, n, k * epr, epr, True), "p",
+                f"rows of {self.stage}"), "c", f"{epr}-lane column chunks of {self.stage}")
+            return out + (tail_rows() if tail else [])
+
+        def one_row(row: Affine, _n: int) -> list[Stmt]:
+            out = self._span(full, t.max_repeat, lambda k, n: instr(row, n, k * epr, epr, False),
+                             "p", f"{epr}-lane chunks of {'a row of ' * (rows > 1)}{self.stage}")
+            if tail and not fits:
+                out += instr(row, 1, Affine(full * epr), tail, False)
+            return out
+
+        return self._span(rows, 1, one_row, "r", f"rows of {self.stage}") + (
+            tail_rows() if tail and fits else [])
+
+    def _span(self, n: int, limit: int, make: Callable[[Affine, int], list[Stmt]],
+              stem: str, what: str, *, even: bool = False) -> list[Stmt]:
+        """``make(start, count)`` for consecutive pieces of at most ``limit`` of ``n`` items,
+        as few pieces as possible: equal pieces (``even``: of an even count) as one IR loop
+        (variable ``<stage>_<stem><k>``) when they divide ``n``, else the whole pieces of
+        ``limit`` (a loop when two or more) and the rest."""
+        pieces = -(-n // limit)
+        size = n // pieces if pieces else 0
+        if pieces > 1 and size * pieces == n and not (even and size % 2):
+            whole, rest, limit = pieces, 0, size
+        else:
+            whole, rest = divmod(n, limit)
+        out: list[Stmt] = []
+        if whole == 1:
+            out += make(Affine(), limit)
+        elif whole > 1:
+            var = self.b.loop_var(f"{self.stage}_{stem}")
+            out.append(For(var, whole, tuple(make(Affine.of(var) * limit, limit)),
+                           comment=what if limit == 1 else f"{what}, {limit} per instruction"))
+        if rest:
+            out += make(Affine(whole * limit), rest)
+        return out
 
     def _instr(self, op: str, regs: list[Region], attrs: tuple, comment: str) -> list[Instr]:
         for r in regs:
@@ -714,10 +784,6 @@ class _ExprGen:
         if op == "vec_select":
             return self._select_pair(regs, attrs, comment)
         return [Instr(op, Pipe.V, (regs[0],), tuple(regs[1:]), attrs, comment)]
-
-    def _region(self, x: Val, extra: Affine, rows: int, rs: int, cols: int, cs: int) -> Region:
-        return Region(x.buf, x.offset + extra, (Dim(rows, rs if rows > 1 else max(rs, 0)),
-                                               Dim(cols, cs)), x.copy)
 
     def _check_aligned(self, r: Region) -> None:
         dt = self.b.buffers[r.tensor].dtype
@@ -779,13 +845,12 @@ class _ExprGen:
         src_rs = src.strides[x.varying()[-1]] if x.varying() else 0
         if x.varying() and src_rs != 1:
             raise UnsupportedError(f"stage '{self.stage}': per-row values of {x.buf} not contiguous")
-        for r0 in range(0, n8, g * self.t.max_repeat):
-            nr = min(g * self.t.max_repeat, n8 - r0)
-            self.v.instrs.append(Instr(
-                "vec_brcb", Pipe.V,
-                (Region(name, Affine(r0 * per), (Dim(nr, per), Dim(per, 1))),),
-                (Region(src.buf, src.offset + r0, (Dim(nr, 1), Dim(1, 1)), src.copy),),
-                comment=f"{self.stage}: broadcast {x.buf} per row"))
+        self.v.instrs.extend(self._span(n8 // g, self.t.max_repeat, lambda r, n: [Instr(
+            "vec_brcb", Pipe.V,
+            (Region(name, r * (g * per), (Dim(n * g, per), Dim(per, 1))),),
+            (Region(src.buf, src.offset + r * g, (Dim(n * g, 1), Dim(1, 1)), src.copy),),
+            comment=f"{self.stage}: broadcast {x.buf} per row")], "p",
+            f"Brcb of {x.buf}, {g} rows per repeat"))
         strides = [0] * len(self.dom)
         acc = per
         for a in reversed(outer if x.varying() else []):
@@ -796,9 +861,9 @@ class _ExprGen:
     def emit_reduce(self, op: str, out: Val, body: Val, axes: tuple[int, ...]) -> None:
         """Reduce the last axis of ``body`` into ``out`` with ``WholeReduce*`` levels.
 
-        A row longer than one 256-byte repeat is first reduced chunk by chunk (one result per
-        repeat) into a row of partials, then the partials are reduced: two dependent V
-        instructions (one barrier) instead of a serial fold with a barrier per chunk.
+        A row longer than one 256-byte repeat is first reduced to a row of partials
+        (:meth:`_partials`, again while the partials are wider than a repeat), then one
+        WholeReduce repeat per row reduces the partials.
         """
         k = len(self.dom) - 1
         cols = self.dom[k].extent
@@ -811,62 +876,123 @@ class _ExprGen:
                     f"{[self.dom[a].name for a in axes]} is not contiguous; reduce a tile whose "
                     f"inner result axes are whole")
         epr = self.t.repeat_bytes // body.dtype.bytes
-        per = self.t.elems_per_block(body.dtype.bytes)
         src, src_rs = body, rs
         while cols > epr:
-            n = -(-cols // epr)
-            npad = -(-n // per) * per  # partial rows start on 32 B (the next level's repeat stride)
-            flat = (rows == 1 or src_rs == cols) and cols % epr == 0 and npad == n
-            self.v.temps += 1
-            acc = f"{self.stage}_part{self.v.temps}"
-            width = n if flat else epr
-            self.b._alloc(acc, body.dtype, rows * width, 1, (rows, width),
-                          f"{op} partials of the rows of {self.stage}")
-            accv = Val(acc, Affine(), body.dtype, Affine(), ())
-            if flat:
-                # rows of whole chunks, back to back: one WholeReduce over rows * n repeats
-                self._reduce_rows(op, accv, 1, src, epr, epr, rows * n,
-                                  f"{self.stage}: {op} of each {epr}-column chunk")
-                src, src_rs, cols = accv, npad, n
-                continue
-            # a tail chunk or strided rows: a per-chunk result would land on an odd element,
-            # which WholeReduce's dst may not (2 * sizeof(T) alignment), so fold the chunks
-            # into one chunk of partials instead (a V barrier per chunk)
-            self._rows_op("vec_unary", acc, epr, [(src, src_rs, 0)], rows, epr,
-                          (("fn", "copy"),), f"{self.stage}: {op} partials = first chunk")
-            fn = {"sum": "add", "max": "max", "min": "min"}[op]
-            for c0 in range(epr, cols, epr):
-                w = min(epr, cols - c0)
-                self._rows_op("vec_binary", acc, epr, [(accv, epr, 0), (src, src_rs, c0)], rows,
-                              w, (("fn", fn),),
-                              f"{self.stage}: {op} partials, columns {c0}..{c0 + w}")
-            src, src_rs, cols = accv, epr, epr
-        self._reduce_rows(op, out, 1, src, src_rs, cols, rows,
-                          f"{self.stage}: {op} over {self.dom[k].name}")
+            src, src_rs, cols = self._partials(op, src, src_rs, rows, cols)
+        self.v.instrs.extend(self._reduce_rows(op, out, 1, src, src_rs, cols, rows,
+                                               f"{self.stage}: {op} over {self.dom[k].name}"))
+
+    def _partials(self, op: str, src: Val, src_rs: int, rows: int, cols: int
+                  ) -> tuple[Val, int, int]:
+        """Partials of each row of ``src`` (``rows`` rows ``src_rs`` apart, ``cols`` wide)
+        whose ``op``-reduction is the row's: ``(partials, their row stride, their count)``.
+
+        Two ways, with a number of statements that does not depend on the row width; the one
+        issuing fewer dynamic calls wins (per row on a tie):
+
+        * per row: an IR loop over the rows, a WholeReduce per row with a repeat per full
+          256-byte chunk (one partial each), then the masked tail chunks of every row (a
+          repeat per row). Rows of partials are padded to 32 B for the next level's repeat
+          stride. WholeReduce's dst must sit on 2 elements (2 * sizeof(T)), so after an odd
+          number of full chunks the tail's partial skips a slot, which holds op's identity
+          (the emit_ascendc runtime's WholeReduce rule; asc-devkit docs/zh/api/SIMD-API/
+          基础API/Memory矢量计算/归约计算/ReduceRepeat.md:180 asks 8 B for float with
+          ORDER_VALUE_INDEX). Rows of whole chunks back to back are reduced as one row.
+        * fold: one chunk of partials per row: the first chunk copied, then every further
+          chunk (an IR loop over them) and the masked tail combined into it elementwise, a
+          repeat per row; a V barrier per chunk.
+        """
+        t = self.t
+        dt = src.dtype
+        epr = t.repeat_bytes // dt.bytes
+        per = t.elems_per_block(dt.bytes)
+        full, tail = divmod(cols, epr)
+        self.v.temps += 1
+        acc = f"{self.stage}_part{self.v.temps}"
+        accv = Val(acc, Affine(), dt, Affine(), ())
+        what = f"{op} partials of the rows of {self.stage}"
+        chunks = f"{self.stage}: {op} of each {epr}-column chunk"
+        if (rows == 1 or src_rs == cols) and not tail and (rows == 1 or full % per == 0):
+            # rows of whole chunks back to back (next level's rows stay 32 B apart): one row
+            self.b._alloc(acc, dt, rows * full, 1, (rows, full), what)
+            self.v.instrs.extend(self._reduce_rows(op, accv, 1, src, epr, epr, rows * full,
+                                                   chunks))
+            return accv, full, full
+        fits = rows == 1 or src_rs * dt.bytes // t.block_bytes <= t.max_rep_stride
+        per_chunk = -(-rows // t.max_repeat)  # calls covering one chunk of every row
+        step = t.max_repeat - t.max_repeat % 2  # chunk pieces keep each dst on 2 elements
+        gap = tail > 0 and full % 2 == 1
+        slot = full + gap  # the tail's partial
+        width = slot + 1 if tail else full
+        npad = -(-width // per) * per
+        per_row = rows * -(-full // step) + ((per_chunk if fits else rows) if tail else 0) \
+            + (per_chunk if gap else 0)
+        fold = (full + (tail > 0)) * per_chunk
+        if fits and fold < per_row:
+            return self._fold(op, src, src_rs, rows, cols, accv, what)
+        self.b._alloc(acc, dt, rows * npad, 1, (rows, npad), what)
+        out: list[Stmt] = []
+        if gap:  # op's identity in the 32 B block holding the skipped slot, in every row
+            ident = {"sum": 0.0, "max": -math.inf, "min": math.inf}[op]
+            blk = Val(acc, Affine(), dt, Affine(full - full % per), ())
+            out += self._cover("vec_dup", [(blk, npad, 1)], rows, per, (("value", ident),),
+                               f"{self.stage}: {op} identity in the slot before the tail's")
+
+        def shift(x: Val, by: Affine | int) -> Val:
+            return replace(x, offset=x.offset + by)
+
+        def one_row(r: Affine, _n: int) -> list[Stmt]:
+            row = self._reduce_rows(op, shift(accv, r * npad), 1, shift(src, r * src_rs), epr,
+                                    epr, full, chunks)
+            if tail and not fits:
+                row += self._reduce_rows(op, shift(accv, r * npad + slot), 1,
+                                         shift(src, r * src_rs + full * epr), epr, tail, 1,
+                                         f"{self.stage}: {op} of the {tail}-column tail")
+            return row
+
+        out += self._span(rows, 1, one_row, "r", f"rows of {self.stage}")
+        if tail and fits:
+            out += self._reduce_rows(op, shift(accv, slot), npad, shift(src, full * epr), src_rs,
+                                     tail, rows, f"{self.stage}: {op} of the {tail}-column tails")
+        self.v.instrs.extend(out)
+        return accv, npad, width
+
+    def _fold(self, op: str, src: Val, src_rs: int, rows: int, cols: int, accv: Val,
+              what: str) -> tuple[Val, int, int]:
+        """``accv`` row r = op over the 256-byte chunks of ``src`` row r, elementwise."""
+        epr = self.t.repeat_bytes // src.dtype.bytes
+        full, tail = divmod(cols, epr)
+        self.b._alloc(accv.buf, src.dtype, rows * epr, 1, (rows, epr), what)
+        fn = {"sum": "add", "max": "max", "min": "min"}[op]
+        a = (accv, epr, 1)
+
+        def chunk(col: Affine) -> tuple[Val, int, int]:
+            return replace(src, offset=src.offset + col), src_rs, 1
+
+        out = self._cover("vec_unary", [a, chunk(Affine())], rows, epr, (("fn", "copy"),),
+                          f"{self.stage}: {op} partials = first chunk")
+        out += self._span(full - 1, 1, lambda k, _: self._cover(
+            "vec_binary", [a, a, chunk(k * epr + epr)], rows, epr, (("fn", fn),),
+            f"{self.stage}: {op} partials += a chunk"), "c",
+            f"{epr}-column chunks of {self.stage} folded into the first")
+        if tail:
+            out += self._cover("vec_binary", [a, a, chunk(Affine(full * epr))], rows, tail,
+                               (("fn", fn),), f"{self.stage}: {op} partials += the tail")
+        self.v.instrs.extend(out)
+        return accv, epr, epr
 
     def _reduce_rows(self, op: str, dst: Val, dst_rs: int, src: Val, src_rs: int, cols: int,
-                     rows: int, comment: str) -> None:
+                     rows: int, comment: str) -> list[Stmt]:
         """``dst[r * dst_rs] = op(src[r * src_rs : + cols])`` in max_repeat pieces, each
         piece's dst on 2 elements (WholeReduce's dst alignment is 2 * sizeof(T))."""
-        step = self.t.max_repeat - (self.t.max_repeat % 2 if dst_rs % 2 else 0)
-        for r0 in range(0, rows, step):
-            nr = min(step, rows - r0)
-            self.v.instrs.append(Instr(
-                "vec_reduce", Pipe.V,
-                (Region(dst.buf, dst.offset + r0 * dst_rs, (Dim(nr, dst_rs), Dim(1, 1)),
-                        dst.copy),),
-                (Region(src.buf, src.offset + r0 * src_rs, (Dim(nr, src_rs), Dim(cols, 1)),
-                        src.copy),),
-                (("fn", op),), comment=comment))
-
-    def _rows_op(self, op: str, dst: str, dst_rs: int, srcs: list[tuple[Val, int, int]],
-                 rows: int, w: int, attrs: tuple, comment: str) -> None:
-        for r0 in range(0, rows, self.t.max_repeat):
-            nr = min(self.t.max_repeat, rows - r0)
-            d = Region(dst, Affine(r0 * dst_rs), (Dim(nr, dst_rs), Dim(w, 1)))
-            regs = [Region(v.buf, v.offset + r0 * rs + c0, (Dim(nr, rs), Dim(w, 1)), v.copy)
-                    for v, rs, c0 in srcs]
-            self.v.instrs.append(Instr(op, Pipe.V, (d,), tuple(regs), attrs, comment))
+        odd = dst_rs % 2 == 1
+        step = self.t.max_repeat - (self.t.max_repeat % 2 if odd else 0)
+        return self._span(rows, step, lambda r, n: [Instr(
+            "vec_reduce", Pipe.V,
+            (Region(dst.buf, dst.offset + r * dst_rs, (Dim(n, dst_rs), Dim(1, 1)), dst.copy),),
+            (Region(src.buf, src.offset + r * src_rs, (Dim(n, src_rs), Dim(cols, 1)),
+                    src.copy),),
+            (("fn", op),), comment=comment)], "p", f"rows reduced by {self.stage}", even=odd)
 
 
 # --------------------------------------------------------------------------- helpers

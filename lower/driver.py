@@ -30,32 +30,45 @@ T = TypeVar("T")
 
 @dataclass
 class PassLog:
-    """Records each lowering step: its text, its time; optional printing and dumping."""
+    """Records each lowering step: its result, its wall and CPU time; optional printing and
+    dumping. A step's text is made only when printed, dumped or asked for (``text``)."""
 
     verbose: bool = False
     dump_dir: Path | None = None
-    steps: list[tuple[str, str, float]] = field(default_factory=list)  # (name, text, seconds)
+    steps: list[tuple[str, float, float]] = field(default_factory=list)  # (name, wall, cpu s)
     results: dict[str, Any] = field(default_factory=dict)
+    _unchanged: set[str] = field(default_factory=set)
     _last: Any = None
     _t0: float = field(default_factory=time.perf_counter)
+    _c0: float = field(default_factory=time.process_time)
 
     def __call__(self, name: str, result: T) -> T:
-        now = time.perf_counter()
-        text = "(unchanged)" if result is self._last else str(result)
-        self.steps.append((name, text, now - self._t0))
+        wall, cpu = time.perf_counter() - self._t0, time.process_time() - self._c0
+        self.steps.append((name, wall, cpu))
         self.results[name] = result
+        if result is self._last:
+            self._unchanged.add(name)
         if self.verbose:
-            print(f"--- {name} ({(now - self._t0) * 1e3:.1f} ms)\n{text}")
+            print(f"--- {name} ({wall * 1e3:.1f} ms)\n{self.text(name)}")
         if self.dump_dir is not None:
             self.dump_dir.mkdir(parents=True, exist_ok=True)
             fname = f"{len(self.steps):03d}_{name.replace(' ', '_')}.txt"
-            (self.dump_dir / fname).write_text(text + "\n")
+            (self.dump_dir / fname).write_text(self.text(name) + "\n")
         self._last = result
-        self._t0 = time.perf_counter()
+        self._t0, self._c0 = time.perf_counter(), time.process_time()
         return result
 
+    def text(self, name: str) -> str:
+        """The printed result of step ``name`` ("(unchanged)" when it returned its input)."""
+        return "(unchanged)" if name in self._unchanged else str(self.results[name])
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds per step."""
+        return {n: c for n, _, c in self.steps}
+
     def timings(self) -> str:
-        return "\n".join(f"{n:>20}: {t * 1e3:8.1f} ms" for n, _, t in self.steps)
+        return "\n".join(f"{n:>20}: {t * 1e3:8.1f} ms ({c * 1e3:.1f} ms CPU)"
+                         for n, t, c in self.steps)
 
 
 def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,

@@ -34,20 +34,26 @@ from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.happens_before import SyncOracle, SyncProblem
 from ascendsched.lower.ir import Affine, Cond, For, If, Instr, Kernel, Program, Stmt
 from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, flat_distance
-from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
+from ascendsched.lower.remove_redundant_sync import Pruned, prune
 from ascendsched.target.model import Pipe, Target
 
 
 def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     """``kernel`` with the flags and barriers that order ``deps`` (computed on ``kernel``)."""
-    return allocate_event_ids(pruned_syncs(kernel, deps, target), target)
+    pruned = _pruned(kernel, deps, target)
+    return allocate_event_ids(pruned.kernel, target, oracle=pruned.oracle,
+                              dropped=pruned.dropped, deps=deps)
 
 
 def pruned_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     """Placed and pruned syncs, before event-id allocation (each sync still carries its
     ``channel``: what the sync minimality check drops one at a time)."""
+    return _pruned(kernel, deps, target).kernel
+
+
+def _pruned(kernel: Kernel, deps: Dependences, target: Target) -> Pruned:
     placed, settled_by, oracle = _place(kernel, deps, target)
-    return remove_redundant_sync(placed, deps, target, settled_by=settled_by, oracle=oracle)
+    return prune(placed, deps, target, settled_by=settled_by, oracle=oracle)
 
 
 def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
@@ -391,6 +397,12 @@ def _requirements(d: Dependence, deps: Dependences, kernel: Kernel, target: Targ
         if a < b:
             return [_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, b)]
         if a == b and j + 1 < m and s.loop_paths[j + 1] == cp + (a,):
+            if d.src_pipe == d.dst_pipe and not d.loop_independent \
+                    and not carried.keys() & set(d.common_loops[j + 1:]):
+                # every pair is carried here or further out (e.g. a vector loop over rows
+                # rewriting a tile buffer in the next tile): any barrier in this body between
+                # the iterations orders them, not one per iteration of the inner loop
+                return [_Req(d.core, d.src_pipe, d.dst_pipe, cp, a, a)]
             if outer is None:
                 outer, outer_j = loop, j
             continue

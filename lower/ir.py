@@ -120,9 +120,10 @@ NaN for floats, -1 for ints), so a lowering that relies on unwritten padding get
                   m, n, k in 1..4095; m == 1 switches the hardware to GEMV (A read as ND) and is
                   an error here: pad m to 16. unitFlag = 0, cmatrixSource = False,
                   kDirectionAlign = False (float32 inputs only; not modelled). Starts: C 1 KB,
-                  A and B 512 B aligned. Same-pipe order of accumulating Mmads follows
-                  ``target.needs_same_pipe_barrier[M]`` (Mmad.md: PipeBarrier<PIPE_M> needed
-                  when (m/16)*(n/16) < 10).
+                  A and B 512 B aligned. Consecutive Mmads are ordered by the hardware
+                  when both have (m/16)*(n/16) >= ``target.mmad_ordered_fractals`` (10 on
+                  910B, Mmad.md 同步优化说明); smaller ones need PipeBarrier<PIPE_M>
+                  (``same_pipe_ordered``).
   ``fixpipe``     FIX  writes (gm,) reads (l0c,). ``Fixpipe<T, U, CFG_ROW_MAJOR>(gm, l0c,
                   FixpipeParamsV220{nSize, mSize, srcStride, dstStride, quantPre, reluEn,
                   unitFlag, ndNum, srcNdStride, dstNdStride})`` with NZ2ND
@@ -665,6 +666,21 @@ def cube_footprints(op: str, params: dict[str, AttrValue], dtypes: tuple[DType, 
                Dim(_ceil(p["nSize"], r), p["srcStride"] * r), Dim(p["mSize"], r), Dim(r, 1))
         return (gm, l0c)
     raise InternalCompilerError(f"{op!r} is not a cube op")
+
+
+def mmad_fractals(ins: Instr) -> int:
+    """Output fractals of an Mmad as the docs count them: (m / 16) * (n / 16)."""
+    return (int(ins.attr("m")) // CUBE_ROWS) * (int(ins.attr("n")) // CUBE_ROWS)
+
+
+def same_pipe_ordered(target: Target, a: Instr, b: Instr) -> bool:
+    """Whether ``b``, after ``a`` on the same pipe, starts only once ``a`` is done without a
+    PipeBarrier: the pipe runs in order, or both are Mmads big enough for the hardware to order
+    them (``target.mmad_ordered_fractals``)."""
+    if not target.needs_same_pipe_barrier.get(a.pipe, True):
+        return True
+    return (a.op == b.op == "mmad" and target.mmad_ordered_fractals > 0
+            and min(mmad_fractals(a), mmad_fractals(b)) >= target.mmad_ordered_fractals)
 
 
 def squeeze_dims(dims: tuple[Dim, ...]) -> tuple[Dim, ...]:

@@ -104,14 +104,15 @@ def buffer_lifetimes(kernel: Kernel) -> Lifetimes:
                 frozenset(pp for p, pp, _ in uses if p == first),
                 frozenset(pp for p, pp, _ in uses if p == last), why))
     return Lifetimes(kernel.name, tuple(entries), tuple(walk.lines),
-                     _in_place_pairs(kernel, entries, walk.at, walk.loops))
+                     _in_place_pairs(kernel, entries, walk.at, walk.ranges, walk.loops))
 
 
 _IN_PLACE_OPS = frozenset({"vec_binary", "vec_unary", "vec_scalar", "vec_cast"})
 
 
 def _in_place_pairs(kernel: Kernel, entries: list[Lifetime], at: list[Instr],
-                    loops: list[tuple[str, int, int]]) -> frozenset[tuple[str, str]]:
+                    ranges: list[dict[str, int]], loops: list[tuple[str, int, int]]
+                    ) -> frozenset[tuple[str, str]]:
     """In a loop only between vector-made and vector-used values: sharing a DMA-loaded tile
     with a DMA-stored one would make the next tile's load wait for this tile's store."""
     one = {e.buffer: e for e in entries if e.used and kernel.buffer_map[e.buffer].copies == 1}
@@ -127,16 +128,17 @@ def _in_place_pairs(kernel: Kernel, entries: list[Lifetime], at: list[Instr],
             in_loop = any(lo <= b.start <= hi for _, lo, hi in loops)
             if in_loop and not (a.first_pipes == b.last_pipes == frozenset({Pipe.V})):
                 continue
-            if _replaces(at[b.start:a.end + 1], a.buffer, b.buffer):
+            if _replaces(at[b.start:a.end + 1], ranges[b.start:a.end + 1], a.buffer, b.buffer):
                 out.add((a.buffer, b.buffer))
     return frozenset(out)
 
 
-def _replaces(window: list[Instr], a: str, b: str) -> bool:
+def _replaces(window: list[Instr], ranges: list[dict[str, int]], a: str, b: str) -> bool:
     """Every instruction touching a or b reads a and writes b over the same elements, and no
-    instruction reads an element of a that an earlier one replaced."""
-    replaced: list[Region] = []
-    for s in window:
+    instruction reads an element of a that an earlier one replaced (``ranges``: the extents
+    of each instruction's enclosing loops)."""
+    replaced: list[tuple[Region, dict[str, int]]] = []
+    for s, env in zip(window, ranges, strict=True):
         ra = [r for r in s.reads if r.tensor == a]
         wb = [r for r in s.writes if r.tensor == b]
         if not ra and not wb and not any(r.tensor in (a, b) for r in s.writes + s.reads):
@@ -146,23 +148,29 @@ def _replaces(window: list[Instr], a: str, b: str) -> bool:
                 or any(r.tensor == b for r in s.reads)
                 or any(r.tensor == a for r in s.writes)):
             return False
-        if any(_may_overlap(ra[0], w) for w in replaced):
+        if any(_may_overlap(ra[0], env, w, wenv) for w, wenv in replaced):
             return False
-        replaced.append(wb[0])
+        replaced.append((wb[0], env))
     return bool(replaced)
 
 
-def _may_overlap(r: Region, w: Region) -> bool:
-    """Element hulls of two regions intersect (symbolic offsets: assume they may)."""
-    if not (r.offset.is_const and w.offset.is_const):
+def _may_overlap(r: Region, r_ranges: dict[str, int], w: Region, w_ranges: dict[str, int]
+                 ) -> bool:
+    """Element hulls of two regions intersect, over all iterations of the loops (``ranges``:
+    variable -> extent) their offsets use; any other symbolic offset: assume they may."""
+    def hull(x: Region, ranges: dict[str, int]) -> tuple[int, int] | None:
+        off = x.offset
+        if off.mods or off.divs or any(v not in ranges for v, _ in off.terms):
+            return None
+        steps = [c * max(ranges[v] - 1, 0) for v, c in off.terms]
+        lo = off.const + sum(min(0, s) for s in steps)
+        hi = off.const + sum(max(0, s) for s in steps)
+        return lo, hi + sum((d.extent - 1) * d.stride for d in (x.dims or ()))
+
+    hr, hw = hull(r, r_ranges), hull(w, w_ranges)
+    if hr is None or hw is None:
         return True
-
-    def hull(x: Region) -> tuple[int, int]:
-        lo = x.offset.const
-        span = sum((d.extent - 1) * d.stride for d in (x.dims or ()))
-        return lo, lo + span
-
-    (a0, a1), (b0, b1) = hull(r), hull(w)
+    (a0, a1), (b0, b1) = hr, hw
     return not (a1 < b0 or b1 < a0)
 
 
@@ -177,6 +185,7 @@ class _Walk:
         self.loops: list[tuple[str, int, int]] = []  # (var, first position, last position)
         self.lines: list[str] = []
         self.at: list[Instr] = []  # the Instr at each position
+        self.ranges: list[dict[str, int]] = []  # its enclosing loops: variable -> extent
 
     def body(self, body: tuple[Stmt, ...], loops: tuple[For, ...], ranges: dict[str, int]
              ) -> None:
@@ -194,6 +203,7 @@ class _Walk:
     def instr(self, s: Instr, ranges: dict[str, int]) -> None:
         self.lines.append(f"S{self.pos} [{s.pipe}] {s.op}" + (f" ({s.comment})" if s.comment else ""))
         self.at.append(s)
+        self.ranges.append(ranges)
         for kind, regions in (("R", s.reads), ("W", s.writes)):
             for r in regions:
                 buf = self.kernel.buffer_map.get(r.tensor)

@@ -29,9 +29,11 @@ instructions on different pipes or on one pipe that needs ``PipeBarrier`` (the t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 
 import islpy as isl
 
@@ -51,6 +53,7 @@ from ascendsched.lower.ir import (
     Stmt,
     cube_footprints,
     cube_params,
+    same_pipe_ordered,
 )
 from ascendsched.target.model import CoreType, Pipe
 
@@ -79,7 +82,13 @@ class InstrInfo:
     loop_paths: tuple[tuple[int, ...], ...]  # path of each enclosing loop
     conds: tuple[Cond, ...]  # conjunction of enclosing If conditions
     domain: isl.Set
-    schedule: isl.Map
+    schedule_text: str = ""  # isl text of the program-order schedule (built on demand)
+    domain_key: str = ""  # the domain's text without its tuple name (equal text, equal set)
+
+    @cached_property
+    def schedule(self) -> isl.Map:
+        """Instance -> its position (child index and loop variable per level, 2d+1 style)."""
+        return isl.Map(self.schedule_text).intersect_domain(self.domain)
 
     @property
     def name(self) -> str:
@@ -89,20 +98,35 @@ class InstrInfo:
     def pipe(self) -> Pipe:
         return self.instr.pipe
 
-    @property
+    @cached_property
     def loop_vars(self) -> tuple[str, ...]:
         return tuple(f.var for f in self.loops)
 
 
 @dataclass(frozen=True, eq=False)
 class Access:
+    """The bytes one instruction reads or writes in one space. Its isl relations are built on
+    first use (most accesses never meet a conflicting one)."""
+
     instr: int
     kind: str  # "R" or "W"
     space: str
     tensors: tuple[str, ...]  # region descriptions, e.g. "x_ub[copy (k % 2)]"
-    relation: isl.Map  # instance -> space[byte]
-    parts: tuple[tuple[str, isl.Map], ...] = ()  # per region: (description, relation)
-    hull: tuple[int, int] = (0, -1)  # lowest and highest byte it may touch (an over-estimate)
+    hull: tuple[int, int]  # lowest and highest byte it may touch (an over-estimate)
+    make_parts: Callable[[], tuple[tuple[str, isl.Map], ...]] = field(repr=False)
+
+    @cached_property
+    def parts(self) -> tuple[tuple[str, isl.Map], ...]:
+        """Per region: (description, instance -> space[byte] relation)."""
+        return self.make_parts()
+
+    @cached_property
+    def relation(self) -> isl.Map:
+        """instance -> space[byte]."""
+        m = self.parts[0][1]
+        for _, p in self.parts[1:]:
+            m = m.union(p)
+        return coalesced(m)
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,30 +215,36 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
     # byte hull of each access: pairs whose hulls are disjoint cannot conflict (after memory
     # planning every UB buffer shares the space "UB", so this skips most pairs cheaply)
     before: dict[tuple[int, int], isl.Map] = {}
+    shapes: dict = {}  # program-order relations by shape (program_order's cache)
     for (core, space), accs in by_space.items():
         for sa in accs:
             for da in accs:
                 if sa.kind == "R" and da.kind == "R":
                     continue
                 s, d = instrs[sa.instr], instrs[da.instr]
-                if s.pipe == d.pipe and not target.needs_same_pipe_barrier.get(s.pipe, True):
+                if s.pipe == d.pipe and same_pipe_ordered(target, s.instr, d.instr):
                     continue
                 (slo, shi), (dlo, dhi) = sa.hull, da.hull
                 if shi < dlo or dhi < slo:
                     continue
                 kind = {("W", "R"): DepKind.RAW, ("R", "W"): DepKind.WAR,
                         ("W", "W"): DepKind.WAW}[(sa.kind, da.kind)]
+                shared = _common_depth(s, d)
+                if not shared and s.id > d.id:
+                    continue  # no common loop and the sink first in the text: never before
                 order = before.get((s.id, d.id))
                 if order is None:
-                    order = before[(s.id, d.id)] = _before(s, d)
+                    order = before[(s.id, d.id)] = program_order(s, d, shapes)
                 rel = sa.relation.apply_range(da.relation.reverse())
                 rel = rel.intersect(order)
                 if rel.is_empty():
                     continue
-                common, carried, indep = _levels(s, d, rel)
+                # no common loop: every pair is loop-independent (nothing to measure)
+                common, carried, indep = _levels(s, d, rel, shapes) if shared else \
+                    ((), (), True)
                 src_t, dst_t = _conflicting(sa, da, rel)
                 deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core,
-                                       rel.coalesce(), src_t, dst_t, common, carried, indep))
+                                       coalesced(rel), src_t, dst_t, common, carried, indep))
     deps.sort(key=lambda x: (x.src, x.dst, x.kind.value, x.space))
     return Dependences(kernel.name, instrs, accesses, tuple(deps))
 
@@ -222,6 +252,7 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
 def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
     """Every Instr of every program with its domain and schedule, numbered in program order."""
     out: list[InstrInfo] = []
+    domains: dict[str, isl.Set] = {}  # statements of one body share their domain
     for prog in kernel.programs:
         raw: list[tuple[Instr, tuple[int, ...], tuple[Stmt, ...]]] = []
         _walk(prog.body, (), (), raw)
@@ -231,16 +262,69 @@ def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
             loop_paths = tuple(path[: j + 1] for j, a in enumerate(anc) if isinstance(a, For))
             conds = tuple(c for a in anc if isinstance(a, If) for c in a.conds)
             ident = len(out)
-            dom = isl.Set(f"{{ S{ident}[{_dims(loops)}] : {_domain_text(kernel, loops, conds)} }}")
+            text = f"[{_dims(loops)}] : {_domain_text(kernel, loops, conds)} }}"
+            dom = domains.get(text)
+            if dom is None:
+                dom = domains[text] = isl.Set("{ S" + text)
             sched: list[str] = []
             for j, a in enumerate(anc):
                 sched += [str(path[j]), a.var if isinstance(a, For) else "0"]
             sched.append(str(path[-1]))
             sched += ["0"] * (2 * depth - 1 - len(sched))
-            sm = isl.Map(f"{{ S{ident}[{_dims(loops)}] -> [{', '.join(sched)}] }}")
-            out.append(InstrInfo(ident, prog.core, instr, path, loops, loop_paths, conds, dom,
-                                 sm.intersect_domain(dom)))
+            out.append(InstrInfo(ident, prog.core, instr, path, loops, loop_paths, conds,
+                                 dom.set_tuple_name(f"S{ident}"),
+                                 f"{{ S{ident}[{_dims(loops)}] -> [{', '.join(sched)}] }}",
+                                 text))
     return tuple(out)
+
+
+def coalesced(m: isl.Map) -> isl.Map:
+    """``m`` with its pieces merged where isl can (the same relation either way): isl's
+    coalesce has failed an internal consistency assertion on some quasi-affine maps ("original
+    tableau does not correspond"), so on an isl error the map is kept as it is."""
+    try:
+        return m.coalesce()
+    except isl.Error:
+        return m
+
+
+def program_order(a: InstrInfo, b: InstrInfo, cache: dict | None = None) -> isl.Map:
+    """Instances of ``a`` before instances of ``b`` in program order, in one block: their
+    common loops lexicographically before, or equal when ``a`` comes first in the text.
+    ``cache``: a dict in which relations of statement pairs with the same domains, common
+    loops and text order are shared (they differ only in their tuple names)."""
+    m = 0
+    while m < min(len(a.loop_paths), len(b.loop_paths)) and a.loop_paths[m] == b.loop_paths[m]:
+        m += 1
+    if a.id == b.id:
+        strict = True
+    else:
+        j = next(i for i, (x, y) in enumerate(zip(a.path, b.path)) if x != y)
+        strict = a.path[j] > b.path[j]  # a after b in the text: a later iteration only
+    if cache is None or not a.domain_key or not b.domain_key:
+        return _program_order(a, b, m, strict)
+    key = ("po shape", a.domain_key, b.domain_key, m, strict)
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = _program_order(a, b, m, strict)
+    return got.set_tuple_name(isl.dim_type.in_, a.name).set_tuple_name(isl.dim_type.out,
+                                                                      b.name)
+
+
+def _program_order(a: InstrInfo, b: InstrInfo, m: int, strict: bool) -> isl.Map:
+    na = {v: f"a{j}" for j, v in enumerate((BLOCK_IDX,) + a.loop_vars)}
+    nb = {v: f"b{j}" for j, v in enumerate((BLOCK_IDX,) + b.loop_vars)}
+    xs = [na[v] for v in a.loop_vars[:m]]
+    ys = [nb[v] for v in b.loop_vars[:m]]
+    ors = [" and ".join([f"{x} = {y}" for x, y in zip(xs[:j], ys[:j])] + [f"{xs[j]} < {ys[j]}"])
+           for j in range(m)]
+    if not strict:
+        ors.append(" and ".join(f"{x} = {y}" for x, y in zip(xs, ys)) or "true")
+    lex = " or ".join(f"({o})" for o in ors) if ors else "false"
+    dom = ", ".join(na[v] for v in (BLOCK_IDX,) + a.loop_vars)
+    rng = ", ".join(nb[v] for v in (BLOCK_IDX,) + b.loop_vars)
+    return isl.Map(f"{{ {a.name}[{dom}] -> {b.name}[{rng}] : {na[BLOCK_IDX]} = {nb[BLOCK_IDX]} "
+                   f"and ({lex}) }}").intersect_domain(a.domain).intersect_range(b.domain)
 
 
 def instr_accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
@@ -313,7 +397,7 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
     ins = info.instr
     if ins.is_sync:
         return []
-    acc: dict[tuple[str, str], list[tuple[str, isl.Map]]] = {}
+    acc: dict[tuple[str, str], list[tuple[str, Region, str, str]]] = {}
     hulls: dict[tuple[str, str], tuple[int, int]] = {}
     writes, reads = ins.writes, ins.reads
     extra: list[tuple[Region, str]] = []
@@ -323,18 +407,19 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
     regions += [("R", r, when) for r, when in extra]  # reads that happen on some instances only
     for kind, r, when in regions:
         key = (kind, region_space(kernel, r.tensor))
-        acc.setdefault(key, []).append((_describe(kernel, r),
-                                        _region_map(kernel, info, r, kind, when)))
+        acc.setdefault(key, []).append((_describe(kernel, r), r, kind, when))
         lo, hi = _region_hull(kernel, info, r, kind)
         old = hulls.get(key)
         hulls[key] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
     out = []
     for (k, s), parts in acc.items():
-        m = parts[0][1]
-        for _, p in parts[1:]:
-            m = m.union(p)
-        names = tuple(dict.fromkeys(n for n, _ in parts))
-        out.append(Access(info.id, k, s, names, m.coalesce(), tuple(parts), hulls[(k, s)]))
+        names = tuple(dict.fromkeys(n for n, _, _, _ in parts))
+
+        def make(parts=parts) -> tuple[tuple[str, isl.Map], ...]:  # noqa: ANN001
+            return tuple((n, _region_map(kernel, info, r, kind, when))
+                         for n, r, kind, when in parts)
+
+        out.append(Access(info.id, k, s, names, hulls[(k, s)], make))
     return out
 
 
@@ -343,6 +428,7 @@ def _region_hull(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> tuple
     arithmetic over the loop ranges (an over-estimate of ``_region_map``'s byte set)."""
     ranges = {BLOCK_IDX: (0, kernel.block_dim - 1)}
     ranges.update({f.var: (0, f.extent - 1) for f in info.loops})
+    affine_text(r.offset, frozenset(ranges), f"region {r} of S{info.id} ({info.instr.op})")
     lo, hi = _interval(r.offset, ranges)
     for d in r.dims:
         span = (d.extent - 1) * d.stride
@@ -520,14 +606,6 @@ def flat_distance(d: Dependence, deps: Dependences, lo: int, hi: int) -> int:
     return int(low.to_python()) if low.is_int() else 1
 
 
-def _before(s: InstrInfo, d: InstrInfo) -> isl.Map:
-    """src instance -> dst instance pairs in the same block with src first in program order."""
-    order = s.schedule.lex_lt_map(d.schedule)
-    same = isl.Map(f"{{ S{s.id}[{_dims(s.loops)}] -> S{d.id}[{_dims_primed(d.loops)}] : "
-                   f"{BLOCK_IDX} = {BLOCK_IDX}_d }}")
-    return order.intersect(same)
-
-
 def _dims_primed(loops: tuple[For, ...]) -> str:
     return ", ".join([f"{BLOCK_IDX}_d"] + [f"{f.var}_d" for f in loops])
 
@@ -541,23 +619,39 @@ def _common_depth(s: InstrInfo, d: InstrInfo) -> int:
     return n
 
 
-def _levels(s: InstrInfo, d: InstrInfo, rel: isl.Map
+def _levels(s: InstrInfo, d: InstrInfo, rel: isl.Map, cache: dict
             ) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...], bool]:
-    """Common loops, (loop, min distance) per carrying level, and loop independence."""
+    """Common loops, (loop, min distance) per carrying level, and loop independence
+    (``cache``: projections of a statement onto its first loops, kept across calls)."""
     m = _common_depth(s, d)
     common = tuple(f.var for f in s.loops[:m])
-    names = [BLOCK_IDX] + list(common)
-    proj_s = isl.Map(f"{{ S{s.id}[{_dims(s.loops)}] -> L[{', '.join(names)}] }}")
-    proj_d = isl.Map(f"{{ S{d.id}[{_dims(d.loops)}] -> L[{', '.join(names)}] }}")
-    deltas = rel.apply_domain(proj_s).apply_range(proj_d).deltas()
+    deltas = rel.apply_domain(_projection(s, m, cache)).apply_range(
+        _projection(d, m, cache)).deltas()
     carried: list[tuple[str, int]] = []
     for j in range(1, m + 1):
-        cons = " and ".join([f"d{i} = 0" for i in range(j)] + [f"d{j} > 0"])
-        dims = ", ".join(f"d{i}" for i in range(m + 1))
-        part = deltas.intersect(isl.Set(f"{{ L[{dims}] : {cons} }}"))
+        part = deltas.intersect(_level_set(m, j))
         if not part.is_empty():
             carried.append((common[j - 1], int(part.dim_min_val(j).to_python())))
-    dims = ", ".join(f"d{i}" for i in range(m + 1))
-    zero = " and ".join(f"d{i} = 0" for i in range(m + 1))
-    indep = not deltas.intersect(isl.Set(f"{{ L[{dims}] : {zero} }}")).is_empty()
+    indep = not deltas.intersect(_level_set(m, m + 1)).is_empty()
     return common, tuple(carried), indep
+
+
+def _projection(info: InstrInfo, m: int, cache: dict) -> isl.Map:
+    """``S[block, loops...] -> L[block, first m loops]``."""
+    key = ("projection", info.id, m)
+    got = cache.get(key)
+    if got is None:
+        names = [f"v{j}" for j in range(len(info.loops) + 1)]
+        got = cache[key] = isl.Map(f"{{ {info.name}[{', '.join(names)}] -> "
+                                   f"L[{', '.join(names[:m + 1])}] }}")
+    return got
+
+
+@functools.lru_cache(maxsize=256)
+def _level_set(m: int, j: int) -> isl.Set:
+    """Distance vectors ``(block, loop 1..m)`` zero before position ``j`` and positive at it
+    (``j = m + 1``: all zero, loop independent)."""
+    dims = ", ".join(f"d{i}" for i in range(m + 1))
+    cons = " and ".join([f"d{i} = 0" for i in range(min(j, m + 1))]
+                        + ([f"d{j} > 0"] if j <= m else []))
+    return isl.Set(f"{{ L[{dims}] : {cons} }}")

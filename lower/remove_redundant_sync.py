@@ -12,11 +12,23 @@ tried first, then flag pairs by their set's position (an earlier set covers less
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.happens_before import SyncOracle
 from ascendsched.lower.ir import Instr, Kernel, Stmt, StmtMutator
 from ascendsched.lower.polyhedral import Dependences
 from ascendsched.target.model import Target
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """A pruned kernel, the oracle built on the kernel before pruning and the sync keys
+    pruning dropped (the oracle answers for the pruned kernel with ``dropped=dropped``)."""
+
+    kernel: Kernel
+    oracle: SyncOracle
+    dropped: frozenset
 
 
 def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target, *,
@@ -28,8 +40,16 @@ def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target, *,
     and sink in one body. While it stays they need no re-check; trying to drop it re-checks
     them (and every dependence a dropped barrier settled, which may now lean on others).
     ``oracle``: the happens-before oracle already built on ``kernel`` (one is built if not).
-    Each trial re-checks only the dependences whose vector clocks could use the dropped channel.
+    Each trial re-checks only the dependences whose chains used the dropped channel.
     """
+    return prune(kernel, deps, target, settled_by=settled_by, oracle=oracle).kernel
+
+
+def prune(kernel: Kernel, deps: Dependences, target: Target, *,
+          settled_by: dict[int, frozenset[int]] | None = None,
+          oracle: SyncOracle | None = None) -> Pruned:
+    """``remove_redundant_sync`` with the oracle and the dropped keys (for event-id
+    allocation, which checks id sharing on the same statements)."""
     settled_by = settled_by or {}
     skip = frozenset(n for ns in settled_by.values() for n in ns)
     oracle = oracle or SyncOracle(kernel, deps, target)
@@ -45,7 +65,7 @@ def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target, *,
         if not oracle.problems(dropped=dropped | keys, skip=trial_skip, first_only=True):
             dropped, skip = dropped | keys, trial_skip
             gone.add(ch)
-    return drop_channels(kernel, frozenset(gone)) if gone else kernel
+    return Pruned(drop_channels(kernel, frozenset(gone)) if gone else kernel, oracle, dropped)
 
 
 def drop_channels(kernel: Kernel, channels: frozenset[int]) -> Kernel:

@@ -27,9 +27,11 @@ Execution model (DESIGN.md "execution model", 910B). Per stream (= block + core)
   both AIVs" reduces to one set.
 * Different blocks are never ordered.
 * The Cube core's stream (AIC: MTE2 GM->L1, MTE1 L1->L0A/L0B, M Mmad, FIX Fixpipe) follows the
-  same rules as the vector core's; which pipes complete in order comes only from
-  ``target.needs_same_pipe_barrier`` (on 910B every AIC pipe needs ``PipeBarrier``, so two
-  Mmads accumulating into one L0C tile race unless a barrier or a flag chain orders them).
+  same rules as the vector core's; which pipes complete in order comes from
+  ``target.needs_same_pipe_barrier`` (on 910B every AIC pipe needs ``PipeBarrier``), except that
+  an Mmad of at least ``target.mmad_ordered_fractals`` output fractals completes before later M
+  instructions start (the hardware orders consecutive big Mmads, Mmad.md); two small Mmads
+  accumulating into one L0C tile race unless a barrier or a flag chain orders them.
 
 Happens-before. Knowledge is a vector clock with two counters per (core, pipe) of a block:
 ``started[p] = n`` (every p instruction with seq < n has started) and ``completed[p] = n``.
@@ -313,11 +315,19 @@ class _Checker:
         pipe = _SCALAR if self.kinds[w] == "cross_wait" else None
         return k[self._c(ew, pipe)] > ew.seq
 
-    def _inorder(self, pipe: str) -> bool:
+    def _inorder(self, e: TraceEvent) -> bool:
+        """Whether ``e`` completes before later instructions of its pipe start: its pipe runs
+        in order, or it is an Mmad of at least ``target.mmad_ordered_fractals`` output
+        fractals (its write covers whole 1 KB L0C fractals: 16 x 16 x 4 B)."""
         try:
-            return not self.t.needs_same_pipe_barrier.get(Pipe(pipe), True)
+            if not self.t.needs_same_pipe_barrier.get(Pipe(e.pipe), True):
+                return True
         except ValueError:
             return False
+        fractal = self.t.cube_rows * self.t.cube_rows * 4
+        return (e.op == "mmad" and self.t.mmad_ordered_fractals > 0
+                and sum(hi - lo for _, lo, hi in e.writes) // fractal
+                >= self.t.mmad_ordered_fractals)
 
     # ---- simulation
     def _simulate(self) -> None:
@@ -396,7 +406,7 @@ class _Checker:
         self.kstart[i] = k
         done = ((s, e.seq + 1), (s + 1, e.seq + 1))
         started = ((s, e.seq + 1),)
-        inorder = self._inorder(p)
+        inorder = self._inorder(e)
         if kind in ("set", "cross_set"):
             self.fired[i] = _bump(k, done)
             st.issue[p] = self.fired[i] if inorder else _bump(k, started)

@@ -7,6 +7,9 @@ Every number carries its source. Sources are the open AscendC package mirror
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ascendsched.target.costs import DEFAULT_COSTS_910B
 from ascendsched.target.model import CoreType, Pipe, Scope, ScopeSpec, Target
 
 KB = 1024
@@ -106,9 +109,8 @@ ASCEND_910B = Target(
     event_ids=(0, 1, 2, 3, 4, 5),
     hard_events={CoreType.AIV: _AIV_EVENTS, CoreType.AIC: _AIC_EVENTS},
     # DESIGN.md "execution model": dependent V instructions and overlapping MTE2/MTE3 copies
-    # need PipeBarrier<pipe>; where the sources are silent we are conservative (True).
-    # Consecutive Mmads into the same L0C are ordered by hardware (CATLASS adds PIPE_M barriers
-    # only for tiles under 10 fractals, which lowering handles explicitly).
+    # need PipeBarrier<pipe>; where the sources are silent we are conservative (True). Mmads
+    # need PipeBarrier<PIPE_M> only under mmad_ordered_fractals (below).
     needs_same_pipe_barrier={
         _P.V: True, _P.MTE2: True, _P.MTE3: True, _P.MTE1: True, _P.M: True, _P.FIX: True,
         _P.S: False,
@@ -127,6 +129,12 @@ ASCEND_910B = Target(
     cube_rows=16,
     cube_fractal_bytes=512,
     cube_param_ranges=_CUBE_PARAM_RANGES,
+    # asc-devkit docs/zh/api/SIMD-API/基础API/矩阵计算（ISASI）/Mmad计算/Mmad.md, 同步优化说明:
+    # accumulating along K, consecutive Mmads need PipeBarrier(PIPE_M) only while
+    # (m / 16) * (n / 16) < 10; above, "硬件调度器能够自动处理写-读依赖问题" (the hardware
+    # handles the write-read dependence). Matmul impl code says the same ("当前平台阈值为10*256").
+    mmad_ordered_fractals=10,
+    costs=DEFAULT_COSTS_910B,
     sources={
         "primary": "mirror-cann/asc-devkit include/, impl/, docs/zh/",
         "summary": "shared/ASCEND_910B.md",
@@ -134,3 +142,13 @@ ASCEND_910B = Target(
 )
 
 DEFAULT_TARGET = ASCEND_910B
+
+# Board variants of the published measurements (shared/calibration/SOURCES.md section 1): the
+# 910B1 runs the AI cores at 1.85 GHz (ASC matmul sample README; the derived cube check); the
+# 20-AIC A2 of the Matmul tiling case also runs at 1.85 GHz (its aic_total_cycles / aicore_time).
+ASCEND_910B1 = replace(ASCEND_910B, name="ascend910b1", clock_hz=1.85e9,
+                       sources={**ASCEND_910B.sources, "clock": "SOURCES.md section 1 (HW)"})
+ASCEND_910B_20AIC = replace(ASCEND_910B, name="ascend910b-20aic", clock_hz=1.85e9, num_aic=20,
+                            num_aiv=40,
+                            sources={**ASCEND_910B.sources,
+                                     "cores": "ASC Matmul tiling case: 20 AIC, 1.85 GHz (HW)"})

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ascendsched.target.costs import CostModel
+
 
 class Pipe(str, Enum):
     """Instruction queues of an AI Core (AscendC ``pipe_t``: PIPE_S, PIPE_V, PIPE_MTE1...)."""
@@ -91,6 +93,11 @@ class Target:
     cube_fractal_bytes: int = 512  # one L0A/L0B fractal (rows x one 32 B block)
     # documented value range of each integer parameter of the Cube calls (per IR op)
     cube_param_ranges: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    # Consecutive Mmads of at least this many output fractals, (m / 16) * (n / 16), are ordered
+    # by the hardware without PipeBarrier<PIPE_M> (0: never); see ascend910b.py for the source
+    mmad_ordered_fractals: int = 0
+    # timing-model parameters (sim/timing.py), each with its source in target/costs.py
+    costs: CostModel | None = None
 
     def scope(self, scope: Scope) -> ScopeSpec:
         for s in self.scopes:

@@ -1,4 +1,5 @@
-"""Shared test set-up: hypothesis profiles ('ci' small, 'dev' larger) and the repo on sys.path."""
+"""Shared test set-up: hypothesis profiles ('ci' small, 'dev' larger), the repo on sys.path, and
+the ``slow`` tier (every hypothesis test; g++ tests are marked in their modules)."""
 
 import os
 
@@ -9,6 +10,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -18,3 +20,10 @@ settings.register_profile("ci", max_examples=200, deadline=None, derandomize=Tru
 settings.register_profile("dev", max_examples=1000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Property tests (hypothesis) belong to the slow tier."""
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.slow)

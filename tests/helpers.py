@@ -27,3 +27,19 @@ def assert_matches_reference(sched, *, seed: int = 0, sync: bool = True, kernel=
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"{algo.name}\n{sched}")
     return k, res
+
+
+# the per-row stages of the library's row kernels, computed inside the output's row tile
+LAYERNORM = ("xf", "mean", "d", "var", "r")
+SOFTMAX = ("xf", "mx", "e", "s")
+RMSNORM = ("xf", "ss", "r")
+
+
+def row_tiles(algo, n: int, stages: tuple[str, ...]):  # noqa: ANN201 -- a Schedule
+    """Tiles of ``n`` whole rows of the output ``y``, every stage computed in its tile."""
+    from ascendsched.schedule import Schedule
+
+    s = Schedule(algo).split("y", "i", n)
+    for st in stages:
+        s = s.compute_at(st, "y", "i_o")
+    return s

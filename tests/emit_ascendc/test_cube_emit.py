@@ -28,6 +28,8 @@ from ascendsched.sim.trace import Trace, traces_match
 from ascendsched.target import ASCEND_910B, CoreType
 from tests.cube_fixtures import CASES, batched_kernel, gemm_kernel, inputs, planned, reference
 
+pytestmark = pytest.mark.slow  # g++ builds and runs
+
 # The fixtures that cover distinct emission paths: K loop with L1/L0 double buffering and
 # K tails; several blocks with M/N tails and double-buffered L0C; int8 with transposed A and B
 # (LoadDataWithTranspose into L0A and L0B). bf16 in and out runs in test_cube_lowered.py.

@@ -17,6 +17,8 @@ from ascendsched.algo.library import batched_gemm, gemm
 from ascendsched.driver import check
 from ascendsched.schedule.gemm import GemmSchedule
 
+pytestmark = pytest.mark.slow  # g++ builds and runs
+
 
 def _bf16_trans() -> GemmSchedule:
     algo = gemm(m=97, n=130, k=200, dtype="bfloat16", out_dtype="bfloat16", trans_a=True,

@@ -25,6 +25,8 @@ from ascendsched.sim.trace import Trace, traces_match
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
 from tests.cube_fixtures import CASES, gemm_kernel, inputs, planned
 
+pytestmark = pytest.mark.slow  # g++ builds and runs
+
 M, N = 33, 47
 
 

@@ -24,6 +24,8 @@ from ascendsched.emit_ascendc.check import build_source
 from ascendsched.sim.trace import Trace
 from ascendsched.target import DEFAULT_TARGET, Scope
 
+pytestmark = pytest.mark.slow  # g++ builds and runs
+
 HARNESS = r"""
 #include <cstdio>
 #include <cstdlib>

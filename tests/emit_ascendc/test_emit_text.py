@@ -90,3 +90,29 @@ def test_vector_ops_in_an_aic_program_are_rejected(tmp_path):
     k = replace(k, programs=(aiv, Program(CoreType.AIC, aiv.body)))
     with pytest.raises(UnsupportedError, match="Cube"):
         emit_project(k, tmp_path)
+
+
+def test_each_flag_comment_names_its_first_dependence_and_counts_the_rest(tmp_path):
+    """The IR keeps every reason of a sync; the emitted line names the first and how many
+    more (a softmax tile's MTE2->V flag orders a dozen buffer pairs)."""
+    import re
+
+    from ascendsched.algo import library as L
+    from ascendsched.lower.driver import lower
+    from ascendsched.lower.ir import iter_instrs
+    from ascendsched.schedule import Schedule
+
+    algo = L.softmax(16, 512)
+    sched = Schedule(algo).split("y", "i", 4).compute_at("xf", "y", "i_o").compute_at(
+        "mx", "y", "i_o").compute_at("e", "y", "i_o").compute_at("s", "y", "i_o")
+    k = lower(sched)
+    syncs = [i for p in k.programs for i, _ in iter_instrs(p.body) if i.is_sync]
+    many = [i for i in syncs if i.comment.count("; ") >= 2]
+    assert many, "expected a sync ordering several dependences"
+    src = emit_project(k, tmp_path).kernel_cpp.read_text()
+    lines = [ln for ln in src.splitlines() if re.search(r"(SetFlag|WaitFlag|PipeBarrier)<", ln)]
+    assert lines and all(ln.count("(RAW)") + ln.count("(WAR)") + ln.count("(WAW)") <= 1
+                         for ln in lines)
+    first = many[0].comment.split("; ")[0]
+    n = many[0].comment.count("; ")
+    assert any(f"{first} (+{n} more)" in ln for ln in lines)

@@ -12,6 +12,8 @@ from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, traces_match
 
+pytestmark = pytest.mark.slow  # g++ builds and runs
+
 
 @pytest.fixture(scope="module")
 def softmax_build(tmp_path_factory):

@@ -10,6 +10,8 @@ from ascendsched.errors import ToolchainError
 from tests.emit_ascendc.hand import plan, sync_row_max_sub
 from tests.ir_fixtures import row_max_sub_kernel
 
+pytestmark = pytest.mark.slow  # g++ builds and runs
+
 
 @pytest.fixture()
 def project(tmp_path):

@@ -181,3 +181,53 @@ def test_tail_versions_in_a_double_buffered_k_loop_place() -> None:
     res = run_kernel(k, ins, trace=True)
     assert check_trace(res.trace, ASCEND_910B).ok
     np.testing.assert_allclose(res.outputs["c"], reference(c, ins), rtol=1e-3, atol=1e-3)
+
+
+def _tight_fallback_gemm():  # noqa: ANN202
+    """A GEMM whose MTE1->MTE2 ids run out, so allocation makes channels tight pairs (found by
+    the GEMM property test: the first tight-pair rewrite dropped a prologue set that pruning
+    had leaned on)."""
+    from ascendsched.algo import library as L
+    from ascendsched.schedule.gemm import GemmSchedule
+    a = L.gemm(600, 50, 185, "int8", "int32")
+    return GemmSchedule(a).tile(80, 32, 128).split_k(128).buffer("l1", 2).buffer(
+        "l0", 1).buffer("l0c", 1).bind(2)
+
+
+def test_tight_pair_fallback_stays_race_free() -> None:
+    from ascendsched.driver import random_inputs
+    from ascendsched.errors import BarrierFallbackWarning
+    from ascendsched.lower.driver import lower
+    sched = _tight_fallback_gemm()
+    with pytest.warns(BarrierFallbackWarning):
+        k = lower(sched)
+    ins = random_inputs(sched.algo, 0)
+    res = run_kernel(k, ins, trace=True)
+    assert check_trace(res.trace, k.target).ok
+    np.testing.assert_array_equal(res.outputs["C"], ins["A"].astype(np.int32)
+                                  @ ins["B"].astype(np.int32))
+
+
+def test_a_fallback_that_drops_an_ordering_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The re-check after a fallback rewrite: the old tight-pair rewrite (prologue set dropped)
+    leaves dependences unordered and lowering says so instead of emitting a race."""
+    import warnings
+
+    import ascendsched.lower.allocate_event_ids as alloc
+    from ascendsched.errors import InternalCompilerError
+    from ascendsched.lower.driver import lower
+    from ascendsched.lower.ir import Affine, Instr
+
+    def old_tighten(s: Instr) -> tuple:
+        if s.attr("role") != "set":
+            return ()
+        wait = Instr("wait_flag", s.attr("dst"), attrs=(
+            ("src", s.pipe), ("event_id", Affine()), ("channel", s.attr("channel")),
+            ("role", "wait")), comment=s.comment)
+        return (alloc._with(s, event_id=Affine()), wait)
+
+    monkeypatch.setattr(alloc, "_tightener", lambda fresh: old_tighten)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(InternalCompilerError, match="unordered"):
+            lower(_tight_fallback_gemm())

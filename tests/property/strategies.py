@@ -78,10 +78,12 @@ def realise(r, leaves):
 
 @st.composite
 def vector_cases(draw):
-    """(algorithm, schedule) pairs: elementwise chains, optional row reduction, casts."""
+    """(algorithm, schedule) pairs: elementwise chains, optional row reduction, casts. Sizes
+    large enough for many tiles with tails on many cores (1-D up to 20000 elements, 2-D up to
+    64 x 1200)."""
     rank = 2 if _likely(draw) else 1
-    shape = (draw(st.integers(1, 3000)),) if rank == 1 else \
-        (draw(st.integers(1, 20)), draw(st.integers(1, 300)))
+    shape = (draw(st.integers(1, 20000)),) if rank == 1 else \
+        (draw(st.integers(1, 64)), draw(st.integers(1, 1200)))
     cdt = draw(st.sampled_from(("float16", "float32", "int32")))
     in_dtypes = draw(st.lists(st.sampled_from(("float16", "float32") if cdt != "int32"
                                               else ("int32",)), min_size=1, max_size=3))
@@ -131,10 +133,15 @@ def schedules(draw, algo, rank: int):
     shape = [int(s) for s in out.shape]
     s = Schedule(algo)
     axes = [a.name for a in out.op.axes]
+    # a tile count per axis (the factor leaves a tail unless it divides), so the IR run stays
+    # small at any size; long rows are always split
     if rank == 2 and shape[0] > 1 and _likely(draw):
-        s = s.split(out.name, axes[0], draw(st.integers(1, shape[0])))
-    if shape[-1] >= 16 and _likely(draw):
-        s = s.split(out.name, axes[-1], draw(st.integers(1, shape[-1] // 16)) * 16)
+        tiles = draw(st.integers(1, min(shape[0], 12)))
+        s = s.split(out.name, axes[0], -(-shape[0] // tiles))
+    if shape[-1] >= 16 and (shape[-1] > 2048 or _likely(draw)):
+        tiles = draw(st.integers(max(1, -(-shape[-1] // 2048)), max(1, min(10, shape[-1] // 16))))
+        per = -(-shape[-1] // tiles)  # columns per tile, rounded up to 32 B of fp16
+        s = s.split(out.name, axes[-1], min(-(-per // 16) * 16, shape[-1] // 16 * 16))
     loops = s.loop_names(out.name)
     if len(loops) == 2 and _likely(draw):
         s = s.reorder(out.name, loops[1], loops[0])
@@ -143,7 +150,7 @@ def schedules(draw, algo, rank: int):
         s = s.fuse(out.name, loops[0], loops[1])
         loops = s.loop_names(out.name)
     if loops and _likely(draw):
-        s = s.bind(out.name, loops[0], draw(st.integers(1, 8)))
+        s = s.bind(out.name, loops[0], draw(st.integers(1, 48)))
     at = s.legal_compute_at(out.name)[0]
     for stg in algo.stages:
         if stg is out:

@@ -1,0 +1,180 @@
+"""Compile time and memory over a size sweep: every library kernel, algorithm to emitted text.
+
+Each case runs in a fresh worker process (so its peak RSS is its own): the default (or hand)
+schedule, ``lower`` with a PassLog (CPU time per pass), and ``emit_project`` into a temp dir.
+Reported: CPU seconds (import excluded), peak RSS, statements (IR instructions), syncs, and the
+per-pass CPU split; then, per kernel and schedule, the growth from the smallest to the largest
+size. Run::
+
+    python benchmarks/compile_scaling.py [--quick] [--only NAME] [--jobs N] [--csv FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import multiprocessing as mp
+import resource
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+GEMM_SIZES = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096),
+              (8192, 8192, 8192), (4096, 11008, 4096)]
+BATCHED_SIZES = [(8, 512, 512, 128), (32, 1024, 1024, 128), (64, 2048, 2048, 128)]  # attention
+VECTOR_KERNELS = ("vadd", "mul_add_relu", "bias_add", "softmax", "rmsnorm", "layernorm")
+ROWS = (64, 1024, 16384)
+COLS = (256, 4096, 16384)
+PASSES = ("build", "dependences", "insert sync")
+
+
+@dataclass(frozen=True)
+class Case:
+    kernel: str
+    shape: tuple[int, ...]
+    schedule: str  # "default" or a hand schedule's name
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel} {'x'.join(map(str, self.shape))} [{self.schedule}]"
+
+
+def cases(quick: bool) -> list[Case]:
+    out: list[Case] = []
+    sizes = GEMM_SIZES[1::2] if quick else GEMM_SIZES
+    for m, n, k in sizes:
+        out.append(Case("gemm", (m, n, k), "default"))
+        out.append(Case("gemm", (m, n, k), "128x256x256 k64 db 16 cores"))
+        out.append(Case("gemm", (m, n, k), "128x128x256 k128 db 20 cores swizzle 4"))
+    for m, n, k in sizes:
+        out.append(Case("gemm_int8", (m, n, k), "default"))
+    for shape in BATCHED_SIZES[::2] if quick else BATCHED_SIZES:
+        out.append(Case("batched_gemm", shape, "default"))
+    rows = ROWS[::2] if quick else ROWS
+    cols = COLS[::2] if quick else COLS
+    for name in VECTOR_KERNELS:
+        for r in rows:
+            for c in cols:
+                shape = (r * c,) if name in ("vadd", "mul_add_relu") else (r, c)
+                out.append(Case(name, shape, "default"))
+        if name in ("softmax", "rmsnorm", "layernorm"):
+            for r in rows:
+                out.append(Case(name, (r, 4096), "8K-element row tiles 40 cores db"))
+    return out
+
+
+def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
+    from ascendsched.algo import library as L
+    from ascendsched.lower.driver import schedule_for
+    from ascendsched.schedule import Schedule
+    from ascendsched.schedule.gemm import GemmSchedule
+
+    if case.kernel == "gemm_int8":
+        return schedule_for(L.gemm_int8(*case.shape))
+    if case.kernel == "batched_gemm":
+        return schedule_for(L.batched_gemm(*case.shape))
+    if case.kernel == "gemm":
+        algo = L.gemm(*case.shape)
+        if case.schedule == "default":
+            return schedule_for(algo)
+        if case.schedule.startswith("128x256x256"):
+            return (GemmSchedule(algo).tile(128, 256, 256).split_k(64).buffer("l1", 2)
+                    .buffer("l0", 2).bind(16))
+        return (GemmSchedule(algo).tile(128, 128, 256).split_k(128).buffer("l1", 2)
+                .buffer("l0", 2).buffer("l0c", 2).bind(20).swizzle(4, "m"))
+    make = {"vadd": L.vadd, "mul_add_relu": L.fused_mul_add_relu, "bias_add": L.bias_add,
+            "softmax": L.softmax, "rmsnorm": L.rmsnorm, "layernorm": L.layernorm}[case.kernel]
+    algo = make(*case.shape)
+    if case.schedule == "default":
+        return schedule_for(algo)
+    rows = max(1, 8 * 1024 // case.shape[1])  # 8 rows of 1024 columns (temporaries fit UB)
+    s = Schedule(algo).split(algo.outputs[0].name, "i", rows)
+    cores = min(40, -(-case.shape[0] // rows))
+    if cores > 1:
+        s = s.bind(algo.outputs[0].name, "i_o", cores)
+    for st in algo.stages:
+        if st is not algo.outputs[0]:
+            s = s.compute_at(st.name, algo.outputs[0].name, "i_o")
+    for t in algo.inputs:
+        if len(t.shape) == 2:
+            s = s.buffer(t.name, 2)
+    return s.buffer(algo.outputs[0].name, 2)
+
+
+def run(case: Case) -> dict[str, object]:
+    """Compile one case in this (fresh) process; its measurements."""
+    from ascendsched.emit_ascendc.emitter import emit_project
+    from ascendsched.lower.driver import PassLog, lower
+    from ascendsched.lower.ir import iter_instrs
+
+    t0 = time.process_time()
+    try:
+        sched = schedule_of(case)
+        t1 = time.process_time()
+        log = PassLog()
+        k = lower(sched, log=log)
+        t2 = time.process_time()
+        with tempfile.TemporaryDirectory() as d:
+            emit_project(k, Path(d))
+        t3 = time.process_time()
+    except Exception as e:  # noqa: BLE001 -- a failing case is a result of the sweep
+        return {"case": case.label, "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
+    instrs = [i for p in k.programs for i, _ in iter_instrs(p.body)]
+    cpu = log.cpu()
+    return {
+        "case": case.label, "kernel": case.kernel, "schedule": case.schedule,
+        "cpu": t3 - t0, "schedule_s": t1 - t0, "lower_s": t2 - t1, "emit_s": t3 - t2,
+        "build_s": cpu.get("build loop nest", cpu.get("build gemm", 0.0)),
+        "dependences_s": cpu.get("dependences", 0.0), "sync_s": cpu.get("insert sync", 0.0),
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "statements": sum(1 for i in instrs if not i.is_sync),
+        "syncs": sum(1 for i in instrs if i.is_sync), "blocks": k.block_dim,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="every other size only")
+    ap.add_argument("--only", help="cases whose label contains this text")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (timings are CPU "
+                    "time per process; more jobs share the machine's memory bandwidth)")
+    ap.add_argument("--csv", type=Path, help="write every row to this CSV file")
+    args = ap.parse_args()
+    todo = [c for c in cases(args.quick) if not args.only or args.only in c.label]
+    ctx = mp.get_context("fork")
+    rows: list[dict[str, object]] = []
+    head = (f"{'case':<64}{'CPU s':>7}{'RSS MB':>8}{'stmts':>7}{'syncs':>7}"
+            f"{'build':>7}{'deps':>7}{'sync':>7}{'emit':>7}")
+    print(head)
+    with ctx.Pool(args.jobs, maxtasksperchild=1) as pool:
+        for row in pool.imap(run, todo):
+            rows.append(row)
+            if "error" in row:
+                print(f"{row['case']:<64} ERROR {row['error']}")
+                continue
+            print(f"{row['case']:<64}{row['cpu']:>7.3f}{row['rss_mb']:>8.0f}"
+                  f"{row['statements']:>7}{row['syncs']:>7}{row['build_s']:>7.3f}"
+                  f"{row['dependences_s']:>7.3f}{row['sync_s']:>7.3f}{row['emit_s']:>7.3f}",
+                  flush=True)
+    ok = [r for r in rows if "error" not in r]
+    print(f"\n{len(ok)} of {len(rows)} cases compiled; slowest {max(r['cpu'] for r in ok):.3f} s "
+          f"CPU, largest peak RSS {max(r['rss_mb'] for r in ok):.0f} MB")
+    print("growth, smallest to largest size (CPU s):")
+    fam: dict[tuple, list[dict]] = {}
+    for r in ok:
+        fam.setdefault((r["kernel"], r["schedule"]), []).append(r)
+    for (kern, sched), rs in fam.items():
+        lo, hi = rs[0]["cpu"], rs[-1]["cpu"]
+        worst = max(r["cpu"] for r in rs)
+        print(f"  {kern:<14}{sched:<40}{lo:>7.3f} -> {hi:>7.3f}  (max {worst:.3f}, "
+              f"x{worst / max(min(r['cpu'] for r in rs), 1e-9):.2f} max/min)")
+    if args.csv:
+        with args.csv.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))
+            w.writeheader()
+            w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""The timing model: one test per cost rule, buffering, bandwidth sharing, L2, timelines."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from ascendsched.algo.library import fused_mul_add_relu, gemm
+from ascendsched.dtypes import float16
+from ascendsched.lower.driver import lower
+from ascendsched.lower.ir import Buffer, GmTensor, Instr, Kernel, Program, view
+from ascendsched.schedule.gemm import GemmSchedule
+from ascendsched.schedule.schedule import Schedule
+from ascendsched.sim.costs import PIPE_INDEX, core_rates
+from ascendsched.sim.timeline import CORE_PIPES, chrome_trace, write_png
+from ascendsched.sim.timing import model_time
+from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
+
+C = ASCEND_910B.costs
+V, MTE2 = PIPE_INDEX[Pipe.V], PIPE_INDEX[Pipe.MTE2]
+
+
+def _kernel(body: tuple[Instr, ...], offsets: dict[str, int] | None = None, blocks: int = 1,
+            n: int = 16384) -> Kernel:
+    offsets = offsets or {"x_ub": 0, "y_ub": 33024, "z_ub": 66048}
+    return Kernel(
+        "t", (GmTensor("x", (n * blocks,), float16), GmTensor("z", (n * blocks,), float16,
+                                                               "output")),
+        tuple(Buffer(b, Scope.UB, float16, n, 1, offsets=(o,)) for b, o in offsets.items()),
+        blocks, (Program(CoreType.AIV, body),), ASCEND_910B)
+
+
+def _add(rows: int = 64) -> Instr:
+    return Instr("vec_binary", Pipe.V, (view("z_ub", 0, rows, 128, 128),),
+                 (view("x_ub", 0, rows, 128, 128), view("y_ub", 0, rows, 128, 128)),
+                 (("fn", "add"),))
+
+
+def _load(n: int = 16384) -> Instr:
+    return Instr("copy_gm_ub", Pipe.MTE2, (view("x_ub", 0, 1, n, n),), (view("x", 0, 1, n, n),))
+
+
+def _sync(op: str, src: Pipe, dst: Pipe) -> Instr:
+    pipe = src if op == "set_flag" else dst
+    other = ("dst", dst) if op == "set_flag" else ("src", src)
+    return Instr(op, pipe, attrs=(other, ("event_id", 0)))
+
+
+def _slices(k: Kernel, pipe: int) -> list:
+    r = model_time(k, record=True)
+    return [s for s in r.slices[(0, "AIV")] if s.pipe == pipe]
+
+
+def test_isolated_vector_op_costs_head_plus_slope_times_repeats() -> None:
+    r = model_time(_kernel((_add(64),)))
+    assert r.critical_core().busy[V] == pytest.approx(C.vec_head + C.slope("add", "float16") * 64)
+
+
+def test_bank_group_conflict_of_two_sources_doubles_the_repeat_cost() -> None:
+    # both sources at multiples of 512 B: the same 8 bank groups serve 16 blocks per repeat
+    same = model_time(_kernel((_add(64),), {"x_ub": 0, "y_ub": 32768, "z_ub": 65536}))
+    apart = model_time(_kernel((_add(64),), {"x_ub": 0, "y_ub": 33024, "z_ub": 65536}))
+    per_rep = (same.critical_core().busy[V] - C.vec_head) / 64
+    assert per_rep == pytest.approx(1 + C.bank_beat)
+    assert apart.critical_core().busy[V] == pytest.approx(C.vec_head + 64)
+
+
+def test_dma_costs_head_plus_bytes_over_the_per_core_rate() -> None:
+    r = model_time(_kernel((_load(16384),)))
+    rate = core_rates(C, ASCEND_910B, 1, {"x": 0.0}).gm_ub_hbm
+    assert r.critical_core().busy[MTE2] == pytest.approx(C.head_gm_ub + 32768 / rate)
+
+
+def test_a_flag_delays_its_waiter_until_the_producer_is_done() -> None:
+    load = _slices(_kernel((_load(), _add())), MTE2)[0]
+    free = _slices(_kernel((_load(), _add())), V)[0]
+    assert free.start < load.end  # no flag: the add runs beside the copy
+    flagged = (_load(), _sync("set_flag", Pipe.MTE2, Pipe.V), _sync("wait_flag", Pipe.MTE2, Pipe.V),
+               _add())
+    adds = [s for s in _slices(_kernel(flagged), V) if s.name.startswith("vec")]
+    assert adds[0].start >= load.end + C.set_flag
+
+
+def test_a_barrier_drains_its_pipe_and_the_next_op_pays_the_head_again() -> None:
+    two = _slices(_kernel((_add(8), _add(8))), V)
+    assert two[1].start == pytest.approx(two[0].end)  # streaming: no gap, no second head
+    assert two[1].end - two[1].start == pytest.approx(8 * C.slope("add", "float16"))
+    bar = [s for s in _slices(_kernel((_add(8), Instr("barrier", Pipe.V), _add(8))), V)
+           if s.name.startswith("vec")]
+    assert bar[1].start >= bar[0].end + C.vec_tail
+    assert bar[1].end - bar[1].start == pytest.approx(C.vec_head + 8)
+
+
+def test_bandwidth_sharing_slows_48_cores_against_1() -> None:
+    one = core_rates(C, ASCEND_910B, 1, {})
+    many = core_rates(C, ASCEND_910B, 48, {})
+    assert many.gm_ub_hbm < one.gm_ub_hbm / 2
+    alone = model_time(_kernel((_load(),), blocks=1))
+    shared = model_time(_kernel((_load(),), blocks=48))
+    assert shared.critical_core().busy[MTE2] > 2 * alone.critical_core().busy[MTE2]
+
+
+def _vector(double: bool):
+    s = Schedule(fused_mul_add_relu(16384 * 16, "float16")).split("d", "i", 4096)
+    if double:
+        s = s.buffer("a", 2).buffer("b", 2).buffer("c", 2).buffer("d", 2)
+    return model_time(lower(s))
+
+
+def _gemm(copies: int):
+    s = GemmSchedule(gemm(256, 256, 1024)).tile(128, 128, 256).split_k(64)
+    if copies == 2:
+        s = s.buffer("l1", 2).buffer("l0", 2)
+    return model_time(lower(s))
+
+
+def test_double_buffering_models_faster_than_single_buffering() -> None:
+    assert _vector(True).time_s / _vector(False).time_s < 0.85
+    assert _gemm(2).time_s / _gemm(1).time_s < 0.85
+
+
+def test_fast_path_equals_the_full_simulation() -> None:
+    k = lower(GemmSchedule(gemm(512, 512, 2048)).tile(128, 128, 128).split_k(64)
+              .buffer("l1", 2).buffer("l0", 2).bind(4))
+    fast, full = model_time(k), model_time(k, fast=False)
+    assert fast.cycles == pytest.approx(full.cycles, rel=0.02)
+    assert fast.groups < full.groups
+
+
+def test_operands_that_fit_in_l2_come_from_hbm_once() -> None:
+    k = lower(GemmSchedule(gemm(1024, 1024, 1024)).tile(128, 128, 128).split_k(64).bind(8))
+    r = model_time(k)
+    assert r.traffic.hbm_read == 2 * 1024 * 1024 * 2  # A and B once
+    assert r.traffic.total_read > 4 * r.traffic.hbm_read  # re-read by the 8 N tiles / 8 M tiles
+    assert r.roofline.flops == 2 * 1024**3
+
+
+def test_the_hbm_cap_binds_a_streaming_kernel_on_48_cores() -> None:
+    k = _kernel((_load(),), blocks=48)
+    slow = replace(C, hbm_bytes_per_s=1e10)
+    assert model_time(k, costs=slow).bound == "HBM bandwidth"
+
+
+def test_timeline_json_has_one_track_per_pipe_per_core(tmp_path) -> None:
+    k = lower(GemmSchedule(gemm(256, 256, 256)).tile(128, 128, 128).split_k(64).bind(4))
+    r = model_time(k, record=True)
+    doc = json.loads(json.dumps(chrome_trace(r)))
+    ev = doc["traceEvents"]
+    procs = {e["pid"] for e in ev if e.get("name") == "process_name"}
+    tracks = {(e["pid"], e["tid"]) for e in ev if e.get("name") == "thread_name"}
+    assert len(procs) == 4 and len(tracks) == 4 * len(CORE_PIPES["AIC"])
+    slices = [e for e in ev if e["ph"] == "X"]
+    assert {e["name"].split()[0] for e in slices} >= {"copy_gm_l1", "mmad", "fixpipe"}
+    assert any(e["ph"] == "s" for e in ev) and any(e["ph"] == "f" for e in ev)
+    assert write_png(r, tmp_path / "t.png").stat().st_size > 1000
+
+
+def test_cli_time_prints_modelled_figures_and_writes_the_timeline(tmp_path, capsys) -> None:
+    from pathlib import Path
+
+    from ascendsched.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "gemm.py"
+    out = tmp_path / "t.json"
+    assert main(["time", f"{example}:schedule", "--timeline", str(out)]) == 0
+    text = capsys.readouterr().out
+    for word in ("modelled time", "roofline time", "critical pipe", "utilisation",
+                 "not a measurement", "parameters"):
+        assert word in text
+    assert json.loads(out.read_text())["otherData"]["modelled"]

@@ -186,11 +186,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     from ascendsched.driver import check
 
     inputs = load_inputs(Path(args.inputs)) if args.inputs else None
+    reduce = True if args.reduced else False if args.full else None
     verdicts = check(load(args.target), work_dir=Path(args.work_dir) if args.work_dir else None,
                      sanitize=not args.no_sanitize, cpp=not args.ir_only, inputs=inputs,
-                     cpp_timeout=args.timeout)
+                     cpp_timeout=args.timeout, reduce=reduce)
     for v in verdicts:
         print(v)
+    ran_on = {v.instance for v in verdicts if v.instance}
+    if ran_on:
+        print(f"executed on the reduced instance {', '.join(sorted(ran_on))}; the full kernel "
+              f"was lowered, emitted and compared with it")
     ok = all(v.ok for v in verdicts)
     print("all checks passed" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
@@ -234,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
                    "random in [-2, 2]); NaN, inf and rows of zeros are welcome")
     k.add_argument("--timeout", type=float, default=300.0,
                    help="seconds the emitted C++ may run before the check fails (default 300)")
+    size = k.add_mutually_exclusive_group()
+    size.add_argument("--full", action="store_true",
+                      help="execute the full kernel even when it is larger than the check budget")
+    size.add_argument("--reduced", action="store_true",
+                      help="execute the reduced instance even when the full kernel is small")
     k.set_defaults(fn=cmd_check)
     t = sub.add_parser("time", help="model the kernel's time on the target: time, roofline, "
                        "pipe utilisation, critical pipe (a model, not a measurement)")

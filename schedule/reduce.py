@@ -63,6 +63,7 @@ from ascendsched.schedule.schedule import (
     ComputeAt,
     ComputeInline,
     Fuse,
+    LoadOnce,
     Reorder,
     Schedule,
     Split,
@@ -261,6 +262,8 @@ def _replay_vector(sched: Schedule, algo: Algorithm, cores: int) -> Schedule:
             s = s.compute_inline(d.stage)
         elif isinstance(d, Buffering):
             s = s.buffer(d.tensor, d.copies)
+        elif isinstance(d, LoadOnce):
+            s = s.load_once(d.tensor)
         else:
             raise InternalCompilerError(f"reduce_instance: unknown directive {d!r}")
     return s

@@ -34,12 +34,12 @@ def test_gemm_4096_default_keeps_tiles_and_uneven_persistent_loop():
     full = schedule_for(L.gemm(4096, 4096, 4096))
     red = reduce_instance(full).reduced
     assert str(reduce_instance(full)) == ("gemm 4096 x 4096 x 4096 on 24 cores -> reduced "
-                                          "gemm 1024 x 256 x 1024 on 3 cores")
+                                          "gemm 512 x 512 x 512 on 3 cores")
     ft, rt = full.tiling, red.tiling
     assert (rt.tm, rt.tn, rt.tk, rt.k0, rt.swizzle) == (ft.tm, ft.tn, ft.tk, ft.k0, ft.swizzle)
     assert _per_class_iters(full) == [(22, True)]
     assert _per_class_iters(red) == [(3, True)]  # >= 3 trips, still uneven
-    assert red.spec.k // rt.tk == 4  # 16 L1 K steps -> 4 (even: kt % 2 ping-pong)
+    assert red.spec.k // rt.tk == 4  # 32 L1 K steps -> 4 (even: kt % 2 ping-pong)
     assert structure_facts(red) == structure_facts(full)
     assert [d for d in red.directives if not isinstance(d, CubeBind)] == \
         [d for d in full.directives if not isinstance(d, CubeBind)]
@@ -58,7 +58,8 @@ def test_gemm_edge_classes_keep_their_valid_sizes_and_tails():
 def test_gemm_whose_edges_need_more_than_16_tiles_per_axis_is_still_reduced():
     """3000 x 5000 x 777 on 24 cores: keeping every class's guard and its first core needs 27
     tile columns, past the first search's 16; the wider search finds it."""
-    full = schedule_for(L.gemm(3000, 5000, 777))
+    full = GemmSchedule(L.gemm(3000, 5000, 777)).tile(256, 128, 256).split_k(64).buffer(
+        "l1", 2).buffer("l0", 2).bind(24).swizzle(4, "m")  # the GEMM default before c832238
     assert _reduce_gemm(full, SEARCH[0]) is None
     red = reduce_instance(full).reduced
     assert red.tiling.tiles < full.tiling.tiles and red.tiling.nt > SEARCH[0]
@@ -76,7 +77,7 @@ def test_batched_gemm_keeps_a_batch():
 def test_rmsnorm_rows_shrink_and_the_reduced_row_stays_whole():
     full = schedule_for(L.rmsnorm(4096, 4096))
     r = reduce_instance(full)
-    assert describe(r.reduced) == "y[28, 4096] on 2 cores"  # 7 tiles of 4 rows: 4 + 3
+    assert describe(r.reduced) == "y[10, 4096] on 2 cores"  # 5 tiles of 2 rows: 3 + 2
     assert structure_facts(r.reduced) == structure_facts(full)
     assert [type(d) for d in r.reduced.directives] == [type(d) for d in full.directives]
     assert next(d.cores for d in r.reduced.directives if isinstance(d, Bind)) == 2

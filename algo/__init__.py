@@ -26,10 +26,11 @@ from ascendsched.algo.expr import (
     sqrt,
     where,
 )
+from ascendsched.algo.ops import clip, pow_, round_, sigmoid, tanh
 
 __all__ = [
     "Algorithm", "Expr", "Tensor", "abs_", "algorithm", "cast", "compute", "eq", "evaluate",
     "exp", "log", "maximum", "minimum", "ne", "placeholder", "producers", "reciprocal",
     "reduce_axis", "reduce_max", "reduce_min", "reduce_sum", "relu", "rsqrt", "select", "sqrt",
-    "where",
+    "where", "clip", "pow_", "round_", "sigmoid", "tanh",
 ]

@@ -8,6 +8,7 @@ from functools import cached_property
 
 from ascendsched.algo.check import children
 from ascendsched.algo.expr import Expr, Load, Tensor
+from ascendsched.algo.validate import check_name
 from ascendsched.errors import AlgorithmError
 
 
@@ -19,13 +20,28 @@ class Algorithm:
     outputs: tuple[Tensor, ...]
 
     def __post_init__(self) -> None:
+        check_name("algorithm", self.name)
         if not self.outputs:
-            raise AlgorithmError(f"algorithm '{self.name}' has no outputs")
+            raise AlgorithmError(f"algorithm '{self.name}' has no outputs; pass the computed "
+                                 f"tensors to store: algorithm('{self.name}', [y])")
         for o in self.outputs:
             if not isinstance(o, Tensor) or o.is_placeholder:
                 raise AlgorithmError(
-                    f"algorithm '{self.name}': output {o!r} must be a computed tensor")
-        _ = self.tensors  # runs the cycle and name checks
+                    f"algorithm '{self.name}': output {o!r} must be a computed tensor (made by "
+                    f"compute()); an input needs no kernel, copy it with compute('y', shape, "
+                    f"lambda i: x[i])")
+        names = {t.name for t in self.tensors}  # runs the cycle and name checks
+        if self.name in names:
+            raise AlgorithmError(
+                f"algorithm '{self.name}' has a tensor of the same name; the kernel function and "
+                f"its tensors share one C++ scope: rename the algorithm, e.g. "
+                f"'{self.name}_kernel'")
+        for n in names:
+            for suffix in ("_gm", "_ub"):
+                if n.endswith(suffix) and n[:-len(suffix)] in names:
+                    raise AlgorithmError(
+                        f"algorithm '{self.name}': tensor '{n}' clashes with the {suffix[1:].upper()}"
+                        f" buffer the kernel declares for tensor '{n[:-len(suffix)]}'; rename it")
 
     @cached_property
     def tensors(self) -> tuple[Tensor, ...]:
@@ -110,5 +126,10 @@ def loads(e: Expr) -> list[Load]:
 
 
 def algorithm(name: str, outputs: Tensor | Sequence[Tensor]) -> Algorithm:
+    """The algorithm computing ``outputs`` (one tensor or several) and everything they read."""
+    if isinstance(outputs, str) or not isinstance(outputs, (Tensor, Sequence)):
+        raise AlgorithmError(
+            f"algorithm '{name}': outputs must be a computed tensor or a list of them, got "
+            f"{outputs!r}")
     outs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     return Algorithm(name, outs)

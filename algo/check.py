@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sympy
+
 from ascendsched.algo.expr import (
     Binary,
     Cast,
     Compare,
+    Const,
     Expr,
     IndexArith,
     IndexVar,
@@ -13,6 +16,7 @@ from ascendsched.algo.expr import (
     Reduce,
     ReduceVar,
     Select,
+    Size,
     Unary,
 )
 from ascendsched.errors import AlgorithmError
@@ -54,8 +58,45 @@ def _check(name: str, axes: set[IndexVar], bound: frozenset[ReduceVar], e: Expr,
         for rv in e.axes:
             if rv in bound:
                 raise AlgorithmError(
-                    f"compute '{name}': nested reductions over the same variable '{rv.name}'")
+                    f"compute '{name}': nested reductions over the same variable '{rv.name}'; "
+                    f"give the inner reduction its own reduce_axis()")
         _check(name, axes, bound | frozenset(e.axes), e.body, seen_rv)
         return
     for c in children(e):
         _check(name, axes, bound, c, seen_rv)
+
+
+def index_bounds(e: Expr) -> tuple[Size, Size] | None:
+    """Inclusive (lo, hi) of an index expression over its variables' ranges, or None."""
+    if isinstance(e, Const):
+        return e.value, e.value  # type: ignore[return-value]
+    if isinstance(e, (IndexVar, ReduceVar)):
+        return 0, e.extent - 1
+    if isinstance(e, IndexArith):
+        a, b = index_bounds(e.a), index_bounds(e.b)
+        if a is None or b is None:
+            return None
+        if e.op == "add":
+            return a[0] + b[0], a[1] + b[1]
+        if e.op == "sub":
+            return a[0] - b[1], a[1] - b[0]
+        cands = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]
+        if all(isinstance(c, int) for c in cands):
+            return min(cands), max(cands)
+        return None
+    return None
+
+
+def check_index_range(tensor: str, axis: int, e: Expr, size: Size) -> None:
+    """Raise AlgorithmError when subscript ``e`` of axis ``axis`` is provably out of range."""
+    b = index_bounds(e)
+    if b is None:
+        return
+    lo, hi = b
+    hi_out = sympy.simplify(sympy.sympify(hi) - sympy.sympify(size))
+    lo_out = sympy.sympify(lo)
+    if (hi_out.is_number and hi_out >= 0) or (lo_out.is_number and lo_out < 0):
+        raise AlgorithmError(
+            f"tensor '{tensor}' axis {axis} has size {size} but subscript {e} ranges over "
+            f"[{lo}, {hi}]: index provably out of range; keep subscripts within [0, "
+            f"{size} - 1], e.g. shrink the stage's shape by the shift")

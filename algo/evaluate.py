@@ -67,7 +67,8 @@ def bind_sizes(a: Algorithm, inputs: Mapping[str, np.ndarray]) -> dict[sympy.Sym
     sizes: dict[sympy.Symbol, int] = {}
     for t in a.inputs:
         if t.name not in inputs:
-            raise AlgorithmError(f"evaluate: missing input '{t.name}' ({t.dtype}{list(t.shape)})")
+            raise AlgorithmError(f"evaluate: missing input '{t.name}' ({t.dtype}"
+                                 f"{list(t.shape)}); pass {{'{t.name}': array, ...}}")
         arr = np.asarray(inputs[t.name])
         if arr.ndim != t.ndim:
             raise AlgorithmError(
@@ -114,6 +115,8 @@ def _eval(e: Expr, env: dict, values: dict[str, np.ndarray], sizes: Mapping) -> 
         return arr[tuple(idx)]
     if isinstance(e, Binary):
         a, b = _eval(e.a, env, values, sizes), _eval(e.b, env, values, sizes)
+        if e.op == "pow":
+            return store(e.dtype, _pow(a, b, isinstance(e.b, Const)))
         return store(e.dtype, _BIN[e.op](a, b))
     if isinstance(e, Unary):
         x = _eval(e.x, env, values, sizes)
@@ -125,7 +128,8 @@ def _eval(e: Expr, env: dict, values: dict[str, np.ndarray], sizes: Mapping) -> 
         return store(e.dtype, np.where(c, _eval(e.a, env, values, sizes),
                                        _eval(e.b, env, values, sizes)))
     if isinstance(e, Cast):
-        return store(e.dtype, _eval(e.x, env, values, sizes), e.round_mode)
+        # a cast to an integer saturates (the vector unit's Cast, dtypes.store)
+        return store(e.dtype, _eval(e.x, env, values, sizes), e.round_mode, saturate=True)
     if isinstance(e, Reduce):
         inner = dict(env)
         depth = max([np.ndim(v) for v in env.values()], default=0)
@@ -143,7 +147,24 @@ def _eval(e: Expr, env: dict, values: dict[str, np.ndarray], sizes: Mapping) -> 
     raise AlgorithmError(f"evaluate: unknown expression node {e!r}")
 
 
+def _pow(a: np.ndarray, b: np.ndarray, const_exponent: bool) -> np.ndarray:
+    """np.power for a constant exponent; exp(b * log(a)) for an expression exponent
+    (``algo/ops.py``: NaN for a < 0)."""
+    if not const_exponent:
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        return np.exp(b64 * np.log(a64))
+    if a.dtype.kind in "iu":
+        return np.power(a.astype(np.int64), b.astype(np.int64))
+    return np.power(a.astype(np.float64), b.astype(np.float64))
+
+
 def _unary(op: str, x: np.ndarray) -> np.ndarray:
+    if op == "tanh":
+        return np.tanh(x.astype(np.float64))
+    if op == "sigmoid":
+        return 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
+    if op == "round":
+        return np.rint(x)
     if op == "exp":
         return np.exp(x)
     if op == "log":

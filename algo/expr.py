@@ -17,22 +17,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
-import sympy
-
+from ascendsched.algo.guards import Guarded, expr_node
+from ascendsched.algo.validate import Size, check_name, check_shape, check_size
 from ascendsched.dtypes import DType, as_dtype, bool_, int32
 from ascendsched.errors import AlgorithmError
 
-Size = Union[int, sympy.Expr]
-
-BINARY_OPS = ("add", "sub", "mul", "div", "max", "min")
-UNARY_OPS = ("exp", "log", "sqrt", "rsqrt", "abs", "relu", "neg", "reciprocal")
+BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow")
+UNARY_OPS = ("exp", "log", "sqrt", "rsqrt", "abs", "relu", "neg", "reciprocal", "tanh", "sigmoid",
+             "round")
+FLOAT_UNARY_OPS = ("exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "round")
 COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
 REDUCE_OPS = ("sum", "max", "min")
 ROUND_MODES = ("rint", "trunc", "floor", "ceil", "round")
 _DEFAULT_AXES = ("i", "j", "p", "q", "r", "s")
 
 
-class Expr:
+class Expr(Guarded):
     """Base of expression nodes; gives them arithmetic operators."""
 
     dtype: DType
@@ -76,6 +76,28 @@ class Expr:
     def __ge__(self, o: ExprLike) -> Expr:
         return _compare("ge", self, o)
 
+    def __abs__(self) -> Expr:
+        return Unary("abs", self)
+
+    def __pow__(self, o: ExprLike) -> Expr:
+        from ascendsched.algo.ops import pow_
+
+        return pow_(self, o)
+
+    def __rpow__(self, o: ExprLike) -> Expr:
+        from ascendsched.algo.ops import pow_
+
+        return pow_(o, self)
+
+    def __round__(self, ndigits: int | None = None) -> Expr:
+        from ascendsched.algo.ops import round_
+
+        if ndigits is not None:
+            raise AlgorithmError(
+                f"round({self}, {ndigits}): only round(x) (to the nearest integer, ties to even) "
+                f"is supported; scale around it, e.g. round(x * 100.0) / 100.0")
+        return round_(self)
+
     def astype(self, dtype: DType | str, round_mode: str = "rint") -> Expr:
         return cast(self, dtype, round_mode)
 
@@ -88,13 +110,13 @@ class Expr:
 ExprLike = Union[Expr, int, float]
 
 
-@dataclass(frozen=True, eq=True)
+@expr_node
 class Const(Expr):
     value: int | float
     dtype: DType
 
 
-@dataclass(frozen=True)
+@expr_node
 class IndexVar(Expr):
     """A data-parallel loop variable of a ``compute``; ``extent`` is the axis size."""
 
@@ -103,7 +125,7 @@ class IndexVar(Expr):
     dtype: DType = int32
 
 
-@dataclass(frozen=True)
+@expr_node
 class ReduceVar(Expr):
     """A reduction variable; legal only inside a ``Reduce`` over it."""
 
@@ -112,7 +134,7 @@ class ReduceVar(Expr):
     dtype: DType = int32
 
 
-@dataclass(frozen=True)
+@expr_node
 class IndexArith(Expr):
     """Integer index arithmetic (``i + 1``, ``2 * i``) used inside tensor subscripts."""
 
@@ -122,14 +144,14 @@ class IndexArith(Expr):
     dtype: DType = int32
 
 
-@dataclass(frozen=True)
+@expr_node
 class Load(Expr):
     tensor: Tensor
     indices: tuple[Expr, ...]
     dtype: DType
 
 
-@dataclass(frozen=True)
+@expr_node
 class Binary(Expr):
     op: str
     a: Expr
@@ -137,7 +159,7 @@ class Binary(Expr):
     dtype: DType
 
 
-@dataclass(frozen=True)
+@expr_node
 class Unary(Expr):
     op: str
     x: Expr
@@ -146,16 +168,27 @@ class Unary(Expr):
     def __post_init__(self) -> None:
         if self.op not in UNARY_OPS:
             raise AlgorithmError(f"unknown unary op {self.op!r}; known: {', '.join(UNARY_OPS)}")
+        if not isinstance(self.x, Expr):
+            raise AlgorithmError(
+                f"{self.op}({self.x!r}): the argument must be an expression such as x[i]; for a "
+                f"constant use Python's math module")
+        if _is_index(self.x) and not isinstance(self.x, Const):
+            raise AlgorithmError(
+                f"{self.op}({self.x}): an index variable is a subscript, not a value; convert "
+                f"it first: {self.op}({self.x}.astype('float32'))")
         if self.dtype is None:
             object.__setattr__(self, "dtype", self.x.dtype)
-        if self.op in ("exp", "log", "sqrt", "rsqrt", "reciprocal") and not self.dtype.is_float:
+        if self.x.dtype is bool_:
+            raise AlgorithmError(f"{self.op}({self.x}): cannot apply {self.op} to a comparison; "
+                                 f"use where(cond, a, b)")
+        if self.op in FLOAT_UNARY_OPS and not self.dtype.is_float:
             raise AlgorithmError(
                 f"{self.op}({self.x}) needs a floating-point operand, got {self.dtype}; "
                 f"cast first: {self.op}(x.astype('float32'))"
             )
 
 
-@dataclass(frozen=True)
+@expr_node
 class Compare(Expr):
     op: str
     a: Expr
@@ -163,7 +196,7 @@ class Compare(Expr):
     dtype: DType = bool_
 
 
-@dataclass(frozen=True)
+@expr_node
 class Select(Expr):
     cond: Expr
     a: Expr
@@ -171,14 +204,14 @@ class Select(Expr):
     dtype: DType
 
 
-@dataclass(frozen=True)
+@expr_node
 class Cast(Expr):
     x: Expr
     dtype: DType
     round_mode: str = "rint"
 
 
-@dataclass(frozen=True)
+@expr_node
 class Reduce(Expr):
     """``op`` over ``axes`` of ``body``, accumulated (and returned) in ``dtype``."""
 
@@ -219,15 +252,32 @@ class Tensor:
         if len(indices) != len(self.shape):
             raise AlgorithmError(
                 f"tensor '{self.name}' has rank {len(self.shape)} (shape {list(self.shape)}) "
-                f"but is indexed with {len(indices)} subscripts"
+                f"but is indexed with {len(indices)} subscripts; give one per axis: "
+                f"{self.name}[{', '.join(_DEFAULT_AXES[:len(self.shape)])}]"
             )
         exprs = tuple(_as_index(i, self.name) for i in indices)
+        from ascendsched.algo.check import check_index_range
+
         for axis, (e, size) in enumerate(zip(exprs, self.shape)):
-            _check_index_range(self.name, axis, e, size)
+            check_index_range(self.name, axis, e, size)
         return Load(self, exprs, self.dtype)
 
     def __repr__(self) -> str:
         return f"Tensor({self.name}: {self.dtype}{list(self.shape)})"
+
+    def __call__(self, *args: object, **kwargs: object) -> Load:
+        raise AlgorithmError(
+            f"tensor '{self.name}' is indexed with brackets, not called: {self.name}[i, j]")
+
+    def _whole(self, *args: object) -> Expr:
+        idx = ", ".join(_DEFAULT_AXES[:self.ndim])
+        raise AlgorithmError(
+            f"tensor '{self.name}' is a whole tensor, not an element: arithmetic is written per "
+            f"element inside compute(), e.g. compute('y', {list(self.shape)}, lambda {idx}: "
+            f"{self.name}[{idx}] + 1.0)")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _whole
+    __truediv__ = __rtruediv__ = __pow__ = __neg__ = __lt__ = __gt__ = __le__ = __ge__ = _whole
 
     def __str__(self) -> str:
         return self.name
@@ -235,15 +285,19 @@ class Tensor:
 
 def placeholder(name: str, shape: Sequence[Size], dtype: DType | str = "float16") -> Tensor:
     """An input tensor of the algorithm."""
+    check_name("placeholder", name)
     dt = as_dtype(dtype)
     if dt.name not in ("float16", "bfloat16", "float32", "int8", "int32"):
-        raise AlgorithmError(f"placeholder '{name}': unsupported dtype {dt}")
-    return Tensor(name, _check_shape(name, shape), dt)
+        raise AlgorithmError(
+            f"placeholder '{name}': unsupported dtype {dt}; inputs are float16, bfloat16, "
+            f"float32, int8 or int32")
+    return Tensor(name, check_shape(name, shape), dt)
 
 
 def reduce_axis(extent: Size, name: str = "k") -> ReduceVar:
     """A reduction variable ranging over ``0 <= name < extent``."""
-    return ReduceVar(name, _check_size(name, extent))
+    check_name("reduce_axis", name)
+    return ReduceVar(name, check_size(name, extent))
 
 
 def compute(name: str, shape: Sequence[Size], fn: Callable[..., ExprLike],
@@ -252,8 +306,18 @@ def compute(name: str, shape: Sequence[Size], fn: Callable[..., ExprLike],
 
     ``dtype`` (optional) must equal the body's dtype; it documents intent and catches slips.
     """
-    shape_t = _check_shape(name, shape)
+    check_name("compute", name)
+    shape_t = check_shape(name, shape)
+    if not callable(fn):
+        raise AlgorithmError(
+            f"compute '{name}': fn must be a function of the index variables, e.g. "
+            f"lambda i, j: x[i, j] * 2.0; got {type(fn).__name__} {fn!r}")
     sig = inspect.signature(fn).parameters.values()
+    bad = [p.name for p in sig if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD)]
+    if bad:
+        raise AlgorithmError(
+            f"compute '{name}': fn's parameters {', '.join(bad)} are keyword-only; every "
+            f"index variable is passed by position: lambda i, j: ... (or lambda *ix: ...)")
     if any(p.kind == p.VAR_POSITIONAL for p in sig):  # lambda *ix: rank-generic bodies
         params = list(_DEFAULT_AXES[:len(shape_t)]) if len(shape_t) <= len(_DEFAULT_AXES) else \
             [f"i{d}" for d in range(len(shape_t))]
@@ -262,12 +326,15 @@ def compute(name: str, shape: Sequence[Size], fn: Callable[..., ExprLike],
     if len(params) != len(shape_t):
         raise AlgorithmError(
             f"compute '{name}': shape has {len(shape_t)} axes but fn takes {len(params)} "
-            f"index arguments ({', '.join(params)})"
+            f"index arguments ({', '.join(params)}); give fn one parameter per axis: "
+            f"lambda {', '.join(_DEFAULT_AXES[:len(shape_t)])}: ..."
         )
     axes = tuple(IndexVar(p, s) for p, s in zip(params, shape_t))
     body = fn(*axes)
     if not isinstance(body, Expr):
-        raise AlgorithmError(f"compute '{name}': fn must return an expression, got {body!r}")
+        raise AlgorithmError(
+            f"compute '{name}': fn must return an expression built from tensors, got {body!r}; "
+            f"a constant stage is not supported: read a tensor, e.g. x[i] * 0.0 + {body!r}")
     if body.dtype is bool_:
         raise AlgorithmError(
             f"compute '{name}': a comparison cannot be stored; use where(cond, a, b)")
@@ -329,8 +396,14 @@ def ne(a: ExprLike, b: ExprLike) -> Expr:
 
 def where(cond: Expr, a: ExprLike, b: ExprLike) -> Expr:
     """``a`` where ``cond`` holds, else ``b`` (elementwise)."""
+    if isinstance(cond, bool):
+        raise AlgorithmError(
+            f"where(): the condition is the Python bool {cond}, not an elementwise comparison; "
+            f"`a == b` between expressions compares them structurally: use eq(a, b) / ne(a, b)")
     if not isinstance(cond, Expr) or cond.dtype is not bool_:
-        raise AlgorithmError(f"where(): the condition must be a comparison, got {cond}")
+        raise AlgorithmError(
+            f"where(): the condition must be a comparison (x[i] > 0, eq(a, b), j <= i), got "
+            f"{cond}")
     ea, eb = _unify(a, b, "where")
     return Select(cond, ea, eb, ea.dtype)
 
@@ -339,10 +412,12 @@ select = where
 
 
 def cast(x: ExprLike, dtype: DType | str, round_mode: str = "rint") -> Expr:
-    """Convert to ``dtype``; float -> int rounds with ``round_mode``."""
+    """Convert to ``dtype``; float -> int rounds with ``round_mode``; an integer result out of
+    the target type's range saturates to its nearest bound (as the NPU's Cast does)."""
     dt = as_dtype(dtype)
     if round_mode not in ROUND_MODES:
-        raise AlgorithmError(f"cast: unknown round mode {round_mode!r}; use one of {ROUND_MODES}")
+        raise AlgorithmError(
+            f"cast to {dt}: unknown round mode {round_mode!r}; use one of {', '.join(ROUND_MODES)}")
     e = x if isinstance(x, Expr) else Const(x, dt)
     if e.dtype is bool_:
         raise AlgorithmError("cast: cannot cast a comparison; use where(cond, 1, 0)")
@@ -371,7 +446,9 @@ def reduce_min(body: ExprLike, axis: ReduceVar | Sequence[ReduceVar],
 def _reduce(op: str, body: ExprLike, axis: ReduceVar | Sequence[ReduceVar],
             dtype: DType | str | None) -> Expr:
     if not isinstance(body, Expr):
-        raise AlgorithmError(f"reduce_{op}: the body must be an expression, got {body!r}")
+        raise AlgorithmError(
+            f"reduce_{op}: the body must be an expression over the reduce axis, e.g. "
+            f"reduce_{op}(x[i, k], k), got {body!r}")
     if isinstance(axis, ReduceVar):
         axes: tuple = (axis,)
     elif isinstance(axis, (list, tuple)):
@@ -379,20 +456,28 @@ def _reduce(op: str, body: ExprLike, axis: ReduceVar | Sequence[ReduceVar],
     else:
         axes = ()
     if not axes or not all(isinstance(a, ReduceVar) for a in axes):
-        raise AlgorithmError(f"reduce_{op}: axes must be reduce_axis() variables, got {axis!r}")
+        raise AlgorithmError(
+            f"reduce_{op}: axes must be reduce_axis() variables (k = reduce_axis(N, 'k')), "
+            f"got {axis!r}")
     acc = body.dtype if dtype is None else as_dtype(dtype)
     if body.dtype is bool_:
-        raise AlgorithmError(f"reduce_{op}: cannot reduce a comparison")
+        raise AlgorithmError(f"reduce_{op}: cannot reduce the comparison {body}; reduce "
+                             f"where(cond, 1.0, 0.0) to count or mask")
     return Reduce(op, cast(body, acc), axes, acc)
 
 
 def _const_for(value: int | float, like: DType, where_: str) -> Const:
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()  # a numpy scalar
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise AlgorithmError(f"{where_}: cannot use {value!r} in an expression")
+        raise AlgorithmError(
+            f"{where_}: cannot use {value!r} ({type(value).__name__}) in an expression; "
+            f"operands are expressions (x[i], ...) or int/float constants")
     if isinstance(value, float) and not like.is_float:
         if value != int(value):
             raise AlgorithmError(
-                f"{where_}: float constant {value} mixed with {like} operand; cast first")
+                f"{where_}: float constant {value} mixed with a {like} operand; cast the operand "
+                f"first: x.astype('float32')")
         value = int(value)
     return Const(value, like)
 
@@ -404,7 +489,8 @@ def _is_index(e: Expr) -> bool:
 
 def _unify(a: ExprLike, b: ExprLike, what: str) -> tuple[Expr, Expr]:
     if not isinstance(a, Expr) and not isinstance(b, Expr):
-        raise AlgorithmError(f"{what}: at least one operand must be an expression")
+        raise AlgorithmError(f"{what}({a!r}, {b!r}): at least one operand must be an expression "
+                             f"such as x[i]; compute constants in Python")
     if not isinstance(a, Expr):
         a = _const_for(a, b.dtype, what)  # type: ignore[union-attr]
     if not isinstance(b, Expr):
@@ -431,7 +517,8 @@ def _binary(op: str, a: ExprLike, b: ExprLike) -> Expr:
             f"with integers inside them), not as values; got {a} {op} {b}")
     x, y = _unify(a, b, op)
     if x.dtype is bool_:
-        raise AlgorithmError(f"{op}: cannot do arithmetic on a comparison ({x})")
+        raise AlgorithmError(f"{op}: cannot do arithmetic on the comparison {x}; turn it into a "
+                             f"value with where(cond, 1.0, 0.0)")
     if op == "div" and not x.dtype.is_float:
         raise AlgorithmError(
             f"div: integer division of {x} by {y} ({x.dtype}) is not supported; "
@@ -446,64 +533,12 @@ def _compare(op: str, a: ExprLike, b: ExprLike) -> Expr:
 
 def _as_index(i: ExprLike, where_: str) -> Expr:
     if isinstance(i, bool):
-        raise AlgorithmError(f"{where_}: boolean subscript {i!r}")
+        raise AlgorithmError(f"{where_}: boolean subscript {i!r}; subscripts are index variables "
+                             f"or ints (x[i, 0])")
     if isinstance(i, int):
         return Const(i, int32)
     if isinstance(i, Expr) and _is_index(i):
         return i
     raise AlgorithmError(
         f"{where_}: subscript {i} is not an index expression (index variables, reduce "
-        f"variables and integer constants combined with + - *)")
-
-
-def _check_size(name: str, s: Size) -> Size:
-    if isinstance(s, bool) or not isinstance(s, (int, sympy.Expr)):
-        raise AlgorithmError(f"'{name}': size {s!r} must be an int or a sympy expression")
-    if isinstance(s, int) and s < 1:
-        raise AlgorithmError(f"'{name}': size {s} must be >= 1")
-    if isinstance(s, sympy.Expr) and s.is_number:
-        return int(s)
-    return s
-
-
-def _check_shape(name: str, shape: Sequence[Size]) -> tuple[Size, ...]:
-    if isinstance(shape, (int, sympy.Expr)):
-        shape = (shape,)
-    t = tuple(_check_size(name, s) for s in shape)
-    if not t:
-        raise AlgorithmError(f"tensor '{name}': rank-0 tensors are not supported; use shape (1,)")
-    return t
-
-
-def index_bounds(e: Expr) -> tuple[Size, Size] | None:
-    """Inclusive (lo, hi) of an index expression over its variables' ranges, or None."""
-    if isinstance(e, Const):
-        return e.value, e.value  # type: ignore[return-value]
-    if isinstance(e, (IndexVar, ReduceVar)):
-        return 0, e.extent - 1
-    if isinstance(e, IndexArith):
-        a, b = index_bounds(e.a), index_bounds(e.b)
-        if a is None or b is None:
-            return None
-        if e.op == "add":
-            return a[0] + b[0], a[1] + b[1]
-        if e.op == "sub":
-            return a[0] - b[1], a[1] - b[0]
-        cands = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]
-        if all(isinstance(c, int) for c in cands):
-            return min(cands), max(cands)
-        return None
-    return None
-
-
-def _check_index_range(tensor: str, axis: int, e: Expr, size: Size) -> None:
-    b = index_bounds(e)
-    if b is None:
-        return
-    lo, hi = b
-    hi_out = sympy.simplify(sympy.sympify(hi) - sympy.sympify(size))
-    lo_out = sympy.sympify(lo)
-    if (hi_out.is_number and hi_out >= 0) or (lo_out.is_number and lo_out < 0):
-        raise AlgorithmError(
-            f"tensor '{tensor}' axis {axis} has size {size} but subscript {e} ranges over "
-            f"[{lo}, {hi}]: index provably out of range")
+        f"variables and integer constants combined with + - *); e.g. x[i, j + 1], x[i, 0]")

@@ -67,11 +67,15 @@ def round_bf16(x: np.ndarray) -> np.ndarray:
     return res
 
 
-def store(dtype: DType, values: np.ndarray | float | int, round_mode: str = "rint") -> np.ndarray:
+def store(dtype: DType, values: np.ndarray | float | int, round_mode: str = "rint", *,
+          saturate: bool = False) -> np.ndarray:
     """Convert values to ``dtype``'s storage with the documented rounding.
 
     Floats round to nearest even. Float -> integer uses ``round_mode`` (rint, trunc, floor,
-    ceil, round) and wraps on overflow like a two's-complement store. Integer -> integer wraps.
+    ceil, round; NaN becomes 0). Out-of-range integers wrap like a two's-complement store
+    (integer arithmetic), or with ``saturate`` clamp to the type's range, as the vector unit's
+    ``Cast`` does ("溢出默认按照饱和模式处理", asc-devkit docs/zh/api/SIMD-API/基础API/
+    数据结构/precision_conversion.md:30).
     """
     a = np.asarray(values)
     if dtype is bool_:
@@ -91,8 +95,11 @@ def store(dtype: DType, values: np.ndarray | float | int, round_mode: str = "rin
         }[round_mode]
         a = rounder(a.astype(np.float64))
         a = np.nan_to_num(a, nan=0.0, posinf=2**62, neginf=-(2**62))
-        return a.astype(np.int64).astype(dtype.np)
-    return a.astype(np.int64).astype(dtype.np)
+    a = a.astype(np.int64)
+    if saturate:
+        info = np.iinfo(dtype.np)
+        a = np.clip(a, info.min, info.max)
+    return a.astype(dtype.np)
 
 
 def bf16_bits(values: np.ndarray) -> np.ndarray:

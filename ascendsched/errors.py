@@ -39,6 +39,19 @@ class ToolchainError(AscendSchedError):
     """An external tool (g++) is missing or failed; the message says how to fix it."""
 
 
+class KernelTimeoutError(ToolchainError):
+    """The emitted kernel's CPU run did not finish within the time limit."""
+
+
+class UserCodeError(AscendSchedError):
+    """The user's file or function could not be used: import failure, wrong signature or
+    return value (``ascendsched MODULE:FUNCTION``)."""
+
+
+class InputError(AscendSchedError):
+    """Input arrays given to ``check``/``evaluate`` do not fit the algorithm's inputs."""
+
+
 class InternalCompilerError(RuntimeError):
     """A bug in ascendsched: an IR invariant broke. Please report it with the kernel printout."""
 
@@ -53,3 +66,11 @@ class BarrierFallbackWarning(AscendSchedWarning):
     """Event ids ran out and a dependence was served by a barrier instead of a flag pair."""
 
     warning_id = "barrier-fallback"
+
+
+class BufferingWarning(AscendSchedWarning):
+    """The memory plan could not keep a schedule's buffering overlapping: a pipelined loop's
+    buffers reuse bytes across pipes, or a multi-copy buffer's copies share bytes with other
+    buffers, because the scope is too small."""
+
+    warning_id = "buffering-not-honoured"

@@ -18,7 +18,7 @@ import time
 
 from ascendsched.algo import library as L
 from ascendsched.lower.driver import lower, schedule_for
-from ascendsched.sim.timing import model_time, parameter_line
+from ascendsched.sim.timing import PIPE_NAMES, model_time, parameter_line
 from ascendsched.target import DEFAULT_TARGET
 
 V8, V4 = (8192, 8192), (4096, 4096)
@@ -80,11 +80,27 @@ def main() -> int:
             notes.append(f"- {name} {size}: {peak:.0%} of the {what} (target {target:.0%}); "
                          f"limited by {r.critical_pipe} "
                          f"({', '.join(f'{k} {v:.0%}' for k, v in u.items())} busy on the "
-                         f"critical core; bound by {r.bound})")
+                         f"critical core; bound by {r.bound}){_why(r)}")
     if notes:
         print("\nDefaults that miss their target:")
         print("\n".join(notes))
     return 0
+
+
+def _why(r) -> str:
+    """The physical floor behind a miss: the L2 -> L1 traffic of a GEMM at the chip's L2
+    rate, or a vector kernel's V work per core against its DMA time."""
+    c = DEFAULT_TARGET.costs
+    if r.roofline.flops > 0:
+        gm = r.traffic.total_read + r.traffic.total_write
+        l2_s = gm / c.l2_bytes_per_s
+        return (f"; its GM -> L1 reads and writes ({gm / 1e9:.2f} GB) pass L2 at "
+                f"{c.l2_bytes_per_s / 1e12:.1f} TB/s: {l2_s * 1e6:.0f} us alone vs "
+                f"{r.roofline.cube_s * 1e6:.0f} us of Cube work")
+    core = r.critical_core()
+    busy = dict(zip(PIPE_NAMES, core.busy))
+    return (f"; the busiest core's V work is {busy['V'] / r.clock_hz * 1e6:.1f} us vs "
+            f"{busy['MTE2'] / r.clock_hz * 1e6:.1f} us of loads")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,12 @@ import numpy as np
 
 from ascendsched.dtypes import DType, bf16_bits, bfloat16, from_bf16_bits
 from ascendsched.emit_ascendc.emitter import EmittedProject
-from ascendsched.errors import AscendSchedError, InternalCompilerError, ToolchainError
+from ascendsched.errors import (
+    AscendSchedError,
+    InternalCompilerError,
+    KernelTimeoutError,
+    ToolchainError,
+)
 from ascendsched.lower.ir import Kernel
 
 _DEFAULT_CACHE = Path(tempfile.gettempdir()) / "ascendsched_cpu_builds"
@@ -139,7 +144,15 @@ def run_cpu(binary: Path, kernel: Kernel, inputs: dict[str, np.ndarray], *,
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
                    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
         cmd = [str(binary), str(tmpd / "in"), str(tmpd / "out"), str(trace_path)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise KernelTimeoutError(
+                f"the CPU run of kernel '{kernel.name}' did not finish within {timeout:g} s; "
+                f"raise the limit (check(..., cpp_timeout=SECONDS) or `ascendsched check "
+                f"--timeout SECONDS`) or shrink the problem; a kernel that never finishes "
+                f"may be waiting on a flag: see the IR trace race check.\n"
+                f"Repro command: {shlex.join(cmd)}") from None
         trace = trace_path.read_text() if trace_path.exists() else ""
         if proc.returncode != 0:
             raise KernelAbort(

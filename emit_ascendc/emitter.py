@@ -47,6 +47,7 @@ from pathlib import Path
 from string import Template
 
 from ascendsched.dtypes import DType
+from ascendsched.emit_ascendc.cce_names import CCE_BUILTINS, CPP_KEYWORDS
 from ascendsched.errors import InternalCompilerError, UnsupportedError
 from ascendsched.lower.ir import (
     BLOCK_IDX,
@@ -64,6 +65,7 @@ from ascendsched.lower.ir import (
     cube_footprints,
     cube_params,
     iter_instrs,
+    program_epilogue,
     squeeze_dims,
 )
 from ascendsched.target.model import CoreType, Pipe, Scope, Target
@@ -123,6 +125,17 @@ def emit_project(kernel: Kernel, out_dir: Path, *, tiling: dict | None = None) -
                           cpu_defines=_cpu_defines(kernel.target), **paths)
 
 
+def c_name(kernel_name: str) -> str:
+    """The C name of the emitted kernel function: ``kernel_name``, or ``<name>_kernel`` when the
+    name would clash with a CCE builtin of the global namespace (``vadd``: the intrinsic the
+    910B ``Add`` is built on, emit_ascendc/cce_names.py) or a C++ keyword. The project's file
+    names keep the kernel name; the launcher and the CPU driver call the C name."""
+    name = kernel_name
+    while name in CCE_BUILTINS or name in CPP_KEYWORDS:
+        name += "_kernel"
+    return name
+
+
 # --------------------------------------------------------------------------- checks
 def _uses_ffts(k: Kernel) -> bool:
     """Cross-core flags need the FFTS base address: a kernel launched with <<<>>> takes it as its
@@ -167,6 +180,10 @@ def _cpu_defines(t: Target) -> tuple[str, ...]:
         f"-DASCENDSCHED_MAX_REPEAT={t.max_repeat}",
         f"-DASCENDSCHED_EVENT_ID_LIMIT={max(t.event_ids) + 1}",
         *cube,
+        # modelled relative error of Rsqrt/Reciprocal per dtype (sim/precision.py); 0: exact
+        *(f"-DASCENDSCHED_REL_ERR_{fn.upper()}_{dt.upper()}="
+          f"{t.approx_rel_error.get((fn, dt), 0.0)!r}"
+          for fn in ("rsqrt", "reciprocal") for dt in ("float16", "float32")),
     )
 
 
@@ -194,8 +211,14 @@ def _dims2(r: Region) -> tuple[int, int, int, int]:
     raise InternalCompilerError(f"region {r}: emission supports 1-D and 2-D views only")
 
 
-def _scalar(value: float | int, d: DType) -> str:
+def _scalar(value: float | int | Affine, d: DType) -> str:
     ct = _ctype(d)
+    if isinstance(value, Affine):  # a value of the loop variables (an index, lower/index_values)
+        if value.is_const:
+            value = value.const
+        else:
+            inner = f"static_cast<float>({_cexpr(value)})" if d.is_float else _cexpr(value)
+            return f"static_cast<{ct}>({inner})" if ct != "float" else inner
     if d.is_float:
         v = float(value)
         if math.isnan(v):
@@ -307,7 +330,9 @@ class _KernelPrinter:
             "",
             "using namespace AscendC;",
             "",
-            f'extern "C" __global__ __aicore__ void {k.name}({", ".join(args)})',
+            *([f"// (named {c_name(k.name)}: '{k.name}' is a CCE builtin of the global namespace)"]
+              if c_name(k.name) != k.name else []),
+            f'extern "C" __global__ __aicore__ void {c_name(k.name)}({", ".join(args)})',
             "{",
         ]
         self.lines = []
@@ -325,6 +350,7 @@ class _KernelPrinter:
             if prog is not None:
                 self.emit("")
                 self._body(prog.body)
+                self._body(program_epilogue(CoreType.AIV))
         else:
             for core in cores:
                 self.core = core
@@ -337,6 +363,7 @@ class _KernelPrinter:
                 self._core_buffers(core)
                 self.emit("")
                 self._body(k.program(core).body)
+                self._body(program_epilogue(core))
                 self.indent -= 1
                 self.emit("}")
         return "\n".join(head + self.lines + ["}", ""])
@@ -409,6 +436,12 @@ class _KernelPrinter:
             for b in k.buffers:
                 if b.scope == sc:
                     self._declare_buffer(b, _CUBE_TBUF[sc][1])
+        self.emit("// TPipe's constructor sets HardEvent::M_MTE1 event ids 0, 1, 2 on the AIC and its")
+        self.emit("// destructor waits them (asc-devkit impl/basic_api/kernel_tpipe_impl.h:100-113,")
+        self.emit("// 571-581): release them now, as catlass does (include/catlass/arch/resource.hpp:35-37),")
+        self.emit("// so every event id below is this kernel's own. The LocalTensors above stay valid;")
+        self.emit("// the program ends with PipeBarrier<PIPE_ALL> (the destructor's drain).")
+        self.emit("pipe.Destroy();")
 
     def _declare_buffer(self, b: Buffer, tbuf: str = "ubuf") -> None:
         ct = _ctype(b.dtype)
@@ -634,6 +667,9 @@ def _vec_brcb(p: _KernelPrinter, i: Instr) -> None:
         raise InternalCompilerError(f"{i}: Brcb needs a contiguous source of a multiple of {per}")
     drows, drs, _dcols, _ = _dims2(d)
     blk = p._blocks(drs, e, "Brcb destination row stride", i)
+    if blk < 1:  # docs Brcb.md:123: dstBlkStride = 0 is undefined behaviour
+        raise InternalCompilerError(f"{i}: Brcb destination blocks must be apart "
+                                    "(dstBlkStride >= 1; 0 is undefined on the hardware)")
     p._line(i, f"Brcb({p._ub(d)}, {p._ub(s)}, {n // per}, BrcbRepeatParams({blk}, {blk * per}));")
 
 
@@ -893,7 +929,8 @@ def _host_vars(k: Kernel, fields: list[tuple[str, int]]) -> dict[str, str]:
     launch_args = ", ".join((["fftsAddr"] if ffts else []) + [f"{_ident(p.name)}Device" for p in args]
                             + ["workspaceDevice", "tilingDevice"])
     return {
-        "name": k.name, "tiling_struct": _struct_name(k), "block_dim": str(k.block_dim),
+        "name": k.name, "kernel_fn": c_name(k.name), "tiling_struct": _struct_name(k),
+        "block_dim": str(k.block_dim),
         "decl": "\n".join(decl), "h2d": "\n".join(h2d), "d2h": "\n".join(d2h),
         "free": "\n".join(free), "launch_args": launch_args,
         "ffts_include": '#include "runtime/rt_ffts.h"  // rtGetC2cCtrlAddr' if ffts else "",
@@ -905,7 +942,8 @@ def _host_vars(k: Kernel, fields: list[tuple[str, int]]) -> dict[str, str]:
 
 
 def _cmake_vars(k: Kernel) -> dict[str, str]:
-    return {"name": k.name, "soc_version": _SOC_VERSION.get(k.target.name, "Ascend910B2"),
+    return {"name": k.name, "kernel_fn": c_name(k.name),
+            "soc_version": _SOC_VERSION.get(k.target.name, "Ascend910B2"),
             "target": k.target.name, "npu_arch": k.target.npu_arch,
             "extra_libs": "    runtime  # rtGetC2cCtrlAddr (cross-core flags)\n" if _uses_ffts(k)
             else "", "cores_note": _cores_note(k)}
@@ -946,7 +984,8 @@ def _cpu_main(k: Kernel, fields: list[tuple[str, int]]) -> str:
         call.insert(0, "0")  # fftsAddr: SetSyncBaseAddr is a no-op on the CPU
     cores = ", ".join(f'"{c}"' for c in (_cores(k) or (CoreType.AIV,)))
     return _render("cpu_main.cpp.in", {
-        "name": k.name, "defines": defines, "setup": "\n".join(setup), "cores": cores,
+        "name": k.name, "kernel_fn": c_name(k.name), "defines": defines,
+        "setup": "\n".join(setup), "cores": cores,
         "call": ", ".join(call), "outputs": "\n".join(outs), "block_dim": str(k.block_dim),
         "tiling_struct": _struct_name(k), "workspace_bytes": str(_workspace_bytes(k)),
     })

@@ -6,7 +6,10 @@ program text from its first to its last sync; channels whose spans overlap need 
 a ping-pong channel two consecutive ones (``base + k % 2``). Spans are coloured greedily in
 order of start. When the ids (``target.event_ids``) run out for a HardEvent:
 
-1. ping-pong channels of that event fall back to one id (``EventIdPressureWarning``);
+1. ping-pong channels of that event fall back to one id (``EventIdPressureWarning``); if
+   the next set of one may then fire before its previous wait (the source pipe runs an
+   iteration ahead and nothing else orders the two; a tight pair would not help either) the
+   kernel is refused (``SyncError``);
 2. then the longest channel is made *tight*: its wait moves right after its set (and its
    prologue set, if any, gets a wait right after it), which frees the id at once (a set/wait
    pair acting as a barrier from the source pipe to the destination pipe;
@@ -73,6 +76,7 @@ def _allocate(kernel: Kernel, target: Target, verify: bool, oracle: SyncOracle |
     rebuilt: SyncOracle | None = None
     ids = tuple(target.event_ids)
     conflicts: set[frozenset[int]] = set()  # channel pairs found unsafe to share an id
+    downgraded: set[int] = set()  # ping-pong channels now on one id: may set twice
     while True:
         chans = _channels(kernel)
         groups: dict[tuple[CoreType, Pipe, Pipe], list[_Chan]] = {}
@@ -97,9 +101,19 @@ def _allocate(kernel: Kernel, target: Target, verify: bool, oracle: SyncOracle |
                 # kept while only the colouring changes
                 oracle, dropped = SyncOracle(kernel, deps, target), frozenset()
                 rebuilt = oracle
-            problems = _sharing_problems(groups, bases, oracle, dropped)
+            problems = _sharing_problems(groups, bases, oracle, dropped, downgraded)
             if not problems:
                 return _finish(kernel, bases), rebuilt
+            self_set = [p for p in problems if len(p.channels) == 2
+                        and p.channels[0] == p.channels[1]]
+            if self_set:
+                raise SyncError(
+                    f"event ids {ids} ran out, and {len(self_set)} double-buffered sync(s) on "
+                    "one id could set it again before its previous wait (the source pipe runs "
+                    "an iteration ahead and nothing else orders the two):\n  "
+                    + "\n  ".join(map(str, self_set[:5]))
+                    + "\n  double-buffer fewer tensors, or pick tile sizes without a tail "
+                    "(each tail version needs its own syncs)")
             clash = {frozenset(int(c) for c in p.channels) for p in problems
                      if len(p.channels) == 2 and p.channels[0] != p.channels[1]} - conflicts
             if not clash:
@@ -118,6 +132,7 @@ def _allocate(kernel: Kernel, target: Target, verify: bool, oracle: SyncOracle |
                 f"{len(pingpong)} double-buffered sync(s) now use one id, so their copies no "
                 f"longer overlap: {pingpong[0].comment}"), stacklevel=2)
             kernel = _rewrite(kernel, {c.channel for c in pingpong}, _downgrade)
+            downgraded |= {c.channel for c in pingpong}
             continue
         merged = _merge_pair(cs)
         if merged is not None:
@@ -212,14 +227,15 @@ def _rewritten(before: Kernel, after: Kernel) -> bool:
 
 
 def _sharing_problems(groups: dict[tuple[CoreType, Pipe, Pipe], list[_Chan]],
-                      bases: dict[int, int], oracle: SyncOracle, dropped: frozenset
-                      ) -> list[SyncProblem]:
-    """Double sets between channels of one HardEvent that the colouring gives a common id."""
+                      bases: dict[int, int], oracle: SyncOracle, dropped: frozenset,
+                      downgraded: set[int]) -> list[SyncProblem]:
+    """Double sets between channels of one HardEvent that the colouring gives a common id,
+    and within each ``downgraded`` channel (insert_sync checked the others on their own)."""
     out: list[SyncProblem] = []
     for cs in groups.values():
         for a in cs:
             for b in cs:
-                if a.channel == b.channel:
+                if a.channel == b.channel and a.channel not in downgraded:
                     continue
                 ids_a = {bases[a.channel] + i for i in range(a.n_ids)}
                 ids_b = {bases[b.channel] + i for i in range(b.n_ids)}

@@ -11,12 +11,20 @@ Per output tile (``m x n``, coordinates from the persistent loop and the swizzle
         [M]    mmad      c_l0 <- a_l0, b_l0   cmatrixInitVal = (first K step)
     [FIX] fixpipe C tile <- c_l0          (NZ -> ND, f32 -> f16/bf16, valid region only)
 
-Padding (lower/ir.py "Cube"): tiles are whole fractals on chip; Mmad uses the full tile's m and n
-(pad rows of A and pad columns of B only reach pad entries of C, which Fixpipe never writes) and
-the exact k of each step (Mmad ignores K padding), so no pad bytes need zeroing. m is at least 16,
-never 1 (GEMV mode). Tiles at the M/N edges differ from full tiles only in the GM-side sizes of
-their copies and Fixpipe: each class of equal tiles (interior, M edge, N edge, corner; the last
-swizzle strip) gets its own persistent loop, so loop bodies are straight-line code.
+Padding (lower/ir.py "Cube"): tiles are whole fractals on chip, but Mmad reads only what the
+copies loaded: its m and n are the tile's valid rows and columns (``_mmad_mn``) and k the exact K
+of each step; the rest of a fractal is ignored (asc-devkit docs Mmad.md:285-287). L1 bytes no
+copy wrote (rows of an edge tile beyond the valid ones) would be stale or, on a core's first
+tile, never written, possibly NaN, which may raise an execution error (Mmad.md:329); the
+simulator and the CPU runtime fail an Mmad that reads them. catlass passes m, n rounded up from
+the valid region the same way (block_mmad_pingpong.hpp:193-194). Exceptions, still reading only
+loaded bytes: m == 1 would switch the Cube to GEMV (Mmad.md:284), so m = 2 and a non-transposed
+A copies its one row twice (Nd2Nz ndNum = 2 with a zero source stride); int8 B (K, N) goes
+through 32 x 32 squares, so its n is the 32-column round-up, which Nd2Nz fills with zeros. The
+L0B (Zn) and L0C (Nz) layouts follow Mmad's padded n and m (Np, Mp), so the loads of B and the
+Fixpipe (srcStride = Mp) take the tile class's sizes. Each class of equal tiles (interior, M
+edge, N edge, corner; the last swizzle strip) gets its own persistent loop, so loop bodies are
+straight-line code.
 """
 
 from __future__ import annotations
@@ -239,7 +247,9 @@ class _Builder:
         """Loads of one L0 K step (``ks`` valid K at L1 column ``kk * k0``) and its Mmad."""
         t, sp = self.t, self.sp
         l0copy = _mod2(step) if t.l0_copies == 2 else Affine()
-        out = self._load_a(kk, ks, l1copy, l0copy) + self._load_b(kk, ks, l1copy, l0copy)
+        m, n = self._mmad_mn(tile)
+        out = (self._load_a(kk, ks, m, l1copy, l0copy)
+               + self._load_b(kk, ks, _round(n, CUBE_ROWS), l1copy, l0copy))
         first = (step - tile.t * self.steps_per_tile)  # K step within the tile
         init: bool | Cond = True if first.is_const and first.const == 0 else (
             False if first.is_const else Cond(first, "==", 0))
@@ -247,9 +257,20 @@ class _Builder:
             "mmad", (("c_l0", 0, ccopy, sp.acc_dtype), ("a_l0", 0, l0copy, sp.in_dtype),
                      ("b_l0", 0, l0copy, sp.in_dtype)),
             comment="C = A x B on the first K step, C += A x B after",
-            m=t.tm, n=t.tn, k=ks, unitFlag=0, kDirectionAlign=False, cmatrixSource=False,
+            m=m, n=n, k=ks, unitFlag=0, kDirectionAlign=False, cmatrixSource=False,
             cmatrixInitVal=init))
         return out
+
+    def _mmad_mn(self, tile: _Tile) -> tuple[int, int]:
+        """Mmad's m and n for ``tile``: its valid rows and columns (module docstring), except
+        m = 2 for one valid row (m == 1 is GEMV mode, Mmad.md:284; _copy_a loads a second row)
+        and the 32-column round-up of an int8 B (K, N) (its Zn layout comes from 32 x 32
+        squares; Nd2Nz zero-fills the round-up, DataCopy_GMToL1_ND2NZ.md)."""
+        m = max(tile.mv, 2)
+        n = tile.nv
+        if self.int8 and not self.sp.trans_b:
+            n = _round(n, self.c0)
+        return m, n
 
     # ----------------------------------------------------------------- GM -> L1 (Nd2Nz)
     def _copy_a(self, tile: _Tile, kt: Affine, kv: int, l1copy: Affine) -> list[Stmt]:
@@ -260,6 +281,10 @@ class _Builder:
             return [self._nd2nz("a_l1", sp.a, off, l1copy, kv, tile.mv, sp.m, t.tk,
                                 f"A^T tile {kv} x {tile.mv}")]
         off = batch + tile.mi * (t.tm * sp.k) + kt * t.tk
+        if tile.mv == 1:  # Mmad takes m = 2 (_mmad_mn): L1 row 1 repeats row 0 (ND matrix 1)
+            return [self._nd2nz("a_l1", sp.a, off, l1copy, 1, kv, sp.k, t.tm,
+                                f"A tile 1 x {kv}, twice (rows 0 and 1: Mmad m = 2, not GEMV)",
+                                nd_num=2)]
         return [self._nd2nz("a_l1", sp.a, off, l1copy, tile.mv, kv, sp.k, t.tm,
                             f"A tile {tile.mv} x {kv}")]
 
@@ -275,18 +300,21 @@ class _Builder:
                             f"B tile {kv} x {tile.nv}")]
 
     def _nd2nz(self, l1: str, gm: str, off: Affine, l1copy: Affine, rows: int, cols: int,
-               src_cols: int, l1_rows: int, what: str) -> Instr:
+               src_cols: int, l1_rows: int, what: str, nd_num: int = 1) -> Instr:
         """GM row-major ``rows x cols`` (row length ``src_cols``) -> L1 nz with ``l1_rows``
-        rows per column group (Nd2NzParams: lower/ir.py ``copy_gm_l1``)."""
+        rows per column group (Nd2NzParams: lower/ir.py ``copy_gm_l1``). ``nd_num`` > 1
+        copies the same rows again below them (ND matrix i at L1 row ``i * rows``)."""
         d = self.sp.in_dtype
         return make_cube_instr(
             "copy_gm_l1", ((l1, 0, l1copy, d), (gm, off, 0, d)), comment=what,
-            ndNum=1, nValue=rows, dValue=cols, srcNdMatrixStride=0, srcDValue=src_cols,
-            dstNzC0Stride=l1_rows, dstNzNStride=1, dstNzMatrixStride=0)
+            ndNum=nd_num, nValue=rows, dValue=cols, srcNdMatrixStride=0, srcDValue=src_cols,
+            dstNzC0Stride=l1_rows, dstNzNStride=1,
+            dstNzMatrixStride=rows * self.c0 if nd_num > 1 else 0)
 
     # ----------------------------------------------------------------- L1 -> L0
-    def _load_a(self, kk: Affine, ks: int, l1copy: Affine, l0copy: Affine) -> list[Stmt]:
-        """A slice (tm x ks at L1 K offset kk*k0) -> L0A Zz with Kp = ks padded to C0.
+    def _load_a(self, kk: Affine, ks: int, m: int, l1copy: Affine, l0copy: Affine) -> list[Stmt]:
+        """A slice (the 16-row blocks of Mmad's ``m`` rows x ks at L1 K offset kk*k0) -> L0A Zz
+        with Kp = ks padded to C0.
 
         Zz puts fractal (mb, kg) at ``(mb * Kp/C0 + kg) * F``. Plain LoadData walks either one
         16-row block (repeat over kg) or one K group (repeat over mb): whichever needs fewer
@@ -295,12 +323,13 @@ class _Builder:
         sp, t, f, c0 = self.sp, self.t, self.f, self.c0
         kp = -(-ks // c0) * c0
         ops = (("a_l0", l0copy), ("a_l1", l1copy))
-        mbs, kgs = t.tm // CUBE_ROWS, kp // c0
+        mbs, kgs = _round(m, CUBE_ROWS) // CUBE_ROWS, kp // c0
         if not sp.trans_a:  # L1 (M, K) nz: fractal (mb, kg) at (kg * tm/16 + mb) * F
             base = kk * (t.k0 // c0 * t.tm * c0)
             return self._either(
                 "load_l0a", ops, "A nz -> Zz", dict(ifTranspose=False),
-                ("mb", mbs, lambda v: v * (kgs * f), lambda v: base + v * f, kgs, mbs, 0),
+                ("mb", mbs, lambda v: v * (kgs * f), lambda v: base + v * f, kgs,
+                 t.tm // CUBE_ROWS, 0),
                 ("kg", kgs, lambda v: v * f, lambda v: base + v * (t.tm * c0), mbs, 1,
                  kgs - 1))
         if not self.int8:  # L1 (K, M) nz, 16-bit: fractal (kb, mb) at (mb * tk/16 + kb) * F
@@ -314,25 +343,34 @@ class _Builder:
         # int8 A^T: L1 (K, M) nz, 32 x 32 squares -> two Zz fractals each (catlass nZ -> zZ)
         sq = 2 * f
         return self._per_block(
-            "mg", t.tm // c0, "load_l0a_transpose", ops,
+            "mg", -(-m // c0), "load_l0a_transpose", ops,
             dst=lambda v: v * (2 * kgs * f),
             src=lambda v: v * (t.tk // c0 * sq) + kk * (t.k0 // c0 * sq),
             params=dict(startIndex=0, repeatTimes=kgs, srcStride=1, dstGap=0,
                         dstFracGap=kgs - 1, addrMode=0),
             what="int8 A^T nz -> Zz (LoadDataWithTranspose)")
 
-    def _load_b(self, kk: Affine, ks: int, l1copy: Affine, l0copy: Affine) -> list[Stmt]:
-        """B slice (ks x tn at L1 K offset kk*k0) -> L0B Zn with Kp = ks padded to C0.
+    def _load_b(self, kk: Affine, ks: int, np_: int, l1copy: Affine,
+                l0copy: Affine) -> list[Stmt]:
+        """B slice (ks x np_ at L1 K offset kk*k0) -> L0B Zn with Kp = ks padded to C0, where
+        np_ is Mmad's n padded to 16 (the tile's, or less on an N edge).
 
-        Zn puts fractal (kg, nb) at ``(kg * tn/16 + nb) * F``.
+        Zn puts fractal (kg, nb) at ``(kg * np_/16 + nb) * F``.
         """
         sp, t, f, c0 = self.sp, self.t, self.f, self.c0
         kp = -(-ks // c0) * c0
         ops = (("b_l0", l0copy), ("b_l1", l1copy))
-        nbs, kgs = t.tn // CUBE_ROWS, kp // c0
-        if sp.trans_b:  # L1 (N, K) nz is Zn already: one plain copy of the step's groups
+        nbs, kgs = np_ // CUBE_ROWS, kp // c0
+        if sp.trans_b and np_ == t.tn:  # L1 (N, K) nz is Zn already: one plain copy
             return self._chunks("load_l0b", ops, kgs * nbs, kk * (t.k0 // c0 * t.tn * c0),
                                 "B^T nz -> Zn (plain)")
+        if sp.trans_b:  # the first np_ rows of each K group (L1 groups hold tn rows)
+            base = kk * (t.k0 // c0 * t.tn * c0)
+            return self._per_block(
+                "kg", kgs, "load_l0b", ops, dst=lambda v: v * (nbs * f),
+                src=lambda v: base + v * (t.tn * c0), what="B^T nz -> Zn (plain, N edge)",
+                params=dict(startIndex=0, repeatTimes=nbs, srcStride=1, sid=0, dstGap=0,
+                            ifTranspose=False, addrMode=0))
         if not self.int8:  # L1 (K, N) nz, 16-bit: fractal (kb, nb) at (nb * tk/16 + kb) * F
             base = kk * (t.k0 // CUBE_ROWS * f)
             return self._either(
@@ -346,7 +384,7 @@ class _Builder:
             "kb", kgs, "load_l0b_transpose", ops,
             dst=lambda v: v * (nbs * f),
             src=lambda v: kk * (t.k0 // c0 * sq) + v * sq,
-            params=dict(startIndex=0, repeatTimes=t.tn // c0, srcStride=t.tk // c0, dstGap=1,
+            params=dict(startIndex=0, repeatTimes=np_ // c0, srcStride=t.tk // c0, dstGap=1,
                         dstFracGap=0, addrMode=0),
             what="int8 B nz -> Zn (LoadDataWithTranspose)")
 
@@ -388,10 +426,11 @@ class _Builder:
     def _fixpipe(self, tile: _Tile, ccopy: Affine) -> list[Stmt]:
         sp, t = self.sp, self.t
         off = tile.b * (sp.m * sp.n) + tile.mi * (t.tm * sp.n) + tile.ni * t.tn
+        mp = _round(self._mmad_mn(tile)[0], CUBE_ROWS)  # the L0C Nz tile's rows (Mmad's Mp)
         return [make_cube_instr(
             "fixpipe", ((sp.c, off, 0, sp.out_dtype), ("c_l0", 0, ccopy, sp.acc_dtype)),
             comment=f"C tile {tile.mv} x {tile.nv} (NZ -> ND, {self.quant})",
-            nSize=tile.nv, mSize=tile.mv, srcStride=t.tm, dstStride=sp.n, quantPre=self.quant,
+            nSize=tile.nv, mSize=tile.mv, srcStride=mp, dstStride=sp.n, quantPre=self.quant,
             reluEn=False, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0)]
 
 
@@ -407,6 +446,10 @@ def _mod2(e: Affine) -> Affine:
     if len(terms) == 1 and r.const == 0:
         return Affine.mod(terms[0][0], 2)
     return r.modulo(2)
+
+
+def _round(x: int, to: int) -> int:
+    return -(-x // to) * to
 
 
 def _aff(x: Affine | int) -> Affine:

@@ -22,6 +22,10 @@ chunk is one masked instruction. ``e = xf - mx[i]`` over 8 rows of 4096 fp32::
       [V] vec_binary fn=sub  e_t2@(4096*e_r3)[64:64, 64:1] <- xf_ub@(4096*e_r3)[64:64, 64:1],
                                                                 e_brcb3@(8*e_r3)[64:0, 64:0]
 
+A row reduction of whole chunks first halves the row with elementwise ops on chunk pairs
+(``_halve``, three levels at most) and leaves the rest to WholeReduce. Inputs the schedule
+loads once (``load_once``: ``gamma[j]`` with only rows tiled) are copied before the tile loops.
+
 No syncs and no addresses yet: later passes add them.
 """
 
@@ -50,9 +54,12 @@ from ascendsched.algo.expr import (
     Select,
     Tensor,
     Unary,
+    _is_index,
 )
-from ascendsched.dtypes import DType, store, uint8
+from ascendsched.dtypes import DType, as_dtype, store, uint8
 from ascendsched.errors import ScheduleError, UnsupportedError
+from ascendsched.lower.expand_math import expand_math
+from ascendsched.lower.index_values import index_value
 from ascendsched.lower.ir import (
     BLOCK_IDX,
     Affine,
@@ -68,8 +75,12 @@ from ascendsched.lower.ir import (
     Region,
     Stmt,
 )
+from ascendsched.lower.several_outputs import check_output_tiles
 from ascendsched.schedule.schedule import ComputeAt, ComputeInline, Schedule
 from ascendsched.target import CoreType, Pipe, Scope, Target
+
+HALVINGS = 3  # pairwise elementwise levels before WholeReduce in a row reduction (_halve)
+HALVE_UB_SHARE = 8  # ... only while the first level's partials take at most UB / 8 (23 KB)
 
 
 def build_loop_nest(sched: Schedule, target: Target | None = None) -> Kernel:
@@ -136,6 +147,7 @@ class _Version:
 
     instrs: list[Stmt] = field(default_factory=list)
     temps: int = 0
+    suffix: str = ""  # appended to every buffer name of a tail tile version
 
 
 # --------------------------------------------------------------------------- builder
@@ -145,16 +157,16 @@ class _Builder:
         self.t = target
         self.padded: set[str] = set()  # buffers grown by one repeat for Compare's over-read
         self.algo = sched.algo
-        if len(self.algo.outputs) != 1:
-            raise UnsupportedError(
-                f"algorithm '{self.algo.name}' has {len(self.algo.outputs)} outputs; the vector "
-                f"path lowers one output per kernel: split it into one algorithm per output")
-        self.out = self.algo.outputs[0]
+        # the root output's loops are the kernel's; the other outputs are computed in its tile
+        # and stored from there (several_outputs.py checks that tiles partition them)
+        self.out = sched.root()
+        self.extra = tuple(o for o in self.algo.outputs if o is not self.out)
         self.placement: dict[str, ComputeAt | ComputeInline | None] = {}
         for st in self.algo.stages:
             if st is self.out:
                 continue
-            p = sched.placement(st.name)
+            p = sched.placement(st.name) if st not in self.extra else ComputeAt(
+                st.name, self.out.name, sched.legal_compute_at(self.out.name)[0])
             if p is None:
                 loops = sched.legal_compute_at(self.out.name)
                 raise ScheduleError(
@@ -172,7 +184,8 @@ class _Builder:
                         f"derives; schedule the loops of '{self.out.name}' instead")
         self.inlined = {n for n, p in self.placement.items() if isinstance(p, ComputeInline)}
         self.tile_stages = [st for st in self.algo.stages if st.name not in self.inlined]
-        self.bodies = {st.name: self._inline(st.op.body) for st in self.tile_stages}  # type: ignore
+        self.bodies = {st.name: expand_math(self._inline(st.op.body), target)  # type: ignore
+                       for st in self.tile_stages}
         for t in self.algo.tensors:
             for d in t.shape:
                 if not isinstance(d, int):
@@ -183,9 +196,13 @@ class _Builder:
         self.out_axes = [a.name for a in self.out.op.axes]  # type: ignore[union-attr]
         self.sizes = dict(zip(self.out_axes, self.out.shape))
         self.buffers: dict[str, Buffer] = {}
+        self.hoisted: frozenset[str] = frozenset()
         self.block_dim = self.nest.bound[1] if self.nest.bound else 1
         self.n_loops = 0  # IR loops made for vector instructions (numbers their variables)
+        self.suffixes: dict[tuple[str, ...], str] = {}  # tail version -> its buffers' suffix
+        self.depth = 0  # tile loops around the version being generated
         self._check_row_alignment()
+        check_output_tiles(self)
 
     # ----------------------------------------------------------------- driver
     def build(self) -> Kernel:
@@ -194,14 +211,45 @@ class _Builder:
         for _, axes in self.nest.loops:
             for a in axes:
                 ver[a] = "full"
-        body = self._gen_loops(0, idx, ver, Affine())
+        self.hoisted = self._invariant_inputs()
+        self.hoisted_layouts: dict[str, Layout] = {}
+        prologue: list[Stmt] = []
+        for t in self.algo.inputs:
+            if t.name in self.hoisted:
+                box = tuple(Axis(f"{t.name}.{k}", Affine(), int(n)) for k, n in enumerate(t.shape))
+                lay = self._layout(f"{t.name}_ub", t, box, Affine())
+                self.hoisted_layouts[t.name] = lay
+                prologue.extend(self._dma(t, lay, to_ub=True))
+        body = prologue + self._gen_loops(0, idx, ver, Affine())
         params = tuple(GmTensor(t.name, tuple(t.shape), t.dtype) for t in self.algo.inputs)  # type: ignore[arg-type]
-        params += (GmTensor(self.out.name, tuple(self.out.shape), self.out.dtype, "output"),)  # type: ignore[arg-type]
+        params += tuple(GmTensor(o.name, tuple(o.shape), o.dtype, "output")  # type: ignore[arg-type]
+                        for o in self.algo.outputs)
         return Kernel(
             name=self.algo.name, params=params, buffers=tuple(self.buffers.values()),
             block_dim=self.block_dim, programs=(Program(CoreType.AIV, tuple(body)),),
             target=self.t, notes=tuple(str(self.s).splitlines()),
         )
+
+    def _invariant_inputs(self) -> frozenset[str]:
+        """The inputs the schedule loads once (``load_once``): loaded per core before the tile
+        loops into one copy. Each must be read whole by every tile (``gamma[j]`` when only
+        rows are tiled)."""
+        wanted = [t for t in self.algo.inputs if self.s.loaded_once(t.name)]
+        if not wanted or not self.nest.loops:
+            return frozenset()
+        box = tuple(Axis(a, Affine.of(f"{a}__tile") * self.nest.factors[a], self.nest.factors[a])
+                    if self.nest.factors[a] < self.sizes[a] else Axis(a, Affine(), self.sizes[a])
+                    for a in self.out_axes)
+        boxes = self._bounds(box)
+        for t in wanted:
+            if t.name in boxes and not all(
+                    ax.start.is_const and ax.start.const == 0 and ax.extent == int(n)
+                    for ax, n in zip(boxes[t.name], t.shape)):
+                raise ScheduleError(
+                    f"load_once('{t.name}'): a tile of '{self.out.name}' reads only part of "
+                    f"'{t.name}' (it follows a split axis), so every tile needs its own load; "
+                    f"load once only inputs every tile reads whole")
+        return frozenset(t.name for t in wanted if t.name in boxes)
 
     def _gen_loops(self, level: int, idx: dict[str, Affine], ver: dict[str, str],
                    copy: Affine) -> list[Stmt]:
@@ -215,8 +263,10 @@ class _Builder:
             a = axes[0]
             out: list[Stmt] = []
             if full[a]:
+                self.depth += 1
                 inner = self._gen_loops(level + 1, {**idx, a: Affine.of(name)}, {**ver, a: "full"},
                                         Affine.mod(name, 2))
+                self.depth -= 1
                 out.append(For(name, full[a], tuple(inner), comment=f"tiles of {a} (split by "
                                f"{self.nest.factors[a]})"))
             if full[a] < tiles[a]:
@@ -256,7 +306,9 @@ class _Builder:
                                       full[a] if kind == "full" else full[a]))
             if skip:
                 continue
+            self.depth += 1
             inner = self._gen_loops(level + 1, {**idx, **per_axis}, cver, copy_in)
+            self.depth -= 1
             body.extend([If(tuple(conds), tuple(inner), comment=_combo_comment(axes, cver))]
                         if conds else inner)
         if bound and total % self.block_dim:
@@ -276,24 +328,35 @@ class _Builder:
             ext = {"whole": self.sizes[a], "full": f, "tail": self.sizes[a] % f}[ver[a]]
             box.append(Axis(a, idx[a] * f if ver[a] != "whole" else Affine(), ext))
         boxes = self._bounds(tuple(box))
-        v = _Version()
+        # A tail version after every tile loop gets buffers of its own: one name used by two
+        # versions would live from the first version's first use to the other's last use, and
+        # lifetimes spanning both versions keep the planner from reusing any UB between them.
+        # (A tail inside a loop keeps the shared names: its own buffers could take space the
+        # next iteration's full tile uses, and the syncs for that would serialise the loop.)
+        key = tuple(ver[a] for a in self.out_axes)
+        if "tail" in key and key not in self.suffixes and self.depth == 0:
+            self.suffixes[key] = "_tail" + (str(len(self.suffixes) + 1) if self.suffixes else "")
+        v = _Version(suffix=self.suffixes.get(key, ""))
         layouts: dict[str, Layout] = {}
         for t in self.algo.inputs:
-            if t.name in boxes:
-                lay = self._layout(f"{t.name}_ub", t, boxes[t.name], copy)
+            if t.name in self.hoisted:
+                layouts[t.name] = self.hoisted_layouts[t.name]
+            elif t.name in boxes:
+                lay = self._layout(f"{t.name}_ub{v.suffix}", t, boxes[t.name], copy)
                 layouts[t.name] = lay
                 v.instrs.extend(self._dma(t, lay, to_ub=True))
         for st in self.tile_stages:
-            lay = self._layout(f"{st.name}_ub", st, boxes[st.name], copy)
+            lay = self._layout(f"{st.name}_ub{v.suffix}", st, boxes[st.name], copy)
             layouts[st.name] = lay
             self._stage(v, st, lay, layouts)
-        v.instrs.extend(self._dma(self.out, layouts[self.out.name], to_ub=False))
+        for o in self.algo.outputs:
+            v.instrs.extend(self._dma(o, layouts[o.name], to_ub=False))
         return v.instrs
 
     def _layout(self, buf: str, t: Tensor, box: tuple[Axis, ...], copy: Affine) -> Layout:
         per_block = self.t.elems_per_block(t.dtype.bytes)
         pitch = -(-box[-1].extent // per_block) * per_block
-        copies = self.s.copies(t.name)
+        copies = 1 if t.name in self.hoisted else self.s.copies(t.name)
         lay = Layout(buf, copy if copies == 2 else Affine(), t.dtype, box, pitch)
         self._alloc(buf, t.dtype, lay.elems, copies, tuple(a.extent for a in box),
                     f"tile of {t.name}" + (" (double buffered)" if copies == 2 else ""))
@@ -312,7 +375,17 @@ class _Builder:
     # ----------------------------------------------------------------- bounds inference
     def _bounds(self, out_box: tuple[Axis, ...]) -> dict[str, tuple[Axis, ...]]:
         boxes: dict[str, tuple[Axis, ...]] = {self.out.name: out_box}
+        for o in self.extra:  # an output the root does not read: the root's box, if same shape
+            if tuple(o.shape) == tuple(self.out.shape):
+                boxes[o.name] = tuple(Axis(f"{o.name}.{k}", a.start, a.extent)
+                                      for k, a in enumerate(out_box))
         for st in reversed(self.tile_stages):
+            if st.name not in boxes and st in self.extra:
+                raise ScheduleError(
+                    f"output '{st.name}' {list(st.shape)} is not read by '{self.out.name}' "
+                    f"{list(self.out.shape)}, whose tiles make the kernel, and has another "
+                    f"shape, so no tile knows which part of it to compute: compute it in its "
+                    f"own algorithm, or give it '{self.out.name}''s shape")
             if st.name not in boxes:
                 raise ScheduleError(
                     f"stage '{st.name}' is computed at '{self.out.name}''s tile but no consumer "
@@ -403,16 +476,28 @@ class _Builder:
         return _rebuild(e, new)
 
     def _check_row_alignment(self) -> None:
+        """A split of the output's last axis cuts the UB rows of every tensor whose last axis
+        follows it (found by bounds inference on a symbolic tile start); those rows, several
+        per tile, must stay 32-byte multiples. A rank-1 tensor's tile is one contiguous run
+        (DataCopyPad moves any length), and a row reduction's 1-D output does not cut the rows
+        of the tensor it reduces."""
         last = self.out_axes[-1]
         f = self.nest.factors[last]
-        if f != self.sizes[last]:
-            for t in self.algo.tensors:
-                if (f * t.dtype.bytes) % self.t.block_bytes:
-                    need = self.t.block_bytes // min(x.dtype.bytes for x in self.algo.tensors)
-                    raise ScheduleError(
-                        f"split('{self.out.name}', '{last}', {f}): a UB tile row of {f} x "
-                        f"{t.dtype} ('{t.name}') = {f * t.dtype.bytes} B is not a multiple of "
-                        f"{self.t.block_bytes} B; use a factor that is a multiple of {need}")
+        if f == self.sizes[last]:
+            return
+        probe = "@" + last
+        boxes = self._bounds(tuple(
+            Axis(a, Affine.of(probe) if a == last else Affine(), self.nest.factors[a])
+            for a in self.out_axes))
+        cut = [t for t in self.algo.tensors if t.name in boxes and len(boxes[t.name]) > 1
+               and probe in boxes[t.name][-1].start.vars()]
+        for t in cut:
+            if (f * t.dtype.bytes) % self.t.block_bytes:
+                need = self.t.block_bytes // min(x.dtype.bytes for x in cut)
+                raise ScheduleError(
+                    f"split('{self.out.name}', '{last}', {f}): a UB tile row of {f} x "
+                    f"{t.dtype} ('{t.name}') = {f * t.dtype.bytes} B is not a multiple of "
+                    f"{self.t.block_bytes} B; use a factor that is a multiple of {need}")
 
 
 class _ExprGen:
@@ -459,7 +544,9 @@ class _ExprGen:
                 if a <= last_axis:
                     raise UnsupportedError(
                         f"stage '{self.stage}': {e} reads '{e.tensor.name}' transposed; the "
-                        f"vector path needs subscripts in the stage's axis order")
+                        f"vector path needs subscripts in the stage's axis order: transpose "
+                        f"'{e.tensor.name}' in its own kernel (a GEMM with B transposed reads it "
+                        f"so) or store it transposed")
                 last_axis = a
                 strides[a] = lay.strides[k]
         return Val(lay.buf, lay.copy, lay.dtype, off, tuple(strides))
@@ -479,7 +566,7 @@ class _ExprGen:
     def temp(self, axes: tuple[int, ...], dtype: DType, what: str) -> Val:
         """A fresh dense UB buffer over domain axes ``axes``."""
         self.v.temps += 1
-        name = f"{self.stage}_t{self.v.temps}"
+        name = f"{self.stage}_t{self.v.temps}{self.v.suffix}"
         box = tuple(self.dom[a] for a in axes) or (Axis("one", Affine(), 1),)
         per_block = self.t.elems_per_block(dtype.bytes)
         pitch = -(-box[-1].extent // per_block) * per_block
@@ -537,26 +624,31 @@ class _ExprGen:
         return out
 
     def cast(self, e: Cast, dst: Val | None) -> Val:
+        """One ``Cast`` per step of :func:`cast_steps` (a pair the 910B table lacks goes
+        through the target's exact chain of intermediate dtypes)."""
+        if _is_index(e.x) and not isinstance(e.x, Const):  # i.astype('float32')
+            return index_value(self, e.x, None, e.dtype)
         x = self.value(e.x)
         if x.const is not None:
             return Val("", Affine(), e.dtype, Affine(), x.strides,
-                       const=store(e.dtype, x.const, e.round_mode).item())
-        pair = (x.dtype.name, e.dtype.name)
-        if pair not in self.t.vector_casts:
-            raise UnsupportedError(
-                f"stage '{self.stage}': cast {x.dtype} -> {e.dtype} in {e} is not a vector Cast "
-                f"on {self.t.name}; cast through float16 or float32 (supported pairs: "
-                f"{', '.join(f'{s}->{d}' for s, d in sorted(self.t.vector_casts))})")
-        out = self._dst(dst, x.varying(), e.dtype, str(e))
-        rnd = e.round_mode if not e.dtype.is_float else (
-            "none" if e.dtype.bytes > x.dtype.bytes or not x.dtype.is_float else "rint")
-        self.vec("vec_cast", out, (x,), "cast", (("round", rnd),))
-        return out
+                       const=store(e.dtype, x.const, e.round_mode, saturate=True).item())
+        steps = cast_steps(x.dtype, e.dtype, e.round_mode, self.t, f"stage '{self.stage}': {e}")
+        cur = x
+        for n, (to, mode) in enumerate(steps):
+            out = self._dst(dst, x.varying(), to, str(e)) if n == len(steps) - 1 else \
+                self.temp(x.varying(), to, f"{e} via {to}")
+            self.vec("vec_cast", out, (cur,), "cast", (("round", mode),))
+            cur = out
+        return cur
 
     def select(self, e: Select, dst: Val | None) -> Val:
         cond = e.cond
         assert isinstance(cond, Compare)
-        ca, cb = self.value(cond.a), self.value(cond.b)
+        if _is_index(cond.a) and _is_index(cond.b):  # j <= i: (j - i) <= 0 on index values
+            ca = index_value(self, cond.a, cond.b, e.dtype)
+            cb = Val("", Affine(), e.dtype, Affine(), (0,) * len(self.dom), const=0)
+        else:
+            ca, cb = self.value(cond.a), self.value(cond.b)
         a, b = self.value(e.a), self.value(e.b)
         axes = tuple(sorted(set().union(*(v.varying() for v in (ca, cb, a, b)))))
         ops = [self.full(v, axes, str(x)) for v, x in ((ca, cond.a), (cb, cond.b), (a, e.a),
@@ -572,7 +664,7 @@ class _ExprGen:
         dt = self.b.buffers[ca.tensor].dtype
         lanes = self.t.repeat_bytes // dt.bytes
         per_rep = lanes // 8  # mask bytes one repeat writes
-        mask = f"{self.stage}_mask"
+        mask = f"{self.stage}_mask{self.v.suffix}"
         self.b._alloc(mask, uint8, rows * per_rep, 1, (rows, per_rep),
                       f"compare mask of {self.stage} (1 bit per element)")
         # The 910B Compare ignores its mask: each repeat reads all 256 B of both operands and
@@ -672,15 +764,35 @@ class _ExprGen:
                     f"cast the operands to float32 first")
         axes = dst.varying()
         srcs = tuple(self._broadcastable(s, axes) for s in srcs)
+        vals = (dst,) + srcs
+        # Leading axes over which some operand's rows are not evenly spaced (m[i, j] read by
+        # every b of s[b, i, j] + m[i, j]) become IR loops around the instruction(s).
+        lead = next(n for n in range(len(axes)) if all(
+            self._uniform(x, axes[n:-1]) for x in vals))
+        loops = []
+        for a in axes[:lead]:
+            var = self.b.loop_var(f"{self.stage}_b")
+            loops.append((var, self.dom[a].extent, self.dom[a].name))
+            vals = tuple(replace(x, offset=x.offset + Affine.of(var) * x.strides[a])
+                         for x in vals)
+        axes = axes[lead:]
         ext = [self.dom[a].extent for a in axes] or [1]
         cols = ext[-1]
         rows = int(np.prod(ext[:-1])) if len(ext) > 1 else 1
-        vals = (dst,) + srcs
         rs = [self._row_stride(x, axes) for x in vals]
         cs = [(x.strides[axes[-1]] if axes else 1) for x in vals]
         cs = [0 if x.block else c for x, c in zip(vals, cs)]
-        self.v.instrs.extend(self._cover(op, list(zip(vals, rs, cs)), rows, cols, attrs,
-                                         comment or f"{self.stage}: {fn}"))
+        out = self._cover(op, list(zip(vals, rs, cs)), rows, cols, attrs,
+                          comment or f"{self.stage}: {fn}")
+        for var, n, name in reversed(loops):
+            out = [For(var, n, tuple(out), comment=f"{name} of {self.stage}: an operand repeats "
+                       f"over it")]
+        self.v.instrs.extend(out)
+
+    def _uniform(self, x: Val, outer: tuple[int, ...]) -> bool:
+        """Rows of ``x`` over the flattened ``outer`` axes are evenly spaced."""
+        return all(x.strides[p] == x.strides[q] * self.dom[q].extent
+                   for p, q in zip(outer[:-1], outer[1:]))
 
     def _cover(self, op: str, opnds: list[tuple[Val, int, int]], rows: int, cols: int,
                attrs: tuple, comment: str) -> list[Stmt]:
@@ -834,7 +946,7 @@ class _ExprGen:
         # lane) read with row stride 0; Brcb itself needs a contiguous source
         n8 = -(-rows // g) * g if x.varying() else g
         self.v.temps += 1
-        name = f"{self.stage}_brcb{self.v.temps}"
+        name = f"{self.stage}_brcb{self.v.temps}{self.v.suffix}"
         self.b._alloc(name, x.dtype, n8 * per, 1, (n8, per),
                       f"{x.buf} broadcast to one 32 B block per row (Brcb)")
         srcbuf = self.b.buffers[src.buf]
@@ -877,6 +989,8 @@ class _ExprGen:
                     f"inner result axes are whole")
         epr = self.t.repeat_bytes // body.dtype.bytes
         src, src_rs = body, rs
+        if cols % epr == 0 and (rows == 1 or rs >= cols):
+            src, src_rs, cols = self._halve(op, body, rs, rows, cols // epr, epr)
         while cols > epr:
             src, src_rs, cols = self._partials(op, src, src_rs, rows, cols)
         self.v.instrs.extend(self._reduce_rows(op, out, 1, src, src_rs, cols, rows,
@@ -893,11 +1007,11 @@ class _ExprGen:
         * per row: an IR loop over the rows, a WholeReduce per row with a repeat per full
           256-byte chunk (one partial each), then the masked tail chunks of every row (a
           repeat per row). Rows of partials are padded to 32 B for the next level's repeat
-          stride. WholeReduce's dst must sit on 2 elements (2 * sizeof(T)), so after an odd
-          number of full chunks the tail's partial skips a slot, which holds op's identity
-          (the emit_ascendc runtime's WholeReduce rule; asc-devkit docs/zh/api/SIMD-API/
-          基础API/Memory矢量计算/归约计算/ReduceRepeat.md:180 asks 8 B for float with
-          ORDER_VALUE_INDEX). Rows of whole chunks back to back are reduced as one row.
+          stride. A sum's dst may sit on any element (sizeof(T) alignment: asc-devkit docs
+          ReduceRepeat.md:171-172); a max/min dst must sit on 2 elements (the library checks
+          2 * sizeof(T), impl/basic_api/kernel_operator_vec_reduce_intf_impl.h:177), so for
+          max/min after an odd number of full chunks the tail's partial skips a slot, which
+          holds op's identity. Rows of whole chunks back to back are reduced as one row.
         * fold: one chunk of partials per row: the first chunk copied, then every further
           chunk (an IR loop over them) and the masked tail combined into it elementwise, a
           repeat per row; a V barrier per chunk.
@@ -908,7 +1022,7 @@ class _ExprGen:
         per = t.elems_per_block(dt.bytes)
         full, tail = divmod(cols, epr)
         self.v.temps += 1
-        acc = f"{self.stage}_part{self.v.temps}"
+        acc = f"{self.stage}_part{self.v.temps}{self.v.suffix}"
         accv = Val(acc, Affine(), dt, Affine(), ())
         what = f"{op} partials of the rows of {self.stage}"
         chunks = f"{self.stage}: {op} of each {epr}-column chunk"
@@ -920,8 +1034,9 @@ class _ExprGen:
             return accv, full, full
         fits = rows == 1 or src_rs * dt.bytes // t.block_bytes <= t.max_rep_stride
         per_chunk = -(-rows // t.max_repeat)  # calls covering one chunk of every row
-        step = t.max_repeat - t.max_repeat % 2  # chunk pieces keep each dst on 2 elements
-        gap = tail > 0 and full % 2 == 1
+        pair = _reduce_dst_elems(op) == 2  # max/min: each dst on 2 elements
+        step = t.max_repeat - t.max_repeat % 2 if pair else t.max_repeat
+        gap = pair and tail > 0 and full % 2 == 1
         slot = full + gap  # the tail's partial
         width = slot + 1 if tail else full
         npad = -(-width // per) * per
@@ -981,11 +1096,71 @@ class _ExprGen:
         self.v.instrs.extend(out)
         return accv, epr, epr
 
+    def _halve(self, op: str, src: Val, src_rs: int, rows: int, n: int, epr: int
+               ) -> tuple[Val, int, int]:
+        """Fold each row's ``n`` 256-byte chunks pairwise with the elementwise op, up to
+        HALVINGS times while ``n`` is even (chunks 2i and 2i+1 into chunk i of a new partial
+        row, so the two sources are 256 B apart and hit different UB bank groups); the
+        WholeReduce levels take the rest. An elementwise repeat costs 1 cycle where
+        WholeReduceMax costs 7 and WholeReduceSum 3 (target/costs.py; the binary-tree scheme
+        of the ASC reduction guide), but each level is one more dependent instruction (a V
+        barrier, ~27 cycles of tail and head): three levels take a 4096-float row's max
+        from 448 to ~112 cycles of repeats, and keep the statement count independent of the
+        row width. The first level's partials take half the rows' bytes, so a tile whose
+        partials would exceed UB / HALVE_UB_SHARE reduces by WholeReduce alone (hand
+        schedules sized without them keep fitting). Returns the partials, their row stride
+        and their columns."""
+        fn = {"sum": "add", "max": "max", "min": "min"}[op]
+        if rows * (n // 2) * self.t.repeat_bytes > self.t.scope(Scope.UB).usable // HALVE_UB_SHARE:
+            return src, src_rs, n * epr  # the first level's partials would crowd the tile out
+        for _ in range(HALVINGS):
+            if n < 2 or n % 2:
+                break
+            n //= 2
+            self.v.temps += 1
+            name = f"{self.stage}_half{self.v.temps}{self.v.suffix}"
+            self.b._alloc(name, src.dtype, rows * n * epr, 1, (rows, n * epr),
+                          f"{op} of column pairs of the rows of {self.stage}")
+            dst = Val(name, Affine(), src.dtype, Affine(), ())
+            self._pair_op(fn, dst, n * epr, src, src_rs, rows, n, epr)
+            src, src_rs = dst, n * epr
+        return src, src_rs, n * epr
+
+    def _pair_op(self, fn: str, dst: Val, dst_rs: int, src: Val, src_rs: int, rows: int,
+                 n: int, epr: int) -> None:
+        """``dst[r, chunk i] = fn(src[r, chunk 2i], src[r, chunk 2i + 1])`` for ``r < rows``,
+        ``i < n``: per row one instruction repeating over its chunks, or per chunk one
+        repeating over the rows, whichever issues fewer calls (rows too far apart for a
+        repeat stride: per row); loops as ``_span`` makes them."""
+        t = self.t
+        mr = t.max_repeat
+        big = src_rs * src.dtype.bytes // t.block_bytes > t.max_rep_stride
+        what = f"{self.stage}: {fn} of column pairs"
+
+        def instr(row: Affine, col: Affine, k: int, over_rows: bool) -> list[Stmt]:
+            """``k`` repeats from output (row, chunk col): over rows or along the row."""
+            d_step, s_step = (dst_rs, src_rs) if over_rows else (epr, 2 * epr)
+            d = Region(dst.buf, row * dst_rs + col * epr, (Dim(k, d_step), Dim(epr, 1)))
+            a = Region(src.buf, src.offset + row * src_rs + col * (2 * epr),
+                       (Dim(k, s_step), Dim(epr, 1)), src.copy)
+            return [Instr("vec_binary", Pipe.V, (d,), (a, replace(a, offset=a.offset + epr)),
+                          (("fn", fn),), what)]
+
+        if big or rows * -(-n // mr) <= n * -(-rows // mr):
+            out = self._span(rows, 1, lambda r, _: self._span(
+                n, mr, lambda c, k: instr(r, c, k, False), "p", what), "r",
+                f"rows of {self.stage}")
+        else:
+            out = self._span(n, 1, lambda c, _: self._span(
+                rows, mr, lambda r, k: instr(r, c, k, True), "p", what), "c",
+                f"column pairs of {self.stage}")
+        self.v.instrs.extend(out)
+
     def _reduce_rows(self, op: str, dst: Val, dst_rs: int, src: Val, src_rs: int, cols: int,
                      rows: int, comment: str) -> list[Stmt]:
-        """``dst[r * dst_rs] = op(src[r * src_rs : + cols])`` in max_repeat pieces, each
-        piece's dst on 2 elements (WholeReduce's dst alignment is 2 * sizeof(T))."""
-        odd = dst_rs % 2 == 1
+        """``dst[r * dst_rs] = op(src[r * src_rs : + cols])`` in max_repeat pieces; for max/min
+        each piece's dst on 2 elements (``_reduce_dst_elems``)."""
+        odd = _reduce_dst_elems(op) == 2 and dst_rs % 2 == 1
         step = self.t.max_repeat - (self.t.max_repeat % 2 if odd else 0)
         return self._span(rows, step, lambda r, n: [Instr(
             "vec_reduce", Pipe.V,
@@ -996,6 +1171,61 @@ class _ExprGen:
 
 
 # --------------------------------------------------------------------------- helpers
+def cast_steps(src: DType, dst: DType, round_mode: str, target: Target, where: str
+               ) -> list[tuple[DType, str]]:
+    """The ``Cast`` calls converting ``src`` to ``dst``: ``[(to dtype, round mode), ...]``.
+
+    A pair of ``target.vector_casts`` is one call; a pair of ``target.cast_chains`` goes
+    through its intermediate dtypes (exact: the chain's value is the direct conversion's).
+    Round modes: the first float -> int step of a float source takes ``round_mode``; other
+    float -> int steps see integers (``rint``); int -> int steps ``none`` (saturating); widening float -> float
+    ``none``, narrowing ``rint``; int -> float ``none`` where the table allows it (CAST_NONE is
+    CAST_RINT when the conversion loses precision, docs Cast.md), else ``rint``.
+    """
+    pair = (src.name, dst.name)
+    if pair in target.vector_casts:
+        path = [src.name, dst.name]
+    elif pair in target.cast_chains:
+        path = [src.name, *target.cast_chains[pair], dst.name]
+    else:
+        direct = ", ".join(f"{a}->{b}" for a, b in sorted(target.vector_casts))
+        chained = ", ".join(f"{a}->{b}" for a, b in sorted(target.cast_chains))
+        raise UnsupportedError(
+            f"{where}: cast {src} -> {dst} is neither a vector Cast on {target.name} nor an "
+            f"exact chain of them; cast to an intermediate type explicitly if its double "
+            f"rounding is acceptable (Cast pairs: {direct}; chained: {chained})")
+    steps: list[tuple[DType, str]] = []
+    rounded = not src.is_float  # integral values: no later step has anything to round
+    for a, b in zip(path, path[1:]):
+        da, db = as_dtype(a), as_dtype(b)
+        modes = target.vector_casts[(a, b)]
+        if da.is_float and not db.is_float:
+            mode = "rint" if rounded else round_mode
+            rounded = True
+        elif not db.is_float:
+            mode = "none"
+        elif da.is_float and da == db:  # rounding to an integral value (expand_math's round)
+            mode = round_mode if round_mode in modes else "rint"
+        elif da.is_float:
+            mode = "none" if db.bytes > da.bytes else "rint"
+        else:
+            mode = "none" if "none" in modes else "rint"
+        if mode not in modes:
+            raise UnsupportedError(
+                f"{where}: Cast {a} -> {b} on {target.name} takes round modes "
+                f"{', '.join(sorted(modes))}, not {mode!r}; use one of them")
+        steps.append((db, mode))
+    return steps
+
+
+def _reduce_dst_elems(op: str) -> int:
+    """Elements a WholeReduce dst must be aligned to: 1 for sum (sizeof(T), asc-devkit docs
+    ReduceRepeat.md:171-172), 2 for max/min (the library checks 2 * sizeof(T) for every order,
+    impl/basic_api/kernel_operator_vec_reduce_intf_impl.h:177; the docs' sizeof(T) for
+    ORDER_ONLY_VALUE, ReduceRepeat.md:178, is the laxer of the two)."""
+    return 1 if op == "sum" else 2
+
+
 def _union(old: tuple[Axis, ...] | None, new: tuple[Axis, ...], ld: Load) -> tuple[Axis, ...]:
     if old is None:
         return new

@@ -8,12 +8,13 @@ prints it on request ("(unchanged)" when a pass returned its input) and writes
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ascendsched.algo.algorithm import Algorithm
-from ascendsched.errors import CapacityError
+from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.build_gemm import build_gemm, capacity_hint
 from ascendsched.lower.build_loop_nest import build_loop_nest
@@ -74,6 +75,13 @@ class PassLog:
 def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
           log: PassLog | None = None, sync: bool = True) -> Kernel:
     """Lower a scheduled algorithm to a final kernel: planned memory, inserted syncs."""
+    if isinstance(sched, Algorithm):
+        raise ScheduleError(
+            f"lower() takes a Schedule; algorithm '{sched.name}' has none yet: "
+            f"lower(schedule_for(algo)) for the default one, or lower(Schedule(algo).split(...))")
+    if not isinstance(sched, (Schedule, GemmSchedule)):
+        raise ScheduleError(f"lower() takes a Schedule or GemmSchedule, got "
+                            f"{type(sched).__name__} {sched!r}")
     target = target or sched.target
     log = log if log is not None else PassLog()
     if isinstance(sched, GemmSchedule):  # the Cube path
@@ -101,18 +109,52 @@ def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
 
 def schedule_for(obj: Schedule | GemmSchedule | Algorithm, target: Target = DEFAULT_TARGET
                  ) -> Schedule | GemmSchedule:
-    """The schedule to lower: ``obj`` itself, or the largest default candidate that fits
-    (a GEMM algorithm gets a Cube schedule, ``schedule/gemm.py``)."""
+    """The schedule to lower: ``obj`` itself, or the first default candidate whose buffers
+    the memory planner fits with their buffering honoured (``plan_memory``'s first plan); when
+    none does, the first that fits at all (its plan warns what it gave up). A GEMM algorithm
+    gets a Cube schedule (``schedule/gemm.py``)."""
     if isinstance(obj, (Schedule, GemmSchedule)):
         return obj
+    if not isinstance(obj, Algorithm):
+        raise ScheduleError(
+            f"expected a Schedule, a GemmSchedule or an Algorithm (which gets the default "
+            f"schedule), got {type(obj).__name__} {obj!r}")
+    for t in obj.tensors:
+        if any(not isinstance(d, int) for d in t.shape):
+            raise UnsupportedError(
+                f"tensor '{t.name}' of '{obj.name}' has symbolic shape {list(t.shape)}; a kernel "
+                f"(and its default schedule) needs concrete sizes: build the algorithm with "
+                f"integers for this kernel")
     last: CapacityError | None = None
-    for cand in default_schedules(obj, target):
+    fallback: Schedule | GemmSchedule | None = None
+    for cand in _defaults(obj, target):
         try:
             k = build_gemm(cand, target) if isinstance(cand, GemmSchedule) else \
                 build_loop_nest(cand, target)
-            plan_memory(k, buffer_lifetimes(k), target)
-            return cand
+            plan = plan_memory(k, buffer_lifetimes(k), target, warn=False)
         except CapacityError as e:
             last = e
+            continue
+        if not plan.compromises:
+            return cand
+        fallback = fallback or cand
+    if fallback is not None:
+        return fallback
     assert last is not None
     raise last
+
+
+def _defaults(algo: Algorithm, target: Target) -> Iterator[Schedule | GemmSchedule]:
+    """The default candidates; a ScheduleError while making them is the default schedule's
+    limit, not a call of the user's: say so and point at writing a Schedule."""
+    try:
+        yield from default_schedules(algo, target)
+    except ScheduleError as e:
+        if isinstance(e, CapacityError):
+            raise
+        root = Schedule(algo, target=target).root().name
+        raise ScheduleError(
+            f"no default schedule for algorithm '{algo.name}' (outputs "
+            f"{', '.join(o.name for o in algo.outputs)}): the default schedule generator "
+            f"failed with: {e}. Return a Schedule instead, e.g. Schedule(algo).split('{root}', "
+            f"..., 8) with compute_at for its producers") from e

@@ -25,13 +25,18 @@ lane (as ``vec_brcb`` writes it); semantically element ``(r, c)`` is element ``(
 source row stride of 0 re-reads the same row for every repeat.
   ``vec_binary``  attrs fn in add sub mul div max min: dst = fn(a, b); reads (a, b)
   ``vec_unary``   attrs fn in exp ln sqrt rsqrt reciprocal abs relu copy: dst = fn(src)
-  ``vec_scalar``  attrs fn in adds muls maxs mins, scalar: dst = fn(src, scalar)
+  ``vec_scalar``  attrs fn in adds muls maxs mins, scalar (a number, or an Affine of loop
+                  variables: an index value): dst = fn(src, scalar)
   ``vec_dup``     attrs value: dst = value (``Duplicate``); reads nothing
   ``vec_cast``    attrs round in rint trunc floor ceil round none: dst = cast(src)
   ``vec_reduce``  attrs fn in sum max min: src view ``(rows, cols)``, dst view ``(rows, 1)``;
-                  dst[r, 0] = reduce(src[r, :]) (``WholeReduceSum/Max/Min``, value only)
+                  dst[r, 0] = reduce(src[r, :]) (``WholeReduceSum/Max/Min``, value only).
+                  The dst starts on sizeof(T) for sum, 2 * sizeof(T) for max/min (asc-devkit
+                  docs ReduceRepeat.md:165-183; impl kernel_operator_vec_reduce_intf_impl.h:148,
+                  177)
   ``vec_brcb``    src view ``(n, 1)``, dst view ``(n, B)`` with B = 32 / elem bytes and row
-                  stride B: dst[r, :] = src[r, 0] (``Brcb``); n is a multiple of 8
+                  stride B: dst[r, :] = src[r, 0] (``Brcb``); n is a multiple of 8; src and
+                  dst must not share bytes (docs Brcb.md:122)
   ``vec_cmp``     attrs fn in lt gt le ge eq ne: writes a uint8 mask region ``(rows, nbytes)``
                   where bit ``c % 8`` of byte ``c // 8`` of mask row r = fn(a[r, c], b[r, c]).
                   The 910B Compare ignores its mask, so lowering gives it whole repeats: operand
@@ -114,6 +119,11 @@ NaN for floats, -1 for ints), so a lowering that relies on unwritten padding get
                   Np = ceil(n/16)*16, Mp = ceil(m/16)*16). Only logical elements enter the sum
                   ("其他无效数据在计算中会被忽略": k not a multiple of C0 is exact, pad data is
                   ignored); C's pad entries (m.. < Mp, n.. < Np) are garbage (sim: poison).
+                  Every A/B element it reads (rows < m, k < k, columns < n) must have been
+                  written by a copy or load since the kernel started: other L1/L0 bytes are
+                  garbage that may be NaN, "Mmad指令应避免NaN输入，否则可能会产生执行报错"
+                  (Mmad.md:329); the simulator and the CPU runtime fail such a read. So m, n
+                  are the valid region (build_gemm ``_mmad_mn``), not the padded tile.
                   It reads whole fractals: A bytes [a, a + Mp*Kp*eb), B [b, b + Kp*Np*eb), and
                   (accumulating) C [c, c + Mp*Np*4). dtypes: fp16 x fp16 -> fp32, bf16 x bf16
                   -> fp32 (products exact, sums in fp32), int8 x int8 -> int32 (wrapping).
@@ -138,6 +148,16 @@ NaN for floats, -1 for ints), so a lowering that relies on unwritten padding get
                   fp16), ``F322BF16`` (fp32 -> bf16), both round to nearest even (CAST_RINT).
                   reluEn: max(x, 0) before the cast. nSize 1..4095, mSize 1..8192, unitFlag 0.
                   L0C start 1 KB aligned (the doc asks 64 B; we keep Mmad's 1 KB).
+
+Program prologue and epilogue (AIC): the emitter builds the Cube buffers with a TPipe, whose
+constructor sets ``M_MTE1`` event ids 0, 1, 2 on the AIC (asc-devkit impl/basic_api/
+kernel_tpipe_impl.h:100-113), so it releases them with ``TPipe::Destroy`` right after taking the
+buffers' LocalTensors (as catlass does, include/catlass/arch/resource.hpp:35-37): every event id
+of ``target.event_ids`` is then the kernel's own. Without the TPipe's destructor nothing drains
+the pipes at the end, so every AIC program ends with :func:`program_epilogue`, a
+``PipeBarrier<PIPE_ALL>`` (docs 静态Tensor编程.md:183; catlass kernels end so, e.g.
+include/catlass/gemm/kernel/basic_matmul.hpp:140). It is not in ``Program.body``; the emitter
+prints it and the simulator runs it (a ``barrier ALL`` trace event after the body).
 
 Synchronisation (ordinary instructions):
   ``set_flag``    pipe = source pipe, attrs dst (Pipe), event_id (Affine)
@@ -535,6 +555,17 @@ class Kernel:
 
     def __str__(self) -> str:
         return format_kernel(self)
+
+
+def program_epilogue(core: CoreType) -> tuple[Instr, ...]:
+    """What every ``core`` program runs after its body (module docstring, "Program prologue
+    and epilogue"): a ``barrier ALL`` on the AIC, nothing on the AIV (its TPipe lives to the
+    end, and the destructor's ``TPipe::Destroy`` drains the pipes, kernel_tpipe_impl.h:80-86,
+    595-600)."""
+    if core == CoreType.AIC:
+        return (Instr("barrier", Pipe.ALL, comment="kernel end: drain every pipe (the TPipe was "
+                      "destroyed at the start)"),)
+    return ()
 
 
 SYNC_OPS = frozenset(["set_flag", "wait_flag", "barrier", "cross_set", "cross_wait"])

@@ -7,12 +7,21 @@ Positions are the program-order numbers of the kernel's Instrs (the ids of
   (defined before a loop and read in it -> to the loop's end; written in it and read after it
   -> from the loop's start);
 * a copy whose first access inside a loop body is a read carries its value from one iteration
-  to the next, so it lives over the whole loop.
+  to the next, so it lives over the whole loop;
+* every copy of a multi-copy (double-buffered) buffer lives over the whole loop its copies
+  alternate over (the loops whose variables appear in its copy index) and over the uses of
+  every other copy: while one copy is being filled the other is being consumed, so neither
+  copy's bytes may go to another buffer anywhere in that loop. Those loops are the kernel's
+  *pipelined* loops (``Lifetimes.pipelined``); ``Lifetime.own`` keeps a copy's interval from its
+  own uses, for the planner's last-resort fallback.
 
 Before/after, for ``acc = 0; for k: acc += x_ub[k]; store acc``::
 
     0 dup acc | for k: 1 load x_ub; 2 add acc | 3 store acc
     ->  acc [0, 3] (carried by k), x_ub [1, 2]
+
+and with ``x_ub`` double buffered over ``k`` (``x_ub[k % 2]``), both copies live over ``[1, 2]``
+(the whole loop body) and ``k`` is pipelined.
 
 *In-place pairs* ``(a, b)``: single-copy buffers of one element size where ``b`` may sit at
 exactly ``a``'s offset although their lifetimes touch, because every instruction of the overlap
@@ -27,7 +36,7 @@ this store).
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ascendsched.lower.ir import BLOCK_IDX, For, If, Instr, Kernel, Region, Stmt
 from ascendsched.target.model import Pipe, Scope
@@ -46,6 +55,8 @@ class Lifetime:
     first_pipes: frozenset[Pipe]  # pipes of the instructions at the first use
     last_pipes: frozenset[Pipe]  # pipes of the instructions at the last use
     why: str = ""  # how loops widened the interval
+    own: tuple[int, int] | None = None  # multi-copy: this copy's own uses (before the copies'
+    # shared whole-loop span); None when the interval is already the copy's own
 
     @property
     def used(self) -> bool:
@@ -63,6 +74,18 @@ class Lifetimes:
     entries: tuple[Lifetime, ...]
     positions: tuple[str, ...]  # one line per position: the instruction it numbers
     in_place: frozenset[tuple[str, str]] = frozenset()  # (a, b): b may take a's exact bytes
+    pipelined: tuple[tuple[str, int, int], ...] = ()  # (var, first, last) of each loop that a
+    # multi-copy buffer alternates over
+
+    def pipelined_loop(self, a: Lifetime, b: Lifetime) -> str | None:
+        """The innermost pipelined loop holding both used lifetimes (one iteration's work),
+        or None."""
+        if not a.used or not b.used:
+            return None
+        lo, hi = min(a.start, b.start), max(a.end, b.end)
+        inside = [(last - first, v) for v, first, last in self.pipelined
+                  if first <= lo and hi <= last]
+        return min(inside)[1] if inside else None
 
     def of(self, buffer: str, copy: int = 0) -> Lifetime:
         for e in self.entries:
@@ -89,22 +112,54 @@ def buffer_lifetimes(kernel: Kernel) -> Lifetimes:
     for prog in kernel.programs:
         walk.body(prog.body, (), {BLOCK_IDX: kernel.block_dim})
     entries = []
+    pipelined: dict[int, tuple[str, int, int]] = {}
     for b in kernel.buffers:
+        copies = []
         for c in range(b.copies):
             uses = walk.uses.get((b.name, c), [])
             if not uses:
-                entries.append(Lifetime(b.name, c, b.scope, b.nbytes, None, None,
-                                        frozenset(), frozenset()))
+                copies.append(Lifetime(b.name, c, b.scope, b.nbytes, None, None,
+                                       frozenset(), frozenset()))
                 continue
             start, end, why = _widen(uses, walk.loops)
             first = min(p for p, _, _ in uses)
             last = max(p for p, _, _ in uses)
-            entries.append(Lifetime(
+            copies.append(Lifetime(
                 b.name, c, b.scope, b.nbytes, start, end,
                 frozenset(pp for p, pp, _ in uses if p == first),
                 frozenset(pp for p, pp, _ in uses if p == last), why))
+        alternate = {i: walk.spans[i] for i in walk.alternate.get(b.name, ())}
+        if b.copies > 1 and alternate:
+            pipelined.update(alternate)
+            copies = _whole_loop(copies, walk.uses, list(alternate.values()))
+        entries.extend(copies)
     return Lifetimes(kernel.name, tuple(entries), tuple(walk.lines),
-                     _in_place_pairs(kernel, entries, walk.at, walk.ranges, walk.loops))
+                     _in_place_pairs(kernel, entries, walk.at, walk.ranges, walk.loops),
+                     tuple(pipelined[i] for i in sorted(pipelined)))
+
+
+def _whole_loop(copies: list[Lifetime], uses: dict[tuple[str, int], list[tuple[int, Pipe, str]]],
+                loops: list[tuple[str, int, int]]) -> list[Lifetime]:
+    """Every copy of one multi-copy buffer over the hull of all its copies' lifetimes and the
+    loops they alternate over."""
+    used = [e for e in copies if e.used]
+    if not used:
+        return copies
+    start = min([e.start for e in used] + [lo for _, lo, _ in loops])
+    end = max([e.end for e in used] + [hi for _, _, hi in loops])
+    every = [u for e in used for u in uses[(e.buffer, e.copy)]]
+    first = min(p for p, _, _ in every)
+    last = max(p for p, _, _ in every)
+    names = ", ".join(dict.fromkeys(v for v, _, _ in loops))
+    out = []
+    for e in copies:
+        why = ", ".join(w for w in (e.why, f"copies alternate over loop {names}") if w)
+        out.append(replace(
+            e, start=start, end=end, why=why,
+            first_pipes=frozenset(p for q, p, _ in every if q == first),
+            last_pipes=frozenset(p for q, p, _ in every if q == last),
+            own=(e.start, e.end) if e.used else None))
+    return out
 
 
 _IN_PLACE_OPS = frozenset({"vec_binary", "vec_unary", "vec_scalar", "vec_cast"})
@@ -185,6 +240,10 @@ class _Walk:
         self.loops: list[tuple[str, int, int]] = []  # (var, first position, last position)
         self.lines: list[str] = []
         self.at: list[Instr] = []  # the Instr at each position
+        self.spans: dict[int, tuple[str, int, int]] = {}  # loop number -> (var, first, last)
+        self.alternate: dict[str, set[int]] = {}  # buffer -> loops its copy index walks
+        self._open: list[tuple[int, str]] = []  # (loop number, var) of the enclosing loops
+        self._loops_seen = 0
         self.ranges: list[dict[str, int]] = []  # its enclosing loops: variable -> extent
 
     def body(self, body: tuple[Stmt, ...], loops: tuple[For, ...], ranges: dict[str, int]
@@ -194,9 +253,14 @@ class _Walk:
                 self.instr(s, ranges)
             elif isinstance(s, For):
                 first = self.pos
+                number = self._loops_seen
+                self._loops_seen += 1
+                self._open.append((number, s.var))
                 self.body(s.body, loops + (s,), {**ranges, s.var: s.extent})
+                self._open.pop()
                 if self.pos > first:
                     self.loops.append((s.var, first, self.pos - 1))
+                    self.spans[number] = (s.var, first, self.pos - 1)
             elif isinstance(s, If):
                 self.body(s.body, loops, ranges)
 
@@ -211,6 +275,10 @@ class _Walk:
                     continue
                 for c in _copies(r, buf.copies, ranges):
                     self.uses.setdefault((r.tensor, c), []).append((self.pos, s.pipe, kind))
+                if buf.copies > 1 and not r.copy.is_const:
+                    walked = r.copy.vars()
+                    self.alternate.setdefault(r.tensor, set()).update(
+                        n for n, v in self._open if v in walked)
         self.pos += 1
 
 

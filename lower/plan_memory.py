@@ -9,20 +9,37 @@ dependences):
 
 Both prefer, among offsets that do not raise the scope's peak, reuse that adds no new
 cross-pipe dependence: the dead copy's last user and the new copy's first user are on the same
-pipe (bishengir reuses within one pipe first). Offsets are multiples of the scope's alignment;
-the peak must fit the scope's *usable* bytes, else :class:`CapacityError` names the copies live
-at the peak. Before/after, for row_max_sub::
+pipe (bishengir reuses within one pipe first). Inside a *pipelined* loop (one a multi-copy
+buffer alternates over, ``Lifetimes.pipelined``) reuse also makes the next iteration's first
+user of the earlier buffer wait for the later one's last user, so it counts both directions.
+
+Three plans are tried per scope and the first that fits the scope's *usable* bytes is kept:
+
+1. the buffering as scheduled: every copy of a multi-copy buffer over its whole loop (the
+   lifetimes say so) and no reuse across pipes inside a pipelined loop, even if that raises the
+   peak (such reuse would serialise the pipes the copies are there to overlap);
+2. cross-pipe reuse inside pipelined loops allowed where it lowers the peak;
+3. copies of multi-copy buffers over their own uses only, so other buffers may take their bytes.
+
+Plans 2 and 3 give up overlap the schedule asked for: each is a :class:`BufferingWarning` that
+names the buffers and why. If none fits, :class:`CapacityError` names the copies live at the
+peak. Offsets are multiples of the scope's alignment. Before/after, for row_max_sub::
 
     UB x_ub 4096 [0,3], m_ub 64 [1,2], mb_ub 512 [2,3], y_ub 4096 [3,4]
     ->  x_ub@0, y_ub@4096, m_ub@4096 (dead before y_ub, both V), mb_ub@8192: peak 8704 B
+
+and for the README softmax (``x_ub`` and ``y_ub`` double buffered over ``i_o_k``), the ``e`` and
+``y`` temporaries no longer sit on the copies of ``x_ub`` and ``y_ub``: loads, vector work and
+stores of neighbouring tiles overlap.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ascendsched.errors import CapacityError
+from ascendsched.errors import BufferingWarning, CapacityError
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.lifetimes import Lifetime, Lifetimes
 from ascendsched.target.model import Scope, Target
@@ -54,6 +71,7 @@ class MemoryPlan:
     kernel: str
     placements: tuple[Placement, ...]
     usage: tuple[ScopeUsage, ...]
+    compromises: tuple[str, ...] = ()  # what the plan gave up of the schedule's buffering
 
     def offsets(self, buffer: str) -> tuple[int, ...]:
         ps = sorted((p for p in self.placements if p.buffer == buffer), key=lambda p: p.copy)
@@ -81,33 +99,53 @@ class MemoryPlan:
         return "\n".join(lines)
 
 
-def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target) -> MemoryPlan:
-    """Offsets for every buffer copy of ``kernel``; CapacityError if a scope overflows."""
+def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: bool = True
+                ) -> MemoryPlan:
+    """Offsets for every buffer copy of ``kernel``; CapacityError if a scope overflows.
+
+    Per scope, the first of three plans that fits is kept (see the module docstring): the
+    buffering as scheduled, then cross-pipe reuse inside pipelined loops, then copies that share
+    bytes with other buffers. The last two are compromises: each becomes a
+    :class:`BufferingWarning` (when ``warn``) and a line of ``MemoryPlan.compromises``.
+    """
     placements: list[Placement] = []
     usage: list[ScopeUsage] = []
+    compromises: list[str] = []
     scopes = list(dict.fromkeys(e.scope for e in lifetimes.entries))
     for scope in scopes:
         spec = target.scope(scope)
         items = [e for e in lifetimes.entries if e.scope == scope]
         sizes = {(e.buffer, e.copy): _round_up(max(e.nbytes, 1), spec.alignment) for e in items}
-        best: tuple[tuple[int, int], str, dict[tuple[str, int], int]] | None = None
-        for name, order, pick in _STRATEGIES:
-            offs = _pack(sorted(items, key=lambda e, o=order: o(e, sizes)), sizes,
-                         spec.alignment, pick, lifetimes.in_place)
-            peak = max((offs[k] + sizes[k] for k in offs), default=0)
-            score = (peak, _cross_pipe_reuses(items, offs, sizes))
-            if best is None or score < best[0]:
-                best = (score, name, offs)
-        assert best is not None
-        (peak, reuses), name, offs = best
-        if peak > spec.usable:
+        narrow = [_own(e) for e in items]
+        tries = ((items, True, ""), (items, False, "pipelined reuse"), (narrow, False, "copies"))
+        chosen = None
+        strict_peak = 0
+        for level, (its, strict, kind) in enumerate(tries):
+            if level == 2 and its == items:
+                break  # no multi-copy buffer: nothing left to give up
+            peak, reuses, name, offs = _best(its, sizes, spec.alignment, lifetimes, strict)
+            if level == 0:
+                strict_peak = peak
+            if peak <= spec.usable:
+                chosen = (its, peak, reuses, name, offs, kind)
+                break
+        if chosen is None:
+            peak, _, _, _ = _best(items, sizes, spec.alignment, lifetimes, True)
             raise CapacityError(_overflow_message(kernel, lifetimes, scope, items, sizes, peak,
                                                   spec.usable, spec.capacity))
-        for e in items:
+        its, peak, reuses, name, offs, kind = chosen
+        if kind:
+            why = _compromise(kernel, lifetimes, scope, items, its, sizes, offs, kind,
+                              strict_peak, spec.usable)
+            compromises.append(why)
+            if warn:
+                warnings.warn(BufferingWarning(why), stacklevel=2)
+            name += f", {kind} allowed"
+        for e in its:
             placements.append(Placement(e.buffer, e.copy, scope, offs[(e.buffer, e.copy)],
                                         sizes[(e.buffer, e.copy)], e.start, e.end))
         usage.append(ScopeUsage(scope, peak, sum(sizes.values()), spec.usable, name, reuses))
-    return MemoryPlan(kernel.name, tuple(placements), tuple(usage))
+    return MemoryPlan(kernel.name, tuple(placements), tuple(usage), tuple(compromises))
 
 
 # --------------------------------------------------------------------------- private helpers
@@ -116,6 +154,11 @@ _Key = tuple[str, int]
 
 def _round_up(n: int, a: int) -> int:
     return -(-n // a) * a
+
+
+def _own(e: Lifetime) -> Lifetime:
+    """A multi-copy buffer's copy over its own uses only (the last-resort plan)."""
+    return e if e.own is None else replace(e, start=e.own[0], end=e.own[1])
 
 
 def _first_fit_order(e: Lifetime, sizes: dict[_Key, int]) -> tuple:
@@ -141,11 +184,30 @@ _STRATEGIES: tuple[tuple[str, Callable, Callable], ...] = (
 )
 
 
+def _best(items: list[Lifetime], sizes: dict[_Key, int], align: int, lifetimes: Lifetimes,
+          strict: bool) -> tuple[int, int, str, dict[_Key, int]]:
+    """(peak, cross-pipe reuses, strategy, offsets) of the better packing."""
+    best: tuple[tuple[int, int], str, dict[_Key, int]] | None = None
+    for name, order, pick in _STRATEGIES:
+        offs = _pack(sorted(items, key=lambda e, o=order: o(e, sizes)), sizes, align, pick,
+                     lifetimes, strict)
+        peak = max((offs[k] + sizes[k] for k in offs), default=0)
+        score = (peak, _cross_pipe_reuses(items, offs, sizes, lifetimes))
+        if best is None or score < best[0]:
+            best = (score, name, offs)
+    assert best is not None
+    (peak, reuses), name, offs = best
+    return peak, reuses, name, offs
+
+
 def _pack(items: list[Lifetime], sizes: dict[_Key, int], align: int,
           pick: Callable[[list[tuple[int, int, int]]], tuple[int, int, int]],
-          in_place: frozenset[tuple[str, str]] = frozenset()) -> dict[_Key, int]:
+          lifetimes: Lifetimes, strict: bool) -> dict[_Key, int]:
+    """Place ``items`` in order. ``strict``: never reuse bytes across pipes inside a pipelined
+    loop (such offsets are not candidates; the top of the scope always is one)."""
     placed: list[tuple[Lifetime, int, int]] = []  # (lifetime, offset, size)
     offs: dict[_Key, int] = {}
+    in_place = lifetimes.in_place
     for e in items:
         size = sizes[(e.buffer, e.copy)]
         if not e.used:
@@ -163,8 +225,12 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], align: int,
                    for b, o, s in live):
                 continue
             nxt = min((o for _, o, _ in live if o >= off + size), default=max(peak, off + size))
-            cost = sum(_reuse_cost(p, e) for p, o, s in placed
-                       if p.used and not p.overlaps(e) and off < o + s and o < off + size)
+            shared = [p for p, o, s in placed
+                      if p.used and not p.overlaps(e) and off < o + s and o < off + size]
+            if strict and any(_reuse_cost(p, e, lifetimes.pipelined_loop(p, e))
+                              and lifetimes.pipelined_loop(p, e) for p in shared):
+                continue
+            cost = sum(_reuse_cost(p, e, lifetimes.pipelined_loop(p, e)) for p in shared)
             cands.append((off, cost, nxt - off - size))
         within = [c for c in cands if c[0] + size <= peak]
         free = [c for c in within if c[1] == 0]
@@ -174,16 +240,22 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], align: int,
     return offs
 
 
-def _reuse_cost(a: Lifetime, b: Lifetime) -> int:
-    """1 when sharing bytes between a and b adds a dependence between two different pipes."""
+def _reuse_cost(a: Lifetime, b: Lifetime, loop: str | None = None) -> int:
+    """How many dependences between two different pipes sharing bytes between a and b adds:
+    the later one's first user waits for the earlier one's last user, and inside a pipelined
+    ``loop`` the next iteration's first user of the earlier one also waits for the later one's
+    last user."""
     first, second = (a, b) if a.end < b.start else (b, a)
-    pipes = first.last_pipes | second.first_pipes
-    return 0 if len(pipes) == 1 else 1
+    n = 1 if len(first.last_pipes | second.first_pipes) > 1 else 0
+    if loop is not None and len(second.last_pipes | first.first_pipes) > 1:
+        n += 1
+    return n
 
 
-def _cross_pipe_reuses(items: list[Lifetime], offs: dict[_Key, int],
-                       sizes: dict[_Key, int]) -> int:
-    n = 0
+def _sharing(items: list[Lifetime], offs: dict[_Key, int], sizes: dict[_Key, int]
+             ) -> list[tuple[Lifetime, Lifetime]]:
+    """Pairs of used copies at overlapping bytes with disjoint lifetimes (reuses)."""
+    out = []
     used = [e for e in items if e.used]
     for i, a in enumerate(used):
         for b in used[i + 1:]:
@@ -191,8 +263,52 @@ def _cross_pipe_reuses(items: list[Lifetime], offs: dict[_Key, int],
             if a.overlaps(b):
                 continue  # in-place partners: one instruction reads one and writes the other
             if oa < ob + sizes[(b.buffer, b.copy)] and ob < oa + sizes[(a.buffer, a.copy)]:
-                n += _reuse_cost(a, b)
-    return n
+                out.append((a, b))
+    return out
+
+
+def _cross_pipe_reuses(items: list[Lifetime], offs: dict[_Key, int], sizes: dict[_Key, int],
+                       lifetimes: Lifetimes) -> int:
+    return sum(_reuse_cost(a, b, lifetimes.pipelined_loop(a, b))
+               for a, b in _sharing(items, offs, sizes))
+
+
+def _compromise(kernel: Kernel, lifetimes: Lifetimes, scope: Scope, items: list[Lifetime],
+                placed: list[Lifetime], sizes: dict[_Key, int], offs: dict[_Key, int],
+                kind: str, need: int, usable: int) -> str:
+    """The warning text of a plan that gave up part of the schedule's overlap."""
+    multi = sorted({e.buffer for e in items if e.own is not None})
+    fixes = [f"copies=1 on {b}" for b in multi]
+    fixes.append("a smaller tile (split the tiled axis by a smaller factor)")
+    head = (f"In kernel '{kernel.name}': keeping the pipelined loops of the schedule "
+            f"overlapping needs {need} B of {scope} but {kernel.target.name} has {usable} B "
+            "usable, so ")
+    whole = {(e.buffer, e.copy): e for e in items}
+    if kind == "copies":
+        by: dict[str, set[str]] = {}
+        for a, b in _sharing(placed, offs, sizes):
+            for x, y in ((a, b), (b, a)):
+                wx = whole[(x.buffer, x.copy)]
+                if wx.own is not None and y.buffer != x.buffer and wx.overlaps(y):
+                    by.setdefault(x.buffer, set()).add(y.buffer)
+        listing = "; ".join(f"the copies of {b} share bytes with {', '.join(sorted(o))} inside "
+                            f"the loop they alternate over"
+                            for b, o in sorted(by.items()))
+        cause = (f"{listing or 'copies share bytes with other buffers'}: the buffering is not "
+                 "honoured (the next copy's fill waits for the reusing buffer's last use)")
+    else:
+        pairs = []
+        for a, b in _sharing(placed, offs, sizes):
+            loop = lifetimes.pipelined_loop(a, b)
+            if loop is None or not _reuse_cost(a, b, loop):
+                continue
+            first, second = (a, b) if a.end < b.start else (b, a)
+            pipes = "/".join(sorted(str(p) for p in first.first_pipes | second.last_pipes))
+            pairs.append(f"{second.buffer} reuses the bytes of {first.buffer} inside pipelined "
+                         f"loop {loop} (pipes {pipes} then wait for each other every "
+                         "iteration)")
+        cause = "; ".join(dict.fromkeys(pairs)) or "buffers reuse bytes across pipes"
+    return f"{head}{cause}. Try {' or '.join(fixes)}."
 
 
 def _overflow_message(kernel: Kernel, lifetimes: Lifetimes, scope: Scope, items: list[Lifetime],

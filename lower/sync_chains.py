@@ -265,8 +265,9 @@ class ChainRelations:
                        ) -> tuple | None:
         """A barrier (key) that orders, without isl, every s -> t pair carried by the common
         loop ``var`` (s in an earlier iteration of it, the loops outside it equal), or None:
-        one that is a plain child of that loop's body, after s's branch or before t's. It runs
-        once per iteration, so after s in s's iteration or before t in t's."""
+        one inside that loop and no deeper loop (only Ifs between) whose body also holds s,
+        after s's branch, or holds t, before t's branch. It runs once in every iteration in
+        which s (or t) runs, after s in s's iteration or before t in t's."""
         for key in self._cached(("carried", s.id, t.id, var),
                                 lambda: self._carried_barriers(s, t, var)):
             if key not in dropped:
@@ -277,10 +278,15 @@ class ChainRelations:
         j = next((j for j, v in enumerate(s.loop_vars) if v == var), None)
         if j is None or j >= len(t.loop_paths) or t.loop_paths[j] != s.loop_paths[j]:
             return []
-        lp = s.loop_paths[j]
-        si, ti = s.path[len(lp)], t.path[len(lp)]
-        return [key for key, x in self._menu(s.pipe, t.pipe, t.core)[0]
-                if x.path[:-1] == lp and (x.path[-1] > si or x.path[-1] < ti)]
+        out = []
+        for key, x in self._menu(s.pipe, t.pipe, t.core)[0]:
+            if x.loop_paths != s.loop_paths[:j + 1]:
+                continue
+            body, d = x.path[:-1], len(x.path) - 1
+            if (len(s.path) > d and s.path[:d] == body and x.path[-1] > s.path[d]) or \
+                    (len(t.path) > d and t.path[:d] == body and x.path[-1] < t.path[d]):
+                out.append(key)
+        return out
 
     def _straight(self, s: InstrInfo, t: InstrInfo, same_iteration: bool) -> list[frozenset]:
         """Every sync (set) of ``_straight_cover``, whatever is dropped."""

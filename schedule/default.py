@@ -1,90 +1,183 @@
-"""Default schedules derived from the target, offered largest tile first.
+"""Default schedules derived from the target, offered best first.
 
-``lower`` takes the first candidate whose buffers fit; the rules:
+``lower``'s ``schedule_for`` takes the first candidate whose buffers the memory planner fits
+with the buffering asked for (else the first that fits at all). The rules:
 - reductions and stages with several consumers are computed per tile (``compute_at``), other
   producer stages are inlined;
-- the last axis stays whole when a row fits the element budget, else it is split to a multiple
-  of 32 bytes; the tile grows over leading rows up to the budget;
+- tiles are sized with the UB bytes they really need (``schedule/ub_budget.py``: every copy of
+  the inputs and the output, the per-tile stages and the temporaries of their expressions, by
+  liveness), so the double buffering fits beside them;
+- the last axis stays whole when a row fits, else it is split to a multiple of 32 bytes; the
+  tile grows over leading rows, and among the tile heights that fit the one that gives the
+  busiest core the fewest rows wins (ties: the taller tile, fewer DMA and vector heads);
 - the outermost tile loop is bound to min(tiles, vector cores) cores;
-- input and output tiles are double buffered when a core runs more than one tile.
+- inputs every tile reads whole (``gamma[j]`` with only rows tiled) are loaded once per core
+  (``load_once``); the other input tiles and the output tile are double buffered when a core
+  runs more than one tile (loads, vector work and stores of neighbouring tiles then overlap);
+  single-buffered candidates and smaller tiles follow as fallbacks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ascendsched.algo.algorithm import Algorithm
-from ascendsched.algo.expr import Reduce
 from ascendsched.algo.gemm_spec import looks_like_gemm
-from ascendsched.schedule.gemm import GemmSchedule, default_gemm_schedules
+from ascendsched.schedule.gemm import GemmSchedule
+from ascendsched.schedule.gemm_default import default_gemm_schedules
 from ascendsched.schedule.schedule import Schedule
+from ascendsched.schedule.ub_budget import (
+    TileShape,
+    computed_per_tile,
+    invariant_inputs,
+    tile_bytes,
+)
 from ascendsched.target import DEFAULT_TARGET, Target
+from ascendsched.target.model import Scope
 
-ELEMENT_BUDGETS = (16384, 8192, 4096, 2048, 1024, 512, 256, 128, 64, 32, 16)
+FALLBACKS = 6  # smaller tiles offered after the best one of each buffering
 
 
 def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
                       ) -> Iterator[Schedule | GemmSchedule]:
-    """Candidate default schedules, from the largest tile to the smallest (a GEMM gets Cube
-    schedules: ``schedule/gemm.py``'s ``default_gemm_schedules``)."""
+    """Candidate default schedules, best first (a GEMM gets Cube schedules:
+    ``schedule/gemm_default.py``)."""
     if looks_like_gemm(algo):
         yield from default_gemm_schedules(algo, target)
         return
     seen: set[str] = set()
-    for budget in ELEMENT_BUDGETS:
-        for double in (True, False):
-            s = _candidate(algo, target, budget, double)
+    for copies in (2, 1):
+        for tile in _tiles(algo, target, copies):
+            s = _candidate(algo, target, tile, copies)
             key = str(s)
             if key not in seen:
                 seen.add(key)
                 yield s
 
 
-def _candidate(algo: Algorithm, target: Target, budget: int, double: bool) -> Schedule:
+def _shape(algo: Algorithm) -> tuple[int, int, int]:
+    """(first axis, rows per step of it, columns) of the output: a tile takes some steps of
+    the first axis and every middle axis whole."""
+    dims = [int(x) for x in algo.outputs[0].shape]
+    mid = 1
+    for d in dims[1:-1]:
+        mid *= d
+    return (dims[0] if len(dims) > 1 else 1), mid, dims[-1]
+
+
+def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
+    """Tile shapes that fit UB with ``copies`` copies of the inputs and the output, the best
+    first, then up to FALLBACKS smaller ones."""
+    usable = target.scope(Scope.UB).usable
+    m, mid, n = _shape(algo)
+    one_d = len(algo.outputs[0].shape) == 1
+    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    if one_d:
+        gran = max(gran, target.repeat_bytes // max(t.dtype.bytes for t in algo.tensors))
+
+    def fits(rows: int, cols: int) -> bool:
+        return tile_bytes(algo, TileShape(rows * mid, cols), copies, target) <= usable
+
+    if fits(1, n):
+        cols = n
+        hi = _largest(lambda r: fits(r, n), 1, m)
+        heights = list(range(hi, 0, -1))
+    else:
+        widest = _largest(lambda c: fits(1, c * gran), 1, max(1, n // gran)) * gran
+        cols, heights = widest, [1]
+        if one_d:  # a 1-D output: the width plays the height's part
+            return _ranked([TileShape(1, c * gran) for c in range(widest // gran, 0, -1)],
+                           algo, target, copies, lambda t: t.cols, n)
+        # one whole row over the estimate: still offered first (the planner's in-place reuse
+        # often fits it, and a column split cannot shrink a row reduction's tiles)
+        whole = _ranked([TileShape(1, n)], algo, target, copies, lambda t: t.rows, m)
+        return whole + _ranked([TileShape(1, cols)], algo, target, copies, lambda t: t.rows, m)
+    return _ranked([TileShape(r, cols) for r in heights], algo, target, copies,
+                   lambda t: t.rows, m)
+
+
+def _ranked(tiles: list[TileShape], algo: Algorithm, target: Target, copies: int,
+            size: Callable[[TileShape], int], extent: int) -> list[TileShape]:
+    """The tile that gives the busiest core the least work first (its tiles times the tile
+    plus the per-tile DMA heads, in tile units; ties: the larger tile), then smaller tiles in
+    decreasing size; double buffering needs more tiles than cores."""
+    per_unit = tiles[0].rows * tiles[0].cols / size(tiles[0]) if tiles else 1.0
+    heads = _head_elements(algo, target) / per_unit
+
+    def busiest(t: TileShape) -> tuple[float, int]:
+        count = -(-extent // size(t))
+        cores = min(count, target.num_aiv)
+        return -(-count // cores) * (size(t) + heads), -size(t)
+
+    if copies > 1:
+        tiles = [t for t in tiles if -(-extent // size(t)) > target.num_aiv]
+    if not tiles:
+        return []
+    best = min(tiles, key=busiest)
+    rest = [t for t in tiles if size(t) < size(best)]
+    step = max(1, len(rest) // FALLBACKS)
+    return [best] + rest[::step][:FALLBACKS]
+
+
+def _head_elements(algo: Algorithm, target: Target) -> float:
+    """The fixed DMA cost of one tile (one GM -> UB head per input, one UB -> GM head), in
+    output elements streamed meanwhile at a core's share of the HBM bandwidth."""
+    c = target.costs
+    if c is None:
+        return 0.0
+    io_bytes = sum(t.dtype.bytes for t in algo.inputs) + algo.outputs[0].dtype.bytes
+    share = c.hbm_bytes_per_s / target.clock_hz / target.num_aiv  # bytes per cycle
+    cycles = c.head_gm_ub * len(algo.inputs) + c.head_ub_gm
+    return cycles * share / io_bytes
+
+
+def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The largest x in [lo, hi] with ok(x), ok being monotone (lo when none)."""
+    if ok(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int) -> Schedule:
     out = algo.outputs[0]
     s = Schedule(algo, target=target)
     assert out.op is not None
     axes = [a.name for a in out.op.axes]
-    shape = [int(x) for x in out.shape]
-    elem = max(t.dtype.bytes for t in algo.tensors)
-    align = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
-    last = shape[-1]
-    split_last = last > budget
-    cols = _aligned(min(last, budget), align) if split_last else last
-    if split_last:
-        s = s.split(out.name, axes[-1], cols)
-    padded = -(-cols * elem // target.block_bytes) * target.block_bytes // elem
-    if len(axes) > 1:
-        rows = max(1, min(shape[0], budget // max(padded, 1)))
-        if rows < shape[0]:
-            s = s.split(out.name, axes[0], rows)
+    m, _, n = _shape(algo)
+    if tile.cols < n:
+        s = s.split(out.name, axes[-1], tile.cols)
+    if len(axes) > 1 and tile.rows < m:
+        s = s.split(out.name, axes[0], tile.rows)
     loops = s.loop_names(out.name)
     tiles = 1
     if loops:
         nest = s.loop_nest(out.name)
-        first_axes = nest.loops[0][1]
-        tiles = 1
-        for a in first_axes:
-            n = shape[axes.index(a)]
-            tiles *= -(-n // nest.factors[a])
+        for a in nest.loops[0][1]:
+            tiles *= -(-int(out.shape[axes.index(a)]) // nest.factors[a])
         cores = min(tiles, target.num_aiv)
         if cores > 1:
             s = s.bind(out.name, loops[0], cores)
         tiles = -(-tiles // max(cores, 1))
+    per_tile = computed_per_tile(algo)
     for st in algo.stages:
         if st is out:
             continue
-        assert st.op is not None
-        if isinstance(st.op.body, Reduce) or len(algo.consumers(st)) > 1:
+        if st.name in per_tile:
             s = s.compute_at(st.name, out.name, s.legal_compute_at(out.name)[0])
         else:
             s = s.compute_inline(st.name)
-    if double and tiles > 1:
+    fixed = invariant_inputs(algo, tile, target) if loops else frozenset()
+    for name in sorted(fixed):
+        s = s.load_once(name)
+    if copies > 1 and tiles > 1:
         for t in algo.inputs:
-            s = s.buffer(t.name, 2)
-        s = s.buffer(out.name, 2)
+            if t.name not in fixed:
+                s = s.buffer(t.name, copies)
+        s = s.buffer(out.name, copies)
     return s
-
-
-def _aligned(n: int, align: int) -> int:
-    return max(align, n // align * align)

@@ -28,7 +28,7 @@ from functools import cached_property
 
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.gemm_spec import GemmSpec, match_gemm
-from ascendsched.errors import ScheduleError, UnsupportedError
+from ascendsched.errors import ScheduleError
 from ascendsched.target import DEFAULT_TARGET, Target
 from ascendsched.target.model import Scope
 
@@ -363,75 +363,6 @@ class GemmSchedule:
         and its LoadDataWithTranspose fills 32 columns at a time (lower/ir.py load_l0b)."""
         sp, g = self.spec, self.geometry
         return g.c0(1) if sp.in_dtype.bytes == 1 and not sp.trans_b else g.rows
-
-
-def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
-                           ) -> list[GemmSchedule]:
-    """Candidate default schedules, best first (``schedule_for`` takes the first that fits).
-
-    Tiles are multiples of the fractal no larger than the padded problem; L1 and L0A/L0B are
-    double buffered when the K loop has more than one step; L0C is double buffered when a core
-    runs more than one tile. Candidates whose buffers would not fit the target's L0A, L0B, L0C
-    or L1 (with that buffering) are dropped; the rest are ranked by the estimated cycles of the
-    busiest core: its tiles (balanced over the cores) times the larger of the Cube time (one
-    ``rows x rows x c0`` fractal MMA per cycle, shared/ASCEND_910B.md "Throughput") and its
-    share of the GM bandwidth for the A and B tiles and the C tile; ties go to larger tiles.
-    """
-    base = GemmSchedule(algo, target=target)
-    sp, g = base.spec, base.geometry
-    eb, ab = sp.in_dtype.bytes, sp.acc_dtype.bytes
-    c0, ng, mg = g.c0(eb), base._n_granule(), base._m_granule()
-    cap = {s: target.scope(s).usable for s in (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C)}
-    mp, np_, kp = _round_up(sp.m, mg), _round_up(sp.n, ng), _round_up(sp.k, c0)
-    sizes_mn = (256, 128, 64, 32, 16)
-    cands: list[tuple[tuple, GemmSchedule]] = []
-    seen: set[str] = set()
-    for tm in sorted({min(_round_up(s, mg), mp) for s in sizes_mn}, reverse=True):
-        for tn in sorted({min(_round_up(s, ng), np_) for s in sizes_mn}, reverse=True):
-            for k0 in sorted({min(_round_up(s, c0), kp) for s in (128, 64, 32, 16)},
-                             reverse=True):
-                tiles = sp.batch * -(-sp.m // tm) * -(-sp.n // tn)
-                cores = min(tiles, target.num_aic)
-                multi_tile = tiles > cores
-                l0c = 2 if multi_tile and 2 * tm * tn * ab <= cap[Scope.L0C] else 1
-                if tm * tn * ab * l0c > cap[Scope.L0C]:
-                    continue
-                # the L1 K tile: up to 4 L0 steps, as long as A + B tiles fit (double buffered)
-                tk = k0
-                for mult in (4, 2, 1):
-                    tk = min(k0 * mult, _round_up(kp, k0))
-                    if 2 * (tm + tn) * tk * eb <= cap[Scope.L1]:
-                        break
-                ksteps = -(-sp.k // k0)
-                l0 = 2 if ksteps > 1 else 1
-                l1 = 2 if -(-sp.k // tk) > 1 or multi_tile else 1
-                if (tm * k0 * eb * l0 > cap[Scope.L0A] or k0 * tn * eb * l0 > cap[Scope.L0B]
-                        or (tm + tn) * tk * eb * l1 > cap[Scope.L1]):
-                    continue
-                eff = base.tile(tm, tn, tk).split_k(k0).tiling  # clamped to the problem
-                s = base.tile(eff.tm, eff.tn, eff.tk).split_k(eff.k0)
-                if str(s) in seen:
-                    continue
-                seen.add(str(s))
-                for level, n in (("l1", l1), ("l0", l0), ("l0c", l0c)):
-                    if n > 1:
-                        s = s.buffer(level, n)
-                if cores > 1:
-                    s = s.bind(cores)
-                mtiles = -(-sp.m // tm)
-                if cores > 1 and mtiles > 1:
-                    s = s.swizzle(min(4, mtiles), "m")
-                waves = -(-tiles // cores)
-                # busiest core's cycles: max(Cube, its share of GM bandwidth) per tile
-                mma = tm * tn * kp / (g.rows * g.rows * c0)
-                bw = target.gm_bytes_per_s / target.clock_hz / cores
-                gm = ((tm + tn) * kp * eb + tm * tn * sp.out_dtype.bytes) / bw
-                cost = (round(waves * max(mma, gm)), -(eff.tm * eff.tn), -eff.tk, -eff.k0)
-                cands.append((cost, s))
-    if not cands:
-        raise UnsupportedError(f"no default GEMM tiling of {sp} fits {target.name}'s L0/L1")
-    cands.sort(key=lambda c: c[0])
-    return [s for _, s in cands]
 
 
 def _round_up(x: int, a: int) -> int:

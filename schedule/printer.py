@@ -28,12 +28,14 @@ def format_schedule(s: Schedule) -> str:
             lines.append(f"  .compute_inline({x.stage!r})")
         elif isinstance(x, d.Buffering):
             lines.append(f"  .buffer({x.tensor!r}, copies={x.copies})")
+        elif isinstance(x, d.LoadOnce):
+            lines.append(f"  .load_once({x.tensor!r})")
     return "\n".join(lines)
 
 
 def print_loop_nest(s: Schedule) -> str:
     """Pseudocode of the output stage's loops before lowering (Halide's print_loop_nest)."""
-    out = s.algo.outputs[0]
+    out = s.root()
     nest = s.loop_nest(out.name)
     lines, pad = [], ""
     for name, axes in nest.loops:
@@ -43,6 +45,9 @@ def print_loop_nest(s: Schedule) -> str:
     for st in s.algo.stages:
         p = s.placement(st.name)
         if st is out:
+            continue
+        if st in s.algo.outputs:
+            lines.append(f"{pad}compute {st.name} tile (UB) -> GM")
             continue
         if p is not None and type(p).__name__ == "ComputeInline":
             continue

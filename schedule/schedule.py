@@ -68,7 +68,12 @@ class Buffering:
     copies: int
 
 
-Directive = Split | Reorder | Fuse | Bind | ComputeAt | ComputeInline | Buffering
+@dataclass(frozen=True)
+class LoadOnce:
+    tensor: str  # an input every tile reads whole: loaded once per core, before the tile loops
+
+
+Directive = Split | Reorder | Fuse | Bind | ComputeAt | ComputeInline | Buffering | LoadOnce
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,20 @@ class Schedule:
     directives: tuple[Directive, ...] = ()
     target: Target = DEFAULT_TARGET
 
+    def __post_init__(self) -> None:
+        if isinstance(self.algo, Tensor):
+            raise ScheduleError(
+                f"Schedule() takes an Algorithm, not the tensor '{self.algo.name}': "
+                f"Schedule(algorithm('{self.algo.name}_kernel', {self.algo.name}))")
+        if not isinstance(self.algo, Algorithm):
+            raise ScheduleError(
+                f"Schedule() takes an Algorithm (ascendsched.algo.algorithm(name, outputs)), "
+                f"got {type(self.algo).__name__} {self.algo!r}")
+        if not isinstance(self.target, Target):
+            raise ScheduleError(
+                f"Schedule(target=...) takes a Target such as ascendsched.target.ASCEND_910B, "
+                f"got {self.target!r}")
+
     # ----------------------------------------------------------------- primitives
     def split(self, stage: str, axis: str, factor: int, *, outer: str | None = None,
               inner: str | None = None) -> Schedule:
@@ -105,7 +124,7 @@ class Schedule:
             raise ScheduleError(
                 f"split('{stage}', '{axis}', {factor}): '{axis}' is already split; "
                 f"change the existing factor instead of splitting twice")
-        if not isinstance(factor, int) or factor < 1:
+        if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
             raise ScheduleError(f"split('{stage}', '{axis}', {factor}): factor must be an int >= 1")
         size = t.shape[axes.index(axis)]
         if isinstance(size, int) and factor > size:
@@ -116,13 +135,15 @@ class Schedule:
         for n in (outer, inner):
             if n in names:
                 raise ScheduleError(
-                    f"split('{stage}', '{axis}', {factor}): loop name '{n}' is already used")
+                    f"split('{stage}', '{axis}', {factor}): loop name '{n}' is already used; "
+                    f"pass fresh names: outer='{axis}_out', inner='{axis}_in'")
         return self._add(Split(stage, axis, outer, inner, factor))
 
     def tile(self, stage: str, axes: tuple[str, ...], factors: tuple[int, ...]) -> Schedule:
         """Split several axes at once (outer loops keep the axes' order)."""
         if len(axes) != len(factors):
-            raise ScheduleError(f"tile('{stage}'): {len(axes)} axes but {len(factors)} factors")
+            raise ScheduleError(f"tile('{stage}'): {len(axes)} axes but {len(factors)} factors; "
+                                f"give one factor per axis")
         s = self
         for a, f in zip(axes, factors):
             s = s.split(stage, a, f)
@@ -167,12 +188,13 @@ class Schedule:
                 f"bind('{stage}', '{loop}'): only the outermost tile loop ('{loops[0]}') can be "
                 f"bound to cores; reorder('{stage}', '{loop}', ...) first")
         limit = self.target.num_aiv
-        if not isinstance(cores, int) or not 1 <= cores <= limit:
+        if isinstance(cores, bool) or not isinstance(cores, int) or not 1 <= cores <= limit:
             raise ScheduleError(
-                f"bind('{stage}', '{loop}', cores={cores}): {self.target.name} has {limit} vector "
+                f"bind('{stage}', '{loop}', cores={cores!r}): {self.target.name} has {limit} vector "
                 f"cores; use 1 <= cores <= {limit}")
         if nest.bound is not None:
-            raise ScheduleError(f"bind('{stage}'): '{nest.bound[0]}' is already bound")
+            raise ScheduleError(f"bind('{stage}'): '{nest.bound[0]}' is already bound to "
+                                f"{nest.bound[1]} cores; bind one loop once")
         return self._add(Bind(stage, loop, cores))
 
     def compute_at(self, stage: str, consumer: str, loop: str) -> Schedule:
@@ -180,12 +202,17 @@ class Schedule:
         t = self._stage(stage, "compute_at")
         c = self._stage(consumer, "compute_at")
         if t in self.algo.outputs:
+            root = self.root()
             raise ScheduleError(
-                f"compute_at('{stage}', ...): '{stage}' is an output; outputs are computed at root")
+                f"compute_at('{stage}', ...): '{stage}' is an output; "
+                + ("outputs are computed at root: remove this call" if t is root else
+                   f"every output besides '{root.name}' (whose loops the schedule splits) is "
+                   f"computed in '{root.name}''s tile and stored from there: remove this call"))
         if c is t or t not in _upstream(c):
             raise ScheduleError(
                 f"compute_at('{stage}', '{consumer}', '{loop}'): '{consumer}' does not consume "
-                f"'{stage}' (directly or through other stages)")
+                f"'{stage}' (directly or through other stages); compute it at a stage that reads "
+                f"it: {', '.join(c.name for c in self.algo.consumers(t)) or '(none)'}")
         legal = self.legal_compute_at(consumer)
         if loop not in legal:
             raise ScheduleError(
@@ -199,7 +226,9 @@ class Schedule:
         """Substitute ``stage``'s expression into every consumer (no buffer of its own)."""
         t = self._stage(stage, "compute_inline")
         if t in self.algo.outputs:
-            raise ScheduleError(f"compute_inline('{stage}'): an output cannot be inlined")
+            raise ScheduleError(
+                f"compute_inline('{stage}'): '{stage}' is an output of '{self.algo.name}' and is "
+                f"stored to GM; it cannot be inlined: remove this call")
         assert t.op is not None
         if isinstance(t.op.body, Reduce):
             raise ScheduleError(
@@ -209,16 +238,39 @@ class Schedule:
 
     def buffer(self, tensor: str, copies: int = 2) -> Schedule:
         """Number of UB copies of ``tensor``'s tile buffer (2 = double buffering)."""
-        self.algo.tensor(tensor)
-        if copies not in (1, 2):
+        if not any(t.name == tensor for t in self.algo.tensors):
+            raise ScheduleError(
+                f"buffer('{tensor}', copies={copies!r}): algorithm '{self.algo.name}' has no "
+                f"tensor '{tensor}'; its tensors are {', '.join(t.name for t in self.algo.tensors)}")
+        if isinstance(copies, bool) or copies not in (1, 2):
             raise ScheduleError(
                 f"buffer('{tensor}', copies={copies}): 1 (single) or 2 (double buffering) copies")
         return self._add(Buffering(tensor, copies))
+
+    def load_once(self, tensor: str) -> Schedule:
+        """Load input ``tensor`` once per core, before the tile loops, into one UB copy that
+        stays for the whole kernel, instead of once per tile: for an input every tile reads
+        whole (``gamma[j]`` when only rows are tiled; lowering checks it). Saves a DMA per
+        tile, costs its bytes for the whole kernel."""
+        t = self.algo.tensor(tensor)
+        if not t.is_placeholder:
+            raise ScheduleError(f"load_once('{tensor}'): '{tensor}' is a stage, not an input")
+        return self._add(LoadOnce(tensor))
 
     cache_read = buffer  # UB placement of an input's tile; copies as for buffer()
     cache_write = buffer  # UB placement of a stage's tile
 
     # ----------------------------------------------------------------- queries
+    def root(self) -> Tensor:
+        """The output whose loops the schedule splits, binds and fuses: the first output that
+        no other output reads, of the highest rank. The other outputs are computed in its tile
+        and stored from there (e.g. quantised values ``q[i, j]`` and their row scale ``s[i]``,
+        which ``q`` reads: ``q`` is the root)."""
+        outs = self.algo.outputs
+        free = [o for o in outs if not any(o in _upstream(p) for p in outs if p is not o)]
+        cands = free or list(outs)
+        return max(cands, key=lambda o: (len(o.shape), -outs.index(o)))
+
     def loop_names(self, stage: str) -> list[str]:
         return [n for n, _ in self.loop_nest(stage).loops]
 
@@ -258,6 +310,9 @@ class Schedule:
             if isinstance(d, (ComputeAt, ComputeInline)) and d.stage == stage:
                 p = d
         return p
+
+    def loaded_once(self, tensor: str) -> bool:
+        return any(isinstance(d, LoadOnce) and d.tensor == tensor for d in self.directives)
 
     def copies(self, tensor: str) -> int:
         n = 1

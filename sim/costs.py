@@ -14,9 +14,10 @@ Rules (parameters from ``target/costs.py``, each with its source):
 - LoadData: ``head_l1_l0 + bytes / rate`` (L0A and L0B rates differ).
 - Mmad: ``ceil(m/16) * ceil(k/K0) * ceil(n/16) * cycles(dtype)``, plus ``mmad_head`` when the
   M pipe's stream was interrupted (decided by the engine).
-- Vector: ``slope(fn, dtype) * repeats`` (a bank-group conflict between the sources raises the
-  slope to ``1 + (beats - 1) * bank_beat``), plus ``vec_head`` when the V stream was
-  interrupted and ``vec_tail`` before a flag or barrier sees the work done.
+- Vector: ``slope(fn, dtype) * repeats`` (a bank-group conflict between the sources raises a
+  repeat's slope to ``1 + (beats - 1) * bank_beat``, averaged over the repeats' pattern), plus
+  ``vec_head`` when the V stream was interrupted and ``vec_tail`` before a flag or barrier
+  sees the work done.
 - Syncs cost their ``CostModel`` latencies; the engine gives them their semantics.
 
 Values are never computed: a timing run reads only shapes, dtypes and planned addresses.
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.ir import CUBE_LOAD_OPS, VECTOR_OPS, Affine, Instr, Kernel, Region, cube_c0
-from ascendsched.target.costs import GIB, CostModel
+from ascendsched.target.costs import GIB, CostModel, interp_cores
 from ascendsched.target.model import Pipe, Scope, Target
 
 PIPES = (Pipe.S, Pipe.V, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.M, Pipe.FIX)
@@ -60,10 +61,10 @@ def core_rates(costs: CostModel, target: Target, active: int, hit: dict[str, flo
     """Per-core rates with ``active`` cores streaming; ``*_slow`` >= 1 stretch the HBM- and
     L2-served parts when the chip-wide caps bind (sim/timing.py's fixed point)."""
     to_bpc = GIB / target.clock_hz * costs.core_rate_scale
-    read = _interp(costs.gm_ub_core, active)
-    shape = read / costs.gm_ub_core[0][1]
-    write = _interp(costs.ub_gm_core, active)
-    wshape = write / costs.ub_gm_core[0][1]
+    read = interp_cores(costs.gm_ub_core, active)
+    shape = costs.read_share(active)
+    write = interp_cores(costs.ub_gm_core, active)
+    wshape = costs.write_share(active)
     return Rates(
         gm_ub_hbm=read * to_bpc / hbm_slow,
         gm_ub_l2=costs.gm_ub_l2_1core * shape * to_bpc / l2_slow,
@@ -73,15 +74,6 @@ def core_rates(costs: CostModel, target: Target, active: int, hit: dict[str, flo
         l0c_gm=costs.l0c_gm_rate * wshape * costs.core_rate_scale / l2_slow,
         hit=tuple(sorted(hit.items())),
     )
-
-
-def _interp(table: tuple[tuple[int, float], ...], n: int) -> float:
-    if n <= table[0][0]:
-        return table[0][1]
-    for (n0, v0), (n1, v1) in zip(table, table[1:]):
-        if n <= n1:
-            return v0 + (v1 - v0) * (n - n0) / (n1 - n0)
-    return table[-1][1] * table[-1][0] / n  # beyond the table: the last aggregate, shared
 
 
 @dataclass(frozen=True)
@@ -204,29 +196,40 @@ class CostTable:
         else:
             repeats = dst.dims[0].extent if len(dst.dims) > 1 else 1
         slope = c.slope(fn, dt.name)
-        beats = self._bank_beats(ins, env)
-        if beats > 1:
-            slope = max(slope, 1.0 + (beats - 1) * c.bank_beat)
+        beats = self._bank_beats(ins, env, repeats)
+        if beats:
+            slope = sum(max(slope, 1.0 + (b - 1) * c.bank_beat) for b in beats) / len(beats)
         return Cost(pipe, KIND_VEC, slope * repeats, head=c.vec_head, tail=c.vec_tail,
                     name=f"{ins.op} {fn} {dst.tensor}", repeats=repeats)
 
-    def _bank_beats(self, ins: Instr, env: dict[str, int]) -> int:
-        """Most 32 B blocks any UB bank group must deliver for one repeat of the sources."""
+    def _bank_beats(self, ins: Instr, env: dict[str, int], repeats: int) -> list[int]:
+        """Per repeat (the first ``ub_bank_groups`` of them: the pattern's period), the most
+        32 B blocks any UB bank group must deliver to the sources; [] when there are fewer
+        than two UB sources. Sources walking at different repeat strides (a dense tile
+        against a Brcb'd block, repeat stride 0) meet in a group on some repeats only."""
         srcs = [x for x in ins.reads if self.k.scope_of(x.tensor) == Scope.UB]
         if len(srcs) < 2:
-            return 1
-        groups: dict[int, set[int]] = {}
+            return []
         blk = self.k.target.block_bytes
+        spans = []
         for reg in srcs:
             addr = self._ub_address(ins, reg, env)
             if addr is None:
-                return 1
+                return []
             eb = self.k.dtype_of(reg.tensor).bytes
             d = reg.dims[-1]
             span = eb if d.stride == 0 else (d.extent - 1) * d.stride * eb + eb
-            for b in range(addr // blk, (addr + span - 1) // blk + 1):
-                groups.setdefault(b % self.c.ub_bank_groups, set()).add(b)
-        return max(len(v) for v in groups.values())
+            step = reg.dims[0].stride * eb if len(reg.dims) > 1 else 0
+            spans.append((addr, span, step))
+        out = []
+        for r in range(min(max(repeats, 1), self.c.ub_bank_groups)):
+            groups: dict[int, set[int]] = {}
+            for addr, span, step in spans:
+                a = addr + r * step
+                for b in range(a // blk, (a + span - 1) // blk + 1):
+                    groups.setdefault(b % self.c.ub_bank_groups, set()).add(b)
+            out.append(max(len(v) for v in groups.values()))
+        return out
 
     def _ub_address(self, ins: Instr, reg: Region, env: dict[str, int]) -> int | None:
         buf = self.k.buffer_map.get(reg.tensor)

@@ -63,6 +63,8 @@ class Storage:
     mem: np.ndarray  # uint8
     base: int  # byte address of element 0 (= trace address)
     elems: int
+    # L1/L0A/L0B: 0xFF per byte a copy or load has written (the rest was never loaded)
+    loaded: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,13 @@ class _Opnd:
         """The copy's elements as unsigned integers of the element width (a view)."""
         st = self.st
         return st.mem[st.base:st.base + st.elems * self.eb].view(_RAW[self.eb])
+
+    def loaded_raw(self) -> np.ndarray | None:
+        """Per element: all ones where every byte was loaded (a view), None if not tracked."""
+        st = self.st
+        if st.loaded is None:
+            return None
+        return st.loaded[st.base:st.base + st.elems * self.eb].view(_RAW[self.eb])
 
     def bytes_of(self, idx: np.ndarray) -> list[Interval]:
         """Coalesced byte intervals of the elements ``idx`` (runs of consecutive elements)."""
@@ -197,6 +206,36 @@ def _move(cx: Any, dst: _Opnd, didx: np.ndarray, src: _Opnd, sidx: np.ndarray,
     cx.write(dst.bytes_of(didx))
     vals = src.raw()[sidx].copy()
     dst.raw()[didx] = vals
+    _mark_loaded(dst, didx, src, sidx)
+
+
+_ALL = {1: np.uint8(0xFF), 2: np.uint16(0xFFFF), 4: np.uint32(0xFFFFFFFF)}
+
+
+def _mark_loaded(dst: _Opnd, didx: np.ndarray, src: _Opnd | None = None,
+                 sidx: np.ndarray | None = None) -> None:
+    """dst[didx] now holds loaded data (from GM), or src[sidx]'s loaded state (a copy)."""
+    d = dst.loaded_raw()
+    if d is None:
+        return
+    s = src.loaded_raw() if src is not None else None
+    d[didx] = _ALL[dst.eb] if s is None else s[sidx]
+
+
+def _check_loaded(cx: Any, o: _Opnd, idx: np.ndarray, what: str, dims: tuple[str, str]) -> None:
+    """Mmad must not read bytes no copy loaded: stale or, on the first tile, garbage that may be
+    NaN, which "may raise an execution error" (Mmad.md:329). Pass m/n of the valid region
+    (the rest of a fractal is ignored, Mmad.md:285-287) or fill the padding."""
+    flags = o.loaded_raw()
+    if flags is None:
+        return
+    bad = np.argwhere(flags[idx] != _ALL[o.eb])
+    if bad.size:
+        i, j = (int(v) for v in bad[0])
+        raise cx.fail(f"Mmad reads {o.st.tensor} ({what}) {dims[0]} {i}, {dims[1]} {j}, which no "
+                      f"copy loaded ({len(bad)} such elements): Mmad.md:329 warns that NaN "
+                      "inputs may raise an execution error; pass m/n of the valid region "
+                      "(Mmad.md:285-287: the rest of a fractal is ignored) or fill the padding")
 
 
 # --------------------------------------------------------------------------- GM -> L1
@@ -222,6 +261,7 @@ def _copy_gm_l1(cx: Any) -> None:
     vals = np.zeros((nd, n, dp), dtype=_RAW[l1.eb])  # the 32 B round-up of a row is zeroed
     vals[:, :, :d] = gm.raw()[sidx]
     l1.raw()[didx] = vals
+    _mark_loaded(l1, didx)
 
 
 # --------------------------------------------------------------------------- L1 -> L0A / L0B
@@ -312,6 +352,8 @@ def _mmad(cx: Any) -> None:
         _in_bounds(cx, o, idx)
     cx.read(a.bytes_of(afull))
     cx.read(b.bytes_of(bfull))
+    _check_loaded(cx, a, aidx, "L0A", ("row", "k"))
+    _check_loaded(cx, b, bidx, "L0B", ("k", "column"))
     av = _values(a.st.dtype, a.raw()[aidx])
     bv = _values(b.st.dtype, b.raw()[bidx])
     if c.st.dtype.is_float:

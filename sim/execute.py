@@ -16,19 +16,23 @@ Choices where ir.py is silent (each a single place below):
 - A block-broadcast source (column stride 0) must hold the same bytes in the lanes it feeds
   (``min(cols, 32 / elem)`` lanes of the block at each row start), else the hardware would read
   different values than the IR means: an ``InternalCompilerError``.
-- ``vec_reduce`` dst needs only element alignment (``WholeReduce*`` writes one element per
-  repeat, and lowering splits reductions of more than ``max_repeat`` rows at element offsets);
-  every other vector operand starts on a 32 B boundary, as do DMA UB sides, whose row strides
-  must be whole 32 B blocks. Vector row strides are also limited to ``max_rep_stride`` blocks.
+- ``vec_reduce`` dst needs the ``WholeReduce*`` alignment only (``_reduce_dst_align``: one
+  element for sum, two for max/min; lowering splits reductions of more than ``max_repeat`` rows
+  at element offsets); every other vector operand starts on a 32 B boundary, as do DMA UB sides,
+  whose row strides must be whole 32 B blocks. Vector row strides are also limited to ``max_rep_stride`` blocks.
 - Compare-mask operands (``vec_cmp`` dst, ``vec_select`` mask) may have any row stride in bytes;
   mask bits beyond ``cols`` in the written bytes are 0.
 - float16 math is done in float16, float32 in float32 (numpy rounds per op); ``rsqrt`` and
-  ``reciprocal`` are computed in float64 and rounded once; bfloat16 results are rounded with
-  ``dtypes.store``; integer results wrap. Vector dtypes and casts are checked against the
-  target's ``vector_dtypes`` / ``vector_casts`` tables.
+  ``reciprocal`` carry the target's modelled error (``sim/precision.py``: a deterministic
+  relative error within ``target.approx_rel_error``), a ``vec_reduce`` sum is a binary tree
+  per row (one repeat), as the hardware sums (same module); bfloat16 results are rounded with
+  ``dtypes.store``; integer results wrap, except a Cast's, which saturate. Vector dtypes, cast
+  pairs and their round modes are checked against the target's ``vector_dtypes`` /
+  ``vector_casts`` tables.
 - Cube (AIC) ops live in ``sim/cube.py``; L1/L0A/L0B/L0C start as 0xFF bytes (poison), UB and
   the rest as zeros. Vector/DMA ops must run in the AIV program, cube ops in the AIC program.
 - Cross-core flags use mode-2 counters with ONE AIV per block (the IR has no sub-block index).
+- After its body each program runs ``ir.program_epilogue`` (AIC: a ``barrier ALL``).
 """
 
 from __future__ import annotations
@@ -53,8 +57,10 @@ from ascendsched.lower.ir import (
     Program,
     Region,
     Stmt,
+    program_epilogue,
 )
 from ascendsched.sim.cube import CUBE_HANDLERS, POISON_BYTE, Storage
+from ascendsched.sim.precision import approx_unary, tree_sum
 from ascendsched.sim.trace import Interval, Trace, TraceEvent, merge_intervals
 from ascendsched.target.model import CoreType, Pipe, Scope
 
@@ -100,6 +106,8 @@ _merge = merge_intervals
 # Cube scopes start as garbage: bytes nobody wrote read as NaN (floats) / -1 (ints), so a lowering
 # that relies on unwritten fractal padding gets wrong numbers (ir.py "Cube (AIC)").
 _POISONED = frozenset([Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C])
+# Mmad's inputs: the simulator tracks which of their bytes a copy or load wrote (sim/cube.py)
+_TRACK_LOADED = frozenset([Scope.L1, Scope.L0A, Scope.L0B])
 
 
 def _fresh(scope: Scope, nbytes: int) -> np.ndarray:
@@ -221,6 +229,7 @@ class _Machine:
         if self.planned:
             self._check_plan()
         self.onchip: dict[tuple, np.ndarray] = {}
+        self.loaded: dict[tuple, np.ndarray] = {}  # L1/L0A/L0B: which bytes were loaded
         self.cross: dict[tuple[int, str, int], int] = {}
 
     # ---- setup
@@ -289,7 +298,12 @@ class _Machine:
             if key not in self.onchip:
                 self.onchip[key] = _fresh(b.scope, _round_up(b.nbytes, self.t.block_bytes))
             mem, base, space = self.onchip[key], 0, f"{b.scope}:{b.name}:{copy}"
-        return Storage(b.name, b.dtype, b.scope, space, mem, base, b.elems)
+        loaded = None
+        if b.scope in _TRACK_LOADED:
+            if key not in self.loaded:
+                self.loaded[key] = np.zeros(mem.size, np.uint8)
+            loaded = self.loaded[key]
+        return Storage(b.name, b.dtype, b.scope, space, mem, base, b.elems, loaded)
 
     def resolve(self, cx: _Ctx, region: Region, role: str) -> _Operand:
         st = self.storage(cx, region, role)
@@ -341,7 +355,9 @@ class _Machine:
 
     def _run_core(self, block: int, prog: Program) -> Iterator[tuple[int, str, int]]:
         seq = [0]
-        yield from self._run_body(prog.body, {BLOCK_IDX: block}, block, str(prog.core), seq)
+        env = {BLOCK_IDX: block}
+        yield from self._run_body(prog.body, env, block, str(prog.core), seq)
+        yield from self._run_body(program_epilogue(prog.core), env, block, str(prog.core), seq)
 
     def _run_body(self, body: tuple[Stmt, ...], env: dict[str, int], block: int, core: str,
                   seq: list[int]) -> Iterator[tuple[int, str, int]]:
@@ -624,8 +640,9 @@ def _vec_unary(cx: _Ctx) -> None:
         d.store_raw(raw)
         return
     (v,) = _compute_in(d.dtype, _load_vec(cx, s))
+    approx = approx_unary(fn, v, d.dtype, cx.m.t)  # Rsqrt/Reciprocal: sim/precision.py
     with np.errstate(all="ignore"):
-        _store_vec(cx, d, _UNARY[fn](v))
+        _store_vec(cx, d, _UNARY[fn](v) if approx is None else approx)
 
 
 _SCALAR: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -642,6 +659,8 @@ def _vec_scalar(cx: _Ctx) -> None:
     _check_repeat(cx, d.rows, d.cols, (d, s))
     _check_dtype(cx, fn, d.dtype)
     scalar = cx.ins.attr("scalar")
+    if isinstance(scalar, Affine):  # a value of the loop variables
+        scalar = scalar.evaluate(cx.env)
     if not isinstance(scalar, (int, float)) or isinstance(scalar, bool):
         raise cx.fail(f"attr scalar must be a number, not {scalar!r}")
     v, k = _compute_in(d.dtype, _load_vec(cx, s), dt.store(d.dtype, scalar))
@@ -673,8 +692,12 @@ def _vec_cast(cx: _Ctx) -> None:
     if d.shape != s.shape:
         raise cx.fail(f"operand views differ: {d.shape} vs {s.shape}")
     _check_repeat(cx, d.rows, d.cols, (d, s))
-    if (s.dtype.name, d.dtype.name) not in cx.m.t.vector_casts:
+    modes = cx.m.t.vector_casts.get((s.dtype.name, d.dtype.name))
+    if modes is None:
         raise cx.fail(f"Cast {s.dtype} -> {d.dtype} is not supported by {cx.m.t.name}")
+    if mode not in modes:
+        raise cx.fail(f"Cast {s.dtype} -> {d.dtype} does not take round={mode} on "
+                      f"{cx.m.t.name} (it takes {', '.join(sorted(modes))})")
     _store_vec(cx, d, cast_values(_load_vec(cx, s), s.dtype, d.dtype, str(mode)))
 
 
@@ -686,12 +709,27 @@ def _vec_reduce(cx: _Ctx) -> None:
     _same(cx, (d, s), shape=False)
     if d.shape != (s.rows, 1):
         raise cx.fail(f"reduce dst view must be ({s.rows}, 1), not {d.shape}")
+    align = _reduce_dst_align(fn, d.eb)
+    if d.start % align:
+        raise cx.fail(f"WholeReduce {fn} dst {d.tensor} starts at byte {d.start}, not "
+                      f"{align}-byte aligned")
     _check_repeat(cx, s.rows, s.cols, (s,))
     _check_dtype(cx, {"sum": "sum", "max": "rmax", "min": "rmin"}[fn], d.dtype)
     (v,) = _compute_in(d.dtype, _load_vec(cx, s))
-    red = {"sum": np.sum, "max": np.max, "min": np.min}[fn]
-    with np.errstate(all="ignore"):
-        _store_vec(cx, d, red(v, axis=1, keepdims=True).astype(v.dtype))
+    if fn == "sum":  # a binary tree per repeat, sim/precision.py
+        _store_vec(cx, d, tree_sum(v))
+        return
+    red = {"max": np.max, "min": np.min}[fn]
+    _store_vec(cx, d, red(v, axis=1, keepdims=True).astype(v.dtype))
+
+
+def _reduce_dst_align(fn: str, eb: int) -> int:
+    """WholeReduce dst alignment: sum sizeof(T) (asc-devkit docs ReduceRepeat.md:171-172,
+    impl/basic_api/kernel_operator_vec_reduce_intf_impl.h:148); max/min 2 * sizeof(T): the
+    docs ask sizeof(T) for ORDER_ONLY_VALUE (ReduceRepeat.md:178, 182) but the library's own
+    check asks 2 * sizeof(T) for every order (kernel_operator_vec_reduce_intf_impl.h:177), and
+    the stricter rule is the safe one."""
+    return eb if fn == "sum" else 2 * eb
 
 
 def _vec_brcb(cx: _Ctx) -> None:
@@ -708,10 +746,23 @@ def _vec_brcb(cx: _Ctx) -> None:
         raise cx.fail(f"brcb broadcasts groups of 8 elements; {n} rows is not a multiple of 8")
     if n // 8 > cx.m.t.max_repeat:
         raise cx.fail(f"brcb of {n} rows needs {n // 8} repeats > {cx.m.t.max_repeat}")
+    if d.mem is s.mem and _overlap(d, s):
+        # asc-devkit docs Brcb.md:122: "不支持源操作数与目的操作数使用同一块内存地址"
+        raise cx.fail(f"brcb in place: dst {d.tensor} overlaps src {s.tensor} (Brcb does not "
+                      "support a source sharing memory with its destination)")
     _check_dtype(cx, "brcb", d.dtype)
     _load_vec(cx, s)
     cx.write(d.exact_bytes())
     d.store_raw(np.broadcast_to(s.load_raw(), d.shape))
+
+
+def _overlap(a: _Operand, b: _Operand) -> bool:
+    """Whether the elements of two operands of one memory share a byte."""
+    ab = a.base + a.idx.ravel() * a.eb
+    bb = b.base + b.idx.ravel() * b.eb
+    ia = np.unique((ab[:, None] + np.arange(a.eb)).ravel())
+    ib = np.unique((bb[:, None] + np.arange(b.eb)).ravel())
+    return bool(np.intersect1d(ia, ib, assume_unique=True).size)
 
 
 _CMP: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -785,10 +836,11 @@ def cast_values(v: np.ndarray, src: DType, dst: DType, mode: str) -> np.ndarray:
 
     Float targets: ``rint``/``none`` round to nearest even, ``trunc``/``floor``/``ceil`` are
     directed, ``round`` is nearest with ties away from zero; a float32 -> float32 cast rounds to
-    an integer (``none`` keeps the value). Integer targets use ``dtypes.store`` (wrapping).
+    an integer (``none`` keeps the value). Integer targets use ``dtypes.store``, saturating
+    (asc-devkit docs precision_conversion.md:30).
     """
     if not dst.is_float:
-        return dt.store(dst, np.asarray(v), "rint" if mode == "none" else mode)
+        return dt.store(dst, np.asarray(v), "rint" if mode == "none" else mode, saturate=True)
     with np.errstate(over="ignore", invalid="ignore"):
         return _cast_float(np.asarray(v).astype(np.float64), src, dst, mode)
 

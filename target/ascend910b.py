@@ -53,14 +53,53 @@ VECTOR_DTYPES = {
     "sum": _FLOAT, "rmax": _FLOAT, "rmin": _FLOAT,
     "cmp": _FLOAT, "select": _FLOAT, "brcb": frozenset([_F16, _F32, _I16, _I32]),
 }
-# Cast pairs supported by AscendC ``Cast`` on 910B (asc-devkit docs/zh Cast "精度转换规则").
-VECTOR_CASTS = frozenset(
-    [
-        (_F16, _F32), (_F32, _F16), (_F32, _BF16), (_BF16, _F32), (_F16, _I32), (_I32, _F16),
-        (_F32, _I32), (_I32, _F32), (_F16, _I8), (_I8, _F16), (_F16, _I16), (_I16, _F16),
-        (_I32, _I16), (_I16, _I32), (_F32, _F32),
-    ]
-)
+# ``Cast`` on 910B, exactly the documented table: (src, dst) -> the round modes it accepts
+# (asc-devkit docs/zh/api/SIMD-API/基础API/Memory矢量计算/类型转换/Cast.md:215-247, "Atlas A2
+# 训练系列产品/Atlas A2 推理系列产品支持的数据类型组合情况"; the same pairs and modes have
+# CastIntrinsicsImpl overloads in impl/basic_api/dav_c220/kernel_operator_vec_vconv_impl.h).
+# Mode names are the IR's (``none`` = CAST_NONE: CAST_RINT where the conversion loses
+# precision, Cast.md RoundMode; ``odd`` = CAST_ODD). Not in the table, so not a Cast:
+#   int16 -> int32 (no overload; the call does not compile against the real headers),
+#   int32 -> float16: the table's row (Cast.md:235) is a dequantisation (vconv_deq,
+#     vconv_impl.h:29-40), value = src * the SetDeqScale scale, roundMode ignored.
+# Integer destinations saturate on overflow (docs 数据结构/precision_conversion.md:30; e.g.
+# int32 -> int16 of 2^31 - 1 is 2^15 - 1, precision_conversion.md:411-415).
+_DIRECTED = frozenset(["rint", "floor", "ceil", "round", "trunc"])
+_NONE = frozenset(["none"])
+VECTOR_CASTS: dict[tuple[str, str], frozenset[str]] = {
+    ("int4", _F16): _NONE, (_I8, _F16): _NONE, ("uint8", _F16): _NONE,
+    (_I16, _F16): _DIRECTED | _NONE, (_I16, _F32): _NONE,
+    (_F16, "int4"): _DIRECTED | _NONE, (_F16, _I8): _DIRECTED | _NONE,
+    (_F16, "uint8"): _DIRECTED | _NONE, (_F16, _I16): _DIRECTED, (_F16, _I32): _DIRECTED,
+    (_F16, _F32): _NONE, (_BF16, _I32): _DIRECTED, (_BF16, _F32): _NONE,
+    (_I32, _I16): _NONE, (_I32, _F32): _DIRECTED | _NONE, (_I32, "int64"): _NONE,
+    (_F32, _I16): _DIRECTED, (_F32, _F16): _DIRECTED | {"odd"} | _NONE, (_F32, _BF16): _DIRECTED,
+    (_F32, _I32): _DIRECTED, (_F32, _F32): _DIRECTED, (_F32, "int64"): _DIRECTED,
+    ("int64", _I32): _NONE, ("int64", _F32): _DIRECTED,
+}
+# A cast the table lacks goes through intermediate dtypes, chosen so that the chain gives the
+# value of one direct conversion (one rounding, then saturation for integer results):
+#   int8 -> float32/int16/int32 via float16: int8 is exact in float16, float16 -> int of an
+#     integer is exact; int8 -> bfloat16 via float16, float32 (both exact), then one rounding
+#   int16 -> int32/bfloat16 via float32 (int16 is exact in float32)
+#   int16 -> int8 via float16: |x| <= 2048 is exact in float16, larger values round to larger
+#     integers and saturate to 127 / -128 as the direct cast would
+#   int32 -> int8 via int16, float16 (saturating to int16 keeps the int8 saturation)
+#   int32 -> float16 via float32: |x| < 2^24 is exact in float32, and every larger x is past
+#     the float16 range either way (one rounding where the result is finite)
+#   float16 <-> bfloat16 via float32 (exact widening, then one rounding)
+#   bfloat16 -> int16 via float32 (exact widening, then the rounding to int16)
+#   float32/bfloat16 -> int8 via int32 (the rounding), int16 (saturating), float16 (exact for
+#     |x| <= 2048, beyond which int8 saturates anyway)
+# int32 -> bfloat16 has no such chain (int32 -> float32 rounds for |x| > 2^24, then bfloat16
+# rounds again): lowering rejects it.
+CAST_CHAINS: dict[tuple[str, str], tuple[str, ...]] = {
+    (_I8, _F32): (_F16,), (_I8, _I16): (_F16,), (_I8, _I32): (_F16,),
+    (_I8, _BF16): (_F16, _F32), (_I16, _I32): (_F32,), (_I16, _BF16): (_F32,),
+    (_I16, _I8): (_F16,), (_I32, _I8): (_I16, _F16), (_I32, _F16): (_F32,),
+    (_F16, _BF16): (_F32,), (_BF16, _F16): (_F32,), (_BF16, _I16): (_F32,),
+    (_F32, _I8): (_I32, _I16, _F16), (_BF16, _I8): (_I32, _I16, _F16),
+}
 
 # Documented value ranges of the integer parameters of the Cube calls, per IR op (asc-devkit docs
 # Nd2Nz DataCopy, LoadData_2D, LoadDataWithTranspose, Mmad, Fixpipe; catlass copy_l0c_to_gm.hpp).
@@ -82,6 +121,18 @@ _CUBE_PARAM_RANGES: dict[str, dict[str, tuple[int, int]]] = {
 }
 _CUBE_PARAM_RANGES["load_l0b"] = _CUBE_PARAM_RANGES["load_l0a"]
 _CUBE_PARAM_RANGES["load_l0b_transpose"] = _CUBE_PARAM_RANGES["load_l0a_transpose"]
+
+# Rsqrt and Reciprocal are approximations. asc-devkit docs Rsqrt.md:179, Reciprocal.md:202:
+# half results do not meet 双千分之一 and float results do not meet 双万分之一 (use Div/Sqrt for
+# precision); 双千分之一 = every error within 1/1000 of the true value except at most 1/1000
+# of the results (Mmad.md:242), 双万分之一 the same with 1/10000. No bound is documented for the
+# A2 (RsqrtConfig's ulp bounds are the 950's only, Rsqrt.md:131). Modelled: a relative error up
+# to TWICE the missed criterion (2e-3 half, 2e-4 float), spread uniformly, so that about half
+# of the results miss the criterion as documented. The factor 2 is our assumption, not a
+# documented bound.
+_APPROX_MISSED = {_F16: 1e-3, _F32: 1e-4}
+APPROX_REL_ERROR = {(fn, dt): 2 * eps for fn in ("rsqrt", "reciprocal")
+                    for dt, eps in _APPROX_MISSED.items()}
 
 ASCEND_910B = Target(
     name="ascend910b",
@@ -105,7 +156,11 @@ ASCEND_910B = Target(
     repeat_bytes=256,  # one vector repeat = 8 blocks = 256 B (128 fp16 / 64 fp32 lanes)
     max_repeat=255,  # repeatTimes is uint8_t in the level-0 vector APIs
     max_rep_stride=255,  # dstRepStride/srcRepStride are uint8_t (BinaryRepeatParams)
-    # Event ids 0..7 exist; 6 is reserved and 7 is used by TPipe queues -> hand code uses 0..5.
+    # Event ids 0..7 exist; hand-placed flags should use 0..5: 6 is reserved, 7 is TPipe's auto
+    # sync (asc-devkit docs SetFlag-WaitFlag(ISASI).md:78, 88). On the AIC the TPipe itself holds
+    # M_MTE1 0, 1, 2 until Destroy (impl/basic_api/kernel_tpipe_impl.h:100-113): the emitter
+    # destroys it before the first flag. No basic API the emitter calls places flags of its own
+    # on dav-c220 (tests/emit_ascendc/test_event_ids.py lists the ones that do).
     event_ids=(0, 1, 2, 3, 4, 5),
     hard_events={CoreType.AIV: _AIV_EVENTS, CoreType.AIC: _AIC_EVENTS},
     # DESIGN.md "execution model": dependent V instructions and overlapping MTE2/MTE3 copies
@@ -115,11 +170,14 @@ ASCEND_910B = Target(
         _P.V: True, _P.MTE2: True, _P.MTE3: True, _P.MTE1: True, _P.M: True, _P.FIX: True,
         _P.S: False,
     },
-    cross_flag_ids=tuple(range(11)),  # SyncAll owns 11..14
+    # ids 0..15; SyncAll owns 11..14 (docs CrossCoreSetFlag(ISASI).md:103, 133;
+    # impl/basic_api/dav_c220/kernel_operator_sync_impl.h:117-120)
+    cross_flag_ids=tuple(range(11)),
     cross_flag_max_pending=15,
     gm_bytes_per_s=1.6e12,  # HBM 1.6 TB/s (CATLASS docs assume 1.8)
     vector_dtypes=VECTOR_DTYPES,
     vector_casts=VECTOR_CASTS,
+    cast_chains=CAST_CHAINS,
     # DataCopyParams.blockCount is 12 bits (asc-devkit include/basic_api/kernel_struct_data_copy.h);
     # Brcb takes 8 source elements per repeat (asc-devkit kernel_struct_brcb.h, docs Brcb.md).
     max_dma_block_count=4095,
@@ -135,6 +193,7 @@ ASCEND_910B = Target(
     # handles the write-read dependence). Matmul impl code says the same ("当前平台阈值为10*256").
     mmad_ordered_fractals=10,
     costs=DEFAULT_COSTS_910B,
+    approx_rel_error=APPROX_REL_ERROR,
     sources={
         "primary": "mirror-cann/asc-devkit include/, impl/, docs/zh/",
         "summary": "shared/ASCEND_910B.md",

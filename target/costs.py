@@ -74,6 +74,15 @@ class CostModel:
     def mmad_fractal_cycles(self, dtype: str) -> float:
         return dict(self.mmad_cycles)[dtype]
 
+    def read_share(self, active: int) -> float:
+        """A core's GM read rate with ``active`` cores streaming, relative to one core alone
+        (the shape of ``gm_ub_core``, which the model applies to every GM read path)."""
+        return interp_cores(self.gm_ub_core, active) / self.gm_ub_core[0][1]
+
+    def write_share(self, active: int) -> float:
+        """The same for GM writes (the shape of ``ub_gm_core``)."""
+        return interp_cores(self.ub_gm_core, active) / self.ub_gm_core[0][1]
+
     def with_values(self, **values: float) -> CostModel:
         """A copy with some scalar parameters replaced (the fit's entry point)."""
         known = {f.name for f in fields(self)}
@@ -81,6 +90,17 @@ class CostModel:
         if bad:
             raise KeyError(f"unknown cost parameters {bad}")
         return replace(self, **values)
+
+
+def interp_cores(table: tuple[tuple[int, float], ...], n: int) -> float:
+    """A per-core rate table at ``n`` active cores: linear between points; beyond the last
+    point the last aggregate is shared."""
+    if n <= table[0][0]:
+        return table[0][1]
+    for (n0, v0), (n1, v1) in zip(table, table[1:]):
+        if n <= n1:
+            return v0 + (v1 - v0) * (n - n0) / (n1 - n0)
+    return table[-1][1] * table[-1][0] / n
 
 
 # GM -> UB and UB -> GM per-core bandwidth (GiB/s) against active cores, tilesim

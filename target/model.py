@@ -85,10 +85,13 @@ class Target:
     cross_flag_max_pending: int
     gm_bytes_per_s: float
     vector_dtypes: dict[str, frozenset[str]]  # vector fn -> dtypes the V unit supports
-    vector_casts: frozenset[tuple[str, str]]  # (src dtype, dst dtype) pairs Cast supports
+    # (src dtype, dst dtype) -> the round modes ``Cast`` accepts for that pair (IR names)
+    vector_casts: dict[tuple[str, str], frozenset[str]]
     sources: dict[str, str]
     max_dma_block_count: int = 4095  # DataCopyParams.blockCount limit (rows of one DataCopy)
     brcb_elems_per_repeat: int = 8  # Brcb broadcasts 8 source elements per repeat
+    # (src, dst) -> intermediate dtypes of an exact chain of Casts for a pair Cast lacks
+    cast_chains: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     cube_rows: int = 16  # rows of an L0A/L0B fractal; L0C fractals are rows x rows
     cube_fractal_bytes: int = 512  # one L0A/L0B fractal (rows x one 32 B block)
     # documented value range of each integer parameter of the Cube calls (per IR op)
@@ -98,6 +101,9 @@ class Target:
     mmad_ordered_fractals: int = 0
     # timing-model parameters (sim/timing.py), each with its source in target/costs.py
     costs: CostModel | None = None
+    # (vector fn, dtype) -> largest relative error the simulator and the CPU runtime give that
+    # instruction's results (sim/precision.py); absent: the result is correctly rounded
+    approx_rel_error: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def scope(self, scope: Scope) -> ScopeSpec:
         for s in self.scopes:

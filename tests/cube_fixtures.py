@@ -119,7 +119,8 @@ def gemm_kernel(c: GemmCase) -> Kernel:
 
     def k0_body(mc: int, ncs: int, kc: int, kc0: int, first: Affine) -> tuple[Stmt, ...]:
         """L0 loads and the Mmad for one L0 K tile of kc0 columns."""
-        m_mmad = R if mc == 1 else mc
+        # one valid row: m = 2 (m == 1 is GEMV, Mmad.md:284), row 1 loaded too (kl_body)
+        m_mmad = 2 if mc == 1 else mc
         rp = _up(mc, R)
         kp0 = _up(kc0, c0)
         n_mmad = _up(ncs, ncol) if ncol > R else ncs
@@ -191,8 +192,9 @@ def gemm_kernel(c: GemmCase) -> Kernel:
         else:
             ca = make_cube_instr(
                 "copy_gm_l1", (("a_l1", 0, l1c, a_dt), ("a", row0 * c.k + k_off, 0, a_dt)),
-                "A tile -> L1", ndNum=1, nValue=mc, dValue=kc, srcNdMatrixStride=0,
-                srcDValue=c.k, dstNzC0Stride=rp, dstNzNStride=1, dstNzMatrixStride=0)
+                "A tile -> L1", ndNum=2 if mc == 1 else 1, nValue=mc, dValue=kc,
+                srcNdMatrixStride=0, srcDValue=c.k, dstNzC0Stride=rp, dstNzNStride=1,
+                dstNzMatrixStride=c0 if mc == 1 else 0)  # one row: twice (rows 0, 1)
         if c.trans_b:  # B is (N, K) in GM
             cb = make_cube_instr(
                 "copy_gm_l1", (("b_l1", 0, l1c, a_dt), ("b", col0 * c.k + k_off, 0, a_dt)),

@@ -2,8 +2,10 @@
 
 Run from this folder: ``python fit.py`` (``--no-fit`` prints the table for the current
 ``target/costs.py`` values). Residuals are log(model / measured) of every expressible entry's
-total (Task Duration, aicore_time or instruction cycles), plus its MTE2 time where published
-(for the entries whose published kernel serialises pipes ours overlaps, only the MTE2 time).
+total (Task Duration, aicore_time or instruction cycles), plus its MTE2 time where published.
+Where the published kernel runs pipes in series that ours overlaps (the Norm template's MTE2
+then MTE1 per K step, G1-G4), its total is compared with the launch plus those pipes' summed
+busy time on the busiest core (``Entry.serial``).
 The fit is a bounded Levenberg-Marquardt in log-parameter space (numpy only), started from the
 literature values of ``target/costs.py``.
 """
@@ -107,7 +109,9 @@ def table(ps: list[Prepared], costs: CostModel, lit: CostModel) -> list[float]:
         err = v / e.measured - 1
         unit = "cyc" if e.metric == "cycles" else "us"
         tag = "" if e.expressible and e.whole else (" (not expressible)" if not e.expressible
-                                                    else " (pipes serialised on board)")
+                                                    else " (MTE2 only)")
+        if e.serial and e.expressible:
+            tag = f" ({' + '.join(e.serial)} in series, as on board)"
         m2 = f"   {e.mte2:10.1f} / {mte2_us(r) * e.work:10.1f} ({mte2_us(r) * e.work / e.mte2 - 1:+.1%})" \
             if e.mte2 else ""
         print(f"{e.key:22s} {e.metric + ' ' + unit:7s} {e.measured:12.2f} {v0:12.2f} {v:12.2f} "

@@ -361,6 +361,7 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
                 const uint64_t n = std::min<uint64_t>(c0, p.dValue - c * c0);
                 std::memset(cube::at(rt::kL1, a), 0, cube::kC0Bytes);
                 std::memcpy(cube::at(rt::kL1, a), g + c * c0 * sizeof(T), n * sizeof(T));
+                std::memset(rt::loaded(rt::kL1).data() + a, 1, cube::kC0Bytes);  // zero round-up included
                 cube::push(rec.writes, cube::acc(rt::kL1, a, cube::kC0Bytes));
             }
         }
@@ -406,19 +407,25 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     rt::Record rec;
     rec.op = op;
     rec.pipe = "MTE1";
-    std::vector<uint8_t> frac(cube::kFractal);
+    std::vector<uint8_t> frac(cube::kFractal), fracl(cube::kFractal);
+    uint8_t* dl = rt::loaded(dst.space_).data();
     for (uint64_t r = 0; r < p.repeatTimes; ++r) {
         const uint64_t s = src.addr_ + (p.startIndex + r * p.srcStride) * cube::kFractal;
         const uint64_t d = dst.addr_ + r * (1 + static_cast<uint64_t>(p.dstGap)) * cube::kFractal;
         rt::check_space(file_, line_, api, rt::kL1, s, cube::kFractal);
         rt::check_space(file_, line_, api, dst.space_, d, cube::kFractal);
         std::memcpy(frac.data(), cube::at(rt::kL1, s), cube::kFractal);
+        std::memcpy(fracl.data(), rt::loaded(rt::kL1).data() + s, cube::kFractal);  // loaded bytes move along
         if (p.ifTranspose) {
             for (uint64_t i = 0; i < 16; ++i) {
-                for (uint64_t j = 0; j < 16; ++j) std::memcpy(cube::at(dst.space_, d + (i * 16 + j) * 2), &frac[(j * 16 + i) * 2], 2);
+                for (uint64_t j = 0; j < 16; ++j) {
+                    std::memcpy(cube::at(dst.space_, d + (i * 16 + j) * 2), &frac[(j * 16 + i) * 2], 2);
+                    std::memcpy(dl + d + (i * 16 + j) * 2, &fracl[(j * 16 + i) * 2], 2);
+                }
             }
         } else {
             std::memcpy(cube::at(dst.space_, d), frac.data(), cube::kFractal);
+            std::memcpy(dl + d, fracl.data(), cube::kFractal);
         }
         cube::push(rec.reads, cube::acc(rt::kL1, s, cube::kFractal));
         cube::push(rec.writes, cube::acc(dst.space_, d, cube::kFractal));
@@ -453,6 +460,15 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
     rec.pipe = "MTE1";
     cube::WriteSet written(dst.space_, cube::kFractal);
     std::vector<T> q(side * side), qt(side * side);
+    std::vector<uint8_t> ql(side * side), qlt(side * side);  // loaded flag per element (all its bytes)
+    const uint8_t* sl = rt::loaded(rt::kL1).data();
+    uint8_t* dl = rt::loaded(dst.space_).data();
+    auto all_loaded = [&](uint64_t addr) {
+        for (uint64_t b = 0; b < sizeof(T); ++b) {
+            if (!sl[addr + b]) return uint8_t{0};
+        }
+        return uint8_t{1};
+    };
     for (uint64_t i = 0; i < p.repeatTimes; ++i) {
         const uint64_t s = src.addr_ + (p.startIndex + i * p.srcStride) * nfrac * cube::kFractal;
         rt::check_space(file_, line_, api, rt::kL1, s, nfrac * cube::kFractal);
@@ -461,14 +477,20 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
         for (uint64_t f = 0; f < nfrac; ++f) {
             for (uint64_t r = 0; r < 16; ++r) {
                 for (uint64_t c = 0; c < c0; ++c) {
-                    const T v = cube::load<T>(rt::kL1, s + f * cube::kFractal + (r * c0 + c) * sizeof(T));
-                    if (sizeof(T) == 4) q[r * side + f * c0 + c] = v;        // side by side
-                    else q[(f * 16 + r) * side + c] = v;                      // stacked (b8) / single (b16)
+                    const uint64_t src_addr = s + f * cube::kFractal + (r * c0 + c) * sizeof(T);
+                    const T v = cube::load<T>(rt::kL1, src_addr);
+                    const uint64_t qi = sizeof(T) == 4 ? r * side + f * c0 + c    // side by side
+                                                       : (f * 16 + r) * side + c;  // stacked (b8) / single (b16)
+                    q[qi] = v;
+                    ql[qi] = all_loaded(src_addr);
                 }
             }
         }
         for (uint64_t r = 0; r < side; ++r) {
-            for (uint64_t c = 0; c < side; ++c) qt[r * side + c] = q[c * side + r];
+            for (uint64_t c = 0; c < side; ++c) {
+                qt[r * side + c] = q[c * side + r];
+                qlt[r * side + c] = ql[c * side + r];
+            }
         }
         for (uint64_t f = 0; f < nfrac; ++f) {
             const uint64_t d = dst.addr_ + (i * (1 + static_cast<uint64_t>(p.dstGap)) +
@@ -480,8 +502,9 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
             }
             for (uint64_t r = 0; r < 16; ++r) {
                 for (uint64_t c = 0; c < c0; ++c) {
-                    const T v = sizeof(T) == 4 ? qt[r * side + f * c0 + c] : qt[(f * 16 + r) * side + c];
-                    cube::store<T>(dst.space_, d + (r * c0 + c) * sizeof(T), v);
+                    const uint64_t qi = sizeof(T) == 4 ? r * side + f * c0 + c : (f * 16 + r) * side + c;
+                    cube::store<T>(dst.space_, d + (r * c0 + c) * sizeof(T), qt[qi]);
+                    std::memset(dl + d + (r * c0 + c) * sizeof(T), qlt[qi], sizeof(T));
                 }
             }
             cube::push(rec.writes, cube::acc(dst.space_, d, cube::kFractal));
@@ -557,6 +580,22 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
     auto c_addr = [&](uint64_t r, uint64_t c) {
         return dst.addr_ + ((c / 16) * mb * 256 + r * 16 + c % 16) * sizeof(T);
     };
+    // Only loaded bytes may enter the product: the rest of a fractal is stale or, on a core's
+    // first tile, never written, possibly NaN, and "Mmad指令应避免NaN输入，否则可能会产生执行报错"
+    // (docs Mmad.md:329). Pass m/n/k of the valid region (the rest of a fractal is ignored,
+    // Mmad.md:285-287) or fill the padding.
+    auto need_loaded = [&](uint8_t space, uint64_t addr, uint64_t bytes, const char* what, uint64_t i, uint64_t j) {
+        const uint8_t* l = rt::loaded(space).data();
+        for (uint64_t b = 0; b < bytes; ++b) {
+            if (!l[addr + b]) {
+                rt::fail(file_, line_, std::string("Mmad reads ") + rt::space_name(space) + " " + what + " (" + cube::S(i) +
+                                           ", " + cube::S(j) + ") at " + cube::S(addr) + ", which no copy or load wrote"
+                                           " (m=" + cube::S(m) + ", n=" + cube::S(n) + ", k=" + cube::S(k) + "): NaN "
+                                           "inputs may raise an execution error (docs Mmad.md:329); pass m/n of the valid "
+                                           "region (Mmad.md:285-287: the rest of a fractal is ignored)");
+            }
+        }
+    };
     // A row-major (m x k) and B column-major (n x k), so each dot product walks contiguous memory
     std::vector<double> av(m * k), bt(n * k);
     const uint8_t* l0a = rt::mem(rt::kL0A).data();
@@ -564,6 +603,7 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
     for (uint64_t r = 0; r < m; ++r) {
         for (uint64_t c = 0; c < k; ++c) {
             U v;
+            need_loaded(rt::kL0A, a_addr(r, c), sizeof(U), "A element (row, k)", r, c);
             std::memcpy(&v, l0a + a_addr(r, c), sizeof(U));
             av[r * k + c] = cube::to_double(v);
         }
@@ -571,6 +611,7 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
     for (uint64_t kk = 0; kk < k; ++kk) {
         for (uint64_t nn = 0; nn < n; ++nn) {
             S v;
+            need_loaded(rt::kL0B, b_addr(kk, nn), sizeof(S), "B element (k, column)", kk, nn);
             std::memcpy(&v, l0b + b_addr(kk, nn), sizeof(S));
             bt[nn * k + kk] = cube::to_double(v);
         }

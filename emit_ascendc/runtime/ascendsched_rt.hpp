@@ -34,7 +34,9 @@
 
 #if !defined(ASCENDSCHED_UB_USABLE) || !defined(ASCENDSCHED_BLOCK_BYTES) ||                    \
     !defined(ASCENDSCHED_REPEAT_BYTES) || !defined(ASCENDSCHED_MAX_REPEAT) ||                   \
-    !defined(ASCENDSCHED_EVENT_ID_LIMIT)
+    !defined(ASCENDSCHED_EVENT_ID_LIMIT) || !defined(ASCENDSCHED_REL_ERR_RSQRT_FLOAT16) ||       \
+    !defined(ASCENDSCHED_REL_ERR_RSQRT_FLOAT32) || !defined(ASCENDSCHED_REL_ERR_RECIPROCAL_FLOAT16) || \
+    !defined(ASCENDSCHED_REL_ERR_RECIPROCAL_FLOAT32)
 #error "define the target macros (the generated cpu_main.cpp does) before kernel_operator.h"
 #endif
 
@@ -97,6 +99,8 @@ struct Access {
 struct State {
     std::vector<uint8_t> ub;
     std::vector<uint8_t> l1, l0a, l0b, l0c;  // AIC memories (empty on the AIV)
+    // Mmad's inputs: 1 per byte of L1/L0A/L0B that a copy or load wrote (ascendsched_cube.hpp)
+    std::vector<uint8_t> l1_loaded, l0a_loaded, l0b_loaded;
     int64_t block = 0;
     int64_t block_num = 1;
     int64_t seq = 0;
@@ -104,6 +108,7 @@ struct State {
     uint64_t pipe_cursor = 0;  // TPipe::InitBuffer allocation cursor in UB (bytes)
     uint64_t cursors[kNumSpaces] = {0, 0, 0, 0, 0};  // ... in the Cube memories
     std::map<std::pair<int, int32_t>, int> pending;  // (HardEvent, id) -> outstanding sets
+    int tpipes = 0;  // TPipe objects alive and not destroyed (at most one, kernel_operator.h)
 };
 
 inline State& st() {
@@ -171,6 +176,18 @@ inline std::vector<uint8_t>& mem(uint8_t space) {
         case kL0B: return s.l0b;
         case kL0C: return s.l0c;
         default: return s.ub;
+    }
+}
+
+// Which bytes of L1/L0A/L0B were loaded (1) since the block started; empty for other spaces.
+inline std::vector<uint8_t>& loaded(uint8_t space) {
+    State& s = st();
+    static thread_local std::vector<uint8_t> none;
+    switch (space) {
+        case kL1: return s.l1_loaded;
+        case kL0A: return s.l0a_loaded;
+        case kL0B: return s.l0b_loaded;
+        default: none.clear(); return none;
     }
 }
 
@@ -313,12 +330,16 @@ inline void begin_block(int64_t block, int64_t block_num, const char* core = "AI
     s.pipe_cursor = 0;
     for (uint64_t& c : s.cursors) c = 0;
     s.pending.clear();
+    s.tpipes = 0;
     const bool aic = std::strcmp(core, "AIC") == 0;
     s.ub.assign(aic ? 0 : kUbUsable, 0xCD);  // fresh UB per block, poisoned so unwritten data shows
     s.l1.assign(aic ? space_usable(kL1) : 0, 0xFF);
     s.l0a.assign(aic ? space_usable(kL0A) : 0, 0xFF);
     s.l0b.assign(aic ? space_usable(kL0B) : 0, 0xFF);
     s.l0c.assign(aic ? space_usable(kL0C) : 0, 0xFF);
+    s.l1_loaded.assign(s.l1.size(), 0);
+    s.l0a_loaded.assign(s.l0a.size(), 0);
+    s.l0b_loaded.assign(s.l0b.size(), 0);
 }
 
 inline void check_flags_drained();  // defined in kernel_operator.h (needs HardEvent names)

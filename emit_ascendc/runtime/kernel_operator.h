@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -291,15 +292,75 @@ public:
     }
 };
 
+// TPipe's own synchronisation (impl/basic_api/kernel_tpipe_impl.h, __NPU_ARCH__ 2201):
+// - the constructor (TPipe::Init, lines 98-113) allocates HardEvent::M_MTE1 event ids 0, 1 and 2
+//   on the AIC ("for matmul macro ... For load Bias") and SETS them;
+// - Destroy (DestroyWithoutPipeAll, lines 571-581, then pipe_barrier(PIPE_ALL), 595-600) waits
+//   and releases them; the destructor calls Destroy unless it already ran (lines 80-86).
+// So a kernel that sets M_MTE1 0, 1 or 2 itself while the TPipe lives sets the flag twice
+// before its wait (undefined: docs SetFlag-WaitFlag(ISASI).md:97). catlass releases the pipe's
+// flags right after building its buffers (include/catlass/arch/resource.hpp:35-37).
+// Only one TPipe may exist at a time (docs TPipe/TPipe构造函数.md:42).
+// These flags are library internals, not calls of the kernel text: they move the flag state
+// the kernel's SetFlag/WaitFlag see, but write no trace events (the IR does not hold them;
+// they come before the first and after the last call of the kernel).
+constexpr int32_t kTPipeMte1Ids = 3;  // M_MTE1 ids 0..2, kernel_tpipe_impl.h:102-113
+
 class TPipe {
 public:
-    TPipe() {}
+    TPipe(ASCENDSCHED_LOC) {
+        rt::State& s = rt::st();
+        if (s.tpipes > 0) {
+            rt::fail(file_, line_, "TPipe: a second TPipe while one is alive (docs TPipe构造函数.md: only one TPipe at a "
+                                   "time; Destroy() the first)");
+        }
+        ++s.tpipes;
+        if (rt::is_aic()) {
+            for (int32_t id = 0; id < kTPipeMte1Ids; ++id) {
+                int& n = s.pending[{static_cast<int>(HardEvent::M_MTE1), id}];
+                if (n > 0) {
+                    rt::fail(file_, line_, "TPipe: its constructor sets SetFlag<HardEvent::M_MTE1>(" + rt::S(id) +
+                                               "), which is already set");
+                }
+                ++n;
+            }
+        }
+    }
+    TPipe(const TPipe&) = delete;
+    TPipe& operator=(const TPipe&) = delete;
+    ~TPipe() {
+        if (!destroyed_) Destroy("TPipe::~TPipe", 0);
+    }
+    // docs TPipe/Destroy.md: releases the pipe's resources; WaitFlag<M_MTE1>(0..2) on the AIC
+    // and pipe_barrier(PIPE_ALL) (kernel_tpipe_impl.h:571-600). LocalTensors taken from its
+    // TBufs before stay usable (catlass resource.hpp takes them, then destroys the pipe).
+    void Destroy(ASCENDSCHED_LOC) {
+        rt::State& s = rt::st();
+        if (destroyed_) {
+            rt::fail(file_, line_, "TPipe::Destroy on a destroyed TPipe: its WaitFlag<HardEvent::M_MTE1> would wait "
+                                   "forever");
+        }
+        if (rt::is_aic()) {
+            for (int32_t id = 0; id < kTPipeMte1Ids; ++id) {
+                int& n = s.pending[{static_cast<int>(HardEvent::M_MTE1), id}];
+                if (n == 0) {
+                    rt::fail(file_, line_, "TPipe::Destroy waits WaitFlag<HardEvent::M_MTE1>(" + rt::S(id) +
+                                               "), which nobody set: the kernel consumed the flag TPipe's constructor "
+                                               "set (kernel_tpipe_impl.h:102-113); the pipe would wait forever");
+                }
+                --n;
+            }
+        }
+        destroyed_ = true;
+        --s.tpipes;
+    }
     // include/basic_api/kernel_tpipe.h: InitBuffer(TBuf<pos>& buf, uint32_t len); len in bytes,
     // allocated after the previous buffers of this TPipe in the same physical memory and rounded
     // up to 32 bytes. UB exists only on the AIV, L1/L0A/L0B/L0C only on the AIC.
     template <TPosition pos>
     bool InitBuffer(TBuf<pos>& buf, uint32_t len, ASCENDSCHED_LOC) {
         rt::State& s = rt::st();
+        if (destroyed_) rt::fail(file_, line_, "TPipe::InitBuffer on a destroyed TPipe");
         constexpr uint8_t space = position_space(pos);
         const bool cube = space != rt::kUB;
         if (cube != rt::is_aic()) {
@@ -320,6 +381,9 @@ public:
         cursor += rounded;
         return true;
     }
+
+private:
+    bool destroyed_ = false;
 };
 
 // ============================================================================ system variables
@@ -346,8 +410,11 @@ inline void SetFlag(int32_t eventID, ASCENDSCHED_LOC) {
     check_event_id("SetFlag", event, eventID, file_, line_);
     int& n = rt::st().pending[{static_cast<int>(event), eventID}];
     if (n > 0) {
+        const bool tpipe = event == HardEvent::M_MTE1 && eventID < kTPipeMte1Ids && rt::is_aic() && rt::st().tpipes > 0;
         rt::fail(file_, line_, std::string("SetFlag<HardEvent::") + event_name(event) + ">(" + rt::S(eventID) +
-                                   ") set again before its WaitFlag");
+                                   ") set again before its WaitFlag" +
+                                   (tpipe ? " (the live TPipe's constructor set it, kernel_tpipe_impl.h:102-113: "
+                                            "call pipe.Destroy() before placing M_MTE1 flags 0..2)" : ""));
     }
     ++n;
     rt::Record r;
@@ -766,8 +833,75 @@ ASCENDSCHED_BINARY(Min, (x < y ? x : y))
 ASCENDSCHED_UNARY(Exp, std::exp(x))
 ASCENDSCHED_UNARY(Ln, std::log(x))
 ASCENDSCHED_UNARY(Sqrt, std::sqrt(x))
-ASCENDSCHED_UNARY(Rsqrt, decltype(x)(1) / std::sqrt(x))
-ASCENDSCHED_UNARY(Reciprocal, decltype(x)(1) / x)
+#undef ASCENDSCHED_UNARY
+
+// Rsqrt and Reciprocal are approximations on the 910B (docs Rsqrt.md:179, Reciprocal.md:202:
+// half misses 双千分之一, float 双万分之一; the modelled bound and why: target/ascend910b.py,
+// APPROX_REL_ERROR). The result is the exact one times 1 + d, d in [-bound, bound] drawn from a
+// hash of the source bits, then rounded to float and to T: bit for bit sim/precision.py's
+// approx_unary, so the simulator and this runtime agree.
+namespace detail {
+inline uint32_t hash32(uint32_t x) {  // lowbias32, sim/precision.py:hash32
+    x ^= x >> 16;
+    x *= 0x7FEB352Du;
+    x ^= x >> 15;
+    x *= 0x846CA68Bu;
+    x ^= x >> 16;
+    return x;
+}
+template <typename T> inline uint32_t source_bits(T x) {
+    uint32_t b = 0;
+    std::memcpy(&b, &x, sizeof(T));  // half: its 16 bits, zero-extended (little endian)
+    return b;
+}
+template <typename T> inline double approx_bound(const char* api);
+template <> inline double approx_bound<half>(const char* api) {
+    return std::strcmp(api, "Rsqrt") == 0 ? ASCENDSCHED_REL_ERR_RSQRT_FLOAT16 : ASCENDSCHED_REL_ERR_RECIPROCAL_FLOAT16;
+}
+template <> inline double approx_bound<float>(const char* api) {
+    return std::strcmp(api, "Rsqrt") == 0 ? ASCENDSCHED_REL_ERR_RSQRT_FLOAT32 : ASCENDSCHED_REL_ERR_RECIPROCAL_FLOAT32;
+}
+template <typename T>
+inline T approx(const char* api, T x, double exact) {
+    const double u = static_cast<double>(hash32(source_bits(x)) >> 8) / static_cast<double>(1u << 24);
+    const double d = (2.0 * u - 1.0) * approx_bound<T>(api);
+    return T(static_cast<float>(exact * (1.0 + d)));
+}
+template <typename T>
+inline void approx_unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask,
+                         uint8_t repeatTime, const UnaryRepeatParams& p, bool rsqrt, const char* file_, int line_) {
+    static_assert(std::is_same<T, half>::value || std::is_same<T, float>::value,
+                  "Rsqrt/Reciprocal take half or float (docs Rsqrt.md, Reciprocal.md)");
+    Operand od = opnd("dst", dst, p.dstBlkStride, p.dstRepStride);
+    Operand os = opnd("src", src, p.srcBlkStride, p.srcRepStride);
+    elementwise<T>(api, "vec_unary", od, {os}, mask, rt::kRepeat / sizeof(T), repeatTime,
+                   [&](uint64_t r, uint64_t k) {
+                       const T x = rt::ub_load<T>(os.lane(r, k));
+                       const double v = static_cast<double>(static_cast<float>(x));
+                       return approx<T>(api, x, rsqrt ? 1.0 / std::sqrt(v) : 1.0 / v);
+                   },
+                   file_, line_);
+}
+}  // namespace detail
+
+template <typename T, bool isSetMask = true>
+inline void Rsqrt(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime,
+                  const UnaryRepeatParams& p, ASCENDSCHED_LOC) {
+    detail::approx_unary("Rsqrt", dst, src, mask, repeatTime, p, true, file_, line_);
+}
+template <typename T, bool isSetMask = true>
+inline void Reciprocal(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime,
+                       const UnaryRepeatParams& p, ASCENDSCHED_LOC) {
+    detail::approx_unary("Reciprocal", dst, src, mask, repeatTime, p, false, file_, line_);
+}
+
+#define ASCENDSCHED_UNARY(NAME, EXPR)                                                                              \
+    template <typename T, bool isSetMask = true>                                                                   \
+    inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t mask, const uint8_t repeatTime, \
+                     const UnaryRepeatParams& p, ASCENDSCHED_LOC) {                                                \
+        detail::unary(#NAME, "vec_unary", dst, src, mask, repeatTime, p.dstBlkStride, p.srcBlkStride,             \
+                      p.dstRepStride, p.srcRepStride, [](auto x) { return EXPR; }, file_, line_);                 \
+    }
 ASCENDSCHED_UNARY(Abs, (x < decltype(x)(0) ? -x : x))
 ASCENDSCHED_UNARY(Relu, (x > decltype(x)(0) ? x : decltype(x)(0)))
 #undef ASCENDSCHED_UNARY
@@ -841,9 +975,12 @@ inline D cast_value(S s, RoundMode m, const char* file_, int line_) {
     constexpr bool src_float = std::is_floating_point_v<S> || std::is_same_v<S, half> || std::is_same_v<S, bfloat16_t>;
     if (m == RoundMode::CAST_ODD) rt::fail(file_, line_, "Cast: CAST_ODD is not supported by the CPU runtime");
     if constexpr (!dst_float) {
+        // an integer result out of range saturates ("溢出默认按照饱和模式处理", docs
+        // 数据结构/precision_conversion.md:30; e.g. int32 -> int16 of 2^31 - 1 is 2^15 - 1)
         if (std::isnan(v)) return D(0);
         double r = round_int(v, m);
-        r = std::max(-4.611686018427388e18, std::min(4.611686018427388e18, r));
+        r = std::max(static_cast<double>(std::numeric_limits<D>::min()),
+                     std::min(static_cast<double>(std::numeric_limits<D>::max()), r));
         return static_cast<D>(static_cast<int64_t>(r));
     } else {
         if constexpr (src_float && sizeof(D) == sizeof(S) && std::is_same_v<D, S>) {
@@ -872,11 +1009,70 @@ inline D cast_value(S s, RoundMode m, const char* file_, int line_) {
 
 }  // namespace detail
 
+namespace detail {
+// The 910B Cast table, docs Memory矢量计算/类型转换/Cast.md:215-247: the round modes each
+// (src U, dst T) pair takes, as a bit set over RoundMode (bit m = RoundMode m); 0 = no such
+// pair (impl/basic_api/dav_c220/kernel_operator_vec_vconv_impl.h has no CastIntrinsicsImpl
+// overload for it, so the call does not compile against the real headers).
+constexpr uint32_t bit(RoundMode m) { return 1u << static_cast<uint32_t>(m); }
+constexpr uint32_t kNone = bit(RoundMode::CAST_NONE);
+constexpr uint32_t kDirected = bit(RoundMode::CAST_RINT) | bit(RoundMode::CAST_FLOOR) | bit(RoundMode::CAST_CEIL) |
+                               bit(RoundMode::CAST_ROUND) | bit(RoundMode::CAST_TRUNC);
+template <typename T, typename U, typename A, typename B>
+constexpr bool is_pair = std::is_same_v<U, A> && std::is_same_v<T, B>;
+template <typename T> constexpr const char* type_name() {
+    if constexpr (std::is_same_v<T, half>) return "half";
+    else if constexpr (std::is_same_v<T, bfloat16_t>) return "bfloat16_t";
+    else if constexpr (std::is_same_v<T, float>) return "float";
+    else if constexpr (std::is_same_v<T, int64_t>) return "int64_t";
+    else if constexpr (std::is_same_v<T, int32_t>) return "int32_t";
+    else if constexpr (std::is_same_v<T, int16_t>) return "int16_t";
+    else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
+    else if constexpr (std::is_same_v<T, uint8_t>) return "uint8_t";
+    else return "?";
+}
+template <typename T, typename U>
+constexpr uint32_t cast_modes() {
+    if constexpr (is_pair<T, U, int8_t, half> || is_pair<T, U, uint8_t, half> || is_pair<T, U, int16_t, float> ||
+                  is_pair<T, U, half, float> || is_pair<T, U, bfloat16_t, float> || is_pair<T, U, int32_t, int16_t> ||
+                  is_pair<T, U, int32_t, int64_t> || is_pair<T, U, int64_t, int32_t>) {
+        return kNone;
+    } else if constexpr (is_pair<T, U, int16_t, half> || is_pair<T, U, half, int8_t> || is_pair<T, U, half, uint8_t> ||
+                         is_pair<T, U, int32_t, float>) {
+        return kDirected | kNone;
+    } else if constexpr (is_pair<T, U, half, int16_t> || is_pair<T, U, half, int32_t> ||
+                         is_pair<T, U, bfloat16_t, int32_t> || is_pair<T, U, float, int16_t> ||
+                         is_pair<T, U, float, bfloat16_t> || is_pair<T, U, float, int32_t> ||
+                         is_pair<T, U, float, float> || is_pair<T, U, float, int64_t> || is_pair<T, U, int64_t, float>) {
+        return kDirected;
+    } else if constexpr (is_pair<T, U, float, half>) {
+        return kDirected | bit(RoundMode::CAST_ODD) | kNone;
+    } else {
+        return 0;
+    }
+}
+}  // namespace detail
+
 // include/basic_api/kernel_operator_vec_vconv_intf.h: Cast level 0; one repeat covers
-// 256 B of the wider type, so mask <= 256 / max(sizeof(D), sizeof(S)).
+// 256 B of the wider type, so mask <= 256 / max(sizeof(D), sizeof(S)). Only the pairs and
+// round modes of the 910B table (detail::cast_modes). int32_t -> half is in the table but is a
+// dequantisation: vconv_deq scales by the SetDeqScale value and ignores roundMode (Cast.md:235,
+// vconv_impl.h:29-40), not modelled here.
 template <typename T, typename U, bool isSetMask = true>
 inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint64_t mask,
                  const uint8_t repeatTime, const UnaryRepeatParams& p, ASCENDSCHED_LOC) {
+    constexpr bool deq = std::is_same_v<U, int32_t> && std::is_same_v<T, half>;
+    static_assert(detail::cast_modes<T, U>() != 0 || deq,
+                  "Cast: the 910B has no vector conversion between these types (docs Cast.md, the Atlas A2 table)");
+    if constexpr (deq) {
+        rt::fail(file_, line_, "Cast: int32_t -> half is a dequantisation (vconv_deq: src times the SetDeqScale "
+                               "scale, roundMode ignored), not a conversion; cast through float");
+    }
+    if (!((detail::cast_modes<T, U>() >> static_cast<uint32_t>(roundMode)) & 1u)) {
+        rt::fail(file_, line_, std::string("Cast: ") + detail::type_name<U>() + " -> " + detail::type_name<T>() +
+                                   " does not take RoundMode " + rt::S(static_cast<int>(roundMode)) +
+                                   " (docs Cast.md, the Atlas A2 table)");
+    }
     detail::Operand od = detail::opnd("dst", dst, p.dstBlkStride, p.dstRepStride);
     detail::Operand os = detail::opnd("src", src, p.srcBlkStride, p.srcRepStride);
     const RoundMode m = roundMode;
@@ -888,32 +1084,35 @@ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const Rou
 }
 
 // ---------------------------------------------------------------------------- reductions
-// include/basic_api/kernel_operator_vec_reduce_intf.h, docs WholeReduceMax: dstRepStride is in
-// units of one reduced result (sizeof(T) for value-only results); dst needs 2*sizeof(T)
-// alignment (4 B for half, 8 B for float); the sum is formed exactly and rounded once.
+// include/basic_api/kernel_operator_vec_reduce_intf.h; docs ReduceRepeat.md (the current name of
+// WholeReduceSum/Max/Min, docs/zh/api/附录/接口变更说明.md:30): dstRepStride is in units of one
+// reduced result (sizeof(T) for value-only results, ReduceRepeat.md:165-183). dst alignment:
+// SUM sizeof(T) (ReduceRepeat.md:171-172 and the library's own check,
+// impl/basic_api/kernel_operator_vec_reduce_intf_impl.h:148); MAX/MIN with ORDER_ONLY_VALUE the
+// docs say sizeof(T) (ReduceRepeat.md:178, 182) but the library's check asks 2 * sizeof(T) for
+// every order (kernel_operator_vec_reduce_intf_impl.h:177): the stricter rule is enforced.
+// Each repeat's lanes are fold()ed by the caller's rule.
 namespace detail {
 template <typename T, typename F>
 inline void whole_reduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t mask,
                          int32_t repeatTime, int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride, F fold,
-                         const char* file_, int line_) {
+                         uint64_t dst_align, const char* file_, int line_) {
     if (mask < 1 || repeatTime < 0) rt::fail(file_, line_, std::string(api) + ": mask and repeatTime must be positive");
     check_level0(api, static_cast<uint64_t>(mask), rt::kRepeat / sizeof(T), static_cast<uint64_t>(repeatTime), file_, line_);
     need_ub(api, "src", src.space_, file_, line_);
     need_ub(api, "dst", dst.space_, file_, line_);
     rt::check_align(file_, line_, api, "src", src.addr_, rt::kBlock);
-    rt::check_align(file_, line_, api, "dst", dst.addr_, 2 * sizeof(T));
+    rt::check_align(file_, line_, api, "dst", dst.addr_, dst_align);
     Operand os = opnd("src", src, static_cast<uint64_t>(srcBlkStride), static_cast<uint64_t>(srcRepStride));
     rt::Record rec;
     rec.op = "vec_reduce";
     rec.pipe = "V";
     touch(rec.reads, os, static_cast<uint64_t>(repeatTime), static_cast<uint64_t>(mask), api, file_, line_);
     std::vector<T> out(static_cast<size_t>(repeatTime));
+    std::vector<T> lanes(static_cast<size_t>(mask));
     for (int32_t r = 0; r < repeatTime; ++r) {
-        double acc = static_cast<double>(static_cast<typename Calc<T>::type>(rt::ub_load<T>(os.lane(r, 0))));
-        for (int32_t k = 1; k < mask; ++k) {
-            acc = fold(acc, static_cast<double>(static_cast<typename Calc<T>::type>(rt::ub_load<T>(os.lane(r, k)))));
-        }
-        out[r] = T(static_cast<float>(acc));
+        for (int32_t k = 0; k < mask; ++k) lanes[k] = rt::ub_load<T>(os.lane(r, k));
+        out[r] = fold(lanes);
     }
     for (int32_t r = 0; r < repeatTime; ++r) {
         uint64_t a = dst.addr_ + static_cast<uint64_t>(r) * static_cast<uint64_t>(dstRepStride) * sizeof(T);
@@ -926,12 +1125,37 @@ inline void whole_reduce(const char* api, const LocalTensor<T>& dst, const Local
 }
 }  // namespace detail
 
+namespace detail {
+// SUM: a binary tree of adjacent pairs per repeat, every partial sum rounded to T (docs
+// ReduceRepeat.md:270, ReduceDataBlock.md:183-191); lanes past the mask count as 0. Bit for bit
+// sim/precision.py's tree_sum.
+template <typename T>
+inline T tree_sum(std::vector<T> v) {
+    using C = typename Calc<T>::type;
+    size_t width = 1;
+    while (width < v.size()) width *= 2;
+    v.resize(width, T(C(0)));
+    for (; width > 1; width /= 2) {
+        for (size_t i = 0; i < width / 2; ++i) v[i] = T(static_cast<C>(v[2 * i]) + static_cast<C>(v[2 * i + 1]));
+    }
+    return v[0];
+}
+
+template <typename T, typename F>
+inline T fold_lanes(const std::vector<T>& v, F pick) {
+    using C = typename Calc<T>::type;
+    C acc = static_cast<C>(v[0]);
+    for (size_t k = 1; k < v.size(); ++k) acc = pick(acc, static_cast<C>(v[k]));
+    return T(acc);
+}
+}  // namespace detail
+
 template <typename T, bool isSetMask = true>
 inline void WholeReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,
                            const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
                            const int32_t srcRepStride, ASCENDSCHED_LOC) {
     detail::whole_reduce("WholeReduceSum", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
-                         [](double a, double b) { return a + b; }, file_, line_);
+                         [](const std::vector<T>& v) { return detail::tree_sum(v); }, sizeof(T), file_, line_);
 }
 
 template <typename T, bool isSetMask = true>
@@ -943,7 +1167,8 @@ inline void WholeReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src,
         rt::fail(file_, line_, "WholeReduceMax: only ReduceOrder::ORDER_ONLY_VALUE is modelled by the CPU runtime");
     }
     detail::whole_reduce("WholeReduceMax", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
-                         [](double a, double b) { return a > b ? a : b; }, file_, line_);
+                         [](const std::vector<T>& v) { return detail::fold_lanes(v, [](auto a, auto b) { return a > b ? a : b; }); },
+                         2 * sizeof(T), file_, line_);
 }
 
 template <typename T, bool isSetMask = true>
@@ -955,13 +1180,15 @@ inline void WholeReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src,
         rt::fail(file_, line_, "WholeReduceMin: only ReduceOrder::ORDER_ONLY_VALUE is modelled by the CPU runtime");
     }
     detail::whole_reduce("WholeReduceMin", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
-                         [](double a, double b) { return a < b ? a : b; }, file_, line_);
+                         [](const std::vector<T>& v) { return detail::fold_lanes(v, [](auto a, auto b) { return a < b ? a : b; }); },
+                         2 * sizeof(T), file_, line_);
 }
 
 // ---------------------------------------------------------------------------- Brcb
 // include/basic_api/kernel_operator_vec_brcb_intf.h: each repeat takes 8 consecutive src
 // elements and fills one 32 B dst block with each, block j of repeat r at
-// (r*dstRepStride + j*dstBlkStride) * 32 B.
+// (r*dstRepStride + j*dstBlkStride) * 32 B. docs Brcb.md:122-123 (约束说明): src and dst
+// must not share memory, and dstBlkStride = 0 is undefined behaviour (both rejected here).
 template <typename T>
 inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const uint8_t repeatTime,
                  const BrcbRepeatParams& p, ASCENDSCHED_LOC) {
@@ -970,11 +1197,29 @@ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const ui
     rt::check_align(file_, line_, "Brcb", "dst", dst.addr_, rt::kBlock);
     rt::check_align(file_, line_, "Brcb", "src0", src0.addr_, rt::kBlock);
     if (repeatTime > rt::kMaxRepeat) rt::fail(file_, line_, "Brcb: repeatTime exceeds the limit");
+    if (p.dstBlkStride == 0) {
+        rt::fail(file_, line_, "Brcb: dstBlkStride = 0 is undefined behaviour (docs Brcb.md: "
+                               "\"dstBlkStride不支持设置为0\"); use 1 for consecutive blocks");
+    }
     rt::Record rec;
     rec.op = "vec_brcb";
     rec.pipe = "V";
     const uint64_t per = rt::kBlocksPerRepeat;
     rt::check_ub(file_, line_, "Brcb", src0.addr_, repeatTime * per * sizeof(T));
+    {  // in place: any dst block overlapping the source bytes
+        const uint64_t slo = src0.addr_, shi = src0.addr_ + repeatTime * per * sizeof(T);
+        for (uint64_t r = 0; r < repeatTime; ++r) {
+            for (uint64_t j = 0; j < per; ++j) {
+                const uint64_t a = dst.addr_ + (r * p.dstRepStride + j * p.dstBlkStride) * rt::kBlock;
+                if (a < shi && slo < a + rt::kBlock) {
+                    rt::fail(file_, line_, "Brcb: dst block at UB " + rt::S(static_cast<long long>(a)) +
+                                               " overlaps the source [" + rt::S(static_cast<long long>(slo)) + ", " +
+                                               rt::S(static_cast<long long>(shi)) +
+                                               "): in-place Brcb is not supported (docs Brcb.md)");
+                }
+            }
+        }
+    }
     rec.reads.push_back(rt::Access{"UB", src0.addr_, src0.addr_ + repeatTime * per * sizeof(T)});
     std::vector<T> vals(repeatTime * per);
     for (uint64_t i = 0; i < vals.size(); ++i) vals[i] = rt::ub_load<T>(src0.addr_ + i * sizeof(T));

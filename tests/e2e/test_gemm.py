@@ -166,12 +166,14 @@ def test_cores_run_the_schedules_tile_order(sched: GemmSchedule) -> None:
 
 
 def test_kernel_structure() -> None:
-    """Never m == 1 (GEMV), one AIC program, one block per bound core, K steps exact."""
+    """Never m == 1 (GEMV: one valid row runs with m = 2 over a copied row), one AIC program,
+    one block per bound core, K steps exact."""
     s = _s(L.gemm(1, 40, 70)).tile(16, 16, 32).split_k(16).bind(3)
     k = lower(s)
     assert k.block_dim == 3 and [p.core.value for p in k.programs] == ["AIC"]
     mmads = [i for i, _ in iter_instrs(k.programs[0].body) if i.op == "mmad"]
-    assert mmads and all(i.attr("m") == 16 for i in mmads)
+    assert mmads and all(i.attr("m") == 2 for i in mmads)
+    assert {i.attr("n") for i in mmads} == {16, 8}  # the valid columns (40 = 2 * 16 + 8)
     assert sorted({i.attr("k") for i in mmads}) == [6, 16]  # 70 = 2 * 32 + 6: L0 steps of 16
     fix = [i for i, _ in iter_instrs(k.programs[0].body) if i.op == "fixpipe"]
     assert {(i.attr("mSize"), i.attr("nSize")) for i in fix} == {(1, 16), (1, 8)}
@@ -219,3 +221,22 @@ def test_through_the_emitted_cpp(name: str) -> None:
     sched = dict(CASES)[name]
     bad = [str(v) for v in check(sched) if not v.ok]
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("trans_b,dtype", [(False, "float16"), (True, "float16"),
+                                           (False, "int8"), (True, "int8")])
+def test_mmad_reads_only_loaded_rows_and_columns(trans_b: bool, dtype: str) -> None:
+    # Edge tiles pass Mmad the valid m and n (asc-devkit docs Mmad.md:285-287: the rest of a
+    # fractal is ignored), so it never reads L1 rows no copy wrote (Mmad.md:329: NaN inputs may
+    # raise an execution error); the simulator rejects such a read. One valid row: m = 2 over
+    # a copied row (m == 1 is GEMV). int8 B (K, N): n is the 32-column round-up (Nd2Nz zeros).
+    out = "int32" if dtype == "int8" else "float32"
+    sched = _s(L.gemm(65, 40, 64, dtype, out, trans_b=trans_b)).tile(32, 32, 64).split_k(32)
+    k = lower(sched)
+    instrs = [ins for ins, _ in iter_instrs(k.programs[0].body)]
+    mn = {(ins.attr("m"), ins.attr("n")) for ins in instrs if ins.op == "mmad"}
+    n_edge = 32 if dtype == "int8" and not trans_b else 8
+    assert mn == {(32, 32), (32, n_edge), (2, 32), (2, n_edge)}
+    twice = [ins for ins in instrs if ins.op == "copy_gm_l1" and ins.attr("ndNum") == 2]
+    assert len(twice) == 2 and all(ins.attr("nValue") == 1 for ins in twice)  # A's 1-row tiles
+    check_gemm(sched)

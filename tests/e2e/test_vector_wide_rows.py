@@ -16,28 +16,16 @@ from ascendsched.lower.ir import Kernel, iter_instrs
 from ascendsched.schedule import Schedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.target import CoreType
-from tests.helpers import assert_matches_reference
-
-LAYERNORM = ("xf", "mean", "d", "var", "r")
-SOFTMAX = ("xf", "mx", "e", "s")
-RMSNORM = ("xf", "ss", "r")
-
-
-def _rows(algo, n: int, stages: tuple[str, ...]) -> Schedule:
-    s = Schedule(algo).split("y", "i", n)
-    for st in stages:
-        s = s.compute_at(st, "y", "i_o")
-    return s
-
+from tests.helpers import LAYERNORM, RMSNORM, SOFTMAX, assert_matches_reference, row_tiles
 
 WIDE = {
-    "layernorm 8x4096 rows 2": lambda: _rows(L.layernorm(8, 4096), 2, LAYERNORM),
+    "layernorm 8x4096 rows 2": lambda: row_tiles(L.layernorm(8, 4096), 2, LAYERNORM),
     # 2 x 128 repeats per dense op, 128 partials per row reduced again
-    "layernorm 8x8192 rows 2": lambda: _rows(L.layernorm(8, 8192), 2, LAYERNORM),
-    "softmax 40x1000 rows 8": lambda: _rows(L.softmax(40, 1000), 8, SOFTMAX),  # tails, slot
-    "rmsnorm 8x4100 rows 2": lambda: _rows(L.rmsnorm(8, 4100), 2, RMSNORM),  # 513-block rows
-    "softmax 64x260 rows 32": lambda: _rows(L.softmax(64, 260), 32, SOFTMAX),  # folded chunks
-    "softmax 64x128 rows 64": lambda: _rows(L.softmax(64, 128), 64, SOFTMAX),  # chunk loop
+    "layernorm 8x8192 rows 2": lambda: row_tiles(L.layernorm(8, 8192), 2, LAYERNORM),
+    "softmax 40x1000 rows 8": lambda: row_tiles(L.softmax(40, 1000), 8, SOFTMAX),  # tails, slot
+    "rmsnorm 8x4100 rows 2": lambda: row_tiles(L.rmsnorm(8, 4100), 2, RMSNORM),  # 513-block rows
+    "softmax 64x260 rows 32": lambda: row_tiles(L.softmax(64, 260), 32, SOFTMAX),  # folded chunks
+    "softmax 64x128 rows 64": lambda: row_tiles(L.softmax(64, 128), 64, SOFTMAX),  # chunk loop
     "softmax 8x16384 default": lambda: schedule_for(L.softmax(8, 16384)),
     "rmsnorm 64x4096 default": lambda: schedule_for(L.rmsnorm(64, 4096)),
     "bias_add 64x4096 default": lambda: schedule_for(L.bias_add(64, 4096)),
@@ -72,7 +60,7 @@ def test_wide_rows_pass_the_emitted_cpp_rungs(case):
 
 def test_synced_statement_count_does_not_grow_with_the_row_width():
     def size(width: int) -> tuple[int, int]:
-        k = lower(_rows(L.layernorm(8, width), 2, LAYERNORM))
+        k = lower(row_tiles(L.layernorm(8, width), 2, LAYERNORM))
         instrs = list(iter_instrs(k.program(CoreType.AIV).body))
         return len(instrs), sum(1 for i, _ in instrs if i.is_sync)
 

@@ -126,3 +126,15 @@ def test_dropped_cross_set_is_a_deadlock(built):
     with pytest.raises(KernelAbort, match=r"CrossCoreWaitFlag\(0\) can never be released: "
                                           r"cross-core deadlock \(AIV waits; AIC finished\)"):
         run_cpu(binary, k, inputs(CASES["fp16_single"]))
+
+
+def test_mix_launcher_finds_the_ffts_header(tmp_path):
+    """The launcher includes runtime/rt_ffts.h; CANN 8.x keeps it (and the msprof headers it
+    includes) under include/experiment/, which the CMake project must put on the path."""
+    proj = emit_project(mixed_kernel(), tmp_path)
+    assert '#include "runtime/rt_ffts.h"' in proj.host_main.read_text()
+    cmake = proj.cmake.read_text()
+    main_includes = cmake[cmake.index("target_include_directories(gemm_relu_mix_main"):]
+    main_includes = main_includes[:main_includes.index(")")]
+    assert "${ASCEND_CANN_PACKAGE_PATH}/include/experiment/runtime" in main_includes
+    assert "${ASCEND_CANN_PACKAGE_PATH}/include/experiment/msprof" in main_includes

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -21,8 +22,9 @@ from hypothesis import strategies as st
 
 from ascendsched.dtypes import bf16_bits, from_bf16_bits
 from ascendsched.emit_ascendc.check import build_source
+from ascendsched.emit_ascendc.emitter import _cpu_defines
 from ascendsched.sim.trace import Trace
-from ascendsched.target import DEFAULT_TARGET, Scope
+from ascendsched.target import DEFAULT_TARGET
 
 pytestmark = pytest.mark.slow  # g++ builds and runs
 
@@ -229,11 +231,12 @@ static void gemm_any() {
     LocalTensor<half> a0 = B.l0a.GetWithOffset<half>(Mb * Kb * 256, 0);
     LocalTensor<half> b0 = B.l0b.GetWithOffset<half>(Kb * Nb * 256, 0);
     LocalTensor<float> c0 = B.l0c.GetWithOffset<float>(Mb * Nb * 256, 0);
-    DataCopy(a1, ag, Nd2NzParams(1, M, K, 0, K, Mb * 16, 1, 0));
+    // one row: copied twice (rows 0 and 1) so Mmad takes m = 2 (m == 1 is GEMV) over loaded rows
+    DataCopy(a1, ag, Nd2NzParams(M == 1 ? 2 : 1, M, K, 0, K, Mb * 16, 1, M == 1 ? 16 : 0));
     DataCopy(b1, bg, Nd2NzParams(1, K, N, 0, N, Kb * 16, 1, 0));
     for (int i = 0; i < Mb; ++i) LoadData(a0[i * Kb * 256], a1[i * 256], LoadData2DParams(0, Kb, Mb, 0, 0, false, 0));
     for (int k = 0; k < Kb; ++k) LoadData(b0[k * Nb * 256], b1[k * 256], LoadData2DParams(0, Nb, Kb, 0, 0, true, 0));
-    Mmad(c0, a0, b0, MmadParams(M == 1 ? 16 : M, N, K, 0, false, true));
+    Mmad(c0, a0, b0, MmadParams(M == 1 ? 2 : M, N, K, 0, false, true));
     Fixpipe<half, float, CFG_ROW_MAJOR>(cg, c0, FixpipeParamsV220(N, M, Mb * 16, N, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));
     dump_all(c.size(), c);
 }
@@ -287,6 +290,15 @@ static std::map<std::string, std::function<void()>> cases() {
     m["ub_copy_into_l1"] = [] { small_setup([](Bufs& B, GlobalTensor<half>& a, GlobalTensor<half>&) {
         DataCopy(B.l1.Get<half>(), a, 64); }); };
     m["pipe_v_barrier_on_aic"] = [] { PipeBarrier<PIPE_V>(); };
+    // A: 40 rows loaded into a 48-row nz tile; Mmad over 48 rows reads 8 never-loaded rows
+    for (int rows : {40, 48}) {
+        m["mmad_m" + std::to_string(rows)] = [rows] { small_setup([rows](Bufs& B, GlobalTensor<half>& a, GlobalTensor<half>&) {
+            DataCopy(B.l1.Get<half>(), a, Nd2NzParams(1, 40, 16, 0, 64, 48, 1, 0));
+            DataCopy(B.l1.GetWithOffset<half>(256, 32768), a, Nd2NzParams(1, 16, 16, 0, 64, 16, 1, 0));
+            LoadData(B.l0a.Get<half>(), B.l1.Get<half>(), LoadData2DParams(0, 3, 1, 0, 0, false, 0));
+            LoadData(B.l0b.Get<half>(), B.l1.GetWithOffset<half>(256, 32768), LoadData2DParams(0, 1, 1, 0, 0, true, 0));
+            Mmad(B.l0c.Get<float>(), B.l0a.Get<half>(), B.l0b.Get<half>(), MmadParams(rows, 16, 16, 0, false, true)); }); };
+    }
     return m;
 }
 
@@ -312,14 +324,7 @@ int main(int argc, char** argv) {
 
 
 def _defines() -> tuple[str, ...]:
-    t = DEFAULT_TARGET
-    d = [f"-DASCENDSCHED_UB_USABLE={t.scope(Scope.UB).usable}",
-         f"-DASCENDSCHED_BLOCK_BYTES={t.block_bytes}", f"-DASCENDSCHED_REPEAT_BYTES={t.repeat_bytes}",
-         f"-DASCENDSCHED_MAX_REPEAT={t.max_repeat}",
-         f"-DASCENDSCHED_EVENT_ID_LIMIT={max(t.event_ids) + 1}"]
-    for s in (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C):
-        d.append(f"-DASCENDSCHED_{s.value}_USABLE={t.scope(s).usable}")
-    return tuple(d)
+    return _cpu_defines(DEFAULT_TARGET)  # the target macros every emitted project gets
 
 
 @pytest.fixture(scope="module")
@@ -540,6 +545,17 @@ def test_documented_rules_abort(harness, tmp_path, case, message):
     assert re.search(message, p.stderr), p.stderr
 
 
+def test_mmad_over_never_loaded_rows_aborts(harness, tmp_path):
+    # docs Mmad.md:329 (NaN inputs may raise an execution error), 285-287 (the rest of a
+    # fractal is ignored): m of the valid 40 rows runs; m = 48 reads 8 rows no copy wrote
+    p = _run(harness, "mmad_m40", tmp_path, {})
+    assert p.returncode == 0, p.stderr
+    p = _run(harness, "mmad_m48", tmp_path, {})
+    assert p.returncode != 0
+    assert re.search(r"Mmad reads L0A A element \(row, k\) \(40, 0\) at 1280, which no copy or "
+                     r"load wrote", p.stderr), p.stderr
+
+
 def test_trace_is_valid_jsonl(harness, tmp_path):
     r = np.random.default_rng(5)
     p = _run(harness, "gemm_f16", tmp_path, {"a": r.standard_normal((20, 40)).astype(np.float16),
@@ -568,7 +584,8 @@ def test_load_with_transpose_b32_square(harness, tmp_path):
 def test_random_shapes_equal_numpy(harness, tmp_path_factory, m, k, n, seed):
     """Any fp16 shape up to 128 through Nd2Nz, LoadData (A plain, B transposed), Mmad and
     Fixpipe F322F16, with the recipe of lower/ir.py: bit-equal to numpy's float64 product
-    rounded to fp32 then fp16 (m == 1 runs Mmad with m = 16: never GEMV)."""
+    rounded to fp32 then fp16 (m == 1 runs Mmad with m = 2 over a copied row: never GEMV, and
+    never over rows no copy loaded)."""
     d = tmp_path_factory.mktemp("any")
     r = np.random.default_rng(seed)
     a = r.standard_normal((m, k)).astype(np.float16)

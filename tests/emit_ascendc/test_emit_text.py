@@ -22,7 +22,9 @@ def vadd_src(tmp_path_factory):
 
 def test_entry_and_buffers(vadd_src):
     s = vadd_src.kernel_source
-    assert ('extern "C" __global__ __aicore__ void vadd(GM_ADDR x, GM_ADDR y, GM_ADDR z, '
+    # 'vadd' is the CCE builtin Add is built on (impl/basic_api/dav_c220/
+    # kernel_operator_vec_binary_impl.h:38): the kernel function gets a name of its own
+    assert ('extern "C" __global__ __aicore__ void vadd_kernel(GM_ADDR x, GM_ADDR y, GM_ADDR z, '
             'GM_ADDR workspace, GM_ADDR tiling)') in s
     assert "TBuf<TPosition::VECCALC> ubuf;" in s and "pipe.InitBuffer(ubuf, 12288);" in s
     assert ("LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(1024, 0), "
@@ -72,10 +74,26 @@ def test_project_files(vadd_src):
     assert "ascendc_library(vadd_kernels STATIC" in cmake and "ascendc.cmake" in cmake
     host = vadd_src.host_main.read_text()
     for call in ("aclInit", "aclrtSetDevice", "aclrtCreateStream", "aclrtMalloc",
-                 "aclrtMemcpy", "ACLRT_LAUNCH_KERNEL(vadd)(blockDim, stream,"):
+                 "aclrtMemcpy", "ACLRT_LAUNCH_KERNEL(vadd_kernel)(blockDim, stream,",
+                 '#include "aclrtlaunch_vadd_kernel.h"'):
         assert call in host
     assert "struct VaddTilingData" in vadd_src.tiling_h.read_text()
     assert "CANN" in vadd_src.readme.read_text()
+    assert "[&] { vadd_kernel(" in vadd_src.cpu_main.read_text()
+
+
+def test_kernel_names_clear_of_cce_builtins(tmp_path):
+    """A kernel named like a CCE builtin (vadd, set_flag) or a C++ keyword gets '_kernel'
+    appended; other names are kept."""
+    from ascendsched.emit_ascendc.emitter import c_name
+
+    assert [c_name(n) for n in ("vadd", "set_flag", "copy_gm_to_ubuf", "vconv_deq", "new",
+                                "softmax", "vadd_kernel", "gemm_relu_mix")] == [
+        "vadd_kernel", "set_flag_kernel", "copy_gm_to_ubuf_kernel", "vconv_deq_kernel",
+        "new_kernel", "softmax", "vadd_kernel", "gemm_relu_mix"]
+    k = replace(plan(vadd_kernel()), name="vexp")
+    s = emit_project(k, tmp_path).kernel_source
+    assert "void vexp_kernel(GM_ADDR x" in s and "void vexp(" not in s
 
 
 def test_unplanned_kernel_is_rejected(tmp_path):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
-from ascendsched.errors import CapacityError
+from ascendsched.errors import BufferingWarning, CapacityError
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
-from ascendsched.lower.ir import Buffer, For, Instr, Kernel, Program, view
+from ascendsched.lower.ir import Affine, Buffer, For, Instr, Kernel, Program, view
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
@@ -19,9 +21,18 @@ def _spans(k: Kernel) -> dict[tuple[str, int], tuple[int | None, int | None]]:
 
 def test_vadd_lifetimes_are_per_iteration() -> None:
     # S0 load x, S1 load y, S2 add, S3 store: nothing is carried across k
-    assert _spans(vadd_kernel(copies=2)) == {
-        ("x_ub", 0): (0, 2), ("x_ub", 1): (0, 2), ("y_ub", 0): (1, 2), ("y_ub", 1): (1, 2),
-        ("z_ub", 0): (2, 3), ("z_ub", 1): (2, 3)}
+    assert _spans(vadd_kernel(copies=1)) == {
+        ("x_ub", 0): (0, 2), ("y_ub", 0): (1, 2), ("z_ub", 0): (2, 3)}
+
+
+def test_double_buffered_copies_live_over_the_whole_loop_they_alternate_over() -> None:
+    # x_ub[k % 2] ...: while one copy is filled the other is consumed, so both copies hold
+    # their bytes over the whole loop body and k is a pipelined loop
+    lt = buffer_lifetimes(vadd_kernel(copies=2))
+    assert {(e.buffer, e.copy): (e.start, e.end) for e in lt.entries} == {
+        (b, c): (0, 3) for b in ("x_ub", "y_ub", "z_ub") for c in (0, 1)}
+    assert lt.of("y_ub", 1).own == (1, 2) and "alternate over loop k" in lt.of("y_ub", 1).why
+    assert lt.pipelined == (("k", 0, 3),)
 
 
 def test_loop_widening() -> None:
@@ -94,3 +105,100 @@ def test_capacity_error_names_buffers_and_fixes() -> None:
     msg = str(err.value)
     for text in ("y_ub", "z_ub", "188160 B usable", "copies=1 on x_ub", "a smaller tile"):
         assert text in msg
+
+
+def _pipelined_kernel(elems: int = 20480) -> Kernel:
+    """for k: x[k%2] <- GM (MTE2); y <- GM (MTE2); z = x + y; w = z * 2; u = w + x; GM <- u.
+
+    w = z * 2 may take z's bytes in place (both on V). With strict planning nothing else
+    shares bytes across pipes inside k (u on y: the next y load would wait for u's store):
+    x x2 + y + z/w + u, five buffers; sharing u/y would save one."""
+    k = vadd_kernel(copies=2)
+    f16 = k.buffer_map["x_ub"].dtype
+    cp = Affine.mod("k", 2)
+    rows = elems // 128
+
+    def v(name: str, copy: Affine | int = 0):
+        return view(name, 0, rows, 128, 128, copy=copy)
+
+    body = (
+        Instr("copy_gm_ub", Pipe.MTE2, (view("x_ub", 0, 1, elems, elems, copy=cp),),
+              (view("x", 0, 1, elems, elems),)),
+        Instr("copy_gm_ub", Pipe.MTE2, (view("y_ub", 0, 1, elems, elems),),
+              (view("y", 0, 1, elems, elems),)),
+        Instr("vec_binary", Pipe.V, (v("z_ub"),), (v("x_ub", cp), v("y_ub")), (("fn", "add"),)),
+        Instr("vec_scalar", Pipe.V, (v("w_ub"),), (v("z_ub"),), (("fn", "muls"), ("scalar", 2))),
+        Instr("vec_binary", Pipe.V, (v("u_ub"),), (v("w_ub"), v("x_ub", cp)), (("fn", "add"),)),
+        Instr("copy_ub_gm", Pipe.MTE3, (view("z", 0, 1, elems, elems),),
+              (view("u_ub", 0, 1, elems, elems),)),
+    )
+    bufs = (Buffer("x_ub", Scope.UB, f16, elems, 2),) + tuple(
+        Buffer(b, Scope.UB, f16, elems) for b in ("y_ub", "z_ub", "w_ub", "u_ub"))
+    return Kernel("pipelined", k.params, bufs, 1,
+                  (Program(CoreType.AIV, (For("k", 4, body),)),), k.target)
+
+
+def _shares(plan, lt, a: str, b: str) -> bool:
+    pa = [p for p in plan.placements if p.buffer == a]
+    pb = [p for p in plan.placements if p.buffer == b]
+    return any(x.offset < y.offset + y.size and y.offset < x.offset + x.size
+               for x in pa for y in pb)
+
+
+def test_no_cross_pipe_reuse_inside_a_pipelined_loop_while_ub_has_room() -> None:
+    k = _pipelined_kernel(elems=8192)  # 5 x 16 KB: room for everything
+    lt = buffer_lifetimes(k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plan = plan_memory(k, lt, ASCEND_910B)
+    assert not plan.compromises and plan.peak(Scope.UB) == 5 * 16384
+    assert _shares(plan, lt, "z_ub", "w_ub")  # in place, one pipe
+    assert not any(_shares(plan, lt, "u_ub", b) for b in ("y_ub", "z_ub", "w_ub"))
+
+
+def test_cross_pipe_reuse_when_ub_is_too_small_warns_naming_the_buffers() -> None:
+    k = _pipelined_kernel(elems=20480)  # 5 x 40 KB > 188160 B >= 4 x 40 KB
+    lt = buffer_lifetimes(k)
+    with pytest.warns(BufferingWarning, match="reuses the bytes of") as rec:
+        plan = plan_memory(k, lt, ASCEND_910B)
+    msg = str(rec[0].message)
+    for text in ("pipelined loop k", "204800 B of UB", "u_ub reuses the bytes of y_ub", "188160 B", "copies=1 on x_ub",
+                 "a smaller tile"):
+        assert text in msg
+    assert plan.compromises == (msg,) and plan.peak(Scope.UB) <= 188160
+    assert rec[0].message.warning_id == "buffering-not-honoured"
+    # the copies of x_ub still share bytes with nothing
+    assert not any(_shares(plan, lt, "x_ub", b) for b in ("y_ub", "z_ub", "w_ub", "u_ub"))
+
+
+def test_copies_share_bytes_only_as_a_last_resort_with_a_warning() -> None:
+    k = _pipelined_kernel(elems=28672)  # x x2 + y + z live at once: 4 x 56 KB > UB
+    with pytest.raises(CapacityError):
+        plan_memory(k, buffer_lifetimes(k), ASCEND_910B)
+    from ascendsched.algo.library import softmax
+    from ascendsched.lower.build_loop_nest import build_loop_nest
+    from ascendsched.schedule import Schedule
+
+    s = Schedule(softmax(64, 2048)).split("y", "i", 8)
+    for st in ("xf", "mx", "e", "s"):
+        s = s.compute_at(st, "y", "i_o")
+    s = s.buffer("x", 2).buffer("y", 2)
+    k = build_loop_nest(s, ASCEND_910B)
+    with pytest.warns(BufferingWarning, match="the copies of x_ub share bytes with") as rec:
+        plan = plan_memory(k, buffer_lifetimes(k), ASCEND_910B)
+    assert "buffering is not honoured" in str(rec[0].message) and plan.compromises
+
+
+def test_copies_never_share_bytes_with_other_buffers_inside_their_loop() -> None:
+    from ascendsched.lower.build_loop_nest import build_loop_nest
+    from tests.helpers import readme_softmax
+
+    k = build_loop_nest(readme_softmax(copies=2), ASCEND_910B)
+    lt = buffer_lifetimes(k)
+    plan = plan_memory(k, lt, ASCEND_910B)
+    (loop, lo, hi), = lt.pipelined
+    assert loop == "i_o_k"
+    for buf in ("x_ub", "y_ub"):
+        for other in {e.buffer for e in lt.entries if e.used and e.buffer != buf
+                      and e.start <= hi and lo <= e.end}:
+            assert not _shares(plan, lt, buf, other), (buf, other)

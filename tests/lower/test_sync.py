@@ -140,6 +140,28 @@ def test_id_exhaustion_falls_back_with_a_warning() -> None:
     assert _syncs(merged)[:2] == ["set MTE2->V 0", "wait MTE2->V 0"]
 
 
+def test_a_ping_pong_sync_on_one_id_that_could_be_set_twice_is_refused() -> None:
+    """LayerNorm tiles of 2 rows on 2 cores with x, gamma, beta and y double buffered: the full
+    and the tail version need 12 MTE2->V ids. On one id each, nothing orders MTE2's next set
+    after V's previous wait (the WAR on the other copy is two tiles away): a SyncError, not a
+    kernel whose trace has double sets (the fallback emitted one before this check)."""
+    from ascendsched.algo import library as L
+    from ascendsched.errors import SyncError
+    from ascendsched.lower.driver import lower
+    from ascendsched.schedule import Schedule
+
+    s = Schedule(L.layernorm(7, 64)).split("y", "i", 2).bind("y", "i_o", 2)
+    s = s.compute_at("xf", "y", "i_o").compute_at("d", "y", "i_o")
+    for stage in ("mean", "var", "r"):
+        s = s.compute_inline(stage)
+    for t in ("x", "gamma", "beta", "y"):
+        s = s.buffer(t, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EventIdPressureWarning)
+        with pytest.raises(SyncError, match="set it again before its previous wait"):
+            lower(s)
+
+
 def test_every_dependence_is_ordered_and_ids_in_budget() -> None:
     for k in (vadd_kernel(), vadd_kernel(copies=2), vadd_kernel(blocks=2, copies=2),
               vadd_kernel(n=2048 * 3, tile=2048, copies=2), row_max_sub_kernel()):

@@ -77,14 +77,14 @@ def realise(r, leaves):
 
 
 @st.composite
-def vector_cases(draw):
+def vector_cases(draw, compute_dtypes: tuple[str, ...] = ("float16", "float32", "int32")):
     """(algorithm, schedule) pairs: elementwise chains, optional row reduction, casts. Sizes
     large enough for many tiles with tails on many cores (1-D up to 20000 elements, 2-D up to
-    64 x 1200)."""
+    64 x 1200). ``compute_dtypes``: the dtypes the expression may compute in."""
     rank = 2 if _likely(draw) else 1
     shape = (draw(st.integers(1, 20000)),) if rank == 1 else \
         (draw(st.integers(1, 64)), draw(st.integers(1, 1200)))
-    cdt = draw(st.sampled_from(("float16", "float32", "int32")))
+    cdt = draw(st.sampled_from(compute_dtypes))
     in_dtypes = draw(st.lists(st.sampled_from(("float16", "float32") if cdt != "int32"
                                               else ("int32",)), min_size=1, max_size=3))
     inputs = [placeholder(f"in{n}", shape, d) for n, d in enumerate(in_dtypes)]

@@ -1,0 +1,93 @@
+"""Default GEMM schedules: candidate tilings ranked by the analytical estimate.
+
+``default_gemm_schedules`` offers every tiling whose buffers fit the target's L1, L0A, L0B and
+L0C with the buffering it gets, best first by ``schedule/gemm_cost.py``'s estimate of the
+busiest core's time (ties: larger tiles). The candidates:
+
+* output tiles ``m x n`` of 256, 128, 64, 32 or 16 (multiples of the fractal, clamped to the
+  padded problem), L0 K steps ``k0`` of 128, 64, 32 or 16, L1 K tiles of 1, 2, 4 or 8 L0 steps;
+* L1 and L0A/L0B double buffered when their loop has more than one step (L1 also across tiles)
+  and two copies fit, L0C double buffered when a core runs more than one tile and two copies
+  fit (the next tile's Mmads then run while this tile's Fixpipe drains L0C);
+* every Cube core the tiles can use, tiles in strips of 4 M-tiles (``swizzle(4, "m")``) so
+  cores running at the same time share A and B in L2.
+"""
+
+from __future__ import annotations
+
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.errors import UnsupportedError
+from ascendsched.schedule.gemm import GemmSchedule
+from ascendsched.schedule.gemm_cost import estimate_gemm
+from ascendsched.target import DEFAULT_TARGET, Target
+from ascendsched.target.model import Scope
+
+TILE_MN = (256, 128, 64, 32, 16)
+STEP_K = (128, 64, 32, 16)
+L1_STEPS = (8, 4, 2, 1)  # L0 steps per L1 K tile
+SWIZZLE = 4
+
+
+def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
+                           ) -> list[GemmSchedule]:
+    """Candidate default schedules, best first (``schedule_for`` takes the first that fits;
+    see the module docstring)."""
+    base = GemmSchedule(algo, target=target)
+    sp, g = base.spec, base.geometry
+    eb, ab = sp.in_dtype.bytes, sp.acc_dtype.bytes
+    c0, ng, mg = g.c0(eb), base._n_granule(), base._m_granule()
+    cap = {s: target.scope(s).usable for s in (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C)}
+    mp, np_, kp = _round_up(sp.m, mg), _round_up(sp.n, ng), _round_up(sp.k, c0)
+    cands: list[tuple[tuple, GemmSchedule]] = []
+    seen: set[str] = set()
+    for tm in sorted({min(_round_up(x, mg), mp) for x in TILE_MN}, reverse=True):
+        for tn in sorted({min(_round_up(x, ng), np_) for x in TILE_MN}, reverse=True):
+            tiles = sp.batch * -(-sp.m // tm) * -(-sp.n // tn)
+            cores = min(tiles, target.num_aic)
+            multi_tile = tiles > cores
+            l0c = 2 if multi_tile and 2 * tm * tn * ab <= cap[Scope.L0C] else 1
+            if tm * tn * ab * l0c > cap[Scope.L0C]:
+                continue
+            for k0 in sorted({min(_round_up(x, c0), kp) for x in STEP_K}, reverse=True):
+                l0 = 2 if -(-sp.k // k0) > 1 else 1
+                if tm * k0 * eb * l0 > cap[Scope.L0A] or k0 * tn * eb * l0 > cap[Scope.L0B]:
+                    if l0 == 1:
+                        continue
+                    l0 = 1
+                    if tm * k0 * eb > cap[Scope.L0A] or k0 * tn * eb > cap[Scope.L0B]:
+                        continue
+                for mult in L1_STEPS:
+                    tk = min(k0 * mult, _round_up(kp, k0))
+                    l1 = 2 if -(-sp.k // tk) > 1 or multi_tile else 1
+                    if (tm + tn) * tk * eb * l1 > cap[Scope.L1]:
+                        continue
+                    s = _schedule(base, tm, tn, tk, k0, (l1, l0, l0c), cores, -(-sp.m // tm))
+                    if str(s) in seen:
+                        continue
+                    seen.add(str(s))
+                    eff = s.tiling
+                    est = estimate_gemm(s)
+                    cands.append(((round(est.cycles), -(eff.tm * eff.tn), -eff.tk, -eff.k0),
+                                  s))
+    if not cands:
+        raise UnsupportedError(f"no default GEMM tiling of {sp} fits {target.name}'s L0/L1")
+    cands.sort(key=lambda c: c[0])
+    return [s for _, s in cands]
+
+
+def _schedule(base: GemmSchedule, tm: int, tn: int, tk: int, k0: int,
+              copies: tuple[int, int, int], cores: int, mtiles: int) -> GemmSchedule:
+    eff = base.tile(tm, tn, tk).split_k(k0).tiling  # clamped to the problem
+    s = base.tile(eff.tm, eff.tn, eff.tk).split_k(eff.k0)
+    for level, n in zip(("l1", "l0", "l0c"), copies):
+        if n > 1:
+            s = s.buffer(level, n)
+    if cores > 1:
+        s = s.bind(cores)
+    if cores > 1 and mtiles > 1:
+        s = s.swizzle(min(SWIZZLE, mtiles), "m")
+    return s
+
+
+def _round_up(x: int, a: int) -> int:
+    return -(-x // a) * a

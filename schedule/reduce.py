@@ -1,0 +1,378 @@
+"""Reduced instances: a scheduled kernel at a size the simulators can run, with its structure.
+
+``reduce_instance(sched)`` finds the smallest resize of the algorithm (``algo/resize.py``),
+scheduled by the same directives (only ``bind``'s core count changes), whose kernel differs
+from the full one only in loop bounds, GM offsets and strides, guard constants and block count
+(``lower/compare.py`` checks that on the lowered IR). The lowering reads these facts from the
+sizes, so a reduced instance keeps each of them (:func:`structure_facts` lists them):
+
+- tile and tail sizes: a split axis keeps its factor and ``size % factor``; a GEMM keeps its
+  effective tile (m, n, k, k0), swizzle width and the M, N, K remainders. Axes that are not
+  split, and axes a reduction runs along (the tile reads them whole), keep their size;
+- trip counts of vector tile loops and the GEMM L1 K loop: 0, 1 and 2 exactly (whether a loop
+  or a version exists at all), and from 3 on the parity only (ping-pong event ids ``k % 2``,
+  the constant copy number of a peeled tail, ``_mod2`` of flattened K counters), so a loop of 3
+  or more runs 3 (odd) or 4 (even) times where nothing below needs more. A GEMM tile class's
+  persistent loop keeps whether it is a loop (more than one tile on some core); its copies are
+  ``t % 2`` of its own variable, so its parity does not matter, and the neighbours below keep
+  3 or more trips where the full kernel has them;
+- cores: 2 or more when the full kernel has 2 or more; the persistent loop's tail guard (uneven
+  work) exactly when the full kernel has one. A full kernel with even work keeps even work: a
+  guard would add an ``If`` the shipped kernel does not have;
+- a fused or swizzled tile count of 1 (its index is a constant) and, for GEMM, whether each
+  tile class's first tile lands on core 0 (else its core index is shifted, mod cores);
+- neighbours: which tile versions (full or tail per axis) and which GEMM tile classes (with
+  the parity of their persistent-loop iteration) one core runs 1 and 2 iterations apart.
+  Dependences between versions exist only where such neighbours do: with two cores, 400 full
+  tiles and a tail, a reduced 4 + tail has no full tile two iterations after a full tile on
+  the same core, so the double buffer's distance-2 WAR inside the full version disappears
+  (the sync placement then reached the same syncs in another order); 8 + tail keeps it.
+  Loops run 3 or 4 times, but a loop may need more trips for its versions' neighbours.
+
+The reduced algorithm keeps its constants (``1.0 / n`` in a mean): it is checked against its own
+numpy reference. When no smaller instance keeps the structure (the full one is already
+small, or none is found within ``SEARCH[-1]`` tiles per axis) the full instance is
+returned as it is.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.check import children
+from ascendsched.algo.expr import Reduce
+from ascendsched.algo.resize import axis_class, resize
+from ascendsched.errors import InternalCompilerError
+from ascendsched.schedule.gemm import (
+    CubeBind,
+    CubeBuffering,
+    GemmSchedule,
+    L1Tile,
+    SplitK,
+    Swizzle,
+)
+from ascendsched.schedule.schedule import (
+    Bind,
+    Buffering,
+    ComputeAt,
+    ComputeInline,
+    Fuse,
+    LoadOnce,
+    Reorder,
+    Schedule,
+    Split,
+)
+
+MIN_TRIPS = 3  # loops of at least this many trips run MIN_TRIPS or MIN_TRIPS + 1 times
+SEARCH = (16, 64)  # tiles per axis tried, a wider search if the first finds nothing
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A full scheduled kernel and the reduced instance that stands for it."""
+
+    full: Schedule | GemmSchedule
+    reduced: Schedule | GemmSchedule
+
+    @property
+    def is_full(self) -> bool:
+        return self.reduced is self.full
+
+    def __str__(self) -> str:
+        if self.is_full:
+            return f"{describe(self.full)} (no smaller instance keeps its structure)"
+        return f"{describe(self.full)} -> reduced {describe(self.reduced)}"
+
+
+def reduce_instance(sched: Schedule | GemmSchedule) -> Reduction:
+    """The smallest instance of ``sched`` with the same kernel structure (module docstring)."""
+    for limit in SEARCH:
+        red = _reduce_gemm(sched, limit) if isinstance(sched, GemmSchedule) else \
+            _reduce_vector(sched, limit)
+        if red is not None:
+            return Reduction(sched, red)
+    return Reduction(sched, sched)
+
+
+def describe(sched: Schedule | GemmSchedule) -> str:
+    """The problem size and cores of a scheduled kernel, e.g. ``y[28, 4096] on 2 cores``."""
+    if isinstance(sched, GemmSchedule):
+        sp = sched.spec
+        b = f"{sp.batch} x " if sp.batched else ""
+        return f"gemm {b}{sp.m} x {sp.n} x {sp.k} on {sched.tiling.cores} cores"
+    out = sched.algo.outputs[0]
+    nest = sched.loop_nest(out.name)
+    cores = nest.bound[1] if nest.bound else 1
+    return f"{out.name}{list(out.shape)} on {cores} core{'s' if cores > 1 else ''}"
+
+
+def trip_class(n: int) -> int | tuple[str, int]:
+    """What the lowering can tell apart about a trip count: below MIN_TRIPS the count itself,
+    from MIN_TRIPS on its parity."""
+    return n if n < MIN_TRIPS else (f"{MIN_TRIPS}+", n % 2)
+
+
+def reduced_trips(n: int) -> int:
+    """The smallest trip count with ``n``'s trip class."""
+    return n if n < MIN_TRIPS else MIN_TRIPS + (n - MIN_TRIPS) % 2
+
+
+def structure_facts(sched: Schedule | GemmSchedule) -> tuple:
+    """Everything the lowering of ``sched`` reads from its sizes (module docstring); two
+    instances with equal facts lower to kernels that differ only in sizes."""
+    if isinstance(sched, GemmSchedule):
+        return _gemm_facts(sched, sched.tiling.cores)
+    out = sched.algo.outputs[0]
+    nest = sched.loop_nest(out.name)
+    sizes = {a.name: int(s) for a, s in zip(out.op.axes, out.shape)}  # type: ignore[union-attr]
+    return _vector_facts(sched, sizes, nest.bound[1] if nest.bound else 1)
+
+
+# --------------------------------------------------------------------------- vector path
+def _reduce_vector(sched: Schedule, limit: int) -> Schedule | None:
+    out = sched.algo.outputs[0]
+    assert out.op is not None
+    nest = sched.loop_nest(out.name)
+    sizes = {a.name: int(s) for a, s in zip(out.op.axes, out.shape)}
+    cores = nest.bound[1] if nest.bound else 1
+    want, cheap = _vector_facts(sched, sizes, cores), _vector_facts(sched, sizes, cores, False)
+    split = [a for _, axes in nest.loops for a in axes if nest.factors[a] < sizes[a]]
+    shrink = [a for a in split if _resizable(sched.algo, out.name, a, split)]
+    f = nest.factors
+    ranges = [range(1, min(sizes[a] // f[a], limit) + 1) for a in shrink]
+    bound = [axes for name, axes in nest.loops if nest.bound and nest.bound[0] == name]
+    cands: list[tuple[tuple[int, int, int], dict[str, int], int]] = []
+    for fulls in itertools.product(*ranges):
+        new = {**sizes, **{a: n * f[a] + sizes[a] % f[a] for a, n in zip(shrink, fulls)}}
+        tiles = math.prod(-(-new[a] // f[a]) for a in bound[0]) if bound else 1
+        cands.extend(((math.prod(new.values()), -(-tiles // c), c), new, c)
+                     for c in range(min(2, cores), cores + 1))
+    # least work first, then the fewest trips per core, then the fewest cores
+    cands.sort(key=lambda c: c[0])
+    for _, new, c in cands:
+        if _vector_facts(sched, new, c, False) == cheap and _vector_facts(sched, new, c) == want:
+            if new == sizes and c == cores:
+                return sched
+            algo = resize(sched.algo, {(out.name, a): n for a, n in new.items()})
+            return _replay_vector(sched, algo, c)
+    return None
+
+
+def _resizable(algo: Algorithm, out: str, axis: str, split: list[str]) -> bool:
+    """A split axis can shrink unless a reduction runs along it (the tile reads it whole), a
+    product indexes it, or another split axis of the output shares its class."""
+    c = axis_class(algo, (out, axis))
+    others = {(out, a) for a in split if a != axis}
+    return not c.reduced_over and not c.fixed and not (c.members & others)
+
+
+def _vector_facts(sched: Schedule, sizes: dict[str, int], cores: int,
+                  neighbours: bool = True) -> tuple:
+    """The loop structure ``lower/build_loop_nest.py`` derives from the sizes (its
+    ``_gen_loops``): per tile loop, each axis's tail size and whether it has one tile; a serial
+    loop its trip class, a fused loop the fused trip class, the bound loop its trip class per
+    core, whether work is uneven and whether it runs on more than one core; and (unless
+    ``neighbours`` is False, a cheaper first test) the versions' neighbours."""
+    out = sched.algo.outputs[0]
+    nest = sched.loop_nest(out.name)
+    f = nest.factors
+    facts: list[tuple] = []
+    looped: set[str] = set()
+    for name, axes in nest.loops:
+        looped.update(axes)
+        tiles = {a: -(-sizes[a] // f[a]) for a in axes}
+        tails = tuple((a, sizes[a] % f[a], tiles[a] == 1) for a in axes)
+        total = math.prod(tiles.values())
+        if nest.bound is not None and nest.bound[0] == name:
+            facts.append((name, tails, cores > 1, trip_class(-(-total // cores)),
+                          total % cores != 0,
+                          neighbours and _version_adjacency(axes, sizes, f, cores)))
+        elif len(axes) > 1:
+            facts.append((name, tails, trip_class(total),
+                          neighbours and _version_adjacency(axes, sizes, f, 1)))
+        else:  # a serial loop over the full tiles, then the tail version (copy full % 2)
+            facts.append((name, tails, trip_class(sizes[axes[0]] // f[axes[0]])))
+    whole = tuple((a, s) for a, s in sizes.items() if a not in looped)
+    reductions = tuple(_reduction_sizes(sched.algo))
+    return tuple(facts) + (whole, reductions)
+
+
+def _version_adjacency(axes: tuple[str, ...], sizes: dict[str, int], f: dict[str, int],
+                       cores: int) -> frozenset[tuple[int, int, int]]:
+    """Which tile versions (full or tail along each axis) one core runs ``d`` iterations
+    apart, for d = 1 and 2, in a fused or bound loop over ``axes``: (d, version, version).
+
+    Dependences between versions (a tail tile reusing the other copy of a double buffer two
+    tiles after a full one) exist only where such neighbours exist; tile ``v`` of the loop is
+    on core ``v % cores`` (``lower/build_loop_nest.py``, outer axes major)."""
+    tiles = [-(-sizes[a] // f[a]) for a in axes]
+    v = np.arange(math.prod(tiles))
+    code = np.zeros_like(v)
+    inner = 1
+    for a, n in zip(reversed(axes), reversed(tiles)):
+        code = code * 2 + ((v // inner) % n >= sizes[a] // f[a])
+        inner *= n
+    return _neighbours(code, cores)
+
+
+def _neighbours(label: np.ndarray, cores: int) -> frozenset[tuple[int, int, int]]:
+    """(d, label[i], label[i + d * cores]) over i, for d = 1 and 2 (one core's tiles d
+    iterations of its loop apart)."""
+    out: set[tuple[int, int, int]] = set()
+    for d in (1, 2):
+        s = d * cores
+        if s < len(label):
+            pairs = np.unique(np.stack([label[:-s], label[s:]]), axis=1)
+            out.update((d, int(a), int(b)) for a, b in pairs.T)
+    return frozenset(out)
+
+
+def _reduction_sizes(algo: Algorithm) -> Iterator[tuple[str, int]]:
+    """Extents of every reduction (a tile reads a reduction's axis whole)."""
+    for st in algo.stages:
+        assert st.op is not None
+        stack = [st.op.body]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, Reduce):
+                yield from ((f"{st.name}.{v.name}", int(v.extent)) for v in e.axes)
+            stack.extend(children(e))
+
+
+def _replay_vector(sched: Schedule, algo: Algorithm, cores: int) -> Schedule:
+    s = Schedule(algo, target=sched.target)
+    for d in sched.directives:
+        if isinstance(d, Split):
+            s = s.split(d.stage, d.axis, d.factor, outer=d.outer, inner=d.inner)
+        elif isinstance(d, Reorder):
+            s = s.reorder(d.stage, *d.order)
+        elif isinstance(d, Fuse):
+            s = s.fuse(d.stage, d.outer, d.inner, fused=d.fused)
+        elif isinstance(d, Bind):
+            s = s.bind(d.stage, d.loop, cores)
+        elif isinstance(d, ComputeAt):
+            s = s.compute_at(d.stage, d.consumer, d.loop)
+        elif isinstance(d, ComputeInline):
+            s = s.compute_inline(d.stage)
+        elif isinstance(d, Buffering):
+            s = s.buffer(d.tensor, d.copies)
+        elif isinstance(d, LoadOnce):
+            s = s.load_once(d.tensor)
+        else:
+            raise InternalCompilerError(f"reduce_instance: unknown directive {d!r}")
+    return s
+
+
+# --------------------------------------------------------------------------- GEMM path
+def _reduce_gemm(sched: GemmSchedule, limit: int) -> GemmSchedule | None:
+    t, sp = sched.tiling, sched.spec
+    want, cheap = _gemm_facts(sched, t.cores), _gemm_facts(sched, t.cores, False)
+    mtail, ntail = sp.m - (t.mt - 1) * t.tm, sp.n - (t.nt - 1) * t.tn
+    k = reduced_trips(sp.k // t.tk) * t.tk + sp.k % t.tk
+    w = t.swizzle.width
+    m_cap = limit + (3 * w if t.swizzle.direction == "m" else 0)
+    n_cap = limit + (3 * w if t.swizzle.direction == "n" else 0)
+    batches = range(1, 2) if sp.batch == 1 else range(2, min(sp.batch, limit) + 1)
+    cands = [((b * mt * nt, -(-b * mt * nt // c), c), (b, mt, nt), c) for b in batches
+             for mt in range(1, min(t.mt, m_cap) + 1) for nt in range(1, min(t.nt, n_cap) + 1)
+             for c in range(min(2, t.cores), t.cores + 1)]
+    # least work first, then the fewest tiles per core, then the fewest cores
+    cands.sort(key=lambda c: c[0])
+    built: dict[tuple[int, int, int], GemmSchedule] = {}
+    for _, (b, mt, nt), c in cands:
+        m, n = (mt - 1) * t.tm + mtail, (nt - 1) * t.tn + ntail
+        if (b, mt, nt) not in built:
+            built[(b, mt, nt)] = _gemm_candidate(sched, b, m, n, k)
+        cand = built[(b, mt, nt)]
+        if _gemm_facts(cand, c, False) == cheap and _gemm_facts(cand, c) == want:
+            if (b, m, n, k, c) == (sp.batch, sp.m, sp.n, sp.k, t.cores):
+                return sched
+            return _gemm_candidate(sched, b, m, n, k, c)
+    return None
+
+
+def _gemm_candidate(sched: GemmSchedule, batch: int, m: int, n: int, k: int,
+                    cores: int | None = None) -> GemmSchedule:
+    """``sched``'s directives on the GEMM resized to (batch, m, n, k), bound to ``cores``
+    (None: unbound; the facts take the core count as an argument)."""
+    sp = sched.spec
+    out = sched.algo.outputs[0]
+    assert out.op is not None
+    axes = [a.name for a in out.op.axes]
+    body = out.op.body.x if not isinstance(out.op.body, Reduce) else out.op.body
+    assert isinstance(body, Reduce)
+    sizes = {(out.name, axes[-2]): m, (out.name, axes[-1]): n,
+             (out.name, body.axes[0].name): k}
+    if sp.batched:
+        sizes[(out.name, axes[0])] = batch
+    algo = resize(sched.algo, sizes)
+    s = GemmSchedule(algo, target=sched.target)
+    for d in sched.directives:
+        if isinstance(d, L1Tile):
+            s = s.tile(d.m, d.n, d.k)
+        elif isinstance(d, SplitK):
+            s = s.split_k(d.k0)
+        elif isinstance(d, CubeBuffering):
+            s = s.buffer(d.level, d.copies)
+        elif isinstance(d, Swizzle):
+            s = s.swizzle(d.width, d.direction)
+        elif isinstance(d, CubeBind):
+            s = s.bind(cores) if cores is not None else s
+        else:
+            raise InternalCompilerError(f"reduce_instance: unknown GEMM directive {d!r}")
+    return s
+
+
+def _gemm_facts(sched: GemmSchedule, cores: int, neighbours: bool = True) -> tuple:
+    """What ``lower/build_gemm.py`` derives from the sizes on ``cores`` cores: the effective
+    tiling, the K loop's trip class and tail, and per tile class (its ``_class_loop``): shape,
+    swizzle, valid sizes, whether rows/columns are more than one, whether it is a loop (more
+    than one tile per core), the guard (uneven work) and whether its first tile is on core 0;
+    and (unless ``neighbours`` is False, a cheaper first test) the classes' neighbours, which
+    also say whether a core runs 2 or 3 tiles of a class. The trip count's parity does not
+    matter here: copies in a class loop are ``t % 2`` of its own variable and restart at the
+    next class (the neighbours' parities cover that)."""
+    t, sp = sched.tiling, sched.spec
+    cores = min(cores, t.tiles)
+    classes = []
+    counts = [sp.batch * c.rows * c.cols for c in sched.tile_classes]
+    base = 0
+    for c, count in zip(sched.tile_classes, counts):
+        iters = -(-count // cores)
+        classes.append((c.label, c.width, c.direction, c.mv, c.nv, c.rows > 1, c.cols > 1,
+                        iters > 1, iters * cores > count, base % cores == 0))
+        base += count
+    k_steps = sp.k // t.tk + (sp.k % t.tk > 0)
+    l0_steps = sum(-(-min(t.tk, sp.k - i * t.tk) // t.k0) for i in range(k_steps))
+    # a double buffer whose copy depends on the tile's iteration t, not only on the K loops
+    # (lower/build_gemm.py: L0C t % 2; L1 (t * K steps + kt) % 2; L0 likewise per L0 step)
+    by_tile = (t.l0c_copies == 2 or (t.l1_copies == 2 and k_steps % 2 == 1)
+               or (t.l0_copies == 2 and l0_steps % 2 == 1))
+    return (t.tm, t.tn, t.tk, t.k0, t.kk, t.l1_copies, t.l0_copies, t.l0c_copies, t.swizzle,
+            sp.batch > 1, cores > 1, trip_class(sp.k // t.tk), sp.k % t.tk, tuple(classes),
+            neighbours and _class_adjacency(counts, cores, by_tile))
+
+
+def _class_adjacency(counts: list[int], cores: int, by_tile: bool) -> frozenset[tuple]:
+    """Which tile classes one core runs ``d`` tiles apart (d = 1, 2): within a class just the
+    class, across classes each side with the parity of its persistent-loop iteration when a
+    double buffer's copy depends on it (``by_tile``: the copy restarts at each class, so
+    whether the last tiles of one class and the first of the next use the same copy decides
+    which dependences exist between them).
+
+    Tile ``T`` (numbered across the classes) runs on core ``T % cores`` in iteration
+    ``(T - base) // cores`` of its class's loop (``lower/build_gemm.py``)."""
+    bases = np.cumsum([0] + counts[:-1])
+    tile = np.arange(sum(counts))
+    cls = np.searchsorted(bases, tile, side="right") - 1
+    parity = (tile - bases[cls]) // cores % 2 if by_tile else np.zeros_like(tile)
+    inside = {("in", d, a) for d, a, b in _neighbours(cls, cores) if a == b}
+    across = {("across", d, a, b) for d, a, b in _neighbours(cls * 2 + parity, cores)
+              if a // 2 != b // 2}
+    return frozenset(inside | across)

@@ -1,0 +1,300 @@
+"""The UB bytes one tile of a default vector schedule needs: copies, stage tiles, temporaries.
+
+The default schedule (``schedule/default.py``) sizes its tiles with this estimate so that the
+memory planner (``lower/plan_memory.py``) finds room for the double buffering it asks for. The
+estimate follows how the vector lowering materialises values, and frees them by liveness:
+
+* each input and the output is one tile per copy, live all the time (a multi-copy buffer's
+  copies alternate over the tile loop, so the planner gives their bytes to nothing else); an
+  input every tile reads whole (``gamma[j]`` with only rows tiled) is loaded once, one copy;
+* each stage computed per tile is one tile from its evaluation to its last reader's;
+* inside a stage's (inlined) expression, every operation below the root is a temporary tile,
+  live from its evaluation to its consumer's; a reduction keeps one partial per 64 columns, a
+  row value broadcast into a tile one 32-byte block per row;
+* a value's shape is that of the tile along the output axes it depends on: the whole tile, its
+  rows (reductions), its columns (``bias[j]``) or one element.
+
+Rows are padded to 32 bytes, temporaries get the lowering's 8 spare elements, every buffer
+starts 32-byte aligned. For softmax (8 x 1024 tile, ``x`` and ``y`` double buffered) the estimate
+is 131 584 B and the planner's peak 131 360 B.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.check import children
+from ascendsched.algo.expr import (
+    Binary,
+    Const,
+    Expr,
+    IndexVar,
+    Load,
+    Reduce,
+    ReduceVar,
+    Select,
+    Tensor,
+)
+from ascendsched.target import Target
+from ascendsched.target.model import Scope
+
+REDUCE_LANES = 64  # one partial per 64 columns (one 256 B repeat of float32)
+TEMP_SPARE = 8  # elements the lowering adds to every temporary
+
+
+@dataclass(frozen=True)
+class TileShape:
+    """``rows`` x ``cols`` of the output tile (``rows`` = 1 for a 1-D output)."""
+
+    rows: int
+    cols: int
+
+
+def computed_per_tile(algo: Algorithm) -> frozenset[str]:
+    """The non-output stages the default computes per tile (``compute_at``): reductions and
+    stages with several consumers; the others are inlined into their consumer."""
+    out = algo.outputs[0]
+    return frozenset(st.name for st in algo.stages if st is not out and st.op is not None
+                     and (isinstance(st.op.body, Reduce) or len(algo.consumers(st)) > 1))
+
+
+def tile_bytes(algo: Algorithm, tile: TileShape, copies: int, target: Target) -> int:
+    """Peak UB bytes of one tile of ``algo``'s default schedule with ``copies`` copies of
+    every input (but the invariant ones) and output tile (see the module docstring)."""
+    return _Walk(algo, tile, copies, target).peak()
+
+
+def invariant_inputs(algo: Algorithm, tile: TileShape, target: Target) -> frozenset[str]:
+    """Inputs every tile of this shape reads whole (``gamma[j]`` with only rows tiled): the
+    lowering loads them once per core, so the default does not multi-buffer them."""
+    return _Walk(algo, tile, 1, target).invariant()
+
+
+class _Walk:
+    def __init__(self, algo: Algorithm, tile: TileShape, copies: int, target: Target) -> None:
+        self.algo, self.tile, self.copies, self.t = algo, tile, copies, target
+        out = algo.outputs[0]
+        assert out.op is not None
+        self.out = out
+        self.axes = out.op.axes
+        self.per_tile = computed_per_tile(algo)
+        self.live: dict[int, int] = {}  # buffer id -> bytes
+        self.held: dict[str, int] = {}  # per-tile stage -> its buffer
+        self.reads_left: dict[str, int] = {}
+        self.stage = out
+        self.top = 0
+        self.ids = 0
+
+    # ---- sizes
+    def _bytes(self, dtype_bytes: int, dep: frozenset[int], temp: bool = False) -> int:
+        """Bytes of a value of ``dtype_bytes`` that varies along output axes ``dep``
+        (indices into the output axes)."""
+        last = len(self.axes) - 1
+        per_block = self.t.block_bytes // dtype_bytes
+        cols = -(-self.tile.cols // per_block) * per_block if last in dep else 1
+        rows = self.tile.rows if any(a < last for a in dep) else 1
+        n = rows * cols + (TEMP_SPARE if temp else 0)
+        return _align(n * dtype_bytes, self.t.block_bytes)
+
+    def _dep(self, e: Expr, env: dict[Expr, int]) -> frozenset[int]:
+        """Output axes (indices) the value of ``e`` varies along."""
+        last = len(self.axes) - 1
+        if isinstance(e, (IndexVar, ReduceVar)):
+            return frozenset({env[e]}) if e in env else frozenset()
+        if isinstance(e, Reduce):
+            inner = {**env, **{v: last for v in e.axes}}
+            return self._dep(e.body, inner) - {last}
+        if isinstance(e, Load) and self._inlined(e.tensor):
+            return self._dep(e.tensor.op.body, self._inner_env(e, env))
+        out: frozenset[int] = frozenset()
+        for c in children(e):
+            out |= self._dep(c, env)
+        return out
+
+    def _inlined(self, t: Tensor) -> bool:
+        return not (t.is_placeholder or t.name in self.per_tile or t is self.out)
+
+    def _inner_env(self, ld: Load, env: dict[Expr, int]) -> dict[Expr, int]:
+        """An inlined stage's axes -> the output axis its subscript at ``ld`` follows."""
+        assert ld.tensor.op is not None
+        inner: dict[Expr, int] = {}
+        for v, ix in zip(ld.tensor.op.axes, ld.indices):
+            d = self._dep(ix, env)
+            if len(d) == 1:
+                inner[v] = next(iter(d))
+        return inner
+
+    # ---- liveness
+    def _alloc(self, nbytes: int) -> int:
+        self.ids += 1
+        self.live[self.ids] = nbytes
+        self.top = max(self.top, sum(self.live.values()))
+        return self.ids
+
+    def _free(self, *bufs: int | None) -> None:
+        for b in bufs:
+            if b is not None:
+                self.live.pop(b, None)
+
+    def split_axes(self) -> frozenset[int]:
+        """Output axes the tile loops walk: the first (rows) and/or the last (columns)."""
+        shape = [int(x) for x in self.out.shape]
+        rows = 1
+        for d in shape[:-1]:
+            rows *= d
+        out = {0} if len(shape) > 1 and self.tile.rows < rows else set()
+        if self.tile.cols < shape[-1]:
+            out.add(len(shape) - 1)
+        return frozenset(out)
+
+    def input_deps(self) -> dict[Tensor, frozenset[int]]:
+        """Each input read by the tile -> the output axes its tile varies along."""
+        order = [st for st in self.algo.stages if st.name in self.per_tile] + [self.out]
+        out: dict[Tensor, frozenset[int]] = {}
+        for st in order:
+            assert st.op is not None
+            env = {v: k for k, v in enumerate(st.op.axes)}
+            for ld in _loads(st.op.body, self):
+                if ld.tensor.is_placeholder and ld.tensor not in out:
+                    dep: frozenset[int] = frozenset()
+                    for ix in ld.indices:
+                        dep |= self._dep(ix, env)
+                    out[ld.tensor] = dep
+        return out
+
+    def invariant(self) -> frozenset[str]:
+        """Inputs whose tile is the same for every tile (lower/build_loop_nest.py loads them
+        once per core, in one copy)."""
+        split = self.split_axes()
+        if not split:
+            return frozenset()
+        return frozenset(t.name for t, dep in self.input_deps().items() if not dep & split)
+
+    def peak(self) -> int:
+        every = frozenset(range(len(self.axes)))
+        io = self.copies * self._bytes(self.out.dtype.bytes, every)
+        order = [st for st in self.algo.stages if st.name in self.per_tile] + [self.out]
+        envs = {st.name: {v: k for k, v in enumerate(st.op.axes)}  # type: ignore[union-attr]
+                for st in order}
+        fixed = self.invariant()
+        for t, dep in self.input_deps().items():
+            io += (1 if t.name in fixed else self.copies) * self._bytes(t.dtype.bytes, dep)
+        self.reads_left = {st.name: sum(1 for c in order for ld in _loads(c.op.body, self)
+                                        if ld.tensor is st) for st in order}
+        for st in order:
+            assert st.op is not None
+            self.stage = st
+            self._value(st.op.body, envs[st.name], root=True)
+        return io + self.top
+
+    def _value(self, e: Expr, env: dict[Expr, int], root: bool = False) -> int | None:
+        """Evaluate ``e``: the buffer holding it (None for loads and constants; the root
+        writes the stage's own tile, the output's tile being counted with the copies)."""
+        if isinstance(e, Const):
+            return None
+        if isinstance(e, Load):
+            if not self._inlined(e.tensor):
+                return None
+            assert e.tensor.op is not None  # an inlined stage: its body evaluated here
+            return self._value(e.tensor.op.body, self._inner_env(e, env), root)
+        dep = self._dep(e, env)
+        if isinstance(e, Reduce):
+            last = len(self.axes) - 1
+            kids: list[Expr] = [e.body]
+            vals = [self._value(e.body, {**env, **{v: last for v in e.axes}})]
+            extra = self._alloc(self._partials(e.dtype.bytes))
+        else:
+            kids = [c for c in children(e) if not isinstance(c, (IndexVar, ReduceVar))]
+            vals = [self._value(c, env) for c in kids]
+            extra = None
+            if isinstance(e, (Binary, Select)) and any(
+                    not isinstance(c, Const) and self._dep(c, env) != dep for c in kids):
+                extra = self._alloc(_align(self.tile.rows * self.t.block_bytes,
+                                           self.t.block_bytes))  # a row broadcast
+        size = self._bytes(e.dtype.bytes, dep, temp=not root)
+        if root and self.stage is self.out:
+            out = None
+        else:
+            spot = None if isinstance(e, Reduce) else self._in_place(kids, vals, size)
+            out = self._alloc(size) if spot is None else spot
+            if root:
+                self.held[self.stage.name] = out
+        self._free(extra, *(v for v in vals if v != out))
+        for c in kids:
+            self._consumed(c)
+        return out
+
+    def _in_place(self, kids: list[Expr], vals: list[int | None], size: int) -> int | None:
+        """An operand buffer an elementwise op may write its result over (the planner's
+        in-place pairs, lower/lifetimes.py): a temporary of about the result's size, or a
+        per-tile stage's tile this op reads for the last time."""
+        for v in vals:
+            if v is not None and abs(self.live.get(v, -size) - size) <= 2 * self.t.block_bytes:
+                self.live[v] = max(self.live[v], size)
+                return v
+        reads: dict[str, int] = {}
+        for c in kids:
+            for ld in _loads(c, self):
+                reads[ld.tensor.name] = reads.get(ld.tensor.name, 0) + 1
+        for name, n in reads.items():
+            buf = self.held.get(name)
+            if buf is not None and self.reads_left.get(name) == n and \
+                    abs(self.live[buf] - size) <= 2 * self.t.block_bytes:
+                del self.held[name]  # now the result's: _consumed must not free it
+                self.live[buf] = max(self.live[buf], size)
+                self.top = max(self.top, sum(self.live.values()))
+                return buf
+        return None
+
+    def _partials(self, eb: int) -> int:
+        """UB of a row reduction's partials (lower/build_loop_nest.py emit_reduce): the first
+        two halving levels (half, then a quarter of the rows' bytes) when ``_halve`` applies,
+        else one partial per 256-byte chunk."""
+        from ascendsched.lower.build_loop_nest import HALVE_UB_SHARE
+
+        per_rep = self.t.repeat_bytes // eb
+        n = self.tile.cols // per_rep
+        rows = self.tile.rows
+        if self.tile.cols % per_rep == 0 and n >= 2 and n % 2 == 0 and \
+                rows * (n // 2) * self.t.repeat_bytes <= \
+                self.t.scope(Scope.UB).usable // HALVE_UB_SHARE:
+            return rows * (n // 2 + n // 4) * self.t.repeat_bytes
+        return _align(rows * -(-self.tile.cols // REDUCE_LANES) * eb, self.t.block_bytes)
+
+    def _consumed(self, e: Expr) -> None:
+        """A per-tile stage's tile is freed after the last instruction reading it."""
+        for ld in _loads(e, self):
+            name = ld.tensor.name
+            if name in self.reads_left:
+                self.reads_left[name] -= 1
+                if self.reads_left[name] == 0 and name in self.held:
+                    self._free(self.held.pop(name))
+
+
+def _loads(e: Expr, w: _Walk) -> list[Load]:
+    """Loads of inputs and per-tile stages in ``e``, looking through inlined stages."""
+    out: list[Load] = []
+
+    def walk(x: Expr) -> None:
+        if isinstance(x, Load):
+            st = x.tensor
+            if st.is_placeholder or st.name in w.per_tile or st is w.out:
+                out.append(x)
+            elif st.op is not None:
+                walk(st.op.body)
+            return
+        for c in children(x):
+            walk(c)
+
+    walk(e)
+    return out
+
+
+def _reads(st: Tensor, w: _Walk) -> set[Tensor]:
+    assert st.op is not None
+    return {ld.tensor for ld in _loads(st.op.body, w)}
+
+
+def _align(n: int, a: int) -> int:
+    return -(-n // a) * a

@@ -1,0 +1,127 @@
+"""lower/compare.py: kernels equal up to sizes pass; any other difference is named."""
+
+from dataclasses import replace
+
+import pytest
+
+from ascendsched.algo import library as L
+from ascendsched.lower.compare import affine_form, structural_diff
+from ascendsched.lower.driver import lower
+from ascendsched.lower.ir import Affine, Cond, For, If, Instr, Kernel, StmtMutator
+from ascendsched.schedule import Schedule
+from ascendsched.target import Pipe
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Kernel:
+    """vadd on 2 cores with a tail tile and double buffering: loops, guards, versions, syncs."""
+    s = Schedule(L.vadd(2048 * 8 + 1808)).split("z", "i", 2048).bind("z", "i_o", 2) \
+        .buffer("x").buffer("y").buffer("z")
+    return lower(s)
+
+
+class _Edit(StmtMutator):
+    def __init__(self, fn) -> None:
+        self.fn, self.done = fn, False
+
+    def visit_Instr(self, s: Instr):
+        if not self.done:
+            new = self.fn(s)
+            if new is not None:
+                self.done = True
+                return new
+        return (s,)
+
+
+def _edit(k: Kernel, fn) -> Kernel:
+    ed = _Edit(fn)
+    out = k.replace_body(k.programs[0].core, ed.visit_body(k.programs[0].body))
+    assert ed.done
+    return out
+
+
+def _sizes_changed(k: Kernel) -> Kernel:
+    """Loop extents, guard constants, GM offsets' numbers, GM shapes and block_dim changed."""
+
+    class Resize(StmtMutator):
+        def visit_For(self, s: For):
+            return (For(s.var, s.extent + 7, self.visit_body(s.body), "other comment"),)
+
+        def visit_If(self, s: If):
+            conds = tuple(Cond(c.lhs * 3 + 1, c.op, c.rhs + 5) for c in s.conds)
+            return (If(conds, self.visit_body(s.body)),)
+
+        def visit_Instr(self, s: Instr):
+            def gm(rs):
+                return tuple(replace(r, offset=r.offset * 5 + 3) if r.tensor in "xyz" else r
+                             for r in rs)
+            return (replace(s, writes=gm(s.writes), reads=gm(s.reads), comment="x"),)
+
+    params = tuple(replace(t, shape=(99,)) for t in k.params)
+    body = Resize().visit_body(k.programs[0].body)
+    return replace(k.replace_body(k.programs[0].core, body), params=params, block_dim=7)
+
+
+def test_same_kernel_and_kernel_with_other_sizes_pass(kernel):
+    assert structural_diff(kernel, kernel) is None
+    assert structural_diff(kernel, _sizes_changed(kernel)) is None
+
+
+def test_event_id_difference_is_named(kernel):
+    def other_id(s: Instr):
+        if s.op == "wait_flag" and s.attr("event_id") != Affine():
+            return (replace(s, attrs=tuple((k, Affine() if k == "event_id" else v)
+                                           for k, v in s.attrs)),)
+        return None
+
+    msg = structural_diff(kernel, _edit(kernel, other_id))
+    assert msg is not None and "event_id: full (i_o_k % 2), reduced 0" in msg
+    assert msg.startswith("program AIV > #")
+
+
+def test_pipe_op_buffer_and_placement_differences_are_named(kernel):
+    barrier = Instr("barrier", Pipe.V)
+    cases = {
+        "op or pipe": lambda s: (replace(s, pipe=Pipe.MTE1),) if s.op == "set_flag" else None,
+        "only the reduced kernel has barrier V": lambda s: (barrier, s)
+        if s.op.startswith("vec_") else None,
+        "on-chip offset": lambda s: (replace(s, writes=(replace(s.writes[0], offset=Affine(64)),),),)
+        if s.op.startswith("vec_") else None,
+        "copy": lambda s: (replace(s, reads=(replace(s.reads[0], copy=Affine()),)),)
+        if s.op == "copy_ub_gm" else None,
+    }
+    for want, fn in cases.items():
+        msg = structural_diff(kernel, _edit(kernel, fn))
+        assert msg is not None and want in msg, (want, msg)
+
+
+def test_moved_sync_is_a_difference(kernel):
+    body = kernel.programs[0].body
+    swapped = (body[1], body[0]) + body[2:]
+    assert body[0].op == body[1].op == "set_flag" and str(body[0]) != str(body[1])
+    msg = structural_diff(kernel, kernel.replace_body(kernel.programs[0].core, swapped))
+    assert msg is not None and "#0 set_flag" in msg
+
+
+def test_buffers_and_guard_forms_must_match(kernel):
+    moved = replace(kernel, buffers=tuple(replace(b, offsets=tuple(o + 32 for o in b.offsets))
+                                          if b.name == "z_ub" else b for b in kernel.buffers))
+    assert "buffer z_ub" in structural_diff(kernel, moved)
+
+    class OtherForm(StmtMutator):
+        def visit_If(self, s: If):
+            conds = tuple(Cond(Affine.of("block_idx"), c.op, c.rhs) for c in s.conds)
+            return (If(conds, s.body, s.comment),)
+
+    other = kernel.replace_body(kernel.programs[0].core,
+                                OtherForm().visit_body(kernel.programs[0].body))
+    assert "different form" in structural_diff(kernel, other)
+
+
+def test_affine_form_ignores_numbers_only():
+    a = Affine.of("k") * 4 + Affine.of("block_idx") * 2 + 8
+    b = Affine.of("k") * 6 + Affine.of("block_idx") + 1
+    assert affine_form(a) == affine_form(b)
+    assert affine_form(a) != affine_form(Affine.of("k") * 4 + 8)
+    assert affine_form((Affine.of("t") + 3).floordiv(5)) == affine_form(Affine.of("t").floordiv(7))
+    assert affine_form(Affine.of("t").floordiv(5)) != affine_form(Affine.of("t"))

@@ -1,0 +1,115 @@
+"""schedule/reduce.py: the reduced instance keeps every fact the lowering reads from sizes."""
+
+from ascendsched.algo import library as L
+from ascendsched.lower.driver import schedule_for
+from ascendsched.schedule import Bind, Schedule
+from ascendsched.schedule.gemm import CubeBind, GemmSchedule
+from ascendsched.schedule.reduce import (
+    SEARCH,
+    _reduce_gemm,
+    describe,
+    reduce_instance,
+    reduced_trips,
+    structure_facts,
+    trip_class,
+)
+
+
+def test_trip_counts_keep_small_values_and_parity():
+    assert [reduced_trips(n) for n in range(8)] == [0, 1, 2, 3, 4, 3, 4, 3]
+    assert trip_class(22) == trip_class(4) != trip_class(3) == trip_class(201)
+    assert trip_class(2) == 2
+
+
+def _per_class_iters(s: GemmSchedule) -> list[tuple[int, bool]]:
+    t = s.tiling
+    out = []
+    for c in s.tile_classes:
+        n = s.spec.batch * c.rows * c.cols
+        out.append((-(-n // t.cores), n % t.cores != 0))
+    return out
+
+
+def test_gemm_4096_default_keeps_tiles_and_uneven_persistent_loop():
+    full = schedule_for(L.gemm(4096, 4096, 4096))
+    red = reduce_instance(full).reduced
+    assert str(reduce_instance(full)) == ("gemm 4096 x 4096 x 4096 on 24 cores -> reduced "
+                                          "gemm 512 x 512 x 512 on 3 cores")
+    ft, rt = full.tiling, red.tiling
+    assert (rt.tm, rt.tn, rt.tk, rt.k0, rt.swizzle) == (ft.tm, ft.tn, ft.tk, ft.k0, ft.swizzle)
+    assert _per_class_iters(full) == [(22, True)]
+    assert _per_class_iters(red) == [(3, True)]  # >= 3 trips, still uneven
+    assert red.spec.k // rt.tk == 4  # 32 L1 K steps -> 4 (even: kt % 2 ping-pong)
+    assert structure_facts(red) == structure_facts(full)
+    assert [d for d in red.directives if not isinstance(d, CubeBind)] == \
+        [d for d in full.directives if not isinstance(d, CubeBind)]
+
+
+def test_gemm_edge_classes_keep_their_valid_sizes_and_tails():
+    full = schedule_for(L.gemm(4000, 3000, 1000))
+    red = reduce_instance(full).reduced
+    key = [(c.label, c.width, c.mv, c.nv) for c in full.tile_classes]
+    assert [(c.label, c.width, c.mv, c.nv) for c in red.tile_classes] == key
+    assert red.spec.k % red.tiling.tk == full.spec.k % full.tiling.tk
+    assert red.tiling.tiles < full.tiling.tiles and red.tiling.cores >= 2
+    assert structure_facts(red) == structure_facts(full)
+
+
+def test_gemm_whose_edges_need_more_than_16_tiles_per_axis_is_still_reduced():
+    """3000 x 5000 x 777 on 24 cores: keeping every class's guard and its first core needs 27
+    tile columns, past the first search's 16; the wider search finds it."""
+    full = GemmSchedule(L.gemm(3000, 5000, 777)).tile(256, 128, 256).split_k(64).buffer(
+        "l1", 2).buffer("l0", 2).bind(24).swizzle(4, "m")  # the GEMM default before c832238
+    assert _reduce_gemm(full, SEARCH[0]) is None
+    red = reduce_instance(full).reduced
+    assert red.tiling.tiles < full.tiling.tiles and red.tiling.nt > SEARCH[0]
+    assert structure_facts(red) == structure_facts(full)
+
+
+def test_batched_gemm_keeps_a_batch():
+    full = GemmSchedule(L.batched_gemm(8, 648, 658, 348)).tile(32, 32, 32).split_k(16) \
+        .bind(5).swizzle(2)
+    red = reduce_instance(full).reduced
+    assert 2 <= red.spec.batch < 8
+    assert structure_facts(red) == structure_facts(full)
+
+
+def test_rmsnorm_rows_shrink_and_the_reduced_row_stays_whole():
+    full = schedule_for(L.rmsnorm(4096, 4096))
+    r = reduce_instance(full)
+    assert describe(r.reduced) == "y[10, 4096] on 2 cores"  # 5 tiles of 2 rows: 3 + 2
+    assert structure_facts(r.reduced) == structure_facts(full)
+    assert [type(d) for d in r.reduced.directives] == [type(d) for d in full.directives]
+    assert next(d.cores for d in r.reduced.directives if isinstance(d, Bind)) == 2
+
+
+def test_double_buffered_tail_keeps_three_full_tiles_on_a_core():
+    """Two cores, 400 full tiles and a tail: the full-tile version must run at least three
+    times on a core (a distance-2 dependence on the other copy), not only the loop."""
+    full = Schedule(L.vadd(2048 * 400 + 1808)).split("z", "i", 2048).bind("z", "i_o", 2) \
+        .buffer("x").buffer("y").buffer("z")
+    red = reduce_instance(full).reduced
+    assert describe(red) == f"z[{2048 * 8 + 1808}] on 2 cores"
+
+
+def test_even_work_stays_even():
+    full = Schedule(L.vadd(2048 * 48 * 10)).split("z", "i", 2048).bind("z", "i_o", 48)
+    red = reduce_instance(full).reduced
+    n, cores = red.algo.outputs[0].shape[0] // 2048, red.loop_nest("z").bound[1]
+    assert cores >= 2 and n % cores == 0 and n // cores == 4
+
+
+def test_small_instance_is_its_own_reduction():
+    for s in (schedule_for(L.vadd(8192)), GemmSchedule(L.gemm(96, 80, 112)).tile(32, 32, 48)):
+        r = reduce_instance(s)
+        assert r.is_full and r.reduced is s
+        assert "no smaller instance keeps its structure" in str(r)
+
+
+def test_axis_split_along_a_reduction_keeps_its_size():
+    a = L.softmax(4 * 500, 512)
+    full = Schedule(a).tile("y", ("i", "j"), (4, 128))
+    for st in ("xf", "mx", "e", "s"):
+        full = full.compute_at(st, "y", "j_o")
+    red = reduce_instance(full).reduced
+    assert red.algo.outputs[0].shape[1] == 512 and red.algo.outputs[0].shape[0] < 2000

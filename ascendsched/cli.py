@@ -18,8 +18,9 @@ from types import ModuleType
 from ascendsched.errors import AscendSchedError, UserCodeError
 
 
-def load(spec: str) -> object:
-    """Call the function named by ``MODULE:FUNCTION``; return its Schedule/GemmSchedule/Algorithm.
+def load(spec: str, accept: tuple[type, ...] = ()) -> object:
+    """Call the function named by ``MODULE:FUNCTION``; return its Schedule/GemmSchedule/Algorithm
+    (or an instance of a type in ``accept``: ``tune`` takes a search Space).
 
     A file is imported as a module registered in ``sys.modules`` (so ``@dataclass`` and
     ``from __future__ import annotations`` work in it). Every failure of the user's code
@@ -65,10 +66,11 @@ def load(spec: str) -> object:
     except Exception as e:
         raise UserCodeError(
             f"{spec}: calling {func}() raised {type(e).__name__}: {e}{_where(e, path)}") from e
-    if not isinstance(obj, (Schedule, GemmSchedule, Algorithm)):
+    if not isinstance(obj, (Schedule, GemmSchedule, Algorithm) + accept):
+        extra = "".join(f" or a {t.__name__}" for t in accept)
         raise UserCodeError(
             f"{spec}: {func}() returned {type(obj).__name__} {_short(obj)}; it must return a "
-            f"Schedule, a GemmSchedule or an Algorithm (a missing `return`?)")
+            f"Schedule, a GemmSchedule or an Algorithm{extra} (a missing `return`?)")
     return obj
 
 

@@ -58,7 +58,7 @@ def resolve_space(args: argparse.Namespace) -> tuple[Any, str]:
     from ascendsched.autotune.spaces import default_space
     from ascendsched.cli import load
 
-    obj = load(args.target)
+    obj = load(args.target, accept=(Space,))
     func = args.target.rsplit(":", 1)[1]
     specs = list(args.space)
     space: Space | None = None
@@ -72,7 +72,7 @@ def resolve_space(args: argparse.Namespace) -> tuple[Any, str]:
         raise AscendSchedError(f"{args.target} returned {type(obj).__name__}; expected an "
                                "Algorithm, a Schedule, a GemmSchedule or a Space")
     for spec in [s for s in specs if "=" not in s]:
-        space = load(spec)
+        space = load(spec, accept=(Space,))
         if not isinstance(space, Space):
             raise AscendSchedError(f"--space {spec} returned {type(space).__name__}, not a Space")
         code = space.algo_code if space.algo_code != "algo" else code

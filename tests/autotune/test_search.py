@@ -14,10 +14,11 @@ def test_exhaustive_evaluates_every_legal_point_once(vadd_space, evaluator):
     res = tune(vadd_space, strategy="exhaustive", evaluator=evaluator, progress=False)
     legal = vadd_space.prune().legal
     assert [t.point for t in res.trials] == [c.point for c in legal]
-    assert res.fresh + res.hits == len(legal) + 1  # + the default (here one of the points)
-    assert res.fresh == len(legal)
+    assert res.fresh + res.hits == len(legal) + 1  # + the default (maybe one of the points)
+    assert len(legal) <= res.fresh <= len(legal) + 1
     times = [evaluate_schedule(c.schedule).time_s for c in legal]
-    assert res.best.evaluation.time_s == min(times)
+    assert min(t.evaluation.time_s for t in res.trials) == min(times)
+    assert res.best.evaluation.time_s <= min(times)  # the default competes too
     assert res.speedup(res.best) >= 1.0
     assert res.legal_total == len(legal) and res.checked == vadd_space.size
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -228,7 +229,9 @@ def plan_check(sched: AnySchedule) -> tuple[str | None, str]:
     from ascendsched.lower.driver import lower
 
     try:
-        lower(sched, sched.target, sync=False)
+        with warnings.catch_warnings():  # e.g. buffering not honoured: legal, evaluation tells
+            warnings.simplefilter("ignore")
+            lower(sched, sched.target, sync=False)
     except CapacityError as e:
         return "capacity", str(e)
     except ScheduleError as e:

@@ -43,6 +43,8 @@ def write_report(data: BenchData, out: Path) -> Path:
           f"- cost parameters: {data.parameters}",
           f"- {len(rows)} kernels in {data.seconds:.0f} s on {data.jobs} worker(s)", "",
           "## Summary (modelled)", "", *summary_table(rows), "", *targets(rows), ""]
+    md += ["## Evaluation cost (measured CPU time of lowering + timing model)", "",
+           *cost_table(rows), ""]
     for title, p in pics:
         md += [f"## {title}", "", f"![{title}](img/{p.name})", ""]
     md += ["## Timelines of the tuned schedules (modelled)", "",
@@ -92,6 +94,29 @@ def summary_table(rows: list[KernelRow]) -> list[str]:
                    f"{e.time_s * 1e6:.1f} | {e.of_peak:.1%} | {res.speedup(b):.2f}x | "
                    f"{e.critical_pipe} | {res.strategy} | {res.fresh + res.hits} "
                    f"({res.hits}) | {pr} (+{dup}) of {res.checked} checked |")
+    return out
+
+
+def cost_table(rows: list[KernelRow]) -> list[str]:
+    """Mean CPU seconds per evaluation over the points each search evaluated, and the split
+    between the lowering passes and the timing model (recorded when each point was evaluated,
+    so the table is the same when the report is rebuilt from the cache)."""
+    out = ["| kernel | evaluations | CPU s per evaluation | evaluations/s per core | "
+           "dependences | insert sync | other passes | timing model |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        evs = [t.evaluation for t in r.result.trials if t.evaluation.ok]
+        if not evs:
+            continue
+        n = len(evs)
+        total = sum(e.lower_cpu_s + e.model_cpu_s for e in evs) / n
+        dep = sum(dict(e.passes).get("dependences", 0.0) for e in evs) / n
+        syn = sum(dict(e.passes).get("insert sync", 0.0) for e in evs) / n
+        mod = sum(e.model_cpu_s for e in evs) / n
+        other = max(total - dep - syn - mod, 0.0)
+        out.append(f"| {r.case.label} | {n} | {total:.3f} | {1 / total:.1f} | "
+                   f"{dep / total:.0%} | {syn / total:.0%} | {other / total:.0%} | "
+                   f"{mod / total:.0%} |")
     return out
 
 

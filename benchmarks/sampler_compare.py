@@ -23,7 +23,7 @@ from pathlib import Path
 from ascendsched.autotune.cache import Cache
 from ascendsched.autotune.executor import make_executor
 from ascendsched.autotune.runner import Evaluator
-from ascendsched.autotune.search import SAMPLERS, tune
+from ascendsched.autotune.search import SAMPLERS, TuneResult, tune
 from ascendsched.autotune.space import Space
 from ascendsched.autotune.spaces import library_space
 
@@ -38,6 +38,19 @@ def comparison_space() -> Space:
     return sp
 
 
+def compare(space: Space, ev: Evaluator, *, seeds: int = 5, fraction: float = 0.10,
+            storage: str | Path | None = None
+            ) -> tuple[TuneResult, int, dict[str, list[TuneResult]]]:
+    """The exhaustive result, the guided budget, and each sampler's result per seed."""
+    exh = tune(space, strategy="exhaustive", evaluator=ev, default=False)
+    legal = exh.legal_total or len(exh.trials)
+    budget = max(1, math.floor(fraction * legal))
+    runs = {s: [tune(space, strategy=s, budget=budget, seed=seed, evaluator=ev,
+                     progress=False, default=False, storage=storage) for seed in range(seeds)]
+            for s in SAMPLERS}
+    return exh, budget, runs
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=None)
@@ -50,12 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     space = comparison_space()
     ev = Evaluator(Cache(cdir / "tune.sqlite"), make_executor(args.jobs))
     t0 = time.perf_counter()
-    exh = tune(space, strategy="exhaustive", evaluator=ev, default=False)
+    exh, budget, runs = compare(space, ev, seeds=args.seeds, fraction=args.fraction,
+                                storage=cdir / "studies.sqlite")
     legal = exh.legal_total or len(exh.trials)
     best = exh.best
     assert best is not None
     b0 = best.evaluation.time_s
-    budget = max(1, math.floor(args.fraction * legal))
     lines = [f"# Sampler comparison on {space.name} (modelled times)", "",
              f"Space: {space.size} points over "
              + ", ".join(f"{p.name} {list(p.choices)}" for p in space.params if len(p.choices))
@@ -70,11 +83,9 @@ def main(argv: list[str] | None = None) -> int:
              "| sampler | gap to exhaustive best per seed | mean | worst | spread (max-min) | "
              f"seeds within {WITHIN:.0%} | points to reach {WITHIN:.0%} (median) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
-    for sampler in SAMPLERS:
+    for sampler, results in runs.items():
         gaps, reach = [], []
-        for seed in range(args.seeds):
-            r = tune(space, strategy=sampler, budget=budget, seed=seed, evaluator=ev,
-                     progress=False, default=False, storage=cdir / "studies.sqlite")
+        for r in results:
             gaps.append(r.best.evaluation.time_s / b0 - 1 if r.best else math.inf)
             hit = next((i + 1 for i, h in enumerate(r.history) if h <= b0 * (1 + WITHIN)), None)
             if hit is not None:

@@ -21,6 +21,7 @@ def progress_bar(total: int, desc: str, enabled: bool) -> Any:
         try:
             from tqdm import tqdm
 
+            tqdm.monitor_interval = 0  # no monitor thread: worker pools fork after bars exist
             return tqdm(total=total, desc=desc, unit="pt", dynamic_ncols=True, leave=True)
         except ImportError:
             pass

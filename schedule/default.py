@@ -91,7 +91,16 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
         # one whole row over the estimate: still offered first (the planner's in-place reuse
         # often fits it, and a column split cannot shrink a row reduction's tiles)
         whole = _ranked([TileShape(1, n)], algo, target, copies, lambda t: t.rows, m)
-        return whole + _ranked([TileShape(1, cols)], algo, target, copies, lambda t: t.rows, m)
+        # then the widest row piece the estimate fits, and narrower ones in case the planner
+        # needs more than the estimate (it can, by up to ~20%): pieces that divide the row
+        # first (no tail version, whose own buffers would double the row-wide temporaries)
+        even = [w for w in range(widest // gran * gran, 0, -gran) if n % w == 0][:FALLBACKS]
+        widths = [widest] + even + sorted({max(gran, widest * f // FALLBACKS // gran * gran)
+                                           for f in range(FALLBACKS, 0, -1)}, reverse=True)
+        widths = list(dict.fromkeys(widths))
+        return whole + [t for w in widths
+                        for t in _ranked([TileShape(1, w)], algo, target, copies,
+                                         lambda t: t.rows, m)]
     return _ranked([TileShape(r, cols) for r in heights], algo, target, copies,
                    lambda t: t.rows, m)
 

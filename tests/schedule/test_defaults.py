@@ -83,3 +83,15 @@ def test_load_once_loads_a_whole_row_input_before_the_tile_loops_and_refuses_a_s
     assert isinstance(body[-1], For)
     with pytest.raises(ScheduleError, match="load_once"):
         build_loop_nest(Schedule(L.bias_add(64, 1024)).split("y", "j", 256).load_once("bias"), T)
+
+
+def test_a_row_too_wide_for_ub_still_gets_a_default_that_fits():
+    """LayerNorm over 16384 columns: no whole row fits UB, and a row piece with a tail version
+    (its own row-wide temporaries) does not either; a piece that divides the row does."""
+    from ascendsched.algo import library as L
+    from ascendsched.lower.driver import lower, schedule_for
+
+    for shape in ((64, 16384), (64, 12000)):
+        sched = schedule_for(L.layernorm(*shape))
+        k = lower(sched)
+        assert k.block_dim >= 2, sched

@@ -97,7 +97,8 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
         even = [w for w in range(widest // gran * gran, 0, -gran) if n % w == 0][:FALLBACKS]
         widths = [widest] + even + sorted({max(gran, widest * f // FALLBACKS // gran * gran)
                                            for f in range(FALLBACKS, 0, -1)}, reverse=True)
-        widths = list(dict.fromkeys(widths))
+        # (single-buffered only: a double-buffered row piece must not outrank whole rows)
+        widths = list(dict.fromkeys(widths)) if copies == 1 else [widest]
         return whole + [t for w in widths
                         for t in _ranked([TileShape(1, w)], algo, target, copies,
                                          lambda t: t.rows, m)]

@@ -30,6 +30,7 @@ from ascendsched.schedule.ub_budget import (
     TileShape,
     computed_per_tile,
     invariant_inputs,
+    root_output,
     tile_bytes,
 )
 from ascendsched.target import DEFAULT_TARGET, Target
@@ -58,7 +59,7 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
 def _shape(algo: Algorithm) -> tuple[int, int, int]:
     """(first axis, rows per step of it, columns) of the output: a tile takes some steps of
     the first axis and every middle axis whole."""
-    dims = [int(x) for x in algo.outputs[0].shape]
+    dims = [int(x) for x in root_output(algo).shape]
     mid = 1
     for d in dims[1:-1]:
         mid *= d
@@ -70,7 +71,7 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
     first, then up to FALLBACKS smaller ones."""
     usable = target.scope(Scope.UB).usable
     m, mid, n = _shape(algo)
-    one_d = len(algo.outputs[0].shape) == 1
+    one_d = len(root_output(algo).shape) == 1
     gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
     if one_d:
         gran = max(gran, target.repeat_bytes // max(t.dtype.bytes for t in algo.tensors))
@@ -97,7 +98,8 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
         even = [w for w in range(widest // gran * gran, 0, -gran) if n % w == 0][:FALLBACKS]
         widths = [widest] + even + sorted({max(gran, widest * f // FALLBACKS // gran * gran)
                                            for f in range(FALLBACKS, 0, -1)}, reverse=True)
-        widths = list(dict.fromkeys(widths))
+        # (single-buffered only: a double-buffered row piece must not outrank whole rows)
+        widths = list(dict.fromkeys(widths)) if copies == 1 else [widest]
         return whole + [t for w in widths
                         for t in _ranked([TileShape(1, w)], algo, target, copies,
                                          lambda t: t.rows, m)]
@@ -134,7 +136,7 @@ def _head_elements(algo: Algorithm, target: Target) -> float:
     c = target.costs
     if c is None:
         return 0.0
-    io_bytes = sum(t.dtype.bytes for t in algo.inputs) + algo.outputs[0].dtype.bytes
+    io_bytes = sum(t.dtype.bytes for t in algo.inputs) + sum(o.dtype.bytes for o in algo.outputs)
     share = c.hbm_bytes_per_s / target.clock_hz / target.num_aiv  # bytes per cycle
     cycles = c.head_gm_ub * len(algo.inputs) + c.head_ub_gm
     return cycles * share / io_bytes
@@ -154,7 +156,7 @@ def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
 
 
 def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int) -> Schedule:
-    out = algo.outputs[0]
+    out = root_output(algo)
     s = Schedule(algo, target=target)
     assert out.op is not None
     axes = [a.name for a in out.op.axes]
@@ -175,8 +177,8 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int) ->
         tiles = -(-tiles // max(cores, 1))
     per_tile = computed_per_tile(algo)
     for st in algo.stages:
-        if st is out:
-            continue
+        if st in algo.outputs:
+            continue  # the root, and the outputs the lowering computes in its tile
         if st.name in per_tile:
             s = s.compute_at(st.name, out.name, s.legal_compute_at(out.name)[0])
         else:
@@ -188,5 +190,6 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int) ->
         for t in algo.inputs:
             if t.name not in fixed:
                 s = s.buffer(t.name, copies)
-        s = s.buffer(out.name, copies)
+        for o in algo.outputs:
+            s = s.buffer(o.name, copies)
     return s

@@ -51,11 +51,19 @@ class TileShape:
     cols: int
 
 
+def root_output(algo: Algorithm) -> Tensor:
+    """The output the default tiles (``Schedule.root``: the others are computed in its tile)."""
+    from ascendsched.schedule.schedule import Schedule
+
+    return Schedule(algo).root()
+
+
 def computed_per_tile(algo: Algorithm) -> frozenset[str]:
     """The non-output stages the default computes per tile (``compute_at``): reductions and
-    stages with several consumers; the others are inlined into their consumer."""
-    out = algo.outputs[0]
-    return frozenset(st.name for st in algo.stages if st is not out and st.op is not None
+    stages with several consumers; the others are inlined into their consumer (outputs besides
+    the root are computed in its tile by the lowering itself)."""
+    return frozenset(st.name for st in algo.stages if st not in algo.outputs
+                     and st.op is not None
                      and (isinstance(st.op.body, Reduce) or len(algo.consumers(st)) > 1))
 
 
@@ -74,7 +82,7 @@ def invariant_inputs(algo: Algorithm, tile: TileShape, target: Target) -> frozen
 class _Walk:
     def __init__(self, algo: Algorithm, tile: TileShape, copies: int, target: Target) -> None:
         self.algo, self.tile, self.copies, self.t = algo, tile, copies, target
-        out = algo.outputs[0]
+        out = root_output(algo)
         assert out.op is not None
         self.out = out
         self.axes = out.op.axes

@@ -69,3 +69,23 @@ def test_reference_keeps_both_outputs():
     x = np.ones((9, 256), np.float32)
     vals = evaluate(quantise(), {"x": x})
     assert (vals["q"] == 127).all() and np.allclose(vals["scale"], 1 / 127)
+
+
+def test_the_default_schedule_of_several_outputs_tiles_the_root_and_checks():
+    """Issue 15: the default generator called compute_at on the second output (an error the
+    user never caused); it now tiles the root output and lets the others ride in its tile."""
+    from ascendsched.algo import algorithm, compute, placeholder, reduce_axis, reduce_max
+    from ascendsched.driver import check
+    from ascendsched.lower.driver import schedule_for
+
+    x = placeholder("x", (64, 1024), "float32")
+    k = reduce_axis(1024, "k")
+    s = compute("s", (64,), lambda i: reduce_max(x[i, k], k))
+    q = compute("q", (64, 1024), lambda i, j: x[i, j] / s[i])
+    algo = algorithm("quant", [q, s])
+    sched = schedule_for(algo)
+    assert sched.root().name == "q" and any(d.stage == "q" for d in sched.directives
+                                            if hasattr(d, "stage"))
+    verdicts = check(algo, cpp=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+    assert {v.check for v in verdicts} >= {"IR execution == numpy (q)", "IR execution == numpy (s)"}

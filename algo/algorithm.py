@@ -111,6 +111,29 @@ def producers(t: Tensor) -> tuple[Tensor, ...]:
     return tuple(out)
 
 
+def upstream(t: Tensor) -> set[Tensor]:
+    """Every tensor ``t`` reads, directly or through other stages."""
+    seen: set[Tensor] = set()
+    todo = list(producers(t))
+    while todo:
+        p = todo.pop()
+        if p not in seen:
+            seen.add(p)
+            todo.extend(producers(p))
+    return seen
+
+
+def root_output(algo: Algorithm) -> Tensor:
+    """The output a schedule tiles (splits, binds, fuses): the first output that no other
+    output reads, of the highest rank. The other outputs are computed in its tile and stored
+    from there (e.g. quantised values ``q[i, j]`` and their row scale ``s[i]``, which ``q``
+    reads: ``q`` is the root)."""
+    outs = algo.outputs
+    free = [o for o in outs if not any(o in upstream(p) for p in outs if p is not o)]
+    cands = free or list(outs)
+    return max(cands, key=lambda o: (len(o.shape), -outs.index(o)))
+
+
 def loads(e: Expr) -> list[Load]:
     """Every Load in ``e`` in evaluation order."""
     acc: list[Load] = []

@@ -77,10 +77,10 @@ from ascendsched.lower.ir import (
 )
 from ascendsched.lower.several_outputs import check_output_tiles
 from ascendsched.schedule.schedule import ComputeAt, ComputeInline, Schedule
+from ascendsched.schedule.ub_budget import halving_fits
 from ascendsched.target import CoreType, Pipe, Scope, Target
 
 HALVINGS = 3  # pairwise elementwise levels before WholeReduce in a row reduction (_halve)
-HALVE_UB_SHARE = 8  # ... only while the first level's partials take at most UB / 8 (23 KB)
 
 
 def build_loop_nest(sched: Schedule, target: Target | None = None) -> Kernel:
@@ -1107,11 +1107,10 @@ class _ExprGen:
         barrier, ~27 cycles of tail and head): three levels take a 4096-float row's max
         from 448 to ~112 cycles of repeats, and keep the statement count independent of the
         row width. The first level's partials take half the rows' bytes, so a tile whose
-        partials would exceed UB / HALVE_UB_SHARE reduces by WholeReduce alone (hand
-        schedules sized without them keep fitting). Returns the partials, their row stride
-        and their columns."""
+        partials fail ``halving_fits`` (``schedule/ub_budget.py``) reduces by WholeReduce
+        alone. Returns the partials, their row stride and their columns."""
         fn = {"sum": "add", "max": "max", "min": "min"}[op]
-        if rows * (n // 2) * self.t.repeat_bytes > self.t.scope(Scope.UB).usable // HALVE_UB_SHARE:
+        if not halving_fits(rows, n, self.t):
             return src, src_rs, n * epr  # the first level's partials would crowd the tile out
         for _ in range(HALVINGS):
             if n < 2 or n % 2:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.algorithm import Algorithm, root_output
 from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.build_gemm import build_gemm, capacity_hint
@@ -152,7 +152,7 @@ def _defaults(algo: Algorithm, target: Target) -> Iterator[Schedule | GemmSchedu
     except ScheduleError as e:
         if isinstance(e, CapacityError):
             raise
-        root = Schedule(algo, target=target).root().name
+        root = root_output(algo).name
         raise ScheduleError(
             f"no default schedule for algorithm '{algo.name}' (outputs "
             f"{', '.join(o.name for o in algo.outputs)}): the default schedule generator "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.algorithm import Algorithm, root_output
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
@@ -30,7 +30,6 @@ from ascendsched.schedule.ub_budget import (
     TileShape,
     computed_per_tile,
     invariant_inputs,
-    root_output,
     tile_bytes,
 )
 from ascendsched.target import DEFAULT_TARGET, Target

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.algorithm import Algorithm, root_output, upstream
 from ascendsched.algo.expr import Reduce, Tensor
 from ascendsched.errors import ScheduleError
 from ascendsched.target import DEFAULT_TARGET, Target
@@ -208,7 +208,7 @@ class Schedule:
                 + ("outputs are computed at root: remove this call" if t is root else
                    f"every output besides '{root.name}' (whose loops the schedule splits) is "
                    f"computed in '{root.name}''s tile and stored from there: remove this call"))
-        if c is t or t not in _upstream(c):
+        if c is t or t not in upstream(c):
             raise ScheduleError(
                 f"compute_at('{stage}', '{consumer}', '{loop}'): '{consumer}' does not consume "
                 f"'{stage}' (directly or through other stages); compute it at a stage that reads "
@@ -262,14 +262,9 @@ class Schedule:
 
     # ----------------------------------------------------------------- queries
     def root(self) -> Tensor:
-        """The output whose loops the schedule splits, binds and fuses: the first output that
-        no other output reads, of the highest rank. The other outputs are computed in its tile
-        and stored from there (e.g. quantised values ``q[i, j]`` and their row scale ``s[i]``,
-        which ``q`` reads: ``q`` is the root)."""
-        outs = self.algo.outputs
-        free = [o for o in outs if not any(o in _upstream(p) for p in outs if p is not o)]
-        cands = free or list(outs)
-        return max(cands, key=lambda o: (len(o.shape), -outs.index(o)))
+        """The output whose loops the schedule splits, binds and fuses
+        (:func:`ascendsched.algo.algorithm.root_output`)."""
+        return root_output(self.algo)
 
     def loop_names(self, stage: str) -> list[str]:
         return [n for n, _ in self.loop_nest(stage).loops]
@@ -349,14 +344,3 @@ class Schedule:
         return [a.name for a in t.op.axes]
 
 
-def _upstream(t: Tensor) -> set[Tensor]:
-    from ascendsched.algo.algorithm import producers
-
-    seen: set[Tensor] = set()
-    todo = list(producers(t))
-    while todo:
-        p = todo.pop()
-        if p not in seen:
-            seen.add(p)
-            todo.extend(producers(p))
-    return seen

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.algorithm import Algorithm, root_output
 from ascendsched.algo.check import children
 from ascendsched.algo.expr import (
     Binary,
@@ -51,11 +51,16 @@ class TileShape:
     cols: int
 
 
-def root_output(algo: Algorithm) -> Tensor:
-    """The output the default tiles (``Schedule.root``: the others are computed in its tile)."""
-    from ascendsched.schedule.schedule import Schedule
+HALVE_UB_SHARE = 8  # a row reduction halves pairwise only while its first partials fit UB / 8
 
-    return Schedule(algo).root()
+
+def halving_fits(rows: int, chunks: int, target: Target) -> bool:
+    """Whether a row reduction of ``rows`` rows of ``chunks`` 256-byte chunks may start with
+    pairwise halving (``lower/build_loop_nest.py`` ``_halve``): the first level's partials,
+    half the rows' bytes, take at most UB / HALVE_UB_SHARE (23 KB on the 910B), so schedules
+    sized without them keep fitting. The lowering and this estimate ask the same rule."""
+    return rows * (chunks // 2) * target.repeat_bytes <= \
+        target.scope(Scope.UB).usable // HALVE_UB_SHARE
 
 
 def computed_per_tile(algo: Algorithm) -> frozenset[str]:
@@ -259,14 +264,11 @@ class _Walk:
         """UB of a row reduction's partials (lower/build_loop_nest.py emit_reduce): the first
         two halving levels (half, then a quarter of the rows' bytes) when ``_halve`` applies,
         else one partial per 256-byte chunk."""
-        from ascendsched.lower.build_loop_nest import HALVE_UB_SHARE
-
         per_rep = self.t.repeat_bytes // eb
         n = self.tile.cols // per_rep
         rows = self.tile.rows
         if self.tile.cols % per_rep == 0 and n >= 2 and n % 2 == 0 and \
-                rows * (n // 2) * self.t.repeat_bytes <= \
-                self.t.scope(Scope.UB).usable // HALVE_UB_SHARE:
+                halving_fits(rows, n, self.t):
             return rows * (n // 2 + n // 4) * self.t.repeat_bytes
         return _align(rows * -(-self.tile.cols // REDUCE_LANES) * eb, self.t.block_bytes)
 

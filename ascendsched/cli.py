@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--timeline", help="write a Chrome trace-event JSON (Perfetto) to this path")
     t.add_argument("--png", help="write a Gantt chart PNG to this path")
     t.set_defaults(fn=cmd_time)
-    from ascendsched.autotune.cli import add_parser as add_tune
+    from ascendsched.tune_cli import add_parser as add_tune
 
     add_tune(sub)
     from ascendsched.benchmarks.bench import add_parser as add_bench

@@ -1,4 +1,5 @@
-"""``ascendsched tune`` (the command line, top layer): search a schedule space and print the best schedules as Python code.
+"""``ascendsched tune`` (command line, top layer): search a schedule space and print the best
+schedules as Python code.
 
     ascendsched tune FILE.py:FUNCTION [--space SPEC ...] [--strategy S] [--budget N]
                      [--jobs J] [--seed S] [--top K] [--cache DIR] [--ray ADDRESS] [--out DIR]

@@ -120,12 +120,19 @@ def cost_table(rows: list[KernelRow]) -> list[str]:
     return out
 
 
+def _l2_mib() -> float:
+    from ascendsched.target import DEFAULT_TARGET
+
+    assert DEFAULT_TARGET.costs is not None
+    return DEFAULT_TARGET.costs.l2_bytes / 2**20
+
+
 def targets(rows: list[KernelRow]) -> list[str]:
     """The issue's targets: GEMM fp16 share of Cube peak, vector kernels' share of HBM."""
     out = ["Against the targets (tuned, modelled; GEMMs: share of the Cube peak, vector "
            "kernels: share of the HBM roofline). A share above 100% is the model's write-back "
-           "L2 (192 MB) keeping outputs that fit in it off HBM during the kernel, while the "
-           "roofline counts every GM byte at HBM bandwidth.", ""]
+           f"L2 ({_l2_mib():.0f} MiB) keeping outputs that fit in it off HBM during the "
+           "kernel, while the roofline counts every GM byte at HBM bandwidth.", ""]
     for r in rows:
         b = r.result.best
         if b is None:

@@ -8,17 +8,14 @@ Runs on each stage body after inlining (``build_loop_nest``), before instruction
     x ** n            -> products of repeated squares (n a constant integer; reciprocal if n < 0)
     x ** 0.5, ** -0.5 -> sqrt(x), rsqrt(x)
     x ** c, x ** y    -> exp(c * log(x)), exp(y * log(x))
-    float32 -> int8   -> Cast float32 -> float32 with the cast's round mode, -> float16, -> int8
 
 AscendC has Tanh, Sigmoid, Power and Round as high-level APIs that need a temporary buffer
 (asc-devkit docs/zh/api/SIMD-API/高阶API/数学计算/Tanh接口/Tanh.md, .../Power接口/Power.md,
 .../Round接口/Round.md, 高阶API/激活函数/Sigmoid接口/Sigmoid.md); the expansions use only the
 basic APIs the emitter already calls (Exp, Ln, Sqrt, Rsqrt, Reciprocal, Adds, Muls, Mul, Cast).
 Cast on Atlas A2 (docs/zh/api/SIMD-API/基础API/Memory矢量计算/类型转换/Cast.md, A2 table) has
-float -> float with CAST_RINT/FLOOR/CEIL/ROUND/TRUNC, float -> half and half -> int8, but no
-float -> int8: the chain rounds once, in float32, with the requested mode; the float16 step is
-exact for rounded values in [-2048, 2048], which holds the int8 range. (Out-of-range values are
-outside the int8 contract; the target's cast table is owned by the cast rules, not here.)
+float -> float with CAST_RINT/FLOOR/CEIL/ROUND/TRUNC, which ``round`` uses. Casts the table lacks
+(float32 -> int8, ...) are the target's exact chains (``target.cast_chains``), not expanded here.
 """
 
 from __future__ import annotations
@@ -27,12 +24,12 @@ import numpy as np
 
 from ascendsched.algo.check import children
 from ascendsched.algo.expr import Binary, Cast, Const, Expr, Unary
-from ascendsched.dtypes import DType, float16, float32, int8, store
+from ascendsched.dtypes import DType, float32, store
 from ascendsched.target import Target
 
 
 def expand_math(e: Expr, target: Target) -> Expr:
-    """``e`` with every tanh, sigmoid, round, pow and float -> int8 cast expanded (the same
+    """``e`` with every tanh, sigmoid, round and pow expanded (the same
     object when there is none)."""
     kids = children(e)
     new = tuple(expand_math(c, target) for c in kids)
@@ -44,8 +41,6 @@ def expand_math(e: Expr, target: Target) -> Expr:
         return _UNARY[e.op](e.x, e.dtype)
     if isinstance(e, Binary) and e.op == "pow":
         return _pow(e.a, e.b, e.dtype)
-    if isinstance(e, Cast) and e.dtype is int8 and e.x.dtype.is_float:
-        return _to_int8(e, target)
     return e
 
 
@@ -105,20 +100,6 @@ def _pow(x: Expr, y: Expr, dt: DType) -> Expr:
     if c == -0.5:
         return Unary("rsqrt", x)
     return Unary("exp", _mul(Unary("log", x), _c(float(c), dt), dt))
-
-
-def _to_int8(e: Cast, target: Target) -> Expr:
-    x = e.x
-    casts = target.vector_casts
-    if (x.dtype.name, "int8") in casts or (x.dtype.name, "int8") in target.cast_chains or \
-            not {("float32", "float32"), ("float32", "float16"), ("float16", "int8")} <= \
-            set(casts):
-        return e  # a direct Cast, or the target's exact (saturating) chain
-    x32 = x if x.dtype is float32 else Cast(x, float32)
-    if (x.dtype.name, "float32") not in casts and x.dtype is not float32:
-        return e
-    rounded = Cast(x32, float32, e.round_mode)
-    return Cast(Cast(rounded, float16, "rint"), int8, "rint")
 
 
 _UNARY = {"tanh": _tanh, "sigmoid": _sigmoid, "round": _round}

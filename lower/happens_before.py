@@ -297,10 +297,10 @@ class SyncOracle(ChainRelations):
             return None
         carried = {v for it in items for v, _ in it.dep.carried}  # type: ignore[union-attr]
         if not carried:
-            return self._straight_cover(s, t, dropped, True)
+            return self._straight_cover(s, t, dropped)
         used: set = set()
         if any(it.dep.loop_independent for it in items):  # type: ignore[union-attr]
-            keys = self._straight_cover(s, t, dropped, True)
+            keys = self._straight_cover(s, t, dropped)
             if keys is None:
                 return None
             used |= keys

@@ -247,16 +247,14 @@ class ChainRelations:
                 return True
         return False
 
-    def _straight_cover(self, s: InstrInfo, t: InstrInfo, dropped: frozenset,
-                        same_iteration: bool = False) -> frozenset | None:
-        """The syncs that order every s instance before every t instance without isl, when s
-        and t share no loop (their common body runs once), or every pair to order lies in one
-        iteration of every common loop (``same_iteration``: so in one run of their innermost
-        common body), and a barrier, a flag pair or a chain of two sits in that body between
-        them as plain children, or None. Such syncs run once, after s's branch and before
-        t's, in every run of that body."""
-        for keys in self._cached(("straight", s.id, t.id, same_iteration),
-                                 lambda: self._straight(s, t, same_iteration)):
+    def _straight_cover(self, s: InstrInfo, t: InstrInfo, dropped: frozenset
+                        ) -> frozenset | None:
+        """The syncs that order, without isl, every s -> t pair lying in one iteration of
+        every common loop (so in one run of their innermost common body; with no common loop,
+        every pair), or None: a barrier, a flag pair or a chain of two sitting in that body
+        between them as plain children. Such syncs run once, after s's branch and before t's,
+        in every run of that body."""
+        for keys in self._cached(("straight", s.id, t.id), lambda: self._straight(s, t)):
             if not keys & dropped:
                 return keys
         return None
@@ -288,11 +286,8 @@ class ChainRelations:
                 out.append(key)
         return out
 
-    def _straight(self, s: InstrInfo, t: InstrInfo, same_iteration: bool) -> list[frozenset]:
+    def _straight(self, s: InstrInfo, t: InstrInfo) -> list[frozenset]:
         """Every sync (set) of ``_straight_cover``, whatever is dropped."""
-        if not same_iteration and s.loop_paths and t.loop_paths and \
-                s.loop_paths[0] == t.loop_paths[0]:
-            return []  # a common loop
         c = _shared(s.path, t.path)
         if c >= min(len(s.path), len(t.path)) or s.path[c] >= t.path[c]:
             return []

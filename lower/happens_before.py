@@ -296,10 +296,8 @@ class SyncOracle(ChainRelations):
         if any(it.dep is None for it in items):
             return None
         carried = {v for it in items for v, _ in it.dep.carried}  # type: ignore[union-attr]
-        if not carried:
-            return self._straight_cover(s, t, dropped)
         used: set = set()
-        if any(it.dep.loop_independent for it in items):  # type: ignore[union-attr]
+        if not carried or any(it.dep.loop_independent for it in items):  # type: ignore[union-attr]
             keys = self._straight_cover(s, t, dropped)
             if keys is None:
                 return None

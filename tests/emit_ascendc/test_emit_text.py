@@ -116,8 +116,8 @@ def test_each_flag_comment_names_its_first_dependence_and_counts_the_rest(tmp_pa
     import re
 
     from ascendsched.algo import library as L
-    from ascendsched.lower.driver import lower
     from ascendsched.lower.ir import iter_instrs
+    from ascendsched.lower.pipeline import lower
     from ascendsched.schedule import Schedule
 
     algo = L.softmax(16, 512)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from ascendsched.algo import library as L
-from ascendsched.lower.driver import lower
 from ascendsched.lower.happens_before import SyncOracle, unordered_dependences
 from ascendsched.lower.insert_sync import place_syncs
 from ascendsched.lower.ir import Affine, For, Instr
+from ascendsched.lower.pipeline import lower
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.sync_chains import standard_pattern
 from ascendsched.schedule import Schedule
@@ -22,7 +22,7 @@ from tests.lower.test_sync import _planned
 def _placed(k):  # noqa: ANN001, ANN202
     p = _planned(k)
     deps = analyze_dependences(p)
-    return place_syncs(p, deps, ASCEND_910B), deps
+    return place_syncs(p, deps, ASCEND_910B).kernel, deps
 
 
 def _flag(op: str, src: Pipe, dst: Pipe, eid: Affine | int = 0) -> Instr:
@@ -35,11 +35,11 @@ def _flag(op: str, src: Pipe, dst: Pipe, eid: Affine | int = 0) -> Instr:
     lambda: vadd_kernel(copies=2),
     lambda: vadd_kernel(n=2048 * 6, tile=2048, copies=2, blocks=2),
     lambda: lower(GemmSchedule(L.gemm(300, 200, 520)).tile(64, 64, 128).split_k(32)
-                  .buffer("l1", 2).buffer("l0", 2).buffer("l0c", 2).bind(3), sync=False),
+                  .buffer("l1", 2).buffer("l0", 2).buffer("l0c", 2).bind(3), stop_after="apply memory plan"),
     lambda: lower(Schedule(L.softmax(13, 256)).split("y", "i", 3).bind("y", "i_o", 2)
                   .compute_at("mx", "y", "i_o").compute_at("e", "y", "i_o")
                   .compute_at("s", "y", "i_o").compute_inline("xf")
-                  .buffer("x").buffer("y"), sync=False),
+                  .buffer("x").buffer("y"), stop_after="apply memory plan"),
 ], ids=["vadd db", "vadd db 2 blocks", "gemm edges 3 cores", "softmax tails db"])
 def test_placed_patterns_alternate_by_isl_too(make) -> None:  # noqa: ANN001
     # the structural shortcut (insert_sync's two patterns alternate by construction) agrees
@@ -103,9 +103,9 @@ def test_oracle_work_does_not_grow_with_the_problem() -> None:
     # schedule: no instance, tile or core is enumerated
     work = []
     for size in (4096, 8192):
-        p = lower(_gemm(size), sync=False)
+        p = lower(_gemm(size), stop_after="apply memory plan")
         deps = analyze_dependences(p)
-        placed = place_syncs(p, deps, ASCEND_910B)
+        placed = place_syncs(p, deps, ASCEND_910B).kernel
         oracle = SyncOracle(placed, deps, ASCEND_910B)
         assert oracle.problems() == ()
         work.append((len(deps), len(oracle.infos), sorted(k[0] for k in oracle._cache)))

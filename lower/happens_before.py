@@ -259,7 +259,6 @@ class SyncOracle(ChainRelations):
         return tuple(out)
 
 
-
     def shared_id_problem(self, waits: tuple[tuple[Instr, Affine], ...],
                           sets: tuple[tuple[Instr, Affine], ...], dropped: frozenset
                           ) -> SyncProblem | None:
@@ -293,17 +292,24 @@ class SyncOracle(ChainRelations):
         """The syncs that order every pair of ``items`` by the structure of the program text
         alone (``_straight_cover`` for the pairs in one iteration of every common loop,
         ``_carried_cover`` per carrying loop), or None where isl must decide."""
-        if any(it.dep is None for it in items):
-            return None
-        carried = {v for it in items for v, _ in it.dep.carried}  # type: ignore[union-attr]
+        carried: dict[str, int] = {}  # carrying loop -> least distance of its pairs
+        independent = False
+        for it in items:
+            levels, same = (it.dep.carried, it.dep.loop_independent) if it.dep is not None \
+                else _flag_pair_levels(s, t)
+            independent |= same
+            for v, d in levels:
+                carried[v] = min(d, carried.get(v, d))
         used: set = set()
-        if not carried or any(it.dep.loop_independent for it in items):  # type: ignore[union-attr]
+        if not carried or independent:
             keys = self._straight_cover(s, t, dropped)
             if keys is None:
                 return None
             used |= keys
-        for var in carried:
+        for var, distance in carried.items():
             key = self._carried_cover(s, t, var, dropped)
+            if key is None:
+                key = self._carried_flag_cover(s, t, var, distance, dropped)
             if key is None:
                 return None
             used.add(key)
@@ -318,11 +324,6 @@ class SyncOracle(ChainRelations):
     # ----------------------------------------------------------------- checks
 
 
-
-
-
-
-
     def _problem(self, it: _Item, bad: isl.Map) -> SyncProblem:
         where = point_text(bad)
         if it.dep is not None:
@@ -335,17 +336,19 @@ class SyncOracle(ChainRelations):
             channels=(s.instr.attr("channel"), w.instr.attr("channel")), double_set=True)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
+def _flag_pair_levels(w: InstrInfo, s: InstrInfo) -> tuple[tuple[tuple[str, int], ...], bool]:
+    """For a (wait, later set) pair of one flag with equal ids (a double-set item): the common
+    loops that may carry its instance pairs, each with a lower bound on their distance, and
+    whether pairs in one iteration of every common loop may exist, from the text alone (an
+    over-approximation: more to order, never less). Both ids ``base + var % m`` (one ``var``
+    and ``m``): equal ids at a distance in ``var`` of at least ``m``."""
+    common = 0
+    while common < min(len(w.loop_paths), len(s.loop_paths)) and \
+            w.loop_paths[common] == s.loop_paths[common]:
+        common += 1
+    ew, es = Affine.of(w.instr.attr("event_id") or 0), Affine.of(s.instr.attr("event_id") or 0)
+    period = (ew.mods[0][0], ew.mods[0][1]) if ew == es and not ew.terms and not ew.divs and \
+        len(ew.mods) == 1 and ew.mods[0][2] == 1 else None
+    levels = tuple((v, period[1] if period and period[0] == v else 1)
+                   for v in w.loop_vars[:common])
+    return levels, w.id < s.id

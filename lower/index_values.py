@@ -32,7 +32,8 @@ from ascendsched.errors import UnsupportedError
 from ascendsched.lower.ir import Affine, Dim, Region
 
 if TYPE_CHECKING:
-    from ascendsched.lower.build_loop_nest import Val, _ExprGen
+    from ascendsched.lower.select_vector import _ExprGen
+    from ascendsched.lower.vector_instrs import Val
 
 _EXACT = {float32.name: 2**24, float16.name: 2048}
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ascendsched.errors import ScheduleError
+from ascendsched.lower.bounds import Axis
 from ascendsched.lower.ir import Affine
 
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ def check_output_tiles(b: _Builder) -> None:
     """Raise ScheduleError unless the root's tiles partition every other output."""
     if not b.extra:
         return
-    from ascendsched.lower.build_loop_nest import Axis
-
     split = [a for a in b.out_axes if b.nest.factors[a] != b.sizes[a]]
     probe = {a: Affine.of("@" + a) for a in split}
     boxes = b._bounds(tuple(Axis(a, probe.get(a, Affine()), b.nest.factors[a])

@@ -261,30 +261,98 @@ class ChainRelations:
 
     def _carried_cover(self, s: InstrInfo, t: InstrInfo, var: str, dropped: frozenset
                        ) -> tuple | None:
-        """A barrier (key) that orders, without isl, every s -> t pair carried by the common
-        loop ``var`` (s in an earlier iteration of it, the loops outside it equal), or None:
-        one inside that loop and no deeper loop (only Ifs between) whose body also holds s,
-        after s's branch, or holds t, before t's branch. It runs once in every iteration in
-        which s (or t) runs, after s in s's iteration or before t in t's."""
+        """A barrier or flag (key) that orders, without isl, every s -> t pair carried by the
+        common loop ``var`` (s in an earlier iteration of it, the loops outside it equal), or
+        None: a barrier, or a set and its wait placed in one body (set first), inside that loop
+        and no deeper loop (only Ifs between) in a body that also holds s, after s's branch, or
+        holds t, before t's branch. It runs in every iteration in which s (or t) runs, after s
+        in s's iteration or before t in t's; the wait meets the set of its own run (the
+        pattern alternates), and pipe order does the rest."""
         for key in self._cached(("carried", s.id, t.id, var),
                                 lambda: self._carried_barriers(s, t, var)):
             if key not in dropped:
                 return key
         return None
 
+    def _carried_flag_cover(self, s: InstrInfo, t: InstrInfo, var: str, distance: int,
+                            dropped: frozenset) -> tuple | None:
+        """A flag (key) that orders, without isl, every s -> t pair carried by the common loop
+        ``var`` at a distance of at least ``distance`` iterations, or None: the carried pattern
+        ``insert_sync`` places (``standard_pattern``), its wait and set plain children of that
+        loop's body (so run in every iteration), the set after s's branch and the wait before t's, the id constant or
+        ``base + var % m`` with ``m <= distance``. Then the wait before t in iteration k' meets
+        the set of iteration k' - m (alternation; the prologue sets serve the first m), which
+        follows s of every iteration k <= k' - m on s's pipe; so every pair with k' - k >= m."""
+        if distance < 1:
+            return None
+        for key, period in self._cached(("carried flags", s.id, t.id, var),
+                                        lambda: self._carried_flags(s, t, var)):
+            if key not in dropped and period <= distance:
+                return key
+        return None
+
+    def _carried_flags(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple[tuple, int]]:
+        j = next((j for j, v in enumerate(s.loop_vars) if v == var), None)
+        if j is None or j >= len(t.loop_paths) or t.loop_paths[j] != s.loop_paths[j]:
+            return []
+        out = []
+        for f in self._menu(s.pipe, t.pipe, t.core)[1]:
+            main_set = [x for x in f.sets if x.instr.attr("role") == "set"]
+            main_wait = [y for y in f.waits if y.instr.attr("role") == "wait"]
+            if len(main_set) != 1 or len(main_wait) != 1:
+                continue
+            x, y = main_set[0], main_wait[0]
+            if x.path[:-1] != s.loop_paths[j] or y.path[:-1] != s.loop_paths[j]:
+                continue  # not plain children of the loop's body: not run in every iteration
+            body, d = x.path[:-1], len(x.path) - 1
+            if not (len(s.path) > d and s.path[:d] == body and x.path[-1] > s.path[d]
+                    and len(t.path) > d and t.path[:d] == body and y.path[-1] < t.path[d]):
+                continue
+            eid = x.instr.attr("event_id")
+            if eid != y.instr.attr("event_id") or not isinstance(eid, Affine):
+                continue
+            if eid.is_const:
+                period = 1
+            elif not eid.terms and not eid.divs and len(eid.mods) == 1 and \
+                    eid.mods[0][0] == var and eid.mods[0][2] == 1:
+                period = eid.mods[0][1]
+            else:
+                continue
+            if self._cached(("standard", f.key), lambda f=f: standard_pattern(f)):
+                out.append((f.key, period))
+        return out
+
     def _carried_barriers(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple]:
         j = next((j for j, v in enumerate(s.loop_vars) if v == var), None)
         if j is None or j >= len(t.loop_paths) or t.loop_paths[j] != s.loop_paths[j]:
             return []
         out = []
-        for key, x in self._menu(s.pipe, t.pipe, t.core)[0]:
+
+        def beside(x: InstrInfo, y: InstrInfo) -> bool:
+            """x..y (x == y: a barrier) inside the loop, no deeper loop, after s's branch in a
+            body holding s or before t's in a body holding t."""
             if x.loop_paths != s.loop_paths[:j + 1]:
-                continue
+                return False
             body, d = x.path[:-1], len(x.path) - 1
-            if (len(s.path) > d and s.path[:d] == body and x.path[-1] > s.path[d]) or \
-                    (len(t.path) > d and t.path[:d] == body and x.path[-1] < t.path[d]):
-                out.append(key)
+            return (len(s.path) > d and s.path[:d] == body and x.path[-1] > s.path[d]) or \
+                (len(t.path) > d and t.path[:d] == body and y.path[-1] < t.path[d])
+
+        bars, ones, _ = self._menu(s.pipe, t.pipe, t.core)
+        out = [key for key, x in bars if beside(x, x)]
+        for f in ones:  # a pair placed in one body, set before wait: the wait meets that set
+            if self._in_body_pair(f) and beside(*f.sets, *f.waits):
+                out.append(f.key)
         return out
+
+    def _in_body_pair(self, f: Flag) -> bool:
+        """Whether ``f`` is one set and one wait placed in one body, set first (a standard
+        pattern, so it alternates): each run of the wait meets the set of the same run."""
+        def make() -> bool:
+            if len(f.sets) != 1 or len(f.waits) != 1:
+                return False
+            x, y = f.sets[0], f.waits[0]
+            return x.path[:-1] == y.path[:-1] and x.id < y.id and standard_pattern(f)
+        return self._cached(("in body pair", f.key), make)  # type: ignore[return-value]
 
     def _straight(self, s: InstrInfo, t: InstrInfo) -> list[frozenset]:
         """Every sync (set) of ``_straight_cover``, whatever is dropped."""
@@ -305,7 +373,8 @@ class ChainRelations:
                     for y in f.waits:
                         i, j = plain.get(x.id, -1), plain.get(y.id, -1)
                         if start < i < j < hi and x.instr.attr("event_id") == y.instr.attr(
-                                "event_id") and Affine.of(x.instr.attr("event_id")).is_const:
+                                "event_id") and (Affine.of(x.instr.attr("event_id")).is_const
+                                                 or self._in_body_pair(f)):
                             got.append((f.key, j))
             return got
 

@@ -56,7 +56,7 @@ HALVE_UB_SHARE = 8  # a row reduction halves pairwise only while its first parti
 
 def halving_fits(rows: int, chunks: int, target: Target) -> bool:
     """Whether a row reduction of ``rows`` rows of ``chunks`` 256-byte chunks may start with
-    pairwise halving (``lower/build_loop_nest.py`` ``_halve``): the first level's partials,
+    pairwise halving (``lower/select_reduce.py`` ``_halve``): the first level's partials,
     half the rows' bytes, take at most UB / HALVE_UB_SHARE (23 KB on the 910B), so schedules
     sized without them keep fitting. The lowering and this estimate ask the same rule."""
     return rows * (chunks // 2) * target.repeat_bytes <= \
@@ -261,7 +261,7 @@ class _Walk:
         return None
 
     def _partials(self, eb: int) -> int:
-        """UB of a row reduction's partials (lower/build_loop_nest.py emit_reduce): the first
+        """UB of a row reduction's partials (lower/select_reduce.py emit_reduce): the first
         two halving levels (half, then a quarter of the rows' bytes) when ``_halve`` applies,
         else one partial per 256-byte chunk."""
         per_rep = self.t.repeat_bytes // eb

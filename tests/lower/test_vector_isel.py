@@ -37,7 +37,7 @@ def test_statement_count_does_not_grow_with_the_row_width(widths):
     sizes = {w: _size(build_loop_nest(row_tiles(L.layernorm(8, w), 2, LAYERNORM))) for w in widths}
     assert len({n for n, _ in sizes.values()}) == 1, sizes
     # IR lines (loop headers) may differ by the reduction's path, never grow with the width
-    # (a row of whole chunks is halved three times before WholeReduce: build_loop_nest._halve)
+    # (a row of whole chunks is halved three times before WholeReduce: select_reduce._halve)
     lines = [sizes[w][1] for w in sorted(widths)]
     assert lines == sorted(lines, reverse=True), sizes
 

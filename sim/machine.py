@@ -1,0 +1,405 @@
+"""The simulated machine: memories, operands, and program-order execution of every core.
+
+``_Machine`` holds GM (one byte array per tensor) and the on-chip memories of each block (one
+byte array per scope when the kernel is memory-planned, else one per buffer copy), resolves a
+``Region`` under the loop environment into an ``_Operand`` (a 2-D view of bytes with the
+dtype's storage type), and runs each block's programs statement by statement, the cores of a
+block interleaved at cross-core waits (mode-2 counters; a round without progress is a
+deadlock). Each instruction goes to its handler in ``_HANDLERS`` through a ``_Ctx``, which
+also collects the bytes it reads and writes for the trace. The semantics are listed in
+``sim/execute.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from ascendsched import dtypes as dt
+from ascendsched.dtypes import DType
+from ascendsched.errors import AscendSchedError, InternalCompilerError
+from ascendsched.lower.ir import (
+    BLOCK_IDX,
+    CUBE_PIPES,
+    Affine,
+    For,
+    If,
+    Instr,
+    Kernel,
+    Program,
+    Region,
+    Stmt,
+    program_epilogue,
+)
+from ascendsched.sim.cube import CUBE_HANDLERS, POISON_BYTE, Storage
+from ascendsched.sim.trace import Interval, TraceEvent, merge_intervals
+from ascendsched.sim.vector import VECTOR_HANDLERS
+from ascendsched.target.model import CoreType, Pipe, Scope
+
+
+# --------------------------------------------------------------------------- storage helpers
+def _storage(dtype: DType) -> np.dtype:
+    """numpy type of the bytes in memory (bfloat16: its 16-bit pattern)."""
+    return np.dtype(np.uint16) if dtype is dt.bfloat16 else dtype.np
+
+
+def _to_bits(dtype: DType, values: np.ndarray | float | int) -> np.ndarray:
+    v = dt.store(dtype, values)
+    return dt.bf16_bits(v) if dtype is dt.bfloat16 else v
+
+
+def _from_bits(dtype: DType, raw: np.ndarray) -> np.ndarray:
+    return dt.from_bf16_bits(raw) if dtype is dt.bfloat16 else raw
+
+
+def _round_up(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+_merge = merge_intervals
+# Cube scopes start as garbage: bytes nobody wrote read as NaN (floats) / -1 (ints), so a lowering
+# that relies on unwritten fractal padding gets wrong numbers (ir.py "Cube (AIC)").
+_POISONED = frozenset([Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C])
+# Mmad's inputs: the simulator tracks which of their bytes a copy or load wrote (sim/cube.py)
+_TRACK_LOADED = frozenset([Scope.L1, Scope.L0A, Scope.L0B])
+
+
+def _fresh(scope: Scope, nbytes: int) -> np.ndarray:
+    if scope in _POISONED:
+        return np.full(nbytes, POISON_BYTE, np.uint8)
+    return np.zeros(nbytes, np.uint8)
+
+
+@dataclass
+class _Operand:
+    """A Region resolved under the current loop environment."""
+
+    instr: Instr
+    role: str
+    tensor: str
+    dtype: DType
+    scope: Scope
+    space: str  # trace space
+    mem: np.ndarray  # uint8 array holding the copy
+    base: int  # byte address of element 0 of the copy in ``mem`` (= trace address)
+    elems: int  # elements of the copy
+    off: int
+    rows: int
+    rs: int
+    cols: int
+    cs: int
+
+    @property
+    def eb(self) -> int:
+        return self.dtype.bytes
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.rows, self.cols)
+
+    @property
+    def start(self) -> int:
+        """Byte address of element (0, 0)."""
+        return self.base + self.off * self.eb
+
+    @cached_property
+    def idx(self) -> np.ndarray:
+        r = np.arange(self.rows, dtype=np.int64)[:, None] * self.rs
+        c = np.arange(self.cols, dtype=np.int64)[None, :] * self.cs
+        return self.off + r + c
+
+    @property
+    def _typed(self) -> np.ndarray:
+        return self.mem[self.base:self.base + self.elems * self.eb].view(_storage(self.dtype))
+
+    def load_raw(self) -> np.ndarray:
+        return self._typed[self.idx]
+
+    def store_raw(self, raw: np.ndarray) -> None:
+        self._typed[self.idx] = raw
+
+    def load(self) -> np.ndarray:
+        return _from_bits(self.dtype, self.load_raw())
+
+    def store(self, values: np.ndarray) -> None:
+        self.store_raw(_to_bits(self.dtype, np.broadcast_to(values, self.shape)))
+
+    def exact_bytes(self) -> list[Interval]:
+        lo = (self.base + self.idx.ravel() * self.eb)
+        return _merge(self.space, lo, lo + self.eb)
+
+    def row_bytes(self, block: int, *, rounded: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Per row [lo, hi) of a contiguous row, optionally rounded out to ``block`` bytes."""
+        lo = self.base + (self.off + np.arange(self.rows, dtype=np.int64) * self.rs) * self.eb
+        hi = lo + self.cols * self.eb
+        if rounded:
+            lo, hi = lo // block * block, -(-hi // block) * block
+        return lo, hi
+
+
+# --------------------------------------------------------------------------- machine
+@dataclass
+class _Ctx:
+    """What a handler sees: the machine, the instruction, the environment, trace accesses."""
+
+    m: _Machine
+    ins: Instr
+    env: dict[str, int]
+    block: int
+    core: str = ""
+    reads: list[Interval] = field(default_factory=list)
+    writes: list[Interval] = field(default_factory=list)
+
+    def fail(self, msg: str) -> InternalCompilerError:
+        env = ", ".join(f"{k}={v}" for k, v in self.env.items())
+        return InternalCompilerError(
+            f"kernel {self.m.k.name}: instruction `{self.ins}` ({env}): {msg}")
+
+    def operand(self, region: Region, role: str) -> _Operand:
+        return self.m.resolve(self, region, role)
+
+    def read(self, ivs: list[Interval]) -> None:
+        if self.m.tracing:
+            self.reads.extend(ivs)
+
+    def write(self, ivs: list[Interval]) -> None:
+        if self.m.tracing:
+            self.writes.extend(ivs)
+
+
+class _Machine:
+    def __init__(self, kernel: Kernel, inputs: dict[str, np.ndarray], tracing: bool) -> None:
+        self.k = kernel
+        self.t = kernel.target
+        self.tracing = tracing
+        self.events: list[TraceEvent] = []
+        self.gm = self._init_gm(inputs)
+        planned = [b.offsets is not None for b in kernel.buffers]
+        if any(planned) and not all(planned):
+            missing = [b.name for b in kernel.buffers if b.offsets is None]
+            raise InternalCompilerError(
+                f"kernel {kernel.name}: memory plan is partial, no offsets for {missing}")
+        self.planned = all(planned)
+        if self.planned:
+            self._check_plan()
+        self.onchip: dict[tuple, np.ndarray] = {}
+        self.loaded: dict[tuple, np.ndarray] = {}  # L1/L0A/L0B: which bytes were loaded
+        self.cross: dict[tuple[int, str, int], int] = {}
+
+    # ---- setup
+    def _init_gm(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        unknown = set(inputs) - {t.name for t in self.k.params}
+        if unknown:
+            raise AscendSchedError(f"kernel {self.k.name} has no GM tensors {sorted(unknown)}; "
+                                   f"its tensors are {[t.name for t in self.k.params]}")
+        gm = {}
+        for t in self.k.params:
+            if t.name in inputs:
+                a = np.asarray(inputs[t.name])
+                if a.shape != tuple(t.shape):
+                    raise AscendSchedError(f"kernel {self.k.name}: input {t.name} has shape "
+                                           f"{a.shape}, expected {tuple(t.shape)}")
+                raw = np.ascontiguousarray(_to_bits(t.dtype, a).astype(_storage(t.dtype)))
+                gm[t.name] = raw.reshape(-1).view(np.uint8).copy()
+            elif t.kind == "input":
+                raise AscendSchedError(f"kernel {self.k.name}: missing input {t.name}")
+            elif t.kind == "output":
+                gm[t.name] = np.full(t.nbytes, 0xFF, dtype=np.uint8)
+            else:
+                gm[t.name] = np.zeros(t.nbytes, dtype=np.uint8)
+        return gm
+
+    def _check_plan(self) -> None:
+        for b in self.k.buffers:
+            spec = self.t.scope(b.scope)
+            for c, off in enumerate(b.offsets or ()):
+                if off % spec.alignment or off < 0 or off + b.nbytes > spec.usable:
+                    raise InternalCompilerError(
+                        f"kernel {self.k.name}: buffer {b.name} copy {c} at {off} (+{b.nbytes} B)"
+                        f" breaks {b.scope} alignment {spec.alignment} / usable {spec.usable} B")
+
+    def outputs(self) -> dict[str, np.ndarray]:
+        out = {}
+        for t in self.k.params:
+            if t.kind == "output":
+                raw = self.gm[t.name].view(_storage(t.dtype))
+                out[t.name] = _from_bits(t.dtype, raw).astype(t.dtype.np).reshape(t.shape)
+        return out
+
+    # ---- operands
+    def storage(self, cx: _Ctx, region: Region, role: str) -> Storage:
+        """Where the copy a region names lives: its bytes, base address and trace space."""
+        k = self.k
+        if region.tensor in k.param_map:
+            t = k.param_map[region.tensor]
+            if region.copy.evaluate(cx.env) != 0:
+                raise cx.fail(f"{role}: GM tensor {t.name} has no copies")
+            return Storage(t.name, t.dtype, Scope.GM, f"GM:{t.name}", self.gm[t.name], 0,
+                           t.elems)
+        if region.tensor not in k.buffer_map:
+            raise cx.fail(f"{role}: unknown tensor {region.tensor!r}")
+        b = k.buffer_map[region.tensor]
+        copy = region.copy.evaluate(cx.env)
+        if not 0 <= copy < b.copies:
+            raise cx.fail(f"{role}: copy {copy} of {b.name} out of range 0..{b.copies - 1}")
+        if self.planned:
+            key: tuple = (cx.block, b.scope)
+            if key not in self.onchip:
+                self.onchip[key] = _fresh(b.scope, self.t.scope(b.scope).capacity)
+            mem, base, space = self.onchip[key], b.offsets[copy], str(b.scope)
+        else:
+            key = (cx.block, b.name, copy)
+            if key not in self.onchip:
+                self.onchip[key] = _fresh(b.scope, _round_up(b.nbytes, self.t.block_bytes))
+            mem, base, space = self.onchip[key], 0, f"{b.scope}:{b.name}:{copy}"
+        loaded = None
+        if b.scope in _TRACK_LOADED:
+            if key not in self.loaded:
+                self.loaded[key] = np.zeros(mem.size, np.uint8)
+            loaded = self.loaded[key]
+        return Storage(b.name, b.dtype, b.scope, space, mem, base, b.elems, loaded)
+
+    def resolve(self, cx: _Ctx, region: Region, role: str) -> _Operand:
+        st = self.storage(cx, region, role)
+        dtype, scope, elems, mem, base, space = (st.dtype, st.scope, st.elems, st.mem, st.base,
+                                                 st.space)
+        dims = region.dims
+        if len(dims) == 2:
+            (rows, rs), (cols, cs) = dims
+        elif len(dims) == 1:
+            rows, rs, (cols, cs) = 1, 0, dims[0]
+        elif not dims:
+            rows, rs, cols, cs = 1, 0, 1, 1
+        else:
+            raise cx.fail(f"{role}: {len(dims)}-D region {region}; ops take 2-D views")
+        o = _Operand(cx.ins, role, region.tensor, dtype, scope, space, mem, base, elems,
+                     region.offset.evaluate(cx.env), rows, rs, cols, cs)
+        lo, hi = int(o.idx.min()), int(o.idx.max())
+        if lo < 0 or hi >= elems:
+            raise cx.fail(f"{role} {region} reaches elements [{lo}, {hi}] outside "
+                          f"{region.tensor} (0..{elems - 1})")
+        return o
+
+    # ---- execution
+    def run(self) -> None:
+        runners: list[tuple[int, CoreType, Iterator[tuple[int, str, int]]]] = []
+        for block in range(self.k.block_dim):
+            for prog in self.k.programs:
+                if prog.body:
+                    runners.append((block, prog.core, self._run_core(block, prog)))
+        blocked: dict[int, tuple[int, str, int] | None] = {i: None for i in range(len(runners))}
+        while blocked:
+            progressed = False
+            for i in list(blocked):
+                key = blocked[i]
+                if key is not None:
+                    if self.cross.get(key, 0) == 0:
+                        continue
+                    self.cross[key] -= 1
+                progressed = True
+                try:
+                    blocked[i] = next(runners[i][2])
+                except StopIteration:
+                    del blocked[i]
+            if not progressed:
+                stuck = [f"block {runners[i][0]} {runners[i][1]} waits on cross flag {key[2]}"
+                         for i, key in blocked.items() if key is not None]
+                raise InternalCompilerError(
+                    f"kernel {self.k.name}: cross-core deadlock: {'; '.join(stuck)}")
+
+    def _run_core(self, block: int, prog: Program) -> Iterator[tuple[int, str, int]]:
+        seq = [0]
+        env = {BLOCK_IDX: block}
+        yield from self._run_body(prog.body, env, block, str(prog.core), seq)
+        yield from self._run_body(program_epilogue(prog.core), env, block, str(prog.core), seq)
+
+    def _run_body(self, body: tuple[Stmt, ...], env: dict[str, int], block: int, core: str,
+                  seq: list[int]) -> Iterator[tuple[int, str, int]]:
+        for s in body:
+            if isinstance(s, Instr):
+                yield from self._run_instr(s, env, block, core, seq[0])
+                seq[0] += 1
+            elif isinstance(s, For):
+                if s.var in env:
+                    raise InternalCompilerError(f"loop variable {s.var} rebound")
+                for i in range(s.extent):
+                    yield from self._run_body(s.body, {**env, s.var: i}, block, core, seq)
+            elif isinstance(s, If):
+                if s.evaluate(env):
+                    yield from self._run_body(s.body, env, block, core, seq)
+            else:
+                raise InternalCompilerError(f"unknown statement {s!r}")
+
+    def _run_instr(self, ins: Instr, env: dict[str, int], block: int, core: str, seq: int
+                   ) -> Iterator[tuple[int, str, int]]:
+        cx = _Ctx(self, ins, env, block, core)
+        src = dst = event_id = flag_id = None
+        if ins.op in ("set_flag", "wait_flag"):
+            other = ins.attr("dst" if ins.op == "set_flag" else "src")
+            if not isinstance(other, Pipe):
+                raise cx.fail("set_flag needs attr dst, wait_flag attr src (a Pipe)")
+            src, dst = (ins.pipe, other) if ins.op == "set_flag" else (other, ins.pipe)
+            src, dst = str(src), str(dst)
+            event_id = _int_attr(cx, "event_id")
+        elif ins.op in ("cross_set", "cross_wait"):
+            flag_id = _int_attr(cx, "flag_id")
+            if ins.op == "cross_set":
+                mode = ins.attr("mode", 2)
+                if mode != 2:
+                    raise cx.fail(f"cross-core mode {mode} is not simulated (only mode 2)")
+                to = "AIV" if core == "AIC" else "AIC"
+                key = (block, to, flag_id)
+                self.cross[key] = self.cross.get(key, 0) + 1
+            else:
+                yield (block, core, flag_id)
+        elif ins.op == "barrier":
+            pass
+        else:
+            handler = _HANDLERS.get(ins.op)
+            if handler is None:
+                raise cx.fail(f"unknown op {ins.op!r} on {core} (simulated: "
+                              f"{', '.join(sorted(_HANDLERS))})")
+            want = _PIPE_OF[ins.op]
+            need = "AIC" if ins.op in CUBE_PIPES else "AIV"
+            if core != need:
+                raise cx.fail(f"{ins.op} runs on the {need} core, not in the {core} program")
+            if ins.pipe != want:
+                raise cx.fail(f"{ins.op} runs on pipe {want}, not {ins.pipe}")
+            handler(cx)
+        if self.tracing:
+            label_env = ", ".join(f"{k}={v}" for k, v in env.items() if k != BLOCK_IDX)
+            label = " ".join(x for x in (ins.comment, f"[{label_env}]" if label_env else "") if x)
+            self.events.append(TraceEvent(
+                block, core, seq, ins.op, str(ins.pipe), _coalesce(cx.reads),
+                _coalesce(cx.writes), src, dst, event_id, flag_id, label))
+
+
+def _int_attr(cx: _Ctx, name: str) -> int:
+    v = cx.ins.attr(name)
+    if isinstance(v, Affine):
+        return v.evaluate(cx.env)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    raise cx.fail(f"attr {name} must be an int or Affine, not {v!r}")
+
+
+def _coalesce(ivs: list[Interval]) -> tuple[Interval, ...]:
+    out: list[list] = []
+    for s, lo, hi in sorted(ivs):
+        if out and out[-1][0] == s and lo <= out[-1][2]:
+            out[-1][2] = max(out[-1][2], hi)
+        else:
+            out.append([s, lo, hi])
+    return tuple((s, lo, hi) for s, lo, hi in out)
+
+
+# --------------------------------------------------------------------------- op table
+_HANDLERS: dict[str, Callable[[_Ctx], None]] = {**VECTOR_HANDLERS, **CUBE_HANDLERS}
+_PIPE_OF: dict[str, Pipe] = {
+    "copy_gm_ub": Pipe.MTE2, "copy_ub_gm": Pipe.MTE3,
+    **{op: Pipe.V for op in _HANDLERS if op.startswith("vec_")},
+    **CUBE_PIPES,
+}

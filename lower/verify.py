@@ -58,7 +58,7 @@ from ascendsched.lower.ir import (
     Stmt,
 )
 from ascendsched.lower.verify_cube import CUBE_CHECKS
-from ascendsched.lower.verify_site import Site, check_region
+from ascendsched.lower.verify_site import Site, check_region, domain
 from ascendsched.lower.verify_vector import VECTOR_CHECKS
 from ascendsched.target.model import CoreType, Pipe
 
@@ -68,27 +68,27 @@ def verify(kernel: Kernel, *, planned: bool = False) -> Kernel:
     offsets (the final kernel). Raises ``InternalCompilerError`` on the first broken rule."""
     _check_kernel(kernel, planned)
     for prog in kernel.programs:
-        ranges = {BLOCK_IDX: (0, kernel.block_dim - 1)}
-        _walk(kernel, prog.core, prog.body, ranges, ())
+        _walk(kernel, prog.core, prog.body, ((BLOCK_IDX, 0, kernel.block_dim - 1),), ())
     return kernel
 
 
 # --------------------------------------------------------------------------- the walk
 def _walk(kernel: Kernel, core: CoreType, body: tuple[Stmt, ...],
-          ranges: dict[str, tuple[int, int]], conds: tuple[Cond, ...]) -> None:
+          ranges: tuple[tuple[str, int, int], ...], conds: tuple[Cond, ...]) -> None:
+    here = domain(ranges, conds)
     for s in body:
         if isinstance(s, Instr):
-            _check_instr(Site(kernel, core, s, ranges, conds))
+            _check_instr(Site(kernel, core, s, here))
         elif isinstance(s, For):
-            if s.var in ranges:
+            if s.var in here.bounds:
                 raise InternalCompilerError(
                     f"kernel {kernel.name}: loop `{s.var}` in the {core} program breaks the IR "
                     f"contract (loop variable): {s.var} is already bound here "
-                    f"({', '.join(ranges)})")
-            _walk(kernel, core, s.body, {**ranges, s.var: (0, s.extent - 1)}, conds)
+                    f"({', '.join(here.bounds)})")
+            _walk(kernel, core, s.body, ranges + ((s.var, 0, s.extent - 1),), conds)
         elif isinstance(s, If):
             for c in s.conds:
-                free = sorted(c.lhs.vars() - ranges.keys())
+                free = sorted(c.lhs.vars() - here.bounds.keys())
                 if free:
                     raise InternalCompilerError(
                         f"kernel {kernel.name}: `if {c}` in the {core} program breaks the IR "

@@ -1,13 +1,14 @@
-"""Where an instruction stands, for the IR verifier: ``Site`` (its core, variable ranges and
-``If`` conditions, the static and the exact isl questions about its affine expressions) and
-the region checks every op shares (tensor, copy, bounds, 2-D views, alignment)."""
+"""Where an instruction stands, for the IR verifier: its body's ``Domain`` (variable ranges and
+``If`` conditions, and the questions about an affine expression over them: interval bounds,
+then the instances themselves or isl) and the region checks every op shares (tensor, copy,
+bounds, 2-D views, alignment)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import islpy as isl
 import numpy as np
@@ -20,15 +21,129 @@ from ascendsched.target.model import CoreType, Pipe, Scope
 
 
 @dataclass(frozen=True)
+class Domain:
+    """The instances of one body: ``(variable, lo, hi)`` per variable in scope (``block_idx``
+    and the enclosing loops) and the enclosing ``If`` conditions. Its answers are cached: the
+    instructions of a body share one ``Domain`` (``domain``), and so do both verifier runs."""
+
+    ranges: tuple[tuple[str, int, int], ...]
+    conds: tuple[Cond, ...]
+
+    @cached_property
+    def bounds(self) -> dict[str, tuple[int, int]]:
+        return {v: (lo, hi) for v, lo, hi in self.ranges}
+
+    @cached_property
+    def forms(self) -> tuple[tuple[Affine, int, int], ...]:
+        """``(form, lo, hi)``: the linear forms of the variables the conditions bound (a
+        persistent loop's ``block_idx + 48*i_o_k < 1261``), with their ranges."""
+        out: dict[Affine, tuple[int, int]] = {}
+        for c in self.conds:
+            if c.lhs.mods or c.lhs.divs or not c.lhs.terms:
+                continue
+            form = Affine(0, c.lhs.terms)
+            lo, hi = out.get(form) or _interval(form, self.bounds)
+            rhs = c.rhs - c.lhs.const
+            if c.op in ("<", "<=", "=="):
+                hi = min(hi, rhs - (c.op == "<"))
+            if c.op in (">=", "=="):
+                lo = max(lo, rhs)
+            out[form] = (lo, hi)
+        return tuple((f, lo, hi) for f, (lo, hi) in out.items())
+
+    def interval(self, e: Affine) -> tuple[int, int]:
+        """Bounds of ``e``: over the variable ranges, narrowed where ``e`` is a multiple of a
+        bounded form plus terms of other variables (a superset of the values it takes)."""
+        lo, hi = _interval(e, self.bounds)
+        for form, flo, fhi in self.forms:
+            v0, c0 = form.terms[0]
+            k, r = divmod(dict(e.terms).get(v0, 0), c0)
+            rest = e - form * k
+            if r or k == 0 or not rest.vars().isdisjoint(form.vars()):
+                continue
+            rlo, rhi = _interval(rest, self.bounds)
+            lo, hi = max(lo, rlo + min(k * flo, k * fhi)), min(hi, rhi + max(k * flo, k * fhi))
+        return lo, hi
+
+    @cached_property
+    def empty(self) -> bool:
+        return any(lo > hi for _, lo, hi in self.ranges) or any(
+            lo > hi for _, lo, hi in self.forms)
+
+    def some(self, constraint: str) -> bool:
+        """Whether an instance satisfies ``constraint`` (isl text over the variables)."""
+        parts = [f"{lo} <= {v} <= {hi}" for v, lo, hi in self.ranges]
+        for c in self.conds:
+            op = "=" if c.op == "==" else c.op
+            parts.append(f"{self.text(c.lhs)} {op} {c.rhs}")
+        parts.append(f"({constraint})")
+        names = ", ".join(v for v, _, _ in self.ranges)
+        return not isl.Set(f"{{ [{names}] : {' and '.join(parts)} }}").is_empty()
+
+    def text(self, e: Affine) -> str:
+        return affine_text(e, frozenset(self.bounds), "a region")
+
+
+@lru_cache(maxsize=4096)
+def domain(ranges: tuple[tuple[str, int, int], ...], conds: tuple[Cond, ...]) -> Domain:
+    return Domain(ranges, conds)
+
+
+@lru_cache(maxsize=8)  # up to _ENUMERATE instances each: few are kept
+def _points(d: Domain) -> dict[str, np.ndarray] | None:
+    """Every instance of ``d`` (one array per variable), when there are at most
+    ``_ENUMERATE`` candidates; None: ask isl."""
+    n = math.prod(max(hi - lo + 1, 0) for _, lo, hi in d.ranges)
+    if n > _ENUMERATE:
+        return None
+    axes = np.meshgrid(*(np.arange(lo, hi + 1) for _, lo, hi in d.ranges), indexing="ij")
+    env = {v: a.ravel() for (v, _, _), a in zip(d.ranges, axes, strict=True)}
+    keep = np.ones(n, dtype=bool)
+    for c in d.conds:
+        keep &= np.broadcast_to(np.asarray(c.evaluate(env)), keep.shape)
+    return {v: a[keep] for v, a in env.items()}
+
+
+@lru_cache(maxsize=4096)
+def _leaves(d: Domain, e: Affine, lo: int, hi: int) -> bool:
+    a, b = d.interval(e)
+    if (lo <= a and b <= hi) or d.empty:
+        return False
+    points = _points(d)
+    if points is not None:
+        v = np.asarray(e.evaluate(points))
+        return bool(((v < lo) | (v > hi)).any())
+    t = d.text(e)
+    return d.some(f"{t} < {lo} or {t} > {hi}")
+
+
+@lru_cache(maxsize=4096)
+def _misaligned(d: Domain, e: Affine, scale: int, align: int) -> bool:
+    step = math.gcd(*(c for _, c in e.terms), *(c for _, _, c in e.mods),
+                    *(c for _, _, c in e.divs))
+    if ((step * scale) % align == 0 and (e.const * scale) % align == 0) or d.empty:
+        return False
+    points = _points(d)
+    if points is not None:
+        return bool((np.asarray(e.evaluate(points)) * scale % align).any())
+    return d.some(f"({scale} * {d.text(e)}) mod {align} > 0")
+
+
+_ENUMERATE = 1 << 16  # instances checked one by one (numpy) before isl is asked
+
+
+@dataclass(frozen=True)
 class Site:
-    """One instruction where it stands: its program's core, the ranges of the variables in
-    scope (``block_idx`` and the enclosing loops) and the enclosing ``If`` conditions."""
+    """One instruction where it stands: its program's core and its body's ``Domain``."""
 
     kernel: Kernel
     core: CoreType
     ins: Instr
-    ranges: Mapping[str, tuple[int, int]]
-    conds: tuple[Cond, ...]
+    domain: Domain
+
+    @property
+    def ranges(self) -> dict[str, tuple[int, int]]:
+        return self.domain.bounds
 
     def fail(self, rule: str, msg: str) -> InternalCompilerError:
         return InternalCompilerError(
@@ -36,60 +151,17 @@ class Site:
             f"contract ({rule}): {msg}")
 
     def interval(self, e: Affine) -> tuple[int, int]:
-        """Bounds of ``e`` over the variable ranges (the conditions ignored: a superset)."""
-        return _interval(e, self.ranges)
+        """Bounds of ``e`` over the instances (a superset of its values)."""
+        return self.domain.interval(e)
 
     def leaves(self, e: Affine, lo: int, hi: int) -> bool:
-        """Whether some instance that runs gives ``e`` a value outside ``[lo, hi]``."""
-        a, b = self.interval(e)
-        if lo <= a and b <= hi:
-            return False
-        if self._points is not None:
-            v = np.asarray(e.evaluate(self._points))
-            return bool(((v < lo) | (v > hi)).any())
-        t = self._text(e)
-        return self._some(f"{t} < {lo} or {t} > {hi}")
+        """Whether some instance gives ``e`` a value outside ``[lo, hi]``: the interval, then
+        the instances themselves (a small domain) or isl."""
+        return _leaves(self.domain, e, lo, hi)
 
     def misaligned(self, e: Affine, scale: int, align: int) -> bool:
-        """Whether some instance that runs gives ``scale * e`` a value off ``align``."""
-        step = math.gcd(*(c for _, c in e.terms), *(c for _, _, c in e.mods),
-                        *(c for _, _, c in e.divs))
-        if (step * scale) % align == 0 and (e.const * scale) % align == 0:
-            return False
-        if self._points is not None:
-            return bool((np.asarray(e.evaluate(self._points)) * scale % align).any())
-        return self._some(f"({scale} * {self._text(e)}) mod {align} > 0")
-
-    @cached_property
-    def _points(self) -> dict[str, np.ndarray] | None:
-        """Every instance that runs (one array per variable), when there are at most
-        ``_ENUMERATE`` candidates; None: ask isl."""
-        n = math.prod(max(hi - lo + 1, 0) for lo, hi in self.ranges.values())
-        if n > _ENUMERATE:
-            return None
-        axes = np.meshgrid(*(np.arange(lo, hi + 1) for lo, hi in self.ranges.values()),
-                           indexing="ij")
-        env = {v: a.ravel() for v, a in zip(self.ranges, axes, strict=True)}
-        keep = np.ones(n, dtype=bool)
-        for c in self.conds:
-            keep &= np.broadcast_to(np.asarray(c.evaluate(env)), keep.shape)
-        return {v: a[keep] for v, a in env.items()}
-
-    def _some(self, constraint: str) -> bool:
-        """Whether an instance runs and satisfies ``constraint`` (isl text)."""
-        names = ", ".join(self.ranges)
-        parts = [f"{lo} <= {v} <= {hi}" for v, (lo, hi) in self.ranges.items()]
-        for c in self.conds:
-            op = "=" if c.op == "==" else c.op
-            parts.append(f"{self._text(c.lhs)} {op} {c.rhs}")
-        parts.append(f"({constraint})")
-        return not isl.Set(f"{{ [{names}] : {' and '.join(parts)} }}").is_empty()
-
-    def _text(self, e: Affine) -> str:
-        return affine_text(e, frozenset(self.ranges), f"`{self.ins}`")
-
-
-_ENUMERATE = 1 << 16  # instances checked one by one (numpy) before isl is asked
+        """Whether some instance gives ``scale * e`` a value off ``align``."""
+        return _misaligned(self.domain, e, scale, align)
 
 
 # --------------------------------------------------------------------------- regions

@@ -20,7 +20,7 @@ from ascendsched.lower.polyhedral import affine_text
 from ascendsched.target.model import CoreType, Pipe, Scope
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per body (``domain``): identity is equality
 class Domain:
     """The instances of one body: ``(variable, lo, hi)`` per variable in scope (``block_idx``
     and the enclosing loops) and the enclosing ``If`` conditions. Its answers are cached: the
@@ -58,8 +58,10 @@ class Domain:
         for form, flo, fhi in self.forms:
             v0, c0 = form.terms[0]
             k, r = divmod(dict(e.terms).get(v0, 0), c0)
+            if r or k == 0:
+                continue
             rest = e - form * k
-            if r or k == 0 or not rest.vars().isdisjoint(form.vars()):
+            if not rest.vars().isdisjoint(form.vars()):
                 continue
             rlo, rhi = _interval(rest, self.bounds)
             lo, hi = max(lo, rlo + min(k * flo, k * fhi)), min(hi, rhi + max(k * flo, k * fhi))
@@ -119,9 +121,7 @@ def _leaves(d: Domain, e: Affine, lo: int, hi: int) -> bool:
 
 @lru_cache(maxsize=4096)
 def _misaligned(d: Domain, e: Affine, scale: int, align: int) -> bool:
-    step = math.gcd(*(c for _, c in e.terms), *(c for _, _, c in e.mods),
-                    *(c for _, _, c in e.divs))
-    if ((step * scale) % align == 0 and (e.const * scale) % align == 0) or d.empty:
+    if d.empty:
         return False
     points = _points(d)
     if points is not None:
@@ -155,12 +155,19 @@ class Site:
         return self.domain.interval(e)
 
     def leaves(self, e: Affine, lo: int, hi: int) -> bool:
-        """Whether some instance gives ``e`` a value outside ``[lo, hi]``: the interval, then
-        the instances themselves (a small domain) or isl."""
-        return _leaves(self.domain, e, lo, hi)
+        """Whether some instance gives ``e`` a value outside ``[lo, hi]``: the interval over
+        the loop ranges, then (cached) the narrowed one and the instances themselves (a small
+        domain) or isl."""
+        a, b = _interval(e, self.domain.bounds)
+        return not (lo <= a and b <= hi) and _leaves(self.domain, e, lo, hi)
 
     def misaligned(self, e: Affine, scale: int, align: int) -> bool:
-        """Whether some instance gives ``scale * e`` a value off ``align``."""
+        """Whether some instance gives ``scale * e`` a value off ``align``: the common
+        divisor of the coefficients, then (cached) the instances or isl."""
+        step = math.gcd(*(c for _, c in e.terms), *(c for _, _, c in e.mods),
+                        *(c for _, _, c in e.divs))
+        if (step * scale) % align == 0 and (e.const * scale) % align == 0:
+            return False
         return _misaligned(self.domain, e, scale, align)
 
 

@@ -106,7 +106,7 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
 
 def run(case: Case) -> dict[str, object]:
     """Compile one case in this (fresh) process; its measurements."""
-    from ascendsched.emit_ascendc.emitter import emit_project
+    from ascendsched.emit_ascendc.project import emit_project
     from ascendsched.lower.driver import PassLog, lower
     from ascendsched.lower.ir import iter_instrs
 

@@ -27,7 +27,7 @@ template this thread_local throw true try typedef typeid typename union unsigned
 void volatile wchar_t while xor xor_eq half bfloat16_t int8_t int16_t int32_t int64_t uint8_t
 uint16_t uint32_t uint64_t
 """.split())
-# declared by the emitted kernel (emit_ascendc/emitter.py) and its CPU/ACL host drivers
+# declared by the emitted kernel (emit_ascendc/kernel_printer.py) and its CPU/ACL host drivers
 EMITTED_NAMES = frozenset("""
 main argc argv workspace tiling tilingData blockDim block block_idx pipe ubuf in_dir out_dir
 host read_file write_file std AscendC ascendsched_rt

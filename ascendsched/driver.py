@@ -30,7 +30,7 @@ from ascendsched.algo.expr import Expr, Load, Tensor, Unary
 from ascendsched.algo.gemm_spec import gemm_error
 from ascendsched.dtypes import store
 from ascendsched.emit_ascendc.check import build_cpu, run_cpu
-from ascendsched.emit_ascendc.emitter import EmittedProject, emit_project
+from ascendsched.emit_ascendc.project import EmittedProject, emit_project
 from ascendsched.errors import AscendSchedError, InputError
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.compare import structural_diff

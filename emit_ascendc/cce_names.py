@@ -11,7 +11,7 @@ the builtins (and the few global helpers) the 910B implementation of the AscendC
     grep -oE '\\b[a-z][a-z0-9_]*\\s*\\(' ...                              # called names
 
 The list is not every builtin the compiler knows (those are not published as headers), so
-``emitter.c_name`` also keeps names clear of C++ keywords.
+``c_syntax.c_name`` also keeps names clear of C++ keywords.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ascendsched.dtypes import DType, bf16_bits, bfloat16, from_bf16_bits
-from ascendsched.emit_ascendc.emitter import EmittedProject
+from ascendsched.emit_ascendc.project import EmittedProject
 from ascendsched.errors import (
     AscendSchedError,
     InternalCompilerError,
@@ -68,7 +68,7 @@ def build_source(name: str, source: Path, *, defines: tuple[str, ...] = (),
     ``defines`` are ``-D`` flags (the target macros the runtime needs); cached like
     :func:`build_cpu`.
     """
-    from ascendsched.emit_ascendc.emitter import RUNTIME_DIR
+    from ascendsched.emit_ascendc.project import RUNTIME_DIR
 
     return _compile(name, Path(source), [], RUNTIME_DIR, tuple(defines), [Path(source).parent],
                     sanitize=sanitize, cache_dir=cache_dir, source_hint=Path(source))

@@ -49,7 +49,8 @@ import islpy as isl
 
 from ascendsched.lower.ir import Affine, Instr, Kernel, same_pipe_ordered
 from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, kernel_instrs
-from ascendsched.lower.sync_chains import ChainRelations, Flag, point_text, union_of
+from ascendsched.lower.sync_chains import ChainRelations, point_text, union_of
+from ascendsched.lower.sync_text import Flag, flag_pair_levels
 from ascendsched.target.model import CoreType, Target
 
 MAX_HOPS = 3
@@ -296,7 +297,7 @@ class SyncOracle(ChainRelations):
         independent = False
         for it in items:
             levels, same = (it.dep.carried, it.dep.loop_independent) if it.dep is not None \
-                else _flag_pair_levels(s, t)
+                else flag_pair_levels(s, t)
             independent |= same
             for v, d in levels:
                 carried[v] = min(d, carried.get(v, d))
@@ -334,21 +335,3 @@ class SyncOracle(ChainRelations):
             f"set {f.name} ({s.instr.comment}) may fire before the previous wait consumed it: "
             f"S{w.id} -> S{s.id} at {where}",
             channels=(s.instr.attr("channel"), w.instr.attr("channel")), double_set=True)
-
-
-def _flag_pair_levels(w: InstrInfo, s: InstrInfo) -> tuple[tuple[tuple[str, int], ...], bool]:
-    """For a (wait, later set) pair of one flag with equal ids (a double-set item): the common
-    loops that may carry its instance pairs, each with a lower bound on their distance, and
-    whether pairs in one iteration of every common loop may exist, from the text alone (an
-    over-approximation: more to order, never less). Both ids ``base + var % m`` (one ``var``
-    and ``m``): equal ids at a distance in ``var`` of at least ``m``."""
-    common = 0
-    while common < min(len(w.loop_paths), len(s.loop_paths)) and \
-            w.loop_paths[common] == s.loop_paths[common]:
-        common += 1
-    ew, es = Affine.of(w.instr.attr("event_id") or 0), Affine.of(s.instr.attr("event_id") or 0)
-    period = (ew.mods[0][0], ew.mods[0][1]) if ew == es and not ew.terms and not ew.divs and \
-        len(ew.mods) == 1 and ew.mods[0][2] == 1 else None
-    levels = tuple((v, period[1] if period and period[0] == v else 1)
-                   for v in w.loop_vars[:common])
-    return levels, w.id < s.id

@@ -1,6 +1,7 @@
 """Which statement instances a barrier, a flag or a chain of flags orders: isl relations.
 
-The relation engine of the happens-before oracle (``happens_before.py`` states the argument).
+The relation engine of the happens-before oracle (``happens_before.py`` states the argument;
+``sync_text.py`` settles, without isl, what the program text alone proves).
 For a source statement ``s`` and a sink ``t`` it builds, per candidate sync, the ``s -> t``
 instance pairs that sync orders:
 
@@ -17,49 +18,22 @@ depends on the problem size. It also checks that a flag's sets and waits alterna
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import islpy as isl
 
 from ascendsched.lower.ir import BLOCK_IDX, Affine
 from ascendsched.lower.polyhedral import InstrInfo, affine_text, coalesced, program_order
-from ascendsched.target.model import CoreType, Pipe, Target
+from ascendsched.lower.sync_text import Flag, SyncText, _apart, _shared, standard_pattern
+from ascendsched.target.model import Target
 
 
-@dataclass(frozen=True, eq=False)
-class Flag:
-    """The set and wait statements of one flag (a channel, or a HardEvent)."""
-
-    key: tuple
-    core: CoreType
-    src: Pipe
-    dst: Pipe
-    sets: tuple[InstrInfo, ...]
-    waits: tuple[InstrInfo, ...]
-    channel: object  # the channel attr (None: several or none)
-
-    @property
-    def name(self) -> str:
-        return f"{self.src}->{self.dst}" + (f" (channel {self.channel})"
-                                            if self.channel is not None else "")
-
-
-class ChainRelations:
+class ChainRelations(SyncText):
     """Instance relations of one kernel's statements and syncs, cached (see the module doc)."""
 
     def __init__(self, infos: tuple[InstrInfo, ...], target: Target, flags: dict[tuple, Flag],
                  barriers: list[tuple[tuple, InstrInfo]], max_hops: int) -> None:
-        self.infos = infos
+        super().__init__(infos, flags, barriers)
         self.target = target
-        self.flags = flags
-        self.barriers = barriers
         self.max_hops = max_hops
-        self._cache: dict[tuple, object] = {}
-
-    def _cached(self, key: tuple, make):  # noqa: ANN001, ANN202
-        if key not in self._cache:
-            self._cache[key] = make()
-        return self._cache[key]
 
     def _cover(self, rel: isl.Map, s: InstrInfo, t: InstrInfo, dropped: frozenset,
                hint: frozenset[str]) -> tuple[isl.Map, frozenset]:
@@ -115,28 +89,6 @@ class ChainRelations:
 
         return (sorted(bars, key=lambda b: rank((b[1],), (b[1],))),
                 sorted(ones, key=lambda f: rank(f.sets, f.waits)), relays)
-
-    def _menu(self, p: Pipe, q: Pipe, core: CoreType
-              ) -> tuple[list[tuple[tuple, InstrInfo]], list[Flag], list[Flag]]:
-        """Barriers, flags p -> q and flags r -> q (r another pipe) that may order p before q."""
-        key = ("menu", p, q, core)
-        got = self._cache.get(key)
-        if got is None:
-            bars = [(k, x) for k, x in self.barriers if x.core == core
-                    and (x.pipe == Pipe.ALL or p == q == x.pipe)]
-            into = [f for f in self.flags.values()
-                    if f.core == core and f.dst == q and f.sets and f.waits]
-            got = self._cache[key] = (bars, [f for f in into if f.src == p],
-                                      [f for f in into if f.src not in (p, q)])
-        return got  # type: ignore[return-value]
-
-    def _menu_from(self, p: Pipe, core: CoreType) -> list[Flag]:
-        key = ("menu from", p, core)
-        got = self._cache.get(key)
-        if got is None:
-            got = self._cache[key] = [f for f in self.flags.values()
-                                      if f.core == core and f.src == p and f.sets and f.waits]
-        return got  # type: ignore[return-value]
 
     def _via_barrier(self, s: InstrInfo, x: InstrInfo, t: InstrInfo) -> isl.Map | None:
         key = ("via barrier", s.id, x.id, t.id)
@@ -228,162 +180,6 @@ class ChainRelations:
             self._cache[key] = None if out is None or out.is_empty() else coalesced(out)
         return self._cache[key]  # type: ignore[return-value]
 
-    def _sync_between(self, s: InstrInfo, t: InstrInfo, dropped: frozenset) -> bool:
-        """Whether a set on s's pipe (or a barrier that may order s's pipe before t's) not in
-        ``dropped`` lies in the program text between s and t inside their innermost common
-        body: the first step of any chain for instances in one iteration."""
-        if s.id >= t.id:
-            return True  # the sink comes first in the text: no pair shares every iteration
-        common = 0
-        while common < min(len(s.path), len(t.path)) - 1 and s.path[common] == t.path[common]:
-            common += 1
-        prefix = s.path[:common]
-        for key, x in self._menu(s.pipe, t.pipe, t.core)[0]:
-            if key not in dropped and s.id < x.id < t.id and x.path[:common] == prefix:
-                return True
-        for f in self._menu_from(s.pipe, t.core):
-            if f.key not in dropped and any(s.id < x.id < t.id and x.path[:common] == prefix
-                                            for x in f.sets):
-                return True
-        return False
-
-    def _straight_cover(self, s: InstrInfo, t: InstrInfo, dropped: frozenset
-                        ) -> frozenset | None:
-        """The syncs that order, without isl, every s -> t pair lying in one iteration of
-        every common loop (so in one run of their innermost common body; with no common loop,
-        every pair), or None: a barrier, a flag pair or a chain of two sitting in that body
-        between them as plain children. Such syncs run once, after s's branch and before t's,
-        in every run of that body."""
-        for keys in self._cached(("straight", s.id, t.id), lambda: self._straight(s, t)):
-            if not keys & dropped:
-                return keys
-        return None
-
-    def _carried_cover(self, s: InstrInfo, t: InstrInfo, var: str, dropped: frozenset
-                       ) -> tuple | None:
-        """A barrier or flag (key) that orders, without isl, every s -> t pair carried by the
-        common loop ``var`` (s in an earlier iteration of it, the loops outside it equal), or
-        None: a barrier, or a set and its wait placed in one body (set first), inside that loop
-        and no deeper loop (only Ifs between) in a body that also holds s, after s's branch, or
-        holds t, before t's branch. It runs in every iteration in which s (or t) runs, after s
-        in s's iteration or before t in t's; the wait meets the set of its own run (the
-        pattern alternates), and pipe order does the rest."""
-        for key in self._cached(("carried", s.id, t.id, var),
-                                lambda: self._carried_barriers(s, t, var)):
-            if key not in dropped:
-                return key
-        return None
-
-    def _carried_flag_cover(self, s: InstrInfo, t: InstrInfo, var: str, distance: int,
-                            dropped: frozenset) -> tuple | None:
-        """A flag (key) that orders, without isl, every s -> t pair carried by the common loop
-        ``var`` at a distance of at least ``distance`` iterations, or None: the carried pattern
-        ``insert_sync`` places (``standard_pattern``), its wait and set plain children of that
-        loop's body (so run in every iteration), the set after s's branch and the wait before t's, the id constant or
-        ``base + var % m`` with ``m <= distance``. Then the wait before t in iteration k' meets
-        the set of iteration k' - m (alternation; the prologue sets serve the first m), which
-        follows s of every iteration k <= k' - m on s's pipe; so every pair with k' - k >= m."""
-        if distance < 1:
-            return None
-        for key, period in self._cached(("carried flags", s.id, t.id, var),
-                                        lambda: self._carried_flags(s, t, var)):
-            if key not in dropped and period <= distance:
-                return key
-        return None
-
-    def _carried_flags(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple[tuple, int]]:
-        j = next((j for j, v in enumerate(s.loop_vars) if v == var), None)
-        if j is None or j >= len(t.loop_paths) or t.loop_paths[j] != s.loop_paths[j]:
-            return []
-        out = []
-        for f in self._menu(s.pipe, t.pipe, t.core)[1]:
-            main_set = [x for x in f.sets if x.instr.attr("role") == "set"]
-            main_wait = [y for y in f.waits if y.instr.attr("role") == "wait"]
-            if len(main_set) != 1 or len(main_wait) != 1:
-                continue
-            x, y = main_set[0], main_wait[0]
-            if x.path[:-1] != s.loop_paths[j] or y.path[:-1] != s.loop_paths[j]:
-                continue  # not plain children of the loop's body: not run in every iteration
-            body, d = x.path[:-1], len(x.path) - 1
-            if not (len(s.path) > d and s.path[:d] == body and x.path[-1] > s.path[d]
-                    and len(t.path) > d and t.path[:d] == body and y.path[-1] < t.path[d]):
-                continue
-            eid = x.instr.attr("event_id")
-            if eid != y.instr.attr("event_id") or not isinstance(eid, Affine):
-                continue
-            if eid.is_const:
-                period = 1
-            elif not eid.terms and not eid.divs and len(eid.mods) == 1 and \
-                    eid.mods[0][0] == var and eid.mods[0][2] == 1:
-                period = eid.mods[0][1]
-            else:
-                continue
-            if self._cached(("standard", f.key), lambda f=f: standard_pattern(f)):
-                out.append((f.key, period))
-        return out
-
-    def _carried_barriers(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple]:
-        j = next((j for j, v in enumerate(s.loop_vars) if v == var), None)
-        if j is None or j >= len(t.loop_paths) or t.loop_paths[j] != s.loop_paths[j]:
-            return []
-        out = []
-
-        def beside(x: InstrInfo, y: InstrInfo) -> bool:
-            """x..y (x == y: a barrier) inside the loop, no deeper loop, after s's branch in a
-            body holding s or before t's in a body holding t."""
-            if x.loop_paths != s.loop_paths[:j + 1]:
-                return False
-            body, d = x.path[:-1], len(x.path) - 1
-            return (len(s.path) > d and s.path[:d] == body and x.path[-1] > s.path[d]) or \
-                (len(t.path) > d and t.path[:d] == body and y.path[-1] < t.path[d])
-
-        bars, ones, _ = self._menu(s.pipe, t.pipe, t.core)
-        out = [key for key, x in bars if beside(x, x)]
-        for f in ones:  # a pair placed in one body, set before wait: the wait meets that set
-            if self._in_body_pair(f) and beside(*f.sets, *f.waits):
-                out.append(f.key)
-        return out
-
-    def _in_body_pair(self, f: Flag) -> bool:
-        """Whether ``f`` is one set and one wait placed in one body, set first (a standard
-        pattern, so it alternates): each run of the wait meets the set of the same run."""
-        def make() -> bool:
-            if len(f.sets) != 1 or len(f.waits) != 1:
-                return False
-            x, y = f.sets[0], f.waits[0]
-            return x.path[:-1] == y.path[:-1] and x.id < y.id and standard_pattern(f)
-        return self._cached(("in body pair", f.key), make)  # type: ignore[return-value]
-
-    def _straight(self, s: InstrInfo, t: InstrInfo) -> list[frozenset]:
-        """Every sync (set) of ``_straight_cover``, whatever is dropped."""
-        c = _shared(s.path, t.path)
-        if c >= min(len(s.path), len(t.path)) or s.path[c] >= t.path[c]:
-            return []
-        lo, hi, parent = s.path[c], t.path[c], s.path[:c]
-        plain = self._cached(("plain", parent), lambda: {
-            i.id: i.path[-1] for i in self.infos
-            if i.path[:-1] == parent and i.instr.is_sync and i.core == s.core})
-        out = [frozenset([key]) for key, x in self._menu(s.pipe, t.pipe, t.core)[0]
-               if lo < plain.get(x.id, -1) < hi]
-
-        def pairs(p: Pipe, q: Pipe, start: int) -> list[tuple[tuple, int]]:
-            got = []
-            for f in self._menu(p, q, t.core)[1]:
-                for x in f.sets:
-                    for y in f.waits:
-                        i, j = plain.get(x.id, -1), plain.get(y.id, -1)
-                        if start < i < j < hi and x.instr.attr("event_id") == y.instr.attr(
-                                "event_id") and (Affine.of(x.instr.attr("event_id")).is_const
-                                                 or self._in_body_pair(f)):
-                            got.append((f.key, j))
-            return got
-
-        out += [frozenset([k]) for k, _ in pairs(s.pipe, t.pipe, lo)]
-        for r in {f.src for f in self._menu(s.pipe, t.pipe, t.core)[2]}:  # via a third pipe
-            out += [frozenset([k1, k2]) for k1, j1 in pairs(s.pipe, r, lo)
-                    for k2, _ in pairs(r, t.pipe, j1)]
-        return out
-
     def _alternation(self, f: Flag) -> list[str]:
         """Messages for each way the instances of ``f`` fail to alternate set, wait, set, ...
         per event id (empty: they alternate). Channels of the patterns insert_sync places, in
@@ -466,91 +262,6 @@ class ChainRelations:
         da = ", ".join(na[v] for v in (BLOCK_IDX,) + a.loop_vars)
         db = ", ".join(nb[v] for v in (BLOCK_IDX,) + b.loop_vars)
         return isl.Map(f"{{ {a.name}[{da}] -> {b.name}[{db}] : {ta} = {tb} }}")
-
-
-def standard_pattern(f: Flag) -> bool:
-    """Whether ``f`` is one of the two patterns ``insert_sync`` places, which alternate by
-    construction: a set before its wait in one body (same id), or the carried pattern (wait
-    before set in one body, inside a loop with one prologue set before it and one epilogue wait
-    after it per id the body's id can take)."""
-    mains = [i for i in f.sets + f.waits if i.instr.attr("role") in ("set", "wait")]
-    if len(mains) != 2:
-        return False
-    st = next((i for i in mains if i.instr.op == "set_flag"), None)
-    wt = next((i for i in mains if i.instr.op == "wait_flag"), None)
-    if st is None or wt is None or st.path[:-1] != wt.path[:-1]:
-        return False
-    eid = st.instr.attr("event_id")
-    if eid != wt.instr.attr("event_id"):
-        return False
-    pro = sorted((i for i in f.sets if i.instr.attr("role") == "prologue"), key=lambda i: i.path)
-    epi = sorted((i for i in f.waits if i.instr.attr("role") == "epilogue"), key=lambda i: i.path)
-    if len(pro) + len(epi) + 2 != len(f.sets) + len(f.waits):
-        return False
-    if st.path[-1] < wt.path[-1]:
-        return not pro and not epi
-    if not pro or len(pro) != len(epi):
-        return False
-    pro_ids = [_const_id(i) for i in pro]
-    values = _id_values([st])
-    epi_ids = [_const_id(i) for i in epi]
-    if None in pro_ids or None in epi_ids or len(set(pro_ids)) != len(pro) or \
-            sorted(pro_ids) != sorted(epi_ids):  # type: ignore[type-var]
-        return False  # one prologue set per id, waited by one epilogue wait
-    if values is None or not values <= set(pro_ids):
-        return False
-    # the prologue sets in the body holding an enclosing loop of the pair, before it; the
-    # epilogue waits after it (in any one run of that body: P_v, then the loop's W/S pairs, E_v)
-    parent = pro[0].path[:-1]
-    loops = [lp for lp in st.loop_paths if lp[:-1] == parent]
-    if len(loops) != 1 or not all(i.path[:-1] == parent for i in pro + epi):
-        return False
-    at = loops[0][-1]
-    return all(i.path[-1] < at for i in pro) and all(i.path[-1] > at for i in epi)
-
-
-def _apart(groups: list[list[InstrInfo]]) -> bool:
-    """Whether channels that may use a common event id lie in disjoint stretches of the program
-    text (channels whose ids never meet cannot disturb each other's alternation)."""
-    spans = [(min(i.id for i in g), max(i.id for i in g)) for g in groups]
-    values = [_id_values(g) for g in groups]
-    for x in range(len(groups)):
-        for y in range(x + 1, len(groups)):
-            vx, vy = values[x], values[y]
-            if (vx is None or vy is None or vx & vy) and \
-                    not (spans[x][1] < spans[y][0] or spans[y][1] < spans[x][0]):
-                return False
-    return True
-
-
-def _id_values(group: list[InstrInfo]) -> frozenset[int] | None:
-    """The event ids the syncs of ``group`` can take (None: not known without isl): constants,
-    and ``base + var % m``."""
-    out: set[int] = set()
-    for i in group:
-        eid = i.instr.attr("event_id")
-        if not isinstance(eid, Affine):
-            return None
-        if eid.is_const:
-            out.add(eid.const)
-        elif not eid.terms and not eid.divs and len(eid.mods) == 1 and eid.mods[0][2] == 1:
-            out.update(eid.const + v for v in range(eid.mods[0][1]))
-        else:
-            return None
-    return frozenset(out)
-
-
-def _const_id(i: InstrInfo) -> int | None:
-    eid = i.instr.attr("event_id")
-    return eid.const if isinstance(eid, Affine) and eid.is_const else None
-
-
-def _shared(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    """Length of the common prefix of two paths."""
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def union_of(maps: list[isl.Map]) -> isl.Map:

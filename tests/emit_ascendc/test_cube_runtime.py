@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from ascendsched.dtypes import bf16_bits, from_bf16_bits
 from ascendsched.emit_ascendc.check import build_source
-from ascendsched.emit_ascendc.emitter import _cpu_defines
+from ascendsched.emit_ascendc.project import _cpu_defines
 from ascendsched.sim.trace import Trace
 from ascendsched.target import DEFAULT_TARGET
 

@@ -85,7 +85,7 @@ def test_project_files(vadd_src):
 def test_kernel_names_clear_of_cce_builtins(tmp_path):
     """A kernel named like a CCE builtin (vadd, set_flag) or a C++ keyword gets '_kernel'
     appended; other names are kept."""
-    from ascendsched.emit_ascendc.emitter import c_name
+    from ascendsched.emit_ascendc.c_syntax import c_name
 
     assert [c_name(n) for n in ("vadd", "set_flag", "copy_gm_to_ubuf", "vconv_deq", "new",
                                 "softmax", "vadd_kernel", "gemm_relu_mix")] == [

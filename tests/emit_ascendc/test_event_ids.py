@@ -26,7 +26,7 @@ import re
 import pytest
 
 from ascendsched.algo import library as L
-from ascendsched.emit_ascendc.emitter import _KernelPrinter
+from ascendsched.emit_ascendc.kernel_printer import _KernelPrinter
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule.gemm import GemmSchedule

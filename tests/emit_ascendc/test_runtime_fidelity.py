@@ -20,7 +20,7 @@ from ascendsched.algo.library import gemm
 from ascendsched.driver import compile_kernel, random_inputs
 from ascendsched.dtypes import float16, float32
 from ascendsched.emit_ascendc.check import KernelAbort, build_cpu, build_source, run_cpu
-from ascendsched.emit_ascendc.emitter import _cpu_defines
+from ascendsched.emit_ascendc.project import _cpu_defines
 from ascendsched.errors import ToolchainError
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.sim.precision import approx_unary, tree_sum

@@ -11,10 +11,14 @@ from ascendsched.lower.insert_sync import place_syncs
 from ascendsched.lower.ir import Affine, For, Instr
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.polyhedral import analyze_dependences
-from ascendsched.lower.sync_chains import standard_pattern
+from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
+from ascendsched.lower.schedule_for import schedule_for
+from ascendsched.lower.sync_chains import union_of
+from ascendsched.lower.sync_text import standard_pattern
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import ASCEND_910B, Pipe
+from tests.cube_fixtures import CASES, gemm_kernel
 from tests.ir_fixtures import vadd_kernel
 from tests.lower.test_sync import _planned
 
@@ -51,6 +55,56 @@ def test_placed_patterns_alternate_by_isl_too(make) -> None:  # noqa: ANN001
     for f in standard:
         assert oracle.alternation_by_isl(f) == [], f.name
     assert oracle.problems() == ()
+
+
+def _layernorm_rows() -> Schedule:
+    s = Schedule(L.layernorm(100, 512)).split("y", "i", 8).bind("y", "i_o", 3)
+    for st in ("xf", "mean", "d", "var", "r"):
+        s = s.compute_at(st, "y", "i_o")
+    return s.buffer("x", 2).buffer("y", 2)
+
+
+_TEXT_CASES = {
+    "vadd db 2 blocks": lambda: _planned(vadd_kernel(n=2048 * 6, tile=2048, copies=2, blocks=2)),
+    "vadd persistent tail": lambda: lower(schedule_for(L.vadd(4194304)), stop_after="apply memory plan"),
+    "mul_add_relu prefix guard": lambda: lower(schedule_for(L.fused_mul_add_relu(4194304)),
+                                               stop_after="apply memory plan"),
+    "gemm edges 3 cores": lambda: lower(
+        GemmSchedule(L.gemm(300, 200, 520)).tile(64, 64, 128).split_k(32).buffer("l1", 2)
+        .buffer("l0", 2).buffer("l0c", 2).bind(3), stop_after="apply memory plan"),
+    "gemm trans l0 db": lambda: _planned(gemm_kernel(CASES["fp16_trans"])),
+    "layernorm rows db tails": lambda: lower(_layernorm_rows(), stop_after="apply memory plan"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_TEXT_CASES))
+@pytest.mark.parametrize("stage", ["placed", "pruned"])
+def test_what_the_text_settles_isl_confirms(name: str, stage: str) -> None:
+    # every group the program text settles (sync_text.py: pairs beside source or sink, carried
+    # patterns within their period, double-set items) is also covered by isl using only the
+    # syncs the text named: the shortcuts never claim an order isl cannot prove
+    planned = _TEXT_CASES[name]()
+    deps = analyze_dependences(planned)
+    placed = place_syncs(planned, deps, ASCEND_910B)
+    k = placed.kernel if stage == "placed" else remove_redundant_sync(
+        placed.kernel, deps, ASCEND_910B, settled_by=placed.settled_by,
+        oracle=placed.oracle).kernel
+    oracle = SyncOracle(k, deps, ASCEND_910B)
+    every = frozenset(oracle.flags) | frozenset(key for key, _ in oracle.barriers)
+    groups: dict[tuple[int, int], list] = {}
+    for it in oracle.items:
+        groups.setdefault((it.src.id, it.dst.id), []).append(it)
+    settled = 0
+    for (sid, tid), items in groups.items():
+        s, t = oracle.infos[sid], oracle.infos[tid]
+        used = oracle._without_isl(s, t, items, frozenset())
+        if used is None:
+            continue
+        settled += 1
+        rest, _ = oracle._cover(union_of([it.relation for it in items]), s, t, every - used,
+                                frozenset())
+        assert rest.is_empty(), f"S{sid} -> S{tid}: {[str(it.dep) for it in items]} by {used}"
+    assert settled >= len(groups) // 3, (settled, len(groups))
 
 
 def test_two_sets_without_a_wait_are_reported() -> None:

@@ -63,29 +63,34 @@ from ascendsched.lower.verify_vector import VECTOR_CHECKS
 from ascendsched.target.model import CoreType, Pipe
 
 
-def verify(kernel: Kernel, *, planned: bool = False) -> Kernel:
+def verify(kernel: Kernel, *, planned: bool = False, events: bool = True) -> Kernel:
     """``kernel`` itself when it keeps the IR contract; ``planned``: every buffer must have its
-    offsets (the final kernel). Raises ``InternalCompilerError`` on the first broken rule."""
+    offsets (the final kernel). ``events=False`` leaves HardEvent legality and the event-id and
+    cross-flag budgets to the trace checker (the simulator runs kernels that break them, so
+    that ``sim/checker.py`` reports them). Raises ``InternalCompilerError`` on the first
+    broken rule."""
     _check_kernel(kernel, planned)
     for prog in kernel.programs:
-        _walk(kernel, prog.core, prog.body, ((BLOCK_IDX, 0, kernel.block_dim - 1),), ())
+        _walk(kernel, prog.core, prog.body, ((BLOCK_IDX, 0, kernel.block_dim - 1),), (),
+              events)
     return kernel
 
 
 # --------------------------------------------------------------------------- the walk
 def _walk(kernel: Kernel, core: CoreType, body: tuple[Stmt, ...],
-          ranges: tuple[tuple[str, int, int], ...], conds: tuple[Cond, ...]) -> None:
+          ranges: tuple[tuple[str, int, int], ...], conds: tuple[Cond, ...],
+          events: bool) -> None:
     here = domain(ranges, conds)
     for s in body:
         if isinstance(s, Instr):
-            _check_instr(Site(kernel, core, s, here))
+            _check_instr(Site(kernel, core, s, here), events)
         elif isinstance(s, For):
             if s.var in here.bounds:
                 raise InternalCompilerError(
                     f"kernel {kernel.name}: loop `{s.var}` in the {core} program breaks the IR "
                     f"contract (loop variable): {s.var} is already bound here "
                     f"({', '.join(here.bounds)})")
-            _walk(kernel, core, s.body, ranges + ((s.var, 0, s.extent - 1),), conds)
+            _walk(kernel, core, s.body, ranges + ((s.var, 0, s.extent - 1),), conds, events)
         elif isinstance(s, If):
             for c in s.conds:
                 free = sorted(c.lhs.vars() - here.bounds.keys())
@@ -93,7 +98,7 @@ def _walk(kernel: Kernel, core: CoreType, body: tuple[Stmt, ...],
                     raise InternalCompilerError(
                         f"kernel {kernel.name}: `if {c}` in the {core} program breaks the IR "
                         f"contract (variables): {', '.join(free)} not bound here")
-            _walk(kernel, core, s.body, ranges, conds + s.conds)
+            _walk(kernel, core, s.body, ranges, conds + s.conds, events)
         else:
             raise InternalCompilerError(f"kernel {kernel.name}: unknown statement {s!r}")
 
@@ -123,7 +128,7 @@ def _check_kernel(k: Kernel, planned: bool) -> None:
                                           f"usable {spec.usable} B")
 
 
-def _check_instr(site: Site) -> None:
+def _check_instr(site: Site, events: bool) -> None:
     ins, core = site.ins, site.core
     free = sorted(_vars(ins) - site.ranges.keys())
     if free:
@@ -132,7 +137,7 @@ def _check_instr(site: Site) -> None:
     if ins.op in SYNC_OPS:
         if ins.writes or ins.reads:
             raise site.fail("operands", f"{ins.op} takes no regions")
-        _SYNC[ins.op](site)
+        _SYNC[ins.op](site, events)
         return
     rule = _RULES.get(ins.op)
     if rule is None:
@@ -163,30 +168,33 @@ def _vars(ins: Instr) -> frozenset[str]:
 
 
 # --------------------------------------------------------------------------- sync
-def _flag(site: Site) -> None:
+def _flag(site: Site, events: bool) -> None:
     ins, t = site.ins, site.kernel.target
     other = ins.attr("dst" if ins.op == "set_flag" else "src")
     if not isinstance(other, Pipe):
         raise site.fail("attr", "set_flag needs attr dst, wait_flag attr src (a Pipe)")
     src, dst = (ins.pipe, other) if ins.op == "set_flag" else (other, ins.pipe)
-    if not t.is_legal_event(site.core, src, dst):
+    if events and not t.is_legal_event(site.core, src, dst):
         raise site.fail("event", f"HardEvent {src}_{dst} does not exist on the {site.core}")
-    _id_in(site, "event_id", t.event_ids)
+    _id_in(site, "event_id", t.event_ids if events else None)
 
 
-def _cross(site: Site) -> None:
+def _cross(site: Site, events: bool) -> None:
     if site.ins.op == "cross_set" and site.ins.attr("mode", 2) != 2:
         raise site.fail("attr", f"cross-core mode {site.ins.attr('mode')}: only mode 2 (one "
                                 "AIC with its AIVs) is modelled")
-    _id_in(site, "flag_id", site.kernel.target.cross_flag_ids)
+    _id_in(site, "flag_id", site.kernel.target.cross_flag_ids if events else None)
 
 
-def _id_in(site: Site, name: str, ids: tuple[int, ...]) -> None:
+def _id_in(site: Site, name: str, ids: tuple[int, ...] | None) -> None:
+    """Attr ``name`` is an int or Affine, with values in ``ids`` (None: any)."""
     v = site.ins.attr(name)
     if isinstance(v, int) and not isinstance(v, bool):
         v = Affine(v)
     if not isinstance(v, Affine):
         raise site.fail("attr", f"attr {name} must be an int or Affine, not {v!r}")
+    if ids is None:
+        return
     lo, hi = min(ids), max(ids)
     gaps = set(range(lo, hi + 1)) - set(ids)
     vlo, vhi = site.interval(v)
@@ -195,8 +203,8 @@ def _id_in(site: Site, name: str, ids: tuple[int, ...]) -> None:
                                 f"{', '.join(map(str, ids))}")
 
 
-_SYNC: dict[str, Callable[[Site], None]] = {
-    "set_flag": _flag, "wait_flag": _flag, "barrier": lambda site: None,
+_SYNC: dict[str, Callable[[Site, bool], None]] = {
+    "set_flag": _flag, "wait_flag": _flag, "barrier": lambda site, events: None,
     "cross_set": _cross, "cross_wait": _cross,
 }
 

@@ -195,8 +195,15 @@ def main() -> None:
     for (kern, sched), rs in fam.items():
         lo, hi = rs[0]["cpu"], rs[-1]["cpu"]
         worst = max(r["cpu"] for r in rs)
+        # sizes whose kernels have the same structure (statements and syncs): what the
+        # problem size alone costs, apart from new tile classes, tails or a persistent loop
+        shapes: dict[tuple, list[float]] = {}
+        for r in rs:
+            shapes.setdefault((r["statements"], r["syncs"]), []).append(r["cpu"])
+        same = max(max(v) / max(min(v), 1e-9) for v in shapes.values())
         print(f"  {kern:<14}{sched:<40}{lo:>7.3f} -> {hi:>7.3f}  (max {worst:.3f}, "
-              f"x{worst / max(min(r['cpu'] for r in rs), 1e-9):.2f} max/min)")
+              f"x{worst / max(min(r['cpu'] for r in rs), 1e-9):.2f} max/min; "
+              f"{len(shapes)} structures, x{same:.2f} within one)")
     if args.csv:
         with args.csv.open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from ascendsched.emit_ascendc.c_syntax import _cexpr, _ctype
 from ascendsched.errors import InternalCompilerError, UnsupportedError
-from ascendsched.lower.ir import Cond, Instr, cube_footprints, cube_params, squeeze_dims
+from ascendsched.lower.affine import Cond
+from ascendsched.lower.ir import Instr, cube_footprints, cube_params, squeeze_dims
 
 if TYPE_CHECKING:
     from ascendsched.emit_ascendc.kernel_printer import _KernelPrinter

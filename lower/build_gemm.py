@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ascendsched.errors import CapacityError, UnsupportedError
+from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.ir import (
     BLOCK_IDX,
     CUBE_FRACTAL_BYTES,
@@ -39,9 +40,7 @@ from ascendsched.lower.ir import (
     CUBE_ROWS,
     FIXPIPE_QUANT,
     MMAD_DTYPES,
-    Affine,
     Buffer,
-    Cond,
     For,
     GmTensor,
     If,

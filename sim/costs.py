@@ -29,7 +29,8 @@ import math
 from dataclasses import dataclass
 
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.ir import CUBE_LOAD_OPS, VECTOR_OPS, Affine, Instr, Kernel, Region, cube_c0
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import CUBE_LOAD_OPS, VECTOR_OPS, Instr, Kernel, Region, cube_c0
 from ascendsched.target.costs import GIB, CostModel, interp_cores
 from ascendsched.target.model import Pipe, Scope, Target
 

@@ -30,6 +30,7 @@ import numpy as np
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import InternalCompilerError
+from ascendsched.lower.affine import Cond
 from ascendsched.lower.ir import (
     CUBE_BLOCK_BYTES,
     CUBE_FRACTAL_BYTES,
@@ -37,7 +38,6 @@ from ascendsched.lower.ir import (
     CUBE_SCOPES,
     FIXPIPE_QUANT,
     MMAD_DTYPES,
-    Cond,
     cube_footprints,
     cube_params,
     squeeze_dims,

@@ -21,10 +21,10 @@ import numpy as np
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import AscendSchedError, InternalCompilerError
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.ir import (
     BLOCK_IDX,
     CUBE_PIPES,
-    Affine,
     For,
     If,
     Instr,

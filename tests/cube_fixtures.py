@@ -18,11 +18,10 @@ import numpy as np
 
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
+from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.ir import (
     BLOCK_IDX,
-    Affine,
     Buffer,
-    Cond,
     For,
     GmTensor,
     If,

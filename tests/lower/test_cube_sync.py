@@ -215,8 +215,9 @@ def test_a_fallback_that_drops_an_ordering_is_caught(monkeypatch: pytest.MonkeyP
 
     import ascendsched.lower.allocate_event_ids as alloc
     from ascendsched.errors import InternalCompilerError
+    from ascendsched.lower.affine import Affine
     from ascendsched.lower.driver import lower
-    from ascendsched.lower.ir import Affine, Instr
+    from ascendsched.lower.ir import Instr
 
     def old_tighten(s: Instr) -> tuple:
         if s.attr("role") != "set":

@@ -10,8 +10,8 @@ import pytest
 
 from ascendsched import dtypes as dt
 from ascendsched.errors import InternalCompilerError
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.ir import (
-    Affine,
     Buffer,
     Dim,
     GmTensor,

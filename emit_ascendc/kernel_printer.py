@@ -29,9 +29,9 @@ from ascendsched.emit_ascendc.ops_cube import CUBE_TEMPLATES
 from ascendsched.emit_ascendc.ops_vector import VECTOR_TEMPLATES
 from ascendsched.errors import InternalCompilerError, UnsupportedError
 from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.cube_ops import CUBE_OPS
 from ascendsched.lower.ir import (
     BLOCK_IDX,
-    CUBE_OPS,
     Buffer,
     For,
     If,

@@ -47,7 +47,8 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ascendsched.lower.ir import Affine, Instr, Kernel, same_pipe_ordered
+from ascendsched.lower.cube_ops import same_pipe_ordered
+from ascendsched.lower.ir import Affine, Instr, Kernel
 from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, kernel_instrs
 from ascendsched.lower.sync_chains import ChainRelations, Flag, point_text, union_of
 from ascendsched.target.model import CoreType, Target

@@ -21,7 +21,8 @@ from ascendsched.lower.remove_redundant_sync import (
     drop_channels,
     remove_redundant_sync,
 )
-from ascendsched.sim.checker import CheckReport, check_trace
+from ascendsched.sim.check_report import CheckReport
+from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import ASCEND_910B, Pipe, Scope
 from tests.cube_fixtures import CASES, case, gemm_kernel, inputs, planned, reference

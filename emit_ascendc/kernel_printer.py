@@ -28,12 +28,11 @@ from ascendsched.emit_ascendc.c_syntax import (
 from ascendsched.emit_ascendc.ops_cube import CUBE_TEMPLATES
 from ascendsched.emit_ascendc.ops_vector import VECTOR_TEMPLATES
 from ascendsched.errors import InternalCompilerError, UnsupportedError
+from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.cube_ops import CUBE_OPS
 from ascendsched.lower.ir import (
     BLOCK_IDX,
-    CUBE_OPS,
-    Affine,
     Buffer,
-    Cond,
     For,
     If,
     Instr,

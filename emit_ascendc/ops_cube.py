@@ -1,6 +1,6 @@
 """AscendC call templates of the Cube (AIC) ops: GM -> L1 copies, L0A/L0B loads, Mmad, Fixpipe.
 
-Cube (AIC) programs (lower/ir.py "Cube (AIC)"): each cube op's attrs ARE the fields of its
+Cube (AIC) programs (lower/cube_ops.py): each cube op's attrs ARE the fields of its
 AscendC parameter struct, so the printer passes them through in constructor order:
   Nd2NzParams(ndNum, nValue, dValue, srcNdMatrixStride, srcDValue, dstNzC0Stride, dstNzNStride,
       dstNzMatrixStride)  include/basic_api/kernel_struct_data_copy.h
@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING
 
 from ascendsched.emit_ascendc.c_syntax import _cexpr, _ctype
 from ascendsched.errors import InternalCompilerError, UnsupportedError
-from ascendsched.lower.ir import Cond, Instr, cube_footprints, cube_params, squeeze_dims
+from ascendsched.lower.affine import Cond
+from ascendsched.lower.cube_ops import cube_footprints, cube_params, squeeze_dims
+from ascendsched.lower.ir import Instr
 
 if TYPE_CHECKING:
     from ascendsched.emit_ascendc.kernel_printer import _KernelPrinter
@@ -33,10 +35,10 @@ def _cbool(v: object) -> str:
 
 
 def _cube_args(p: _KernelPrinter, i: Instr) -> dict:
-    """The validated API params (lower/ir.py cube_params: all present, in documented ranges).
+    """The validated API params (lower/cube_ops.py cube_params: all present, in documented ranges).
 
     The printed call moves the bytes its params imply, while the polyhedral analysis and the
-    syncs used the regions' dims: they must describe the same box (ir.cube_footprints).
+    syncs used the regions' dims: they must describe the same box (cube_ops.cube_footprints).
     """
     a = cube_params(i)
     regions = i.writes + i.reads
@@ -46,7 +48,7 @@ def _cube_args(p: _KernelPrinter, i: Instr) -> dict:
             raise InternalCompilerError(
                 f"kernel {p.k.name}: `{i}`: region {r} disagrees with the footprint "
                 f"{[tuple(d) for d in box]} its params imply; build cube instructions with "
-                "ir.make_cube_instr")
+                "cube_ops.make_cube_instr")
     return a
 
 

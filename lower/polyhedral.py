@@ -38,9 +38,9 @@ from functools import cached_property
 import islpy as isl
 
 from ascendsched.errors import InternalCompilerError, NotAffineError
+from ascendsched.lower.cube_ops import CUBE_OPS, cube_footprints, cube_params, same_pipe_ordered
 from ascendsched.lower.ir import (
     BLOCK_IDX,
-    CUBE_OPS,
     DMA_OPS,
     VECTOR_OPS,
     Affine,
@@ -51,9 +51,6 @@ from ascendsched.lower.ir import (
     Kernel,
     Region,
     Stmt,
-    cube_footprints,
-    cube_params,
-    same_pipe_ordered,
 )
 from ascendsched.target.model import CoreType, Pipe
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ascendsched.lower.ir import Affine, Cond
+from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.polyhedral import InstrInfo
 from ascendsched.target.model import CoreType, Pipe
 

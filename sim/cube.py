@@ -1,8 +1,8 @@
 """Execution of the Cube (AIC) ops of kernel IR, straight from their AscendC parameters.
 
 Every handler computes the element addresses an op touches from its params alone (the layout
-formulas of ``lower/ir.py``'s "Cube (AIC)" section, written out here independently of
-``ir.cube_footprints``), moves or computes the values with numpy, and records the exact bytes
+formulas of ``lower/cube_ops.py``'s docstring, written out here independently of
+``cube_ops.cube_footprints``), moves or computes the values with numpy, and records the exact bytes
 for the trace. The regions only supply tensor, copy and start offset; their dims must equal the
 footprint the params imply (checked), so the polyhedral model, which uses the dims, sees the
 same bytes.
@@ -30,14 +30,14 @@ import numpy as np
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.ir import (
+from ascendsched.lower.affine import Cond
+from ascendsched.lower.cube_ops import (
     CUBE_BLOCK_BYTES,
     CUBE_FRACTAL_BYTES,
     CUBE_ROWS,
     CUBE_SCOPES,
     FIXPIPE_QUANT,
     MMAD_DTYPES,
-    Cond,
     cube_footprints,
     cube_params,
     squeeze_dims,
@@ -166,7 +166,7 @@ def _operands(cx: Any) -> tuple[dict, list[_Opnd]]:
         if squeeze_dims(r.dims) != squeeze_dims(box):
             want = ", ".join(f"{d.extent}:{d.stride}" for d in box)
             raise cx.fail(f"{o.role} region {r} does not match the params' footprint [{want}] "
-                          "(build cube instructions with ir.make_cube_instr)")
+                          "(build cube instructions with cube_ops.make_cube_instr)")
     return params, ops
 
 

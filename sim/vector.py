@@ -16,7 +16,8 @@ import numpy as np
 
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
-from ascendsched.lower.ir import Affine, Region
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import Region
 from ascendsched.sim.precision import approx_unary, tree_sum
 from ascendsched.sim.trace import Interval, merge_intervals
 from ascendsched.target.model import Scope

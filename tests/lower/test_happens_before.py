@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from ascendsched.algo import library as L
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.driver import lower, schedule_for
 from ascendsched.lower.happens_before import SyncOracle, unordered_dependences
 from ascendsched.lower.insert_sync import place_syncs, pruned_syncs
-from ascendsched.lower.ir import Affine, For, Instr
+from ascendsched.lower.ir import For, Instr
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.sync_chains import union_of
 from ascendsched.lower.sync_text import standard_pattern

@@ -24,6 +24,8 @@ from pathlib import Path
 
 GEMM_SIZES = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096),
               (8192, 8192, 8192), (4096, 11008, 4096)]
+# tails in M (any sequence length), in every dimension, and a thin M: more tile classes
+TAIL_GEMM_SIZES = [(17, 4096, 4096), (1000, 4096, 4096), (4000, 4096, 4096), (1000, 1000, 1000)]
 BATCHED_SIZES = [(8, 512, 512, 128), (32, 1024, 1024, 128), (64, 2048, 2048, 128)]  # attention
 VECTOR_KERNELS = ("vadd", "mul_add_relu", "bias_add", "softmax", "rmsnorm", "layernorm")
 ROWS = (64, 1024, 16384)
@@ -49,6 +51,8 @@ def cases(quick: bool) -> list[Case]:
         out.append(Case("gemm", (m, n, k), "default"))
         out.append(Case("gemm", (m, n, k), "128x256x256 k64 db 16 cores"))
         out.append(Case("gemm", (m, n, k), "128x128x256 k128 db 20 cores swizzle 4"))
+    for m, n, k in TAIL_GEMM_SIZES[::2] if quick else TAIL_GEMM_SIZES:
+        out.append(Case("gemm", (m, n, k), "default, tails"))
     for m, n, k in sizes:
         out.append(Case("gemm_int8", (m, n, k), "default"))
     for shape in BATCHED_SIZES[::2] if quick else BATCHED_SIZES:
@@ -78,7 +82,7 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
         return schedule_for(L.batched_gemm(*case.shape))
     if case.kernel == "gemm":
         algo = L.gemm(*case.shape)
-        if case.schedule == "default":
+        if case.schedule.startswith("default"):
             return schedule_for(algo)
         if case.schedule.startswith("128x256x256"):
             return (GemmSchedule(algo).tile(128, 256, 256).split_k(64).buffer("l1", 2)

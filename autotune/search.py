@@ -88,10 +88,13 @@ class TuneResult:
 
 def tune(space: Space, *, strategy: str = "auto", budget: int = 64, seed: int = 0,
          evaluator: Evaluator | None = None, batch: int = 4, progress: bool = True,
-         storage: str | Path | None = None, default: bool = True) -> TuneResult:
+         storage: str | Path | None = None, default: bool = True,
+         warm_start: bool = True) -> TuneResult:
     """Search ``space`` for the fastest modelled schedule (see the module docstring).
 
-    ``storage``: Optuna RDB URL or SQLite file for the studies (default: in memory)."""
+    ``storage``: Optuna RDB URL or SQLite file for the studies (default: in memory).
+    ``warm_start``: a guided search evaluates the space's seeds first (``Space.seeds``); off,
+    the sampler alone proposes every point (to compare samplers)."""
     if strategy not in STRATEGIES:
         raise AscendSchedError(f"unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}")
     if budget < 1 or batch < 1:
@@ -117,7 +120,7 @@ def tune(space: Space, *, strategy: str = "auto", budget: int = 64, seed: int = 
         checked, pruned = rep.total, dict(rep.pruned)
     else:
         trials, checked, pruned = _guided(space, strategy, budget, seed, ev, batch, progress,
-                                          storage)
+                                          storage, warm_start)
     dflt = _default_trial(space, ev) if default else None
     hist, best = [], math.inf
     for t in trials:
@@ -201,8 +204,19 @@ def _suggest(trial: Any, space: Space) -> Point:
     return tuple(vals)
 
 
+def _params(space: Space, point: Point) -> dict[str, Any]:
+    """The Optuna parameters ``_suggest`` reads back as ``point`` (choice index or label)."""
+    out: dict[str, Any] = {}
+    for p, v in zip(space.params, point):
+        if len(p.choices) == 1:
+            continue
+        i = [repr(c) for c in p.choices].index(repr(v))
+        out[p.name] = i if p.ordinal else str(p.choices[i])
+    return out
+
+
 def _guided(space: Space, sampler: str, budget: int, seed: int, ev: Evaluator, batch: int,
-            progress: bool, storage: str | Path | None
+            progress: bool, storage: str | Path | None, warm_start: bool = True
             ) -> tuple[list[Trial], int, dict[str, int]]:
     import optuna
     from optuna.trial import TrialState
@@ -216,6 +230,9 @@ def _guided(space: Space, sampler: str, budget: int, seed: int, ev: Evaluator, b
         pass
     study = optuna.create_study(study_name=name, storage=store, direction="minimize",
                                 sampler=make_sampler(sampler, seed, budget))
+    if warm_start:  # the seeds come first, as ordinary trials the sampler learns from
+        for pt in space.seed_points()[:budget]:
+            study.enqueue_trial(_params(space, pt))
     seen: dict[Point, Trial] = {}
     order: list[Point] = []
     checked: set[Point] = set()

@@ -92,6 +92,9 @@ class Space:
     ``build(algo, choices)`` turns a point (as a name -> value mapping) into a schedule with the
     schedule primitives; it may raise ScheduleError, which prunes the point. ``algo_code`` is
     the Python expression that rebuilds ``algo`` in printed schedules (``autotune/codegen.py``).
+    ``seeds`` are points a guided search evaluates first (known-good configurations: a published
+    kernel's tiling, the default generator's best estimates); it skips those whose values are
+    not choices (after ``restrict``) and prunes illegal ones like any other point.
     """
 
     name: str
@@ -100,6 +103,7 @@ class Space:
     build: Callable[[Algorithm, Mapping[str, Any]], AnySchedule]
     target: Target = DEFAULT_TARGET
     algo_code: str = "algo"
+    seeds: tuple[Point, ...] = ()
     _memo: dict[Point, Checked] = field(default_factory=dict, repr=False, compare=False)
     _seen: dict[str, Point] = field(default_factory=dict, repr=False, compare=False)
 
@@ -135,6 +139,16 @@ class Space:
         params = tuple(replace(q, choices=tuple(keep)) if q.name == name else q
                        for q in self.params)
         return replace(self, params=params, _memo={}, _seen={})
+
+    def seed_points(self) -> list[Point]:
+        """The seeds whose every value is a choice of its parameter, without repeats."""
+        out: list[Point] = []
+        for pt in self.seeds:
+            ok = len(pt) == len(self.params) and all(
+                any(repr(v) == repr(c) for c in p.choices) for p, v in zip(self.params, pt))
+            if ok and pt not in out:
+                out.append(tuple(pt))
+        return out
 
     def schedule(self, point: Point) -> AnySchedule:
         """The schedule of ``point`` (ScheduleError when a primitive rejects it)."""

@@ -29,7 +29,14 @@ from ascendsched.target import DEFAULT_TARGET, Target
 GEMM_TILES = (16, 32, 64, 128, 256)
 GEMM_K_TILES = (64, 128, 256, 512)
 GEMM_K0 = (32, 64, 128)
-SWIZZLE_WIDTHS = (1, 2, 4, 8)
+SWIZZLE_WIDTHS = (1, 2, 3, 4, 8)  # 3: CATLASS GemmIdentityBlockSwizzle<3, 0> (its examples)
+# CATLASS' Atlas A2 basic matmul tilings (hicann/catlass @0dfcf9df): L1 tile m x n x k and L0
+# K step, both L1 and L0A/L0B double buffered (MmadAtlasA2Pingpong, STAGES = 2), one L0C tile,
+# every AIC, GemmIdentityBlockSwizzle<3, 0> (examples/00_basic_matmul/basic_matmul.cpp:87-100;
+# 256 x 128 is the alternative examples/06_optimized_matmul/optimized_matmul.cpp:89 names).
+CATLASS_GEMM_TILES = ((128, 256, 256, 64), (256, 128, 256, 64))
+CATLASS_SWIZZLE = (3, "m")
+ESTIMATE_SEEDS = 4  # the default generator's best-estimated tilings a guided search tries first
 VECTOR_ROWS = (1, 2, 4, 8, 16, 32, 64, 128)
 VECTOR_COLS = (8192, 4096, 2048, 1024, 512, 256)
 VECTOR_TILES = (512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -59,7 +66,10 @@ class GemmBuild:
 def gemm_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str | None = None,
                algo_code: str = "algo", **choices: tuple[Any, ...]) -> Space:
     """L1 tile (tm, tn, tk), L0 K step k0, copies per level (l1, l0, l0c), Cube cores and
-    swizzle (width, direction). ``choices`` replaces a parameter's default choices."""
+    swizzle (width, direction). ``choices`` replaces a parameter's default choices.
+
+    Seeds (tried first by a guided search): the default generator's ``ESTIMATE_SEEDS`` best
+    tilings by ``schedule/gemm_cost.py``'s estimate, and CATLASS' basic matmul tilings."""
     base = GemmSchedule(algo, target=target)
     sp, g = base.spec, cube_geometry(target)
     c0 = g.c0(sp.in_dtype.bytes)
@@ -82,8 +92,34 @@ def gemm_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str | 
         "swizzle_w": SWIZZLE_WIDTHS,
         "swizzle_dir": ("m", "n"),
     }
+    def clamp(v: int, dim: int, gran: int) -> int:
+        return min(-(-v // gran) * gran, -(-dim // gran) * gran)
+
+    seeds = [_gemm_point(s) for s in _estimate_seeds(algo, target)]
+    for tm, tn, tk, k0 in CATLASS_GEMM_TILES:
+        seeds.append({"tm": clamp(tm, sp.m, mg), "tn": clamp(tn, sp.n, ng),
+                      "tk": clamp(tk, sp.k, c0), "k0": clamp(k0, sp.k, c0), "l1": 2, "l0": 2,
+                      "l0c": 1, "cores": aic, "swizzle_w": CATLASS_SWIZZLE[0],
+                      "swizzle_dir": CATLASS_SWIZZLE[1]})
     return _make(name or f"{algo.name}-cube", algo, params, {"swizzle_dir"}, GemmBuild(target),
-                 target, algo_code, choices)
+                 target, algo_code, choices, seeds)
+
+
+def _estimate_seeds(algo: Algorithm, target: Target) -> list[GemmSchedule]:
+    from ascendsched.schedule.gemm_default import default_gemm_schedules
+
+    try:
+        return default_gemm_schedules(algo, target)[:ESTIMATE_SEEDS]
+    except AscendSchedError:
+        return []
+
+
+def _gemm_point(s: GemmSchedule) -> dict[str, Any]:
+    """The GEMM space values of ``s``'s resolved tiling."""
+    t = s.tiling
+    return {"tm": t.tm, "tn": t.tn, "tk": t.tk, "k0": t.k0, "l1": t.l1_copies,
+            "l0": t.l0_copies, "l0c": t.l0c_copies, "cores": t.cores,
+            "swizzle_w": t.swizzle.width, "swizzle_dir": t.swizzle.direction}
 
 
 # ------------------------------------------------------------------------------- vector
@@ -180,14 +216,16 @@ def _factors(cands: tuple[int, ...], size: int, align: int) -> tuple[int, ...]:
 
 def _make(name: str, algo: Algorithm, params: dict[str, tuple[Any, ...]], nominal: set[str],
           build: Callable, target: Target, algo_code: str,
-          overrides: Mapping[str, tuple[Any, ...]]) -> Space:
+          overrides: Mapping[str, tuple[Any, ...]],
+          seeds: list[dict[str, Any]] | None = None) -> Space:
     for k, v in overrides.items():
         if k not in params:
             raise AscendSchedError(f"space {name}: no parameter '{k}'; parameters: "
                                    + ", ".join(params))
         params[k] = tuple(v)
     ps = tuple(Param(k, v, ordinal=k not in nominal) for k, v in params.items())
-    return Space(name, algo, ps, build, target, algo_code)
+    pts = tuple(tuple(d[k] for k in params) for d in seeds or ())
+    return Space(name, algo, ps, build, target, algo_code, pts)
 
 
 # ------------------------------------------------------------------------------- defaults
@@ -215,4 +253,4 @@ def library_space(kernel: str, *args: int, target: Target = DEFAULT_TARGET,
     code = f"{kernel}({', '.join(map(str, args))})"
     sp = default_space(algo, target, algo_code=code, **choices)
     shape = "x".join(map(str, args)) or "default"
-    return Space(f"{kernel}-{shape}", sp.algo, sp.params, sp.build, target, code)
+    return Space(f"{kernel}-{shape}", sp.algo, sp.params, sp.build, target, code, sp.seeds)

@@ -25,6 +25,8 @@ from pathlib import Path
 
 GEMM_SIZES = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096),
               (8192, 8192, 8192), (4096, 11008, 4096)]
+# tails in M (any sequence length), in every dimension, and a thin M: more tile classes
+TAIL_GEMM_SIZES = [(17, 4096, 4096), (1000, 4096, 4096), (4000, 4096, 4096), (1000, 1000, 1000)]
 BATCHED_SIZES = [(8, 512, 512, 128), (32, 1024, 1024, 128), (64, 2048, 2048, 128)]  # attention
 VECTOR_KERNELS = ("vadd", "mul_add_relu", "bias_add", "softmax", "rmsnorm", "layernorm")
 ROWS = (64, 1024, 16384)
@@ -53,6 +55,8 @@ def cases(quick: bool) -> list[Case]:
         out.append(Case("gemm", (m, n, k), "default"))
         out.append(Case("gemm", (m, n, k), "128x256x256 k64 db 16 cores"))
         out.append(Case("gemm", (m, n, k), "128x128x256 k128 db 20 cores swizzle 4"))
+    for m, n, k in TAIL_GEMM_SIZES[::2] if quick else TAIL_GEMM_SIZES:
+        out.append(Case("gemm", (m, n, k), "default, tails"))
     for m, n, k in sizes:
         out.append(Case("gemm_int8", (m, n, k), "default"))
     for shape in BATCHED_SIZES[::2] if quick else BATCHED_SIZES:
@@ -82,7 +86,7 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
         return schedule_for(L.batched_gemm(*case.shape))
     if case.kernel == "gemm":
         algo = L.gemm(*case.shape)
-        if case.schedule == "default":
+        if case.schedule.startswith("default"):
             return schedule_for(algo)
         if case.schedule.startswith("128x256x256"):
             return (GemmSchedule(algo).tile(128, 256, 256).split_k(64).buffer("l1", 2)
@@ -198,8 +202,15 @@ def main() -> None:
     for (kern, sched), rs in fam.items():
         lo, hi = rs[0]["cpu"], rs[-1]["cpu"]
         worst = max(r["cpu"] for r in rs)
+        # sizes whose kernels have the same structure (statements and syncs): what the
+        # problem size alone costs, apart from new tile classes, tails or a persistent loop
+        shapes: dict[tuple, list[float]] = {}
+        for r in rs:
+            shapes.setdefault((r["statements"], r["syncs"]), []).append(r["cpu"])
+        same = max(max(v) / max(min(v), 1e-9) for v in shapes.values())
         print(f"  {kern:<14}{sched:<40}{lo:>7.3f} -> {hi:>7.3f}  (max {worst:.3f}, "
-              f"x{worst / max(min(r['cpu'] for r in rs), 1e-9):.2f} max/min)")
+              f"x{worst / max(min(r['cpu'] for r in rs), 1e-9):.2f} max/min; "
+              f"{len(shapes)} structures, x{same:.2f} within one)")
     if args.csv:
         with args.csv.open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))

@@ -46,7 +46,8 @@ def compare(space: Space, ev: Evaluator, *, seeds: int = 5, fraction: float = 0.
     legal = exh.legal_total or len(exh.trials)
     budget = max(1, math.floor(fraction * legal))
     runs = {s: [tune(space, strategy=s, budget=budget, seed=seed, evaluator=ev,
-                     progress=False, default=False, storage=storage) for seed in range(seeds)]
+                     progress=False, default=False, storage=storage, warm_start=False)
+                for seed in range(seeds)]
             for s in SAMPLERS}
     return exh, budget, runs
 

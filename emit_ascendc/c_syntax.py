@@ -9,7 +9,8 @@ import re
 
 from ascendsched.dtypes import DType
 from ascendsched.emit_ascendc.cce_names import CCE_BUILTINS, CPP_KEYWORDS
-from ascendsched.lower.ir import Affine, Region
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import Region
 
 _C_TYPES = {
     "float16": "half", "float32": "float", "bfloat16": "bfloat16_t", "int8": "int8_t",

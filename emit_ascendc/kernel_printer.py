@@ -27,11 +27,10 @@ from ascendsched.emit_ascendc.c_syntax import (
 )
 from ascendsched.emit_ascendc.ops_cube import CUBE_TEMPLATES
 from ascendsched.emit_ascendc.ops_vector import VECTOR_TEMPLATES
+from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.ir import (
     BLOCK_IDX,
-    Affine,
     Buffer,
-    Cond,
     For,
     If,
     Instr,

@@ -1,6 +1,6 @@
 """AscendC call templates of the Cube (AIC) ops: GM -> L1 copies, L0A/L0B loads, Mmad, Fixpipe.
 
-Cube (AIC) programs (lower/ir.py "Cube (AIC)"): each cube op's attrs ARE the fields of its
+Cube (AIC) programs (lower/cube_ops.py): each cube op's attrs ARE the fields of its
 AscendC parameter struct, so the printer passes them through in constructor order:
   Nd2NzParams(ndNum, nValue, dValue, srcNdMatrixStride, srcDValue, dstNzC0Stride, dstNzNStride,
       dstNzMatrixStride)  include/basic_api/kernel_struct_data_copy.h
@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ascendsched.emit_ascendc.c_syntax import _cexpr, _ctype
-from ascendsched.lower.ir import Cond, Instr
+from ascendsched.lower.affine import Cond
+from ascendsched.lower.ir import Instr
 
 if TYPE_CHECKING:
     from ascendsched.emit_ascendc.kernel_printer import _KernelPrinter

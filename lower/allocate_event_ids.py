@@ -32,8 +32,9 @@ from ascendsched.errors import (
     InternalCompilerError,
     SyncError,
 )
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.happens_before import SyncOracle, SyncProblem, unordered_dependences
-from ascendsched.lower.ir import Affine, Instr, Kernel, Stmt, StmtMutator, iter_instrs
+from ascendsched.lower.ir import Instr, Kernel, Stmt, StmtMutator, iter_instrs
 from ascendsched.lower.polyhedral import Dependences
 from ascendsched.target.model import CoreType, Pipe, Target
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ascendsched.algo.algorithm import loads
 from ascendsched.algo.expr import Const, Expr, IndexArith, IndexVar, Load, ReduceVar
 from ascendsched.errors import ScheduleError, UnsupportedError
-from ascendsched.lower.ir import Affine
+from ascendsched.lower.affine import Affine
 
 
 @dataclass(frozen=True)

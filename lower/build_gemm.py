@@ -11,7 +11,7 @@ Per output tile (``m x n``, coordinates from the persistent loop and the swizzle
         [M]    mmad      c_l0 <- a_l0, b_l0   cmatrixInitVal = (first K step)
     [FIX] fixpipe C tile <- c_l0          (NZ -> ND, f32 -> f16/bf16, valid region only)
 
-Padding (lower/ir.py "Cube"): tiles are whole fractals on chip, but Mmad reads only what the
+Padding (lower/cube_ops.py): tiles are whole fractals on chip, but Mmad reads only what the
 copies loaded: its m and n are the tile's valid rows and columns (``_mmad_mn``) and k the exact K
 of each step; the rest of a fractal is ignored (asc-devkit docs Mmad.md:285-287). L1 bytes no
 copy wrote (rows of an edge tile beyond the valid ones) would be stale or, on a core's first
@@ -32,26 +32,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ascendsched.errors import CapacityError, UnsupportedError
-from ascendsched.lower.ir import (
-    BLOCK_IDX,
+from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.cube_ops import (
     CUBE_FRACTAL_BYTES,
     CUBE_PARAM_RANGES,
     CUBE_ROWS,
     FIXPIPE_QUANT,
     MMAD_DTYPES,
-    Affine,
-    Buffer,
-    Cond,
-    For,
-    GmTensor,
-    If,
-    Instr,
-    Kernel,
-    Program,
-    Stmt,
     cube_c0,
     make_cube_instr,
 )
+from ascendsched.lower.ir import BLOCK_IDX, Buffer, For, GmTensor, If, Instr, Kernel, Program, Stmt
 from ascendsched.schedule.gemm import GemmSchedule, GemmTiling, TileClass
 from ascendsched.target import CoreType, Scope, Target
 
@@ -302,7 +293,7 @@ class _Builder:
     def _nd2nz(self, l1: str, gm: str, off: Affine, l1copy: Affine, rows: int, cols: int,
                src_cols: int, l1_rows: int, what: str, nd_num: int = 1) -> Instr:
         """GM row-major ``rows x cols`` (row length ``src_cols``) -> L1 nz with ``l1_rows``
-        rows per column group (Nd2NzParams: lower/ir.py ``copy_gm_l1``). ``nd_num`` > 1
+        rows per column group (Nd2NzParams: lower/cube_ops.py ``copy_gm_l1``). ``nd_num`` > 1
         copies the same rows again below them (ND matrix i at L1 row ``i * rows``)."""
         d = self.sp.in_dtype
         return make_cube_instr(
@@ -318,7 +309,7 @@ class _Builder:
 
         Zz puts fractal (mb, kg) at ``(mb * Kp/C0 + kg) * F``. Plain LoadData walks either one
         16-row block (repeat over kg) or one K group (repeat over mb): whichever needs fewer
-        calls (lower/ir.py ``load_l0a``: src step ``srcStride*F``, dst step ``(dstGap+1)*F``).
+        calls (lower/cube_ops.py ``load_l0a``: src step ``srcStride*F``, dst step ``(dstGap+1)*F``).
         """
         sp, t, f, c0 = self.sp, self.t, self.f, self.c0
         kp = -(-ks // c0) * c0

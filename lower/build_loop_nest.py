@@ -43,20 +43,10 @@ from ascendsched.algo.expr import (
     Unary,
 )
 from ascendsched.errors import ScheduleError, UnsupportedError
+from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.bounds import Axis, _Bounds
 from ascendsched.lower.expand_math import expand_math
-from ascendsched.lower.ir import (
-    BLOCK_IDX,
-    Affine,
-    Buffer,
-    Cond,
-    For,
-    GmTensor,
-    If,
-    Kernel,
-    Program,
-    Stmt,
-)
+from ascendsched.lower.ir import BLOCK_IDX, Buffer, For, GmTensor, If, Kernel, Program, Stmt
 from ascendsched.lower.select_vector import _ExprGen
 from ascendsched.lower.several_outputs import check_output_tiles
 from ascendsched.lower.tile_memory import Layout, _TileMemory

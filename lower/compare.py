@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ascendsched.lower.ir import Affine, Buffer, Cond, For, If, Instr, Kernel, Region, Stmt
+from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.ir import Buffer, For, If, Instr, Kernel, Region, Stmt
 
-# Cube op parameters that are GM strides (lower/ir.py: Nd2NzParams srcDValue and
+# Cube op parameters that are GM strides (lower/cube_ops.py: Nd2NzParams srcDValue and
 # srcNdMatrixStride, FixpipeParamsV220 dstStride and dstNdStride), so they follow the GM shapes.
 GM_STRIDE_PARAMS: dict[str, frozenset[str]] = {
     "copy_gm_l1": frozenset(["srcDValue", "srcNdMatrixStride"]),

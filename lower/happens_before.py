@@ -47,7 +47,9 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ascendsched.lower.ir import Affine, Instr, Kernel, same_pipe_ordered
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.cube_ops import same_pipe_ordered
+from ascendsched.lower.ir import Instr, Kernel
 from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, kernel_instrs
 from ascendsched.lower.sync_chains import ChainRelations, point_text, union_of
 from ascendsched.lower.sync_text import Flag, flag_pair_levels

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 from ascendsched.algo.expr import Const, Expr, IndexArith, IndexVar, ReduceVar
 from ascendsched.dtypes import DType, float16, float32
 from ascendsched.errors import UnsupportedError
-from ascendsched.lower.ir import Affine, Dim, Region
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import Dim, Region
 
 if TYPE_CHECKING:
     from ascendsched.lower.select_vector import _ExprGen

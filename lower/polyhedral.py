@@ -38,9 +38,9 @@ from functools import cached_property
 import islpy as isl
 
 from ascendsched.errors import InternalCompilerError, NotAffineError
+from ascendsched.lower.cube_ops import CUBE_OPS, cube_footprints, cube_params, same_pipe_ordered
 from ascendsched.lower.ir import (
     BLOCK_IDX,
-    CUBE_OPS,
     DMA_OPS,
     VECTOR_OPS,
     Affine,
@@ -51,9 +51,6 @@ from ascendsched.lower.ir import (
     Kernel,
     Region,
     Stmt,
-    cube_footprints,
-    cube_params,
-    same_pipe_ordered,
 )
 from ascendsched.target.model import CoreType, Pipe
 
@@ -233,8 +230,8 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                 if not shared and s.id > d.id:
                     continue  # no common loop and the sink first in the text: never before
                 order = before.get((s.id, d.id))
-                if order is None:
-                    order = before[(s.id, d.id)] = program_order(s, d, shapes)
+                if order is None:  # the access relations hold the domains already
+                    order = before[(s.id, d.id)] = program_order(s, d, shapes, domains=False)
                 rel = sa.relation.apply_range(da.relation.reverse())
                 rel = rel.intersect(order)
                 if rel.is_empty():
@@ -288,11 +285,14 @@ def coalesced(m: isl.Map) -> isl.Map:
         return m
 
 
-def program_order(a: InstrInfo, b: InstrInfo, cache: dict | None = None) -> isl.Map:
+def program_order(a: InstrInfo, b: InstrInfo, cache: dict | None = None, *,
+                  domains: bool = True) -> isl.Map:
     """Instances of ``a`` before instances of ``b`` in program order, in one block: their
     common loops lexicographically before, or equal when ``a`` comes first in the text.
     ``cache``: a dict in which relations of statement pairs with the same domains, common
-    loops and text order are shared (they differ only in their tuple names)."""
+    loops and text order are shared (they differ only in their tuple names).
+    ``domains=False``: the order alone, not restricted to the statements' instances (for
+    intersecting with relations that are; shared by every pair with the same loop counts)."""
     m = 0
     while m < min(len(a.loop_paths), len(b.loop_paths)) and a.loop_paths[m] == b.loop_paths[m]:
         m += 1
@@ -301,17 +301,19 @@ def program_order(a: InstrInfo, b: InstrInfo, cache: dict | None = None) -> isl.
     else:
         j = next(i for i, (x, y) in enumerate(zip(a.path, b.path)) if x != y)
         strict = a.path[j] > b.path[j]  # a after b in the text: a later iteration only
-    if cache is None or not a.domain_key or not b.domain_key:
-        return _program_order(a, b, m, strict)
-    key = ("po shape", a.domain_key, b.domain_key, m, strict)
+    if cache is None or (domains and (not a.domain_key or not b.domain_key)):
+        return _program_order(a, b, m, strict, domains)
+    key = ("po shape", a.domain_key, b.domain_key, m, strict) if domains else \
+        ("po loops", len(a.loops), len(b.loops), m, strict)
     got = cache.get(key)
     if got is None:
-        got = cache[key] = _program_order(a, b, m, strict)
+        got = cache[key] = _program_order(a, b, m, strict, domains)
     return got.set_tuple_name(isl.dim_type.in_, a.name).set_tuple_name(isl.dim_type.out,
                                                                       b.name)
 
 
-def _program_order(a: InstrInfo, b: InstrInfo, m: int, strict: bool) -> isl.Map:
+def _program_order(a: InstrInfo, b: InstrInfo, m: int, strict: bool, domains: bool = True
+                   ) -> isl.Map:
     na = {v: f"a{j}" for j, v in enumerate((BLOCK_IDX,) + a.loop_vars)}
     nb = {v: f"b{j}" for j, v in enumerate((BLOCK_IDX,) + b.loop_vars)}
     xs = [na[v] for v in a.loop_vars[:m]]
@@ -323,8 +325,9 @@ def _program_order(a: InstrInfo, b: InstrInfo, m: int, strict: bool) -> isl.Map:
     lex = " or ".join(f"({o})" for o in ors) if ors else "false"
     dom = ", ".join(na[v] for v in (BLOCK_IDX,) + a.loop_vars)
     rng = ", ".join(nb[v] for v in (BLOCK_IDX,) + b.loop_vars)
-    return isl.Map(f"{{ {a.name}[{dom}] -> {b.name}[{rng}] : {na[BLOCK_IDX]} = {nb[BLOCK_IDX]} "
-                   f"and ({lex}) }}").intersect_domain(a.domain).intersect_range(b.domain)
+    order = isl.Map(f"{{ {a.name}[{dom}] -> {b.name}[{rng}] : {na[BLOCK_IDX]} = "
+                    f"{nb[BLOCK_IDX]} and ({lex}) }}")
+    return order.intersect_domain(a.domain).intersect_range(b.domain) if domains else order
 
 
 def instr_accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:

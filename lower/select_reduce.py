@@ -14,7 +14,8 @@ from dataclasses import replace
 import numpy as np
 
 from ascendsched.errors import UnsupportedError
-from ascendsched.lower.ir import Affine, Dim, Instr, Region, Stmt
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import Dim, Instr, Region, Stmt
 from ascendsched.lower.vector_instrs import Val
 from ascendsched.schedule.ub_budget import halving_fits
 from ascendsched.target import Pipe

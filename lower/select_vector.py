@@ -31,9 +31,9 @@ from ascendsched.algo.expr import (
 )
 from ascendsched.dtypes import DType, as_dtype, store
 from ascendsched.errors import UnsupportedError
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.bounds import Axis
 from ascendsched.lower.index_values import index_value
-from ascendsched.lower.ir import Affine
 from ascendsched.lower.select_reduce import _Reductions
 from ascendsched.lower.tile_memory import Layout
 from ascendsched.lower.vector_instrs import Val, _VectorInstrs

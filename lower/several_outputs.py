@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ascendsched.errors import ScheduleError
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.bounds import Axis
-from ascendsched.lower.ir import Affine
 
 if TYPE_CHECKING:
     from ascendsched.lower.build_loop_nest import _Builder

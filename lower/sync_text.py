@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ascendsched.lower.ir import Affine, Cond
+from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.polyhedral import InstrInfo
 from ascendsched.target.model import CoreType, Pipe
 
@@ -116,9 +116,8 @@ class SyncText:
                        ) -> tuple | None:
         """A barrier or flag (key) that orders, without isl, every s -> t pair carried by the
         common loop ``var`` (s in an earlier iteration of it, the loops outside it equal), or
-        None: a barrier, or a set and its wait placed in one body (set first), inside that loop
-        and no deeper loop (only Ifs between) in a body that also holds s, after s's branch, or
-        holds t, before t's branch. It runs in every iteration in which s (or t) runs, after s
+        None: a barrier, or a set and its wait placed in one body (set first), in a body
+        inside that loop that also holds s, after s's branch, or holds t, before t's branch. It runs in every iteration in which s (or t) runs, after s
         in s's iteration or before t in t's; the wait meets the set of its own run (the
         pattern alternates), and pipe order does the rest."""
         for key in self._cached(("carried", s.id, t.id, var),
@@ -183,12 +182,15 @@ class SyncText:
             return []
         out = []
 
+        loop = s.loop_paths[j]
+
         def beside(x: InstrInfo, y: InstrInfo) -> bool:
-            """x..y (x == y: a barrier) inside the loop, no deeper loop, after s's branch in a
-            body holding s or before t's in a body holding t."""
-            if x.loop_paths != s.loop_paths[:j + 1]:
-                return False
+            """x..y (x == y: a barrier) in a body inside the loop that holds s, after s's
+            branch, or holds t, before t's branch: they run in the same iteration of the loop
+            (and of every loop inside it around that body) as s, after it, or as t, before it."""
             body, d = x.path[:-1], len(x.path) - 1
+            if len(body) <= len(loop) or body[:len(loop)] != loop:
+                return False  # not inside the loop's body
             return (len(s.path) > d and s.path[:d] == body and x.path[-1] > s.path[d]) or \
                 (len(t.path) > d and t.path[:d] == body and y.path[-1] < t.path[d])
 

@@ -14,8 +14,9 @@ import numpy as np
 
 from ascendsched.algo.expr import Tensor
 from ascendsched.dtypes import DType
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.bounds import Axis
-from ascendsched.lower.ir import Affine, Buffer, Dim, For, Instr, Region, Stmt
+from ascendsched.lower.ir import Buffer, Dim, For, Instr, Region, Stmt
 from ascendsched.target import Pipe, Scope
 
 

@@ -23,7 +23,8 @@ import numpy as np
 
 from ascendsched.dtypes import DType, uint8
 from ascendsched.errors import UnsupportedError
-from ascendsched.lower.ir import Affine, Dim, For, Instr, Region, Stmt
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import Dim, For, Instr, Region, Stmt
 from ascendsched.target import Pipe
 
 

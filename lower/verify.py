@@ -44,14 +44,13 @@ import weakref
 from collections.abc import Callable
 
 from ascendsched.errors import InternalCompilerError
+from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.cube_ops import CUBE_OPS
 from ascendsched.lower.ir import (
     BLOCK_IDX,
-    CUBE_OPS,
     DMA_OPS,
     SYNC_OPS,
     VECTOR_OPS,
-    Affine,
-    Cond,
     For,
     If,
     Instr,

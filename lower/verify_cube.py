@@ -10,18 +10,17 @@ from functools import lru_cache
 
 import numpy as np
 
-from ascendsched.lower.ir import (
+from ascendsched.lower.affine import Cond
+from ascendsched.lower.cube_ops import (
     CUBE_PARAMS,
     CUBE_PIPES,
     CUBE_SCOPES,
     FIXPIPE_QUANT,
     MMAD_DTYPES,
-    AttrValue,
-    Cond,
-    Dim,
     cube_footprints,
     squeeze_dims,
 )
+from ascendsched.lower.ir import AttrValue, Dim
 from ascendsched.lower.verify_site import OpRule, Site, aligned
 from ascendsched.target.model import Scope
 

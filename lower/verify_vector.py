@@ -5,7 +5,7 @@ docstring states them (one ``OpRule`` per op in ``VECTOR_CHECKS``)."""
 from __future__ import annotations
 
 from ascendsched.dtypes import uint8
-from ascendsched.lower.ir import Affine
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.verify_site import OpRule, Site, View, aligned, fail_unaligned, view
 from ascendsched.target.model import Pipe, Scope
 

@@ -360,7 +360,7 @@ class GemmSchedule:
 
     def _n_granule(self) -> int:
         """N granule: 16 (L0B/L0C fractal), but int8 B (K, N) sits in L1 with N along C0 (32)
-        and its LoadDataWithTranspose fills 32 columns at a time (lower/ir.py load_l0b)."""
+        and its LoadDataWithTranspose fills 32 columns at a time (lower/cube_ops.py load_l0b)."""
         sp, g = self.spec, self.geometry
         return g.c0(1) if sp.in_dtype.bytes == 1 and not sp.trans_b else g.rows
 

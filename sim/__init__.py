@@ -7,15 +7,15 @@ flag and budget errors; ``traces_match`` compares two traces (e.g. IR vs emitted
 ``write_chrome_trace`` / ``write_png`` export its timeline.
 """
 
-from ascendsched.sim.checker import (
+from ascendsched.sim.check_report import (
     BudgetError,
     CheckReport,
     Deadlock,
     EventRef,
     FlagError,
     Race,
-    check_trace,
 )
+from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import SimResult, run_kernel
 from ascendsched.sim.timeline import write_chrome_trace, write_png
 from ascendsched.sim.timing import TimingReport, model_time

@@ -29,7 +29,9 @@ import math
 from dataclasses import dataclass
 
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.ir import CUBE_LOAD_OPS, VECTOR_OPS, Affine, Instr, Kernel, Region, cube_c0
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.cube_ops import CUBE_LOAD_OPS, cube_c0
+from ascendsched.lower.ir import VECTOR_OPS, Instr, Kernel, Region
 from ascendsched.target.costs import GIB, CostModel, interp_cores
 from ascendsched.target.model import Pipe, Scope, Target
 

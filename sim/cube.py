@@ -1,9 +1,9 @@
 """Execution of the Cube (AIC) ops of kernel IR, straight from their AscendC parameters.
 
 Every handler computes the element addresses an op touches from its params alone (the layout
-formulas of ``lower/ir.py``'s "Cube (AIC)" section, written out here independently of
-``ir.cube_footprints``), moves or computes the values with numpy, and records the exact bytes
-for the trace. The regions only supply tensor, copy and start offset; the verifier
+formulas of ``lower/cube_ops.py``'s docstring, written out here independently of
+``cube_ops.cube_footprints``), moves or computes the values with numpy, and records the exact
+bytes for the trace. The regions only supply tensor, copy and start offset; the verifier
 (``lower/verify_cube.py``, run by ``run_kernel``) has checked that their dims equal the
 footprint the params imply, so the polyhedral model, which uses the dims, sees the same bytes,
 and that params, scopes, alignment, bounds, dtypes and modes keep the contract. The one check
@@ -27,11 +27,11 @@ import numpy as np
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.ir import (
+from ascendsched.lower.affine import Cond
+from ascendsched.lower.cube_ops import (
     CUBE_BLOCK_BYTES,
     CUBE_FRACTAL_BYTES,
     CUBE_ROWS,
-    Cond,
 )
 from ascendsched.sim.trace import Interval
 from ascendsched.target.model import Scope

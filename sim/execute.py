@@ -5,13 +5,13 @@ program order. Memory is bytes: GM tensors are byte arrays (bfloat16 as 16-bit p
 memory-planned kernel (every buffer has ``offsets``) each on-chip scope of each block is ONE byte
 array of the scope's capacity and every buffer copy lives at its planned offset, so two live
 buffers that overlap produce wrong numbers; unplanned kernels give every buffer copy its own
-array. Ops follow the semantics in ``lower/ir.py``'s docstring; each op is one entry of
-``_HANDLERS`` (``sim/machine.py``, which runs the programs; the DMA and vector ops are in
-``sim/vector.py``, the cube ops in ``sim/cube.py``). The kernel must keep the IR contract:
-``run_kernel`` runs ``lower/verify.py`` first (its ``InternalCompilerError`` names the
-instruction and the rule), and the handlers trust it; what only execution can tell (a
-block-broadcast source holding one value, an Mmad reading bytes no copy loaded, a cross-core
-deadlock) the handlers check themselves.
+array. Ops follow the semantics in the docstrings of ``lower/ir.py`` and (cube ops)
+``lower/cube_ops.py``; each op is one entry of ``_HANDLERS`` (``sim/machine.py``, which runs the
+programs; the DMA and vector ops are in ``sim/vector.py``, the cube ops in ``sim/cube.py``).
+The kernel must keep the IR contract: ``run_kernel`` runs ``lower/verify.py`` first (its
+``InternalCompilerError`` names the instruction and the rule), and the handlers trust it; what
+only execution can tell (a block-broadcast source holding one value, an Mmad reading bytes no
+copy loaded, a cross-core deadlock) the handlers check themselves.
 
 Choices where ir.py is silent (each a single place in those modules):
 - Output tensors start as 0xFF bytes (NaN for floats), so unwritten outputs show; workspaces

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.ir import BLOCK_IDX, VECTOR_OPS, Affine, For, If, Instr, Kernel, Stmt
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import BLOCK_IDX, VECTOR_OPS, For, If, Instr, Kernel, Stmt
 from ascendsched.sim.costs import (
     KIND_DMA,
     KIND_MMAD,

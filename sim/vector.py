@@ -15,7 +15,7 @@ import numpy as np
 
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
-from ascendsched.lower.ir import Affine
+from ascendsched.lower.affine import Affine
 from ascendsched.sim.precision import approx_unary, tree_sum
 from ascendsched.sim.trace import Interval, merge_intervals
 

@@ -6,7 +6,7 @@ tile an L1 K loop (``kl``, tile tk, ``l1_copies`` buffers) and inside it an L0 K
 tile tk0, ``l0_copies`` buffers), then one fixpipe per tile (L0C ``c_copies`` buffers). Tails
 of M, N and K get their own instructions under ``If`` conditions (the params are static), an
 M tail of one row runs Mmad with m = 16 (never GEMV). Layouts and parameter recipes are the
-ones of ``lower/ir.py``'s "Cube (AIC)" section; ``trans_a`` / ``trans_b`` load A as (K, M) /
+ones of ``lower/cube_ops.py``'s docstring; ``trans_a`` / ``trans_b`` load A as (K, M) /
 B as (N, K) from GM. ``reference`` is the numpy result with the hardware's arithmetic.
 """
 
@@ -18,21 +18,9 @@ import numpy as np
 
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
-from ascendsched.lower.ir import (
-    BLOCK_IDX,
-    Affine,
-    Buffer,
-    Cond,
-    For,
-    GmTensor,
-    If,
-    Instr,
-    Kernel,
-    Program,
-    Stmt,
-    cube_c0,
-    make_cube_instr,
-)
+from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.cube_ops import cube_c0, make_cube_instr
+from ascendsched.lower.ir import BLOCK_IDX, Buffer, For, GmTensor, If, Instr, Kernel, Program, Stmt
 from ascendsched.target import ASCEND_910B, CoreType, Scope
 
 R = 16  # fractal rows

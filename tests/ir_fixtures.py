@@ -6,17 +6,8 @@ These exist so that passes can be tested before and independently of ``build_loo
 from __future__ import annotations
 
 from ascendsched.dtypes import float16, float32
-from ascendsched.lower.ir import (
-    BLOCK_IDX,
-    Affine,
-    Buffer,
-    For,
-    GmTensor,
-    Instr,
-    Kernel,
-    Program,
-    view,
-)
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import BLOCK_IDX, Buffer, For, GmTensor, Instr, Kernel, Program, view
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
 
 

@@ -77,3 +77,20 @@ def test_a_compile_failure_is_recorded_and_the_sweep_goes_on(vadd_space, evaluat
     again = tune(vadd_space, strategy="exhaustive", evaluator=evaluator, progress=False,
                  default=False)
     assert again.fresh == 0 and len(again.failures) == len(fails)
+
+
+def test_a_guided_search_evaluates_the_seeds_first(evaluator):
+    from ascendsched.autotune import library_space
+
+    sp = library_space("gemm", 1024, 1024, 1024)
+    seeds = [p for p in sp.seed_points() if sp.check(p).legal]
+    assert len(seeds) >= 3
+    res = tune(sp, strategy="tpe", budget=len(seeds) + 1, seed=0, evaluator=evaluator,
+               progress=False)
+    assert [t.point for t in res.trials[:len(seeds)]] == seeds
+    # the default schedule is the first seed, so tuning is never slower than it
+    assert str(res.trials[0].schedule) == str(res.default.schedule)
+    assert res.best.evaluation.time_s <= res.default.evaluation.time_s
+    cold = tune(sp, strategy="tpe", budget=2, seed=0, evaluator=evaluator, progress=False,
+                default=False, warm_start=False)
+    assert [t.point for t in cold.trials] != seeds[:2]

@@ -76,3 +76,28 @@ def test_restrict_keeps_only_given_choices(vadd_space):
 def test_default_space_picks_the_cube_for_a_gemm():
     assert default_space(L.gemm(128, 128, 128)).param("tm")
     assert default_space(L.softmax(8, 512)).param("rows")
+
+
+def test_the_gemm_space_holds_catlass_basic_matmul_and_it_is_legal():
+    # hicann/catlass examples/00_basic_matmul: L1 128 x 256 x 256, L0 K 64, L1 and L0A/L0B
+    # ping-pong, one L0C tile, every AIC, GemmIdentityBlockSwizzle<3, 0>
+    sp = library_space("gemm", 4096, 4096, 4096)
+    catlass = (128, 256, 256, 64, 2, 2, 1, sp.target.num_aic, 3, "m")
+    assert catlass in sp.seed_points()
+    c = sp.check(catlass)
+    assert c.legal, c.message
+    t = c.schedule.tiling
+    assert (t.tm, t.tn, t.tk, t.k0) == (128, 256, 256, 64)
+    assert (t.l1_copies, t.l0_copies, t.l0c_copies, t.cores) == (2, 2, 1, 24)
+    assert (t.swizzle.width, t.swizzle.direction) == (3, "m")
+    # the default generator's best-estimated tiling is a seed too, and a legal point
+    first = sp.seed_points()[0]
+    assert sp.check(first).legal
+
+
+def test_seeds_outside_the_choices_are_dropped():
+    sp = library_space("gemm", 1024, 1024, 1024)
+    assert any(pt[8] == 3 for pt in sp.seed_points())  # CATLASS' swizzle(3, "m")
+    narrow = sp.restrict("swizzle_w", (1, 4))
+    assert narrow.seed_points() == [pt for pt in sp.seed_points() if pt[8] in (1, 4)]
+    assert narrow.seed_points() and all(pt[8] != 3 for pt in narrow.seed_points())

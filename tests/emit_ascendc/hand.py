@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ascendsched.lower.ir import Affine, For, Instr, Kernel
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import For, Instr, Kernel
 from ascendsched.target import CoreType, Pipe
 
 

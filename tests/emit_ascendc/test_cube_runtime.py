@@ -216,7 +216,7 @@ static void transpose_b32() {
     dump_all(0, c);
 }
 
-// fp16 (M x K) x (K x N) -> half for any M, N, K in 1..128 (argv): the recipe of lower/ir.py
+// fp16 (M x K) x (K x N) -> half for any M, N, K in 1..128 (argv): the recipe of lower/cube_ops.py
 static int M_ = 0, K_ = 0, N_ = 0;
 static void gemm_any() {
     const int M = M_, K = K_, N = N_;
@@ -583,7 +583,7 @@ def test_load_with_transpose_b32_square(harness, tmp_path):
        seed=st.integers(0, 2**16))
 def test_random_shapes_equal_numpy(harness, tmp_path_factory, m, k, n, seed):
     """Any fp16 shape up to 128 through Nd2Nz, LoadData (A plain, B transposed), Mmad and
-    Fixpipe F322F16, with the recipe of lower/ir.py: bit-equal to numpy's float64 product
+    Fixpipe F322F16, with the recipe of lower/cube_ops.py: bit-equal to numpy's float64 product
     rounded to fp32 then fp16 (m == 1 runs Mmad with m = 2 over a copied row: never GEMV, and
     never over rows no copy loaded)."""
     d = tmp_path_factory.mktemp("any")

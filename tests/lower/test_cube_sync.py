@@ -21,7 +21,8 @@ from ascendsched.lower.remove_redundant_sync import (
     drop_channels,
     remove_redundant_sync,
 )
-from ascendsched.sim.checker import CheckReport, check_trace
+from ascendsched.sim.check_report import CheckReport
+from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import ASCEND_910B, Pipe, Scope
 from tests.cube_fixtures import CASES, case, gemm_kernel, inputs, planned, reference
@@ -215,7 +216,8 @@ def test_a_fallback_that_drops_an_ordering_is_caught(monkeypatch: pytest.MonkeyP
 
     import ascendsched.lower.allocate_event_ids as alloc
     from ascendsched.errors import InternalCompilerError
-    from ascendsched.lower.ir import Affine, Instr
+    from ascendsched.lower.affine import Affine
+    from ascendsched.lower.ir import Instr
     from ascendsched.lower.pipeline import lower
 
     def old_tighten(s: Instr) -> tuple:

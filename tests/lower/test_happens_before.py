@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from ascendsched.algo import library as L
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.happens_before import SyncOracle, unordered_dependences
 from ascendsched.lower.insert_sync import place_syncs
-from ascendsched.lower.ir import Affine, For, Instr
+from ascendsched.lower.ir import For, Instr
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync

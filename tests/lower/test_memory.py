@@ -7,8 +7,9 @@ import warnings
 import pytest
 
 from ascendsched.errors import BufferingWarning, CapacityError
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
-from ascendsched.lower.ir import Affine, Buffer, For, Instr, Kernel, Program, view
+from ascendsched.lower.ir import Buffer, For, Instr, Kernel, Program, view
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope

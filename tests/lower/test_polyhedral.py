@@ -6,7 +6,8 @@ import islpy as isl
 import pytest
 
 from ascendsched.errors import NotAffineError
-from ascendsched.lower.ir import Affine, For, Instr, Kernel, view
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import For, Instr, Kernel, view
 from ascendsched.lower.polyhedral import DepKind, analyze_dependences, kernel_instrs
 from ascendsched.target import Pipe
 from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel

@@ -8,11 +8,12 @@ import warnings
 import numpy as np
 import pytest
 
+from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.allocate_event_ids import EventIdPressureWarning, allocate_event_ids
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.insert_sync import insert_sync, place_syncs, sync_stats
-from ascendsched.lower.ir import Affine, Cond, For, If, Instr, Kernel, view
+from ascendsched.lower.ir import For, If, Instr, Kernel, view
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.lower.polyhedral import analyze_dependences

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ascendsched.dtypes import DType, float16
-from ascendsched.lower.ir import Affine, Buffer, For, GmTensor, Instr, Kernel, Program, Stmt
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import Buffer, For, GmTensor, Instr, Kernel, Program, Stmt
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
 from tests.ir_fixtures import vadd_kernel
 

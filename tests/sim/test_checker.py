@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from ascendsched.dtypes import float16
-from ascendsched.lower.ir import BLOCK_IDX, Affine, For, Instr, Kernel, Program, Region, Stmt, view
-from ascendsched.sim.checker import CheckReport, check_trace
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import BLOCK_IDX, For, Instr, Kernel, Program, Region, Stmt, view
+from ascendsched.sim.check_report import CheckReport
+from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, TraceEvent
 from ascendsched.target import ASCEND_910B, CoreType

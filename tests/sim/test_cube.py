@@ -10,17 +10,9 @@ import pytest
 
 from ascendsched import dtypes as dt
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.ir import (
-    Affine,
-    Buffer,
-    Dim,
-    GmTensor,
-    Instr,
-    Kernel,
-    Program,
-    Region,
-    make_cube_instr,
-)
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.cube_ops import make_cube_instr
+from ascendsched.lower.ir import Buffer, Dim, GmTensor, Instr, Kernel, Program, Region
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
 from tests.cube_fixtures import (

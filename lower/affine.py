@@ -1,0 +1,184 @@
+"""Quasi-affine index expressions over loop variables (``Affine``) and comparisons (``Cond``).
+
+Kernel IR writes every index with them: a Region's element offset and buffer copy, an event id,
+a loop-variable scalar; ``If`` conditions and mmad's ``cmatrixInitVal`` are ``Cond``. Terms are
+``c*var``, ``c*(var mod m)`` and ``c*floor(expr/d)``, kept sorted so that equal expressions
+compare equal::
+
+    Affine.of("k") * 2048 + Affine.mod("k", 2)        # 2048*k + (k % 2)
+    Cond(Affine.of("k"), "<", 3).evaluate({"k": 1})   # True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ascendsched.errors import InternalCompilerError
+
+
+@dataclass(frozen=True)
+class Affine:
+    """Quasi-affine: ``const + sum(c*var) + sum(c*(var mod m)) + sum(c*floor(expr/d))``.
+
+    ``divs`` hold floor divisions of (non-negative) affine expressions by positive constants;
+    they let fused and core-bound tile loops recover per-axis tile indices.
+    """
+
+    const: int = 0
+    terms: tuple[tuple[str, int], ...] = ()  # (var, coeff), sorted by var, coeff != 0
+    mods: tuple[tuple[str, int, int], ...] = ()  # (var, modulus, coeff), sorted
+    divs: tuple[tuple[Affine, int, int], ...] = ()  # (numerator, divisor, coeff)
+
+    @staticmethod
+    def of(value: Affine | int | str) -> Affine:
+        if isinstance(value, Affine):
+            return value
+        if isinstance(value, str):
+            return Affine(0, ((value, 1),))
+        if isinstance(value, int):
+            return Affine(int(value))
+        raise InternalCompilerError(f"cannot make an affine expression of {value!r}")
+
+    @staticmethod
+    def mod(var: str, modulus: int, coeff: int = 1) -> Affine:
+        return Affine(0, (), ((var, modulus, coeff),))
+
+    def floordiv(self, d: int) -> Affine:
+        """``floor(self / d)`` (self must be non-negative where evaluated)."""
+        if d == 1:
+            return self
+        if self.is_const:
+            return Affine(self.const // d)
+        return Affine(0, (), (), ((self, d, 1),))
+
+    def modulo(self, d: int) -> Affine:
+        """``self mod d`` as ``self - d*floor(self/d)``; a plain variable keeps a mod term."""
+        if d == 1:
+            return Affine()
+        if self.is_const:
+            return Affine(self.const % d)
+        if self.const == 0 and not self.mods and not self.divs and self.terms == ((self.terms[0][0], 1),):
+            return Affine.mod(self.terms[0][0], d)
+        return self - self.floordiv(d) * d
+
+    def __add__(self, other: Affine | int | str) -> Affine:
+        o = Affine.of(other)
+        terms = dict(self.terms)
+        for v, c in o.terms:
+            terms[v] = terms.get(v, 0) + c
+        mods: dict[tuple[str, int], int] = {(v, m): c for v, m, c in self.mods}
+        for v, m, c in o.mods:
+            mods[(v, m)] = mods.get((v, m), 0) + c
+        divs: dict[tuple[Affine, int], int] = {(a, d): c for a, d, c in self.divs}
+        for a, d, c in o.divs:
+            divs[(a, d)] = divs.get((a, d), 0) + c
+        return Affine(
+            self.const + o.const,
+            tuple(sorted((v, c) for v, c in terms.items() if c)),
+            tuple(sorted((v, m, c) for (v, m), c in mods.items() if c)),
+            tuple(sorted(((a, d, c) for (a, d), c in divs.items() if c), key=str)),
+        )
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Affine | int | str) -> Affine:
+        return self + Affine.of(other) * -1
+
+    def __mul__(self, k: int) -> Affine:
+        if not isinstance(k, int):
+            raise InternalCompilerError(f"affine expressions scale by integers only, not {k!r}")
+        if k == 0:
+            return Affine()
+        return Affine(
+            self.const * k,
+            tuple((v, c * k) for v, c in self.terms),
+            tuple((v, m, c * k) for v, m, c in self.mods),
+            tuple((a, d, c * k) for a, d, c in self.divs),
+        )
+
+    __rmul__ = __mul__
+
+    @property
+    def is_const(self) -> bool:
+        return not self.terms and not self.mods and not self.divs
+
+    def vars(self) -> frozenset[str]:
+        out = frozenset([v for v, _ in self.terms] + [v for v, _, _ in self.mods])
+        for a, _, _ in self.divs:
+            out |= a.vars()
+        return out
+
+    def evaluate(self, env: dict[str, int]) -> int:
+        try:
+            return (
+                self.const
+                + sum(c * env[v] for v, c in self.terms)
+                + sum(c * (env[v] % m) for v, m, c in self.mods)
+                + sum(c * (a.evaluate(env) // d) for a, d, c in self.divs)
+            )
+        except KeyError as e:
+            raise InternalCompilerError(f"affine {self} uses unbound variable {e}") from None
+
+    def substitute(self, var: str, value: Affine) -> Affine:
+        """Replace ``var`` by ``value`` (mod terms of ``var`` need a constant value)."""
+        out = Affine(self.const, tuple((v, c) for v, c in self.terms if v != var),
+                     tuple(t for t in self.mods if t[0] != var))
+        for a, d, c in self.divs:
+            out = out + a.substitute(var, value).floordiv(d) * c
+        for v, c in self.terms:
+            if v == var:
+                out = out + value * c
+        for v, m, c in self.mods:
+            if v == var:
+                if not value.is_const:
+                    raise InternalCompilerError(f"cannot substitute {value} into {v} mod {m}")
+                out = out + (value.const % m) * c
+        return out
+
+    def rename(self, names: dict[str, str]) -> Affine:
+        """The same expression over renamed variables (``names``: old -> new; others kept)."""
+        if not names or not (self.vars() & names.keys()):
+            return self
+        return Affine(
+            self.const,
+            tuple(sorted((names.get(v, v), c) for v, c in self.terms)),
+            tuple(sorted((names.get(v, v), m, c) for v, m, c in self.mods)),
+            tuple(sorted(((a.rename(names), d, c) for a, d, c in self.divs), key=str)),
+        )
+
+    def __str__(self) -> str:
+        parts = []
+        for v, c in self.terms:
+            parts.append(v if c == 1 else f"{c}*{v}")
+        for v, m, c in self.mods:
+            parts.append(f"({v} % {m})" if c == 1 else f"{c}*({v} % {m})")
+        for a, d, c in self.divs:
+            parts.append(f"(({a}) / {d})" if c == 1 else f"{c}*(({a}) / {d})")
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts).replace("+ -", "- ")
+
+    def c_expr(self) -> str:
+        """The expression as C text (same as ``str``: ``%`` and ``*`` are valid C)."""
+        return str(self)
+
+
+@dataclass(frozen=True)
+class Cond:
+    """``lhs op rhs`` with op in ``< <= == >=`` over affine expressions."""
+
+    lhs: Affine
+    op: str
+    rhs: int
+
+    def __post_init__(self) -> None:
+        if self.op not in ("<", "<=", "==", ">="):
+            raise InternalCompilerError(f"unknown comparison {self.op!r}")
+
+    def evaluate(self, env: dict[str, int]) -> bool:
+        v = self.lhs.evaluate(env)
+        return {"<": v < self.rhs, "<=": v <= self.rhs, "==": v == self.rhs,
+                ">=": v >= self.rhs}[self.op]
+
+    def __str__(self) -> str:
+        return f"{self.lhs} {self.op} {self.rhs}"

@@ -1,5 +1,5 @@
-"""``verify``: the one checker of the kernel IR contract (lower/ir.py's docstring), run by the
-pipeline after the build and after the last sync pass.
+"""``verify``: the one checker of the kernel IR contract (the docstrings of lower/ir.py and
+lower/cube_ops.py), run by the pipeline after the build and after the last sync pass.
 
 It reads every limit from ``kernel.target`` and checks statically, for every instance an
 instruction can run (interval bounds over the loop ranges first; isl, with the ``If``
@@ -23,8 +23,8 @@ Rules (the name in parentheses is the one the error gives):
   single-copy buffer (copy); one or two dims for DMA and vector ops, the params' footprint for
   cube ops (dims, footprint); every element inside the tensor (bounds); the op's scopes
   (scope), dtypes (dtype) and views (shape);
-* DMA and vector (lower/verify_vector.py): starts on 32 B (vector reduce destinations: on their WholeReduce alignment)
-  (alignment); column stride 1 (DMA, masks, destinations) or 0 (block-broadcast sources), row
+* DMA and vector (lower/verify_vector.py): starts on 32 B (vector reduce destinations: on
+  their WholeReduce alignment) (alignment); column stride 1 (DMA, masks, destinations) or 0 (block-broadcast sources), row
   strides in whole 32 B blocks up to ``max_rep_stride`` (stride); at most ``max_repeat`` rows
   of at most ``repeat_bytes`` (repeat), ``max_dma_block_count`` DMA rows; fn, round mode,
   scalar and value attrs (attr); the target's vector dtypes and casts (dtype); Brcb source
@@ -161,6 +161,8 @@ def _check_instr(site: Site, events: bool) -> None:
     if len(ins.writes) != rule.writes or len(ins.reads) != rule.reads:
         raise site.fail("operands", f"{ins.op} takes {rule.writes} write and {rule.reads} read "
                                     f"regions")
+    if rule.first is not None:
+        rule.first(site)
     for r in ins.writes + ins.reads:
         check_region(site, r)
     rule.check(site)

@@ -1,8 +1,8 @@
 """The IR contract of the Cube (AIC) ops, for ``lower/verify.py``: each op's attrs are exactly
 its AscendC parameter struct, in the documented ranges of ``kernel.target.cube_param_ranges``;
 its regions sit in the op's scopes, start on the scope's alignment and equal the footprint the
-params imply (``ir.cube_footprints``); no element is written twice; dtypes, modes and fixed
-values are the modelled ones (lower/ir.py's "Cube (AIC)" section)."""
+params imply (``cube_ops.cube_footprints``, in the target's fractal geometry); no element is
+written twice; dtypes, modes and fixed values are the modelled ones (lower/cube_ops.py)."""
 
 from __future__ import annotations
 
@@ -71,12 +71,12 @@ def _check(site: Site) -> None:
             if not aligned(site, r, align):
                 raise site.fail("alignment", f"{role} {r.tensor} starts at element offset "
                                              f"{r.offset}, not {align}-byte aligned in {scope}")
-    for r, box in zip(regions, cube_footprints(ins.op, p, dtypes), strict=True):
+    for r, box in zip(regions, cube_footprints(ins.op, p, dtypes, k.target), strict=True):
         if squeeze_dims(r.dims) != squeeze_dims(box):
             want = ", ".join(f"{d.extent}:{d.stride}" for d in box)
             raise site.fail("footprint", f"region {r} does not match the params' footprint "
                                          f"[{want}] (build cube instructions with "
-                                         "ir.make_cube_instr)")
+                                         "cube_ops.make_cube_instr)")
     if ins.op != "mmad" and not _injective(squeeze_dims(ins.writes[0].dims)):
         raise site.fail("overlap", f"dst {ins.writes[0].tensor}: the instruction writes some "
                                    "elements twice (overlapping destination; the hardware "
@@ -146,4 +146,4 @@ _OWN = {"copy_gm_l1": _same_dtype, "load_l0a": _load2d, "load_l0b": _load2d,
         "load_l0a_transpose": _load_transpose, "load_l0b_transpose": _load_transpose,
         "mmad": _mmad, "fixpipe": _fixpipe}
 CUBE_CHECKS: dict[str, OpRule] = {
-    op: OpRule(CUBE_PIPES[op], 1, len(CUBE_SCOPES[op]) - 1, _check) for op in _OWN}
+    op: OpRule(CUBE_PIPES[op], 1, len(CUBE_SCOPES[op]) - 1, _check, params) for op in _OWN}

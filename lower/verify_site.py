@@ -182,6 +182,8 @@ class OpRule:
     writes: int
     reads: int
     check: Callable[[Site], None]
+    first: Callable[[Site], object] | None = None  # checked before the regions (cube params,
+    # which the regions' footprints derive from)
 
 
 def check_region(site: Site, r: Region) -> None:

@@ -28,11 +28,6 @@ from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Cond
-from ascendsched.lower.cube_ops import (
-    CUBE_BLOCK_BYTES,
-    CUBE_FRACTAL_BYTES,
-    CUBE_ROWS,
-)
 from ascendsched.sim.trace import Interval
 from ascendsched.target.model import Scope
 
@@ -40,7 +35,6 @@ __all__ = ["CUBE_HANDLERS", "POISON_BYTE", "Storage"]
 
 POISON_BYTE = 0xFF  # unwritten cube memory: NaN for every float type, -1 for ints
 _RAW = {1: np.uint8, 2: np.uint16, 4: np.uint32}
-_R = CUBE_ROWS
 
 
 @dataclass(frozen=True)
@@ -180,7 +174,7 @@ def _check_loaded(cx: Any, o: _Opnd, idx: np.ndarray, what: str, dims: tuple[str
 # --------------------------------------------------------------------------- GM -> L1
 def _copy_gm_l1(cx: Any) -> None:
     p, (l1, gm) = _operands(cx)
-    c0 = CUBE_BLOCK_BYTES // l1.eb
+    c0 = cx.m.t.block_bytes // l1.eb
     nd, n, d = p["ndNum"], p["nValue"], p["dValue"]
     dp = _ceil(d, c0) * c0
     i = np.arange(nd, dtype=np.int64)[:, None, None]
@@ -202,36 +196,38 @@ def _copy_gm_l1(cx: Any) -> None:
 # --------------------------------------------------------------------------- L1 -> L0A / L0B
 def _load2d(cx: Any) -> None:
     p, (dst, src) = _operands(cx)
-    f = CUBE_FRACTAL_BYTES // dst.eb
+    fr = cx.m.t.cube_rows  # rows of a fractal (L0C fractals: fr x fr)
+    f = cx.m.t.cube_fractal_bytes // dst.eb
     rep = p["repeatTimes"]
     j = np.arange(rep, dtype=np.int64)[:, None]
     e = np.arange(f, dtype=np.int64)[None, :]
     frac = src.off + (p["startIndex"] + j * p["srcStride"]) * f  # source fractal starts
     sset = frac + e
     if p["ifTranspose"]:  # 16-bit types only (verified)
-        e = (e % _R) * _R + e // _R  # dst element 16a+b takes src element 16b+a
+        e = (e % fr) * fr + e // fr  # dst element 16a+b takes src element 16b+a
     didx = dst.off + j * (p["dstGap"] + 1) * f + np.arange(f, dtype=np.int64)[None, :]
     _move(cx, dst, didx, src, frac + e, sset)
 
 
 def _load_transpose(cx: Any) -> None:
     p, (dst, src) = _operands(cx)
+    fr = cx.m.t.cube_rows  # rows of a fractal (L0C fractals: fr x fr)
     eb = dst.eb
-    f = CUBE_FRACTAL_BYTES // eb
+    f = cx.m.t.cube_fractal_bytes // eb
     rep = p["repeatTimes"]
     j = np.arange(rep, dtype=np.int64)[:, None, None, None]
     if eb == 2:  # one 16x16 fractal per repeat, transposed
-        side, nfrac = _R, 1
+        side, nfrac = fr, 1
     else:  # b8 (b32 is not modelled: refused by the verifier): two 16x32 fractals = a 32x32
-        side, nfrac = 2 * _R, 2  # square, transposed, split in two
+        side, nfrac = 2 * fr, 2  # square, transposed, split in two
     sq = side * side
     q = np.arange(nfrac, dtype=np.int64)[None, :, None, None]  # destination fractal
-    a = np.arange(_R, dtype=np.int64)[None, None, :, None]  # its row
+    a = np.arange(fr, dtype=np.int64)[None, None, :, None]  # its row
     i = np.arange(side, dtype=np.int64)[None, None, None, :]  # element within the row
     # dst fractal q, row a, element i = square[i][16q + a]
-    sidx = src.off + (p["startIndex"] + j * p["srcStride"]) * sq + i * side + _R * q + a
+    sidx = src.off + (p["startIndex"] + j * p["srcStride"]) * sq + i * side + fr * q + a
     didx = (dst.off + j * (p["dstGap"] + 1) * f + q * (p["dstFracGap"] + 1) * f + a * side + i)
-    shape = (rep, nfrac, _R, side)
+    shape = (rep, nfrac, fr, side)
     sset = (src.off + (p["startIndex"] + j.reshape(rep, 1) * p["srcStride"]) * sq
             + np.arange(sq, dtype=np.int64)[None, :])  # whole squares, ascending
     _move(cx, dst, np.broadcast_to(didx, shape), src, np.broadcast_to(sidx, shape), sset)
@@ -244,20 +240,21 @@ def _init_val(cx: Any, v: bool | Cond) -> bool:
 
 def _mmad(cx: Any) -> None:
     p, (c, a, b) = _operands(cx)
+    fr = cx.m.t.cube_rows  # rows of a fractal (L0C fractals: fr x fr)
     m, n, k = p["m"], p["n"], p["k"]  # m > 1, modelled dtypes and modes (verified)
     init = _init_val(cx, p["cmatrixInitVal"])
-    c0 = CUBE_BLOCK_BYTES // a.eb
-    mp, kp, np_ = _ceil(m, _R) * _R, _ceil(k, c0) * c0, _ceil(n, _R) * _R
-    f = CUBE_FRACTAL_BYTES // a.eb
+    c0 = cx.m.t.block_bytes // a.eb
+    mp, kp, np_ = _ceil(m, fr) * fr, _ceil(k, c0) * c0, _ceil(n, fr) * fr
+    f = cx.m.t.cube_fractal_bytes // a.eb
     r = np.arange(m, dtype=np.int64)[:, None]
     kk = np.arange(k, dtype=np.int64)[None, :]
-    aidx = a.off + ((r // _R) * (kp // c0) + kk // c0) * f + (r % _R) * c0 + kk % c0  # Zz
+    aidx = a.off + ((r // fr) * (kp // c0) + kk // c0) * f + (r % fr) * c0 + kk % c0  # Zz
     kr = np.arange(k, dtype=np.int64)[:, None]
     nn = np.arange(n, dtype=np.int64)[None, :]
-    bidx = b.off + ((kr // c0) * (np_ // _R) + nn // _R) * f + (nn % _R) * c0 + kr % c0  # Zn
+    bidx = b.off + ((kr // c0) * (np_ // fr) + nn // fr) * f + (nn % fr) * c0 + kr % c0  # Zn
     rr = np.arange(mp, dtype=np.int64)[:, None]
     cn = np.arange(np_, dtype=np.int64)[None, :]
-    cidx = c.off + (cn // _R) * mp * _R + rr * _R + cn % _R  # Nz, the whole padded tile
+    cidx = c.off + (cn // fr) * mp * fr + rr * fr + cn % fr  # Nz, the whole padded tile
     # The hardware reads whole fractals: the trace records the padded boxes.
     afull = a.off + np.arange(mp * kp, dtype=np.int64)
     bfull = b.off + np.arange(kp * np_, dtype=np.int64)
@@ -289,17 +286,18 @@ def _mmad(cx: Any) -> None:
 # --------------------------------------------------------------------------- L0C -> GM
 def _fixpipe(cx: Any) -> None:
     p, (gm, l0c) = _operands(cx)
+    fr = cx.m.t.cube_rows  # rows of a fractal (L0C fractals: fr x fr)
     nd, ms, ns = p["ndNum"], p["mSize"], p["nSize"]
     i = np.arange(nd, dtype=np.int64)[:, None, None]
     m = np.arange(ms, dtype=np.int64)[None, :, None]
-    nfull = np.arange(_ceil(ns, _R) * _R, dtype=np.int64)[None, None, :]
-    sidx = (l0c.off + i * p["srcNdStride"] * _R * _R + (nfull // _R) * p["srcStride"] * _R
-            + m * _R + nfull % _R)
+    nfull = np.arange(_ceil(ns, fr) * fr, dtype=np.int64)[None, None, :]
+    sidx = (l0c.off + i * p["srcNdStride"] * fr * fr + (nfull // fr) * p["srcStride"] * fr
+            + m * fr + nfull % fr)
     sidx = np.broadcast_to(sidx, (nd, ms, nfull.shape[2]))
     didx = gm.off + i * p["dstNdStride"] + m * p["dstStride"] + nfull[:, :, :ns]
     didx = np.broadcast_to(didx, (nd, ms, ns))
     # whole 16-element row blocks, traced in (matrix, column block, row) order
-    cx.read(l0c.bytes_of(sidx.reshape(nd, ms, -1, _R).transpose(0, 2, 1, 3)))
+    cx.read(l0c.bytes_of(sidx.reshape(nd, ms, -1, fr).transpose(0, 2, 1, 3)))
     cx.write(gm.bytes_of(didx))
     v = _values(l0c.st.dtype, l0c.raw()[sidx[:, :, :ns]])
     if p["reluEn"]:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from ascendsched.dtypes import bfloat16, float16, int8, uint8
+from ascendsched.dtypes import bfloat16, float16, float32, int8, uint8
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.ir import (
     Affine,
@@ -325,7 +325,7 @@ def test_cube_regions() -> None:
     k = gemm_kernel(CASES["fp16_single"])
     _raises(mutate(k, "load_l0a", repeatTimes=2, keep_dims=True),
             "(footprint): region a_l0@(1280*ma)[5:256, 256:1] does not match the params' "
-            "footprint [2:256, 256:1] (build cube instructions with ir.make_cube_instr)")
+            "footprint [2:256, 256:1] (build cube instructions with cube_ops.make_cube_instr)")
     roomy = replace(k, buffers=tuple(replace(b, elems=b.elems + 256) if b.name == "a_l0" else b
                                      for b in k.buffers))
     shifted = _with_instr(roomy, "mmad", lambda s: (replace(s, reads=(replace(
@@ -390,3 +390,22 @@ def test_cube_dtypes() -> None:
     bf_b = replace(k, buffers=tuple(replace(b, dtype=bfloat16) if b.name == "b_l0" else b
                                     for b in k.buffers))
     _raises(bf_b, "(dtype): load_l0b does not convert: float16 -> bfloat16")
+
+
+def test_cube_geometry_comes_from_the_target() -> None:
+    # the footprints (and so the regions make_cube_instr builds) follow the kernel's target,
+    # not constants bound to the 910B when the module was imported
+    from ascendsched.lower.cube_ops import cube_footprints, make_cube_instr
+
+    mmad = dict(m=33, n=47, k=70, unitFlag=0, kDirectionAlign=False, cmatrixSource=False,
+                cmatrixInitVal=True)
+    dtypes = (float32, float16, float16)
+    assert cube_footprints("mmad", mmad, dtypes, ASCEND_910B) == (
+        (Dim(48 * 48, 1),), (Dim(48 * 80, 1),), (Dim(80 * 48, 1),))
+    wide = replace(ASCEND_910B, cube_rows=32)
+    assert cube_footprints("mmad", mmad, dtypes, wide) == (
+        (Dim(64 * 64, 1),), (Dim(64 * 80, 1),), (Dim(80 * 64, 1),))
+    ins = make_cube_instr("mmad", (("c", 0, 0, float32), ("a", 0, 0, float16),
+                                   ("b", 0, 0, float16)), target=wide, **mmad)
+    assert [r.dims for r in ins.writes + ins.reads] == [
+        (Dim(64 * 64, 1),), (Dim(64 * 80, 1),), (Dim(80 * 64, 1),)]

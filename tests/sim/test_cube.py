@@ -284,8 +284,7 @@ def test_gemv_mode_is_an_error() -> None:
 
 
 def test_mmad_size_limit() -> None:
-    with pytest.raises(InternalCompilerError, match="4095"):
-        _mmad(k=4096)
+    _raises(_mmad(k=4096), r"\(params\): mmad k=4096 outside the documented range \[1, 4095\]")
     good = _mmad()
     bad = replace(good, attrs=tuple((n, 5000 if n == "n" else v) for n, v in good.attrs))
     _raises(bad, r"n=5000 outside the documented range \[1, 4095\]")

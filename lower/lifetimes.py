@@ -1,7 +1,7 @@
 """Buffer lifetimes: first and last use of every buffer copy in program order, loop-aware.
 
 Positions are the program-order numbers of the kernel's Instrs (the ids of
-``polyhedral.kernel_instrs``). A lifetime is a closed interval of positions, widened for loops:
+``instances.kernel_instrs``). A lifetime is a closed interval of positions, widened for loops:
 
 * a copy used both inside and outside a loop lives over the loop's whole extent on that side
   (defined before a loop and read in it -> to the loop's end; written in it and read after it

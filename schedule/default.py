@@ -45,14 +45,19 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
     if looks_like_gemm(algo):
         yield from default_gemm_schedules(algo, target)
         return
+    out = root_output(algo)
+    tiles = [(copies, t) for copies in (2, 1) for t in _tiles(algo, target, copies)]
+    if len(out.shape) > 1:
+        # a piece of a row never outranks whole rows of either buffering: its tile loop goes
+        # over the columns (a few cores) and each piece still reduces whole rows
+        tiles.sort(key=lambda ct: ct[1].cols < int(out.shape[-1]))
     seen: set[str] = set()
-    for copies in (2, 1):
-        for tile in _tiles(algo, target, copies):
-            s = _candidate(algo, target, tile, copies)
-            key = str(s)
-            if key not in seen:
-                seen.add(key)
-                yield s
+    for copies, tile in tiles:
+        s = _candidate(algo, target, tile, copies)
+        key = str(s)
+        if key not in seen:
+            seen.add(key)
+            yield s
 
 
 def _shape(algo: Algorithm) -> tuple[int, int, int]:
@@ -97,7 +102,8 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
         even = [w for w in range(widest // gran * gran, 0, -gran) if n % w == 0][:FALLBACKS]
         widths = [widest] + even + sorted({max(gran, widest * f // FALLBACKS // gran * gran)
                                            for f in range(FALLBACKS, 0, -1)}, reverse=True)
-        # (single-buffered only: a double-buffered row piece must not outrank whole rows)
+        # (single-buffered only; ``default_schedules`` ranks whole rows of either buffering
+        # before any row piece)
         widths = list(dict.fromkeys(widths)) if copies == 1 else [widest]
         return whole + [t for w in widths
                         for t in _ranked([TileShape(1, w)], algo, target, copies,

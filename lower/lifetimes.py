@@ -402,9 +402,16 @@ def _live(uses: list[tuple[int, Pipe, str]], walk: _Walk) -> tuple[int, int, Seg
     (another iteration may take another branch)."""
     start, end, why, _ = _widen(uses, walk.loops)
     groups = sorted({g for p, _, _ in uses for g, _ in walk.ctx[p]})
-    paths = math.prod(walk.group_size[g] for g in groups)
-    if not groups or paths > _MAX_PATHS:
+    if not groups:
         return start, end, ((start, end),), why
+    if math.prod(walk.group_size[g] for g in groups) > _MAX_PATHS:
+        # too many paths to follow: the value may go from a branch of one iteration to
+        # another branch of a later one, so it lives over every loop around such a use
+        inside = [(lo, hi) for _, lo, hi in walk.loops
+                  if any(walk.ctx[p] and lo <= p <= hi for p, _, _ in uses)]
+        lo, hi = min([start] + [a for a, _ in inside]), max([end] + [b for _, b in inside])
+        return lo, hi, ((lo, hi),), ", ".join(
+            x for x in (why, f"in {len(groups)} groups of exclusive branches: whole loops") if x)
     whys = [why] if why else []
     spans: list[tuple[int, int]] = []
     for choice in itertools.product(*(range(walk.group_size[g]) for g in groups)):
@@ -420,8 +427,8 @@ def _live(uses: list[tuple[int, Pipe, str]], walk: _Walk) -> tuple[int, int, Seg
         spans.extend(_subtract((lo, hi), cut))
         spans.extend(whole)
     segments = _merge(spans)
-    return (segments[0][0], segments[-1][1], segments,
-            ", ".join(dict.fromkeys(", ".join(whys).split(", "))) if whys else "")
+    parts = dict.fromkeys(p for w in whys for p in w.split(", "))
+    return segments[0][0], segments[-1][1], segments, ", ".join(parts)
 
 
 def _subtract(span: tuple[int, int], cuts: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -110,6 +110,14 @@ def test_a_value_handed_from_one_branch_to_the_next_iteration_lives_over_the_who
     assert all(plan.offsets(b)[0] != a for b in ("x_ub", "b_ub", "c_ub"))
 
 
+def test_too_many_paths_fall_back_to_whole_loops(monkeypatch) -> None:
+    monkeypatch.setattr("ascendsched.lower.lifetimes._MAX_PATHS", 1)
+    lt = buffer_lifetimes(_tail_kernel())
+    assert {e.buffer: e.spans for e in lt.entries} == {b: ((0, 7),) for b in
+                                                        ("x_ub", "a_ub", "b_ub", "c_ub")}
+    assert "groups of exclusive branches: whole loops" in lt.of("b_ub").why
+
+
 def test_shared_bytes_between_branches_get_their_syncs() -> None:
     k = _tail_kernel()
     k = apply_memory_plan(k, plan_memory(k, buffer_lifetimes(k), ASCEND_910B))

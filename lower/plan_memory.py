@@ -7,6 +7,9 @@ dependences):
   every copy whose lifetime overlaps it;
 * ``best-fit-by-start``: copies in order of first use, each in the tightest free gap.
 
+Two copies conflict where their live segments meet (``Lifetime.overlaps``): the buffers of the
+full-tile and the tail-tile branch of one loop body never do, so they share bytes.
+
 Both prefer, among offsets that do not raise the scope's peak, reuse that adds no new
 cross-pipe dependence: the dead copy's last user and the new copy's first user are on the same
 pipe (bishengir reuses within one pipe first). Inside a *pipelined* loop (one a multi-copy

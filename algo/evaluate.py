@@ -34,6 +34,9 @@ from ascendsched.algo.expr import (
 from ascendsched.dtypes import store
 from ascendsched.errors import AlgorithmError
 
+# max/min (and relu, reductions by max/min) propagate NaN, as numpy does; the 910B docs do not
+# say what Max/Min do with NaN, so the IR simulator and the host runtime follow this choice
+# (emit_ascendc/runtime/kernel_operator.h, before nan_max, cites what the docs say)
 _BIN = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
         "max": np.maximum, "min": np.minimum}
 _CMP = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,

@@ -183,7 +183,9 @@ def compare(got: np.ndarray, want: np.ndarray, dtype: str, approx: float = 0.0) 
         diff = np.abs(g - w)
     diff = diff[~np.isnan(diff)]  # NaN == NaN and inf == inf leave NaN here
     err = float(diff.max()) if diff.size else 0.0
-    return ok, f"max abs error {err:.3g}"
+    nan = int(np.count_nonzero(np.isnan(g) != np.isnan(w)))
+    return ok, f"max abs error {err:.3g}" + (f", {nan} elements NaN in only one of the two"
+                                             if nan else "")
 
 
 def user_inputs(algo: Algorithm, inputs: Mapping[str, object]) -> dict[str, np.ndarray]:

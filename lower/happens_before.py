@@ -25,7 +25,7 @@ when a chain exists::
 with ``si``/``wi`` a set and a wait of one (flag, id), ``s1`` on p, ``wi`` and ``s(i+1)`` on
 one pipe, ``wk`` on q: alternation makes the wait that ``si`` meets the first one of its id
 after it, so no later than ``wi``. Also: a barrier ``a < x < b`` on p (p == q) or PIPE_ALL, or
-p == q runs them in order (``ir.same_pipe_ordered``: an in-order pipe, or big Mmads).
+p == q runs them in order (``cube_ops.same_pipe_ordered``: an in-order pipe, or big Mmads).
 
 A dependence (its relation: the instance pairs to order) is checked per (source, sink)
 statement pair by *covering*: each candidate sync contributes the isl relation of pairs it
@@ -49,8 +49,9 @@ import islpy as isl
 
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.cube_ops import same_pipe_ordered
+from ascendsched.lower.instances import InstrInfo, kernel_instrs
 from ascendsched.lower.ir import Instr, Kernel
-from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, kernel_instrs
+from ascendsched.lower.polyhedral import Dependence, Dependences
 from ascendsched.lower.sync_chains import ChainRelations, point_text, union_of
 from ascendsched.lower.sync_text import Flag, flag_pair_levels
 from ascendsched.target.model import CoreType, Target

@@ -34,8 +34,9 @@ from ascendsched.errors import SyncError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.happens_before import SyncOracle, SyncProblem
+from ascendsched.lower.instances import InstrInfo
 from ascendsched.lower.ir import For, If, Instr, Kernel, Program, Stmt
-from ascendsched.lower.polyhedral import Dependence, Dependences, InstrInfo, flat_distance
+from ascendsched.lower.polyhedral import Dependence, Dependences, flat_distance
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
 from ascendsched.target.model import Pipe, Target
 

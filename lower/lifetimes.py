@@ -1,13 +1,21 @@
 """Buffer lifetimes: first and last use of every buffer copy in program order, loop-aware.
 
 Positions are the program-order numbers of the kernel's Instrs (the ids of
-``polyhedral.kernel_instrs``). A lifetime is a closed interval of positions, widened for loops:
+``instances.kernel_instrs``). A lifetime is a closed interval of positions, widened for loops:
 
 * a copy used both inside and outside a loop lives over the loop's whole extent on that side
   (defined before a loop and read in it -> to the loop's end; written in it and read after it
   -> from the loop's start);
 * a copy whose first access inside a loop body is a read carries its value from one iteration
   to the next, so it lives over the whole loop;
+* uses in mutually exclusive branches (sibling ``If``s whose conditions no iteration satisfies
+  together, such as the full-tile and tail-tile versions of a loop body) are followed path by
+  path: on each choice of one branch per exclusive group the interval is computed as above
+  and the positions of the branches not chosen are cut out of it, so a copy's live set is a
+  union of ``segments``. A copy a loop widens (its value crosses that loop's iterations) is
+  live over the whole loop, every branch included: the next iteration may take another one.
+  Buffers of different branches of one group then never interfere, and the tail version of a
+  loop body reuses the space of the full version (see the second example below);
 * every copy of a multi-copy (double-buffered) buffer lives over the whole loop its copies
   alternate over (the loops whose variables appear in its copy index) and over the uses of
   every other copy: while one copy is being filled the other is being consumed, so neither
@@ -21,7 +29,11 @@ Before/after, for ``acc = 0; for k: acc += x_ub[k]; store acc``::
     ->  acc [0, 3] (carried by k), x_ub [1, 2]
 
 and with ``x_ub`` double buffered over ``k`` (``x_ub[k % 2]``), both copies live over ``[1, 2]``
-(the whole loop body) and ``k`` is pipelined.
+(the whole loop body) and ``k`` is pipelined. With a full and a tail version of one tile::
+
+    for t: if t < 4: 0 load x_ub; 1 t3 = f(x_ub); 2 store t3 | if t == 4: 3 load x_ub;
+                     4 t5 = f(x_ub); 5 store t5
+    ->  x_ub [0, 1] [3, 4], t3 [1, 2], t5 [4, 5]: t5 may take t3's bytes
 
 *In-place pairs* ``(a, b)``: single-copy buffers of one element size where ``b`` may sit at
 exactly ``a``'s offset although their lifetimes touch, because every instruction of the overlap
@@ -36,10 +48,13 @@ this store).
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, replace
 
-from ascendsched.lower.ir import BLOCK_IDX, For, If, Instr, Kernel, Region, Stmt
+from ascendsched.lower.ir import BLOCK_IDX, Cond, For, If, Instr, Kernel, Region, Stmt
 from ascendsched.target.model import Pipe, Scope
+
+Segments = tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -55,17 +70,33 @@ class Lifetime:
     first_pipes: frozenset[Pipe]  # pipes of the instructions at the first use
     last_pipes: frozenset[Pipe]  # pipes of the instructions at the last use
     why: str = ""  # how loops widened the interval
-    own: tuple[int, int] | None = None  # multi-copy: this copy's own uses (before the copies'
-    # shared whole-loop span); None when the interval is already the copy's own
+    own: Segments | None = None  # multi-copy: this copy's own live segments (before the
+    # copies' shared whole-loop span); None when the live set is already the copy's own
+    segments: Segments = ()  # the live positions, as sorted disjoint closed intervals within
+    # [start, end]; () means the whole of [start, end] (no exclusive branch cuts it)
 
     @property
     def used(self) -> bool:
         return self.start is not None
 
+    @property
+    def spans(self) -> Segments:
+        """The live positions: ``segments``, or ``[start, end]`` whole (nothing when unused)."""
+        if not self.used:
+            return ()
+        return self.segments or ((self.start, self.end),)
+
+    def live(self, pos: int) -> bool:
+        return any(lo <= pos <= hi for lo, hi in self.spans)
+
     def overlaps(self, other: Lifetime) -> bool:
+        """Both live at one position (of one path through the exclusive branches)."""
         if not self.used or not other.used:
             return False
-        return not (self.end < other.start or other.end < self.start)
+        if self.end < other.start or other.end < self.start:
+            return False
+        return any(not (hi < olo or ohi < lo)
+                   for lo, hi in self.spans for olo, ohi in other.spans)
 
 
 @dataclass(frozen=True)
@@ -94,13 +125,12 @@ class Lifetimes:
         raise KeyError((buffer, copy))
 
     def live_at(self, pos: int, scope: Scope | None = None) -> tuple[Lifetime, ...]:
-        return tuple(e for e in self.entries if e.used and e.start <= pos <= e.end
-                     and (scope is None or e.scope == scope))
+        return tuple(e for e in self.entries if e.live(pos) and (scope is None or e.scope == scope))
 
     def __str__(self) -> str:
         lines = [f"lifetimes of {self.kernel}:", "  buffer      copy  scope  bytes    live"]
         for e in self.entries:
-            live = f"[{e.start}, {e.end}]" if e.used else "unused"
+            live = " ".join(f"[{lo}, {hi}]" for lo, hi in e.spans) if e.used else "unused"
             lines.append(f"  {e.buffer:<11} {e.copy:<5} {e.scope!s:<6} {e.nbytes:<8} {live}"
                          + (f"  ({e.why})" if e.why else ""))
         return "\n".join(lines)
@@ -121,13 +151,14 @@ def buffer_lifetimes(kernel: Kernel) -> Lifetimes:
                 copies.append(Lifetime(b.name, c, b.scope, b.nbytes, None, None,
                                        frozenset(), frozenset()))
                 continue
-            start, end, why = _widen(uses, walk.loops)
+            start, end, segments, why = _live(uses, walk)
             first = min(p for p, _, _ in uses)
             last = max(p for p, _, _ in uses)
             copies.append(Lifetime(
                 b.name, c, b.scope, b.nbytes, start, end,
                 frozenset(pp for p, pp, _ in uses if p == first),
-                frozenset(pp for p, pp, _ in uses if p == last), why))
+                frozenset(pp for p, pp, _ in uses if p == last), why,
+                segments=segments if len(segments) > 1 else ()))
         alternate = {i: walk.spans[i] for i in walk.alternate.get(b.name, ())}
         if b.copies > 1 and alternate:
             pipelined.update(alternate)
@@ -158,7 +189,7 @@ def _whole_loop(copies: list[Lifetime], uses: dict[tuple[str, int], list[tuple[i
             e, start=start, end=end, why=why,
             first_pipes=frozenset(p for q, p, _ in every if q == first),
             last_pipes=frozenset(p for q, p, _ in every if q == last),
-            own=(e.start, e.end) if e.used else None))
+            own=e.spans if e.used else None, segments=()))
     return out
 
 
@@ -174,16 +205,22 @@ def _in_place_pairs(kernel: Kernel, entries: list[Lifetime], at: list[Instr],
     out = set()
     for a in one.values():
         for b in one.values():
-            if (a.buffer == b.buffer or a.scope != b.scope or not a.start < b.start <= a.end
-                    or a.end >= b.end):
+            if a.buffer == b.buffer or a.scope != b.scope or not a.overlaps(b):
                 continue
             ba, bb = kernel.buffer_map[a.buffer], kernel.buffer_map[b.buffer]
             if ba.dtype.bytes != bb.dtype.bytes:
                 continue
-            in_loop = any(lo <= b.start <= hi for _, lo, hi in loops)
+            # every stretch where both live (one per path through exclusive branches): b
+            # starts while a lives and outlives it, and the window between is in place
+            meets = [(sa, sb) for sa in a.spans for sb in b.spans
+                     if not (sa[1] < sb[0] or sb[1] < sa[0])]
+            if not all(sa[0] < sb[0] <= sa[1] < sb[1] for sa, sb in meets):
+                continue
+            in_loop = any(lo <= sb[0] <= hi for _, sb in meets for _, lo, hi in loops)
             if in_loop and not (a.first_pipes == b.last_pipes == frozenset({Pipe.V})):
                 continue
-            if _replaces(at[b.start:a.end + 1], ranges[b.start:a.end + 1], a.buffer, b.buffer):
+            if all(_replaces(at[sb[0]:sa[1] + 1], ranges[sb[0]:sa[1] + 1], a.buffer, b.buffer)
+                   for sa, sb in meets):
                 out.add((a.buffer, b.buffer))
     return frozenset(out)
 
@@ -245,10 +282,17 @@ class _Walk:
         self._open: list[tuple[int, str]] = []  # (loop number, var) of the enclosing loops
         self._loops_seen = 0
         self.ranges: list[dict[str, int]] = []  # its enclosing loops: variable -> extent
+        self.ctx: list[tuple[tuple[int, int], ...]] = []  # per position: the (group, branch)
+        # of every exclusive branch around it
+        self.branches: dict[tuple[int, int], tuple[int, int]] = {}  # (group, branch) ->
+        # its first and last position (branches without instructions are left out)
+        self.group_size: dict[int, int] = {}  # exclusive group -> its number of branches
+        self._ctx: list[tuple[int, int]] = []
 
     def body(self, body: tuple[Stmt, ...], loops: tuple[For, ...], ranges: dict[str, int]
              ) -> None:
-        for s in body:
+        branch = self._exclusive_groups(body)
+        for i, s in enumerate(body):
             if isinstance(s, Instr):
                 self.instr(s, ranges)
             elif isinstance(s, For):
@@ -262,12 +306,44 @@ class _Walk:
                     self.loops.append((s.var, first, self.pos - 1))
                     self.spans[number] = (s.var, first, self.pos - 1)
             elif isinstance(s, If):
+                if i not in branch:
+                    self.body(s.body, loops, ranges)
+                    continue
+                first = self.pos
+                self._ctx.append(branch[i])
                 self.body(s.body, loops, ranges)
+                self._ctx.pop()
+                if self.pos > first:
+                    self.branches[branch[i]] = (first, self.pos - 1)
+
+    def _exclusive_groups(self, body: tuple[Stmt, ...]) -> dict[int, tuple[int, int]]:
+        """Statement index -> (group, branch) of the sibling Ifs of ``body`` that fall into
+        groups of two or more pairwise exclusive ones (at most one runs per execution of
+        ``body``: their conditions read only enclosing loop variables, fixed meanwhile)."""
+        groups: list[list[int]] = []
+        for i, s in enumerate(body):
+            if not isinstance(s, If):
+                continue
+            for g in groups:
+                if all(_exclusive(s, body[j]) for j in g):  # type: ignore[arg-type]
+                    g.append(i)
+                    break
+            else:
+                groups.append([i])
+        out: dict[int, tuple[int, int]] = {}
+        for g in groups:
+            if len(g) < 2:
+                continue
+            number = len(self.group_size)
+            self.group_size[number] = len(g)
+            out.update({i: (number, b) for b, i in enumerate(g)})
+        return out
 
     def instr(self, s: Instr, ranges: dict[str, int]) -> None:
         self.lines.append(f"S{self.pos} [{s.pipe}] {s.op}" + (f" ({s.comment})" if s.comment else ""))
         self.at.append(s)
         self.ranges.append(ranges)
+        self.ctx.append(tuple(self._ctx))
         for kind, regions in (("R", s.reads), ("W", s.writes)):
             for r in regions:
                 buf = self.kernel.buffer_map.get(r.tensor)
@@ -299,11 +375,95 @@ def _copies(r: Region, copies: int, ranges: dict[str, int]) -> list[int]:
     return sorted(seen)
 
 
+def _exclusive(a: If, b: If) -> bool:
+    """No values of the variables satisfy both conditions: one comparison of each bounds the
+    same affine expression to disjoint ranges (``i < 4`` and ``i == 4``)."""
+    def values(c: Cond) -> tuple[float, float]:
+        return {"<": (-math.inf, c.rhs - 1), "<=": (-math.inf, c.rhs), "==": (c.rhs, c.rhs),
+                ">=": (c.rhs, math.inf)}[c.op]
+
+    for ca in a.conds:
+        for cb in b.conds:
+            if ca.lhs == cb.lhs:
+                (lo_a, hi_a), (lo_b, hi_b) = values(ca), values(cb)
+                if hi_a < lo_b or hi_b < lo_a:
+                    return True
+    return False
+
+
+_MAX_PATHS = 256  # choices of one branch per exclusive group followed per buffer; beyond it,
+# the buffer lives over its whole interval (as if every branch ran)
+
+
+def _live(uses: list[tuple[int, Pipe, str]], walk: _Walk) -> tuple[int, int, Segments, str]:
+    """(start, end, segments, why) of one buffer copy: the loop-widened interval of its uses on
+    every path through the exclusive groups they sit in, less the positions of the branches
+    each path does not take, plus the whole of every loop whose iterations the value crosses
+    (another iteration may take another branch)."""
+    start, end, why, _ = _widen(uses, walk.loops)
+    groups = sorted({g for p, _, _ in uses for g, _ in walk.ctx[p]})
+    if not groups:
+        return start, end, ((start, end),), why
+    if math.prod(walk.group_size[g] for g in groups) > _MAX_PATHS:
+        # too many paths to follow: the value may go from a branch of one iteration to
+        # another branch of a later one, so it lives over every loop around such a use
+        inside = [(lo, hi) for _, lo, hi in walk.loops
+                  if any(walk.ctx[p] and lo <= p <= hi for p, _, _ in uses)]
+        lo, hi = min([start] + [a for a, _ in inside]), max([end] + [b for _, b in inside])
+        return lo, hi, ((lo, hi),), ", ".join(
+            x for x in (why, f"in {len(groups)} groups of exclusive branches: whole loops") if x)
+    whys = [why] if why else []
+    spans: list[tuple[int, int]] = []
+    for choice in itertools.product(*(range(walk.group_size[g]) for g in groups)):
+        path = dict(zip(groups, choice, strict=True))
+        mine = [u for u in uses if all(path[g] == b for g, b in walk.ctx[u[0]])]
+        if not mine:
+            continue
+        lo, hi, w, whole = _widen(mine, walk.loops)
+        if w:
+            whys.append(w)
+        cut = sorted(walk.branches[(g, b)] for g in groups for b in range(walk.group_size[g])
+                     if b != path[g] and (g, b) in walk.branches)
+        spans.extend(_subtract((lo, hi), cut))
+        spans.extend(whole)
+    segments = _merge(spans)
+    parts = dict.fromkeys(p for w in whys for p in w.split(", "))
+    return segments[0][0], segments[-1][1], segments, ", ".join(parts)
+
+
+def _subtract(span: tuple[int, int], cuts: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``span`` less the closed intervals ``cuts`` (sorted by start)."""
+    out = []
+    lo, hi = span
+    for c_lo, c_hi in cuts:
+        if c_hi < lo or c_lo > hi:
+            continue
+        if c_lo > lo:
+            out.append((lo, c_lo - 1))
+        lo = max(lo, c_hi + 1)
+    if lo <= hi:
+        out.append((lo, hi))
+    return out
+
+
+def _merge(spans: list[tuple[int, int]]) -> Segments:
+    """Sorted disjoint closed intervals covering ``spans`` (neighbours joined)."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
 def _widen(uses: list[tuple[int, Pipe, str]], loops: list[tuple[str, int, int]]
-           ) -> tuple[int, int, str]:
+           ) -> tuple[int, int, str, list[tuple[int, int]]]:
+    """(start, end, why, spans of the loops whose iterations the value crosses)."""
     start = min(p for p, _, _ in uses)
     end = max(p for p, _, _ in uses)
     why: list[str] = []
+    crossed: dict[tuple[int, int], None] = {}
     changed = True
     while changed:
         changed = False
@@ -314,6 +474,8 @@ def _widen(uses: list[tuple[int, Pipe, str]], loops: list[tuple[str, int, int]]
             # the body's first access is a read (reads of one instruction precede its
             # writes): the value crosses iterations
             carried = min(inside, key=lambda u: (u[0], u[1] != "R"))[1] == "R"
+            if carried or start < lo or end > hi:
+                crossed[(lo, hi)] = None
             new_start, new_end = start, end
             if carried or start < lo:
                 new_end = max(end, hi)
@@ -323,5 +485,4 @@ def _widen(uses: list[tuple[int, Pipe, str]], loops: list[tuple[str, int, int]]
                 start, end = new_start, new_end
                 why.append(f"{'carried by' if carried else 'spans'} loop {var}")
                 changed = True
-    return start, end, ", ".join(dict.fromkeys(why))
-
+    return start, end, ", ".join(dict.fromkeys(why)), list(crossed)

@@ -7,6 +7,9 @@ dependences):
   every copy whose lifetime overlaps it;
 * ``best-fit-by-start``: copies in order of first use, each in the tightest free gap.
 
+Two copies conflict where their live segments meet (``Lifetime.overlaps``): the buffers of the
+full-tile and the tail-tile branch of one loop body never do, so they share bytes.
+
 Both prefer, among offsets that do not raise the scope's peak, reuse that adds no new
 cross-pipe dependence: the dead copy's last user and the new copy's first user are on the same
 pipe (bishengir reuses within one pipe first). Inside a *pipelined* loop (one a multi-copy
@@ -54,6 +57,7 @@ class Placement:
     size: int  # bytes reserved: one copy rounded up to the scope alignment
     start: int | None
     end: int | None
+    segments: tuple[tuple[int, int], ...] = ()  # the lifetime's live segments, () = whole
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,8 @@ class MemoryPlan:
         lines = [f"memory plan of {self.kernel}:",
                  "  buffer      copy  scope  offset   size     live"]
         for p in self.placements:
-            live = f"[{p.start}, {p.end}]" if p.start is not None else "unused"
+            live = (" ".join(f"[{lo}, {hi}]" for lo, hi in p.segments or ((p.start, p.end),))
+                    if p.start is not None else "unused")
             lines.append(f"  {p.buffer:<11} {p.copy:<5} {p.scope!s:<6} {p.offset:<8} "
                          f"{p.size:<8} {live}")
         for u in self.usage:
@@ -143,7 +148,8 @@ def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: b
             name += f", {kind} allowed"
         for e in its:
             placements.append(Placement(e.buffer, e.copy, scope, offs[(e.buffer, e.copy)],
-                                        sizes[(e.buffer, e.copy)], e.start, e.end))
+                                        sizes[(e.buffer, e.copy)], e.start, e.end,
+                                        e.segments))
         usage.append(ScopeUsage(scope, peak, sum(sizes.values()), spec.usable, name, reuses))
     return MemoryPlan(kernel.name, tuple(placements), tuple(usage), tuple(compromises))
 
@@ -158,7 +164,10 @@ def _round_up(n: int, a: int) -> int:
 
 def _own(e: Lifetime) -> Lifetime:
     """A multi-copy buffer's copy over its own uses only (the last-resort plan)."""
-    return e if e.own is None else replace(e, start=e.own[0], end=e.own[1])
+    if e.own is None:
+        return e
+    return replace(e, start=e.own[0][0], end=e.own[-1][1],
+                   segments=e.own if len(e.own) > 1 else ())
 
 
 def _first_fit_order(e: Lifetime, sizes: dict[_Key, int]) -> tuple:
@@ -314,10 +323,9 @@ def _compromise(kernel: Kernel, lifetimes: Lifetimes, scope: Scope, items: list[
 def _overflow_message(kernel: Kernel, lifetimes: Lifetimes, scope: Scope, items: list[Lifetime],
                       sizes: dict[_Key, int], peak: int, usable: int, capacity: int) -> str:
     used = [e for e in items if e.used]
-    points = sorted({e.start for e in used})
-    at = max(points, key=lambda p: sum(sizes[(e.buffer, e.copy)] for e in used
-                                       if e.start <= p <= e.end))
-    live = [e for e in used if e.start <= at <= e.end]
+    points = sorted({lo for e in used for lo, _ in e.spans})
+    at = max(points, key=lambda p: sum(sizes[(e.buffer, e.copy)] for e in used if e.live(p)))
+    live = [e for e in used if e.live(at)]
     by_buf: dict[str, list[Lifetime]] = {}
     for e in live:
         by_buf.setdefault(e.buffer, []).append(e)

@@ -36,14 +36,18 @@ class _Reductions:
         """
         k = len(self.dom) - 1
         cols = self.dom[k].extent
+        # an axis of extent 1 in this tile (a leading axis split by 1) adds no rows: its
+        # stride, padded or not, never steps
+        axes = tuple(a for a in axes if self.dom[a].extent > 1)
         rows = int(np.prod([self.dom[a].extent for a in axes])) if axes else 1
         rs = self._row_stride(body, axes + (k,)) if axes else 0
-        for p_, q_ in zip(axes[:-1], axes[1:]):
-            if out.strides[p_] != out.strides[q_] * self.dom[q_].extent:
-                raise UnsupportedError(
-                    f"stage '{self.stage}': the {op}-reduction result over "
-                    f"{[self.dom[a].name for a in axes]} is not contiguous; reduce a tile whose "
-                    f"inner result axes are whole")
+        if axes and (out.strides[axes[-1]] != 1 or any(
+                out.strides[p_] != out.strides[q_] * self.dom[q_].extent
+                for p_, q_ in zip(axes[:-1], axes[1:]))):
+            raise UnsupportedError(
+                f"stage '{self.stage}': the {op}-reduction result over "
+                f"{[self.dom[a].name for a in axes]} is not contiguous; reduce a tile whose "
+                f"inner result axes are whole")
         epr = self.t.repeat_bytes // body.dtype.bytes
         src, src_rs = body, rs
         if cols % epr == 0 and (rows == 1 or rs >= cols):

@@ -21,8 +21,8 @@ from __future__ import annotations
 import islpy as isl
 
 from ascendsched.lower.affine import Affine
+from ascendsched.lower.instances import InstrInfo, affine_text, coalesced, program_order
 from ascendsched.lower.ir import BLOCK_IDX
-from ascendsched.lower.polyhedral import InstrInfo, affine_text, coalesced, program_order
 from ascendsched.lower.sync_text import Flag, SyncText, _apart, _shared, standard_pattern
 from ascendsched.target.model import Target
 

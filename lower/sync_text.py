@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ascendsched.lower.affine import Affine, Cond
-from ascendsched.lower.polyhedral import InstrInfo
+from ascendsched.lower.instances import InstrInfo
 from ascendsched.target.model import CoreType, Pipe
 
 

@@ -16,8 +16,8 @@ import numpy as np
 from ascendsched.dtypes import DType
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.instances import affine_text
 from ascendsched.lower.ir import Instr, Kernel, Region
-from ascendsched.lower.polyhedral import affine_text
 from ascendsched.target.model import CoreType, Pipe, Scope
 
 

@@ -10,6 +10,10 @@ with the buffering asked for (else the first that fits at all). The rules:
 - the last axis stays whole when a row fits, else it is split to a multiple of 32 bytes; the
   tile grows over leading rows, and among the tile heights that fit the one that gives the
   busiest core the fewest rows wins (ties: the taller tile, fewer DMA and vector heads);
+- rows are flattened over the leading axes and a tile is a box of them (``row_extents``):
+  a (2, 384, 384) softmax gets tiles of some rows of the middle axis (``split('y', 'p', 1)
+  .split('y', 'i', 8)``), the leading tile loops fused into one so every tile can go to any
+  core and a tail tile is a branch of the loop body;
 - the outermost tile loop is bound to min(tiles, vector cores) cores;
 - inputs every tile reads whole (``gamma[j]`` with only rows tiled) are loaded once per core
   (``load_once``); the other input tiles and the output tile are double buffered when a core
@@ -19,6 +23,7 @@ with the buffering asked for (else the first that fits at all). The rules:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 
 from ascendsched.algo.algorithm import Algorithm, root_output
@@ -30,6 +35,7 @@ from ascendsched.schedule.ub_budget import (
     TileShape,
     computed_per_tile,
     invariant_inputs,
+    row_extents,
     tile_bytes,
 )
 from ascendsched.target import DEFAULT_TARGET, Target
@@ -45,82 +51,92 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
     if looks_like_gemm(algo):
         yield from default_gemm_schedules(algo, target)
         return
+    out = root_output(algo)
+    tiles = [(copies, t) for copies in (2, 1) for t in _tiles(algo, target, copies)]
+    if len(out.shape) > 1:
+        # a piece of a row never outranks whole rows of either buffering: its tile loop goes
+        # over the columns (a few cores) and each piece still reduces whole rows
+        tiles.sort(key=lambda ct: ct[1].cols < int(out.shape[-1]))
     seen: set[str] = set()
-    for copies in (2, 1):
-        for tile in _tiles(algo, target, copies):
-            s = _candidate(algo, target, tile, copies)
-            key = str(s)
-            if key not in seen:
-                seen.add(key)
-                yield s
+    for copies, tile in tiles:
+        s = _candidate(algo, target, tile, copies)
+        key = str(s)
+        if key not in seen:
+            seen.add(key)
+            yield s
 
 
-def _shape(algo: Algorithm) -> tuple[int, int, int]:
-    """(first axis, rows per step of it, columns) of the output: a tile takes some steps of
-    the first axis and every middle axis whole."""
-    dims = [int(x) for x in root_output(algo).shape]
-    mid = 1
-    for d in dims[1:-1]:
-        mid *= d
-    return (dims[0] if len(dims) > 1 else 1), mid, dims[-1]
+def _lead(algo: Algorithm) -> tuple[int, ...]:
+    """The output's sizes along every axis but the last (its rows, flattened)."""
+    return tuple(int(x) for x in root_output(algo).shape[:-1])
 
 
 def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
     """Tile shapes that fit UB with ``copies`` copies of the inputs and the output, the best
-    first, then up to FALLBACKS smaller ones."""
+    first, then up to FALLBACKS smaller ones. A tile's rows are flattened over the leading
+    axes and must make a box (``row_extents``): whole inner axes times part of one axis, so a
+    rank-3 output whose middle axis is too long for one step of the first is tiled along it."""
     usable = target.scope(Scope.UB).usable
-    m, mid, n = _shape(algo)
+    lead = _lead(algo)
+    n = int(root_output(algo).shape[-1])
+    total = math.prod(lead)
     one_d = len(root_output(algo).shape) == 1
     gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
     if one_d:
         gran = max(gran, target.repeat_bytes // max(t.dtype.bytes for t in algo.tensors))
 
     def fits(rows: int, cols: int) -> bool:
-        return tile_bytes(algo, TileShape(rows * mid, cols), copies, target) <= usable
+        return tile_bytes(algo, TileShape(rows, cols), copies, target) <= usable
+
+    def count(t: TileShape) -> int:
+        ext = row_extents(lead, t.rows)
+        assert ext is not None
+        return math.prod(-(-a // e) for a, e in zip(lead, ext)) * -(-n // t.cols)
 
     if fits(1, n):
         cols = n
-        hi = _largest(lambda r: fits(r, n), 1, m)
-        heights = list(range(hi, 0, -1))
+        hi = _largest(lambda r: fits(r, n), 1, total)
+        heights = [r for r in range(hi, 0, -1) if row_extents(lead, r) is not None]
     else:
         widest = _largest(lambda c: fits(1, c * gran), 1, max(1, n // gran)) * gran
         cols, heights = widest, [1]
         if one_d:  # a 1-D output: the width plays the height's part
             return _ranked([TileShape(1, c * gran) for c in range(widest // gran, 0, -1)],
-                           algo, target, copies, lambda t: t.cols, n)
+                           algo, target, copies, lambda t: t.cols, count)
         # one whole row over the estimate: still offered first (the planner's in-place reuse
         # often fits it, and a column split cannot shrink a row reduction's tiles)
-        whole = _ranked([TileShape(1, n)], algo, target, copies, lambda t: t.rows, m)
+        whole = _ranked([TileShape(1, n)], algo, target, copies, lambda t: t.rows, count)
         # then the widest row piece the estimate fits, and narrower ones in case the planner
         # needs more than the estimate (it can, by up to ~20%): pieces that divide the row
         # first (no tail version, whose own buffers would double the row-wide temporaries)
         even = [w for w in range(widest // gran * gran, 0, -gran) if n % w == 0][:FALLBACKS]
         widths = [widest] + even + sorted({max(gran, widest * f // FALLBACKS // gran * gran)
                                            for f in range(FALLBACKS, 0, -1)}, reverse=True)
-        # (single-buffered only: a double-buffered row piece must not outrank whole rows)
+        # (single-buffered only; ``default_schedules`` ranks whole rows of either buffering
+        # before any row piece)
         widths = list(dict.fromkeys(widths)) if copies == 1 else [widest]
         return whole + [t for w in widths
                         for t in _ranked([TileShape(1, w)], algo, target, copies,
-                                         lambda t: t.rows, m)]
+                                         lambda t: t.rows, count)]
     return _ranked([TileShape(r, cols) for r in heights], algo, target, copies,
-                   lambda t: t.rows, m)
+                   lambda t: t.rows, count)
 
 
 def _ranked(tiles: list[TileShape], algo: Algorithm, target: Target, copies: int,
-            size: Callable[[TileShape], int], extent: int) -> list[TileShape]:
-    """The tile that gives the busiest core the least work first (its tiles times the tile
-    plus the per-tile DMA heads, in tile units; ties: the larger tile), then smaller tiles in
-    decreasing size; double buffering needs more tiles than cores."""
+            size: Callable[[TileShape], int], count: Callable[[TileShape], int]
+            ) -> list[TileShape]:
+    """The tile that gives the busiest core the least work first (its ``count`` tiles times
+    the tile plus the per-tile DMA heads, in tile units; ties: the larger tile), then smaller
+    tiles in decreasing size; double buffering needs more tiles than cores."""
     per_unit = tiles[0].rows * tiles[0].cols / size(tiles[0]) if tiles else 1.0
     heads = _head_elements(algo, target) / per_unit
 
     def busiest(t: TileShape) -> tuple[float, int]:
-        count = -(-extent // size(t))
-        cores = min(count, target.num_aiv)
-        return -(-count // cores) * (size(t) + heads), -size(t)
+        cores = min(count(t), target.num_aiv)
+        return -(-count(t) // cores) * (size(t) + heads), -size(t)
 
     if copies > 1:
-        tiles = [t for t in tiles if -(-extent // size(t)) > target.num_aiv]
+        tiles = [t for t in tiles if count(t) > target.num_aiv]
     if not tiles:
         return []
     best = min(tiles, key=busiest)
@@ -159,11 +175,22 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int) ->
     s = Schedule(algo, target=target)
     assert out.op is not None
     axes = [a.name for a in out.op.axes]
-    m, _, n = _shape(algo)
-    if tile.cols < n:
+    lead = _lead(algo)
+    if tile.cols < int(out.shape[-1]):
         s = s.split(out.name, axes[-1], tile.cols)
-    if len(axes) > 1 and tile.rows < m:
-        s = s.split(out.name, axes[0], tile.rows)
+    ext = row_extents(lead, tile.rows)
+    assert ext is not None
+    before = s.loop_names(out.name)
+    for a, e, size in zip(axes, ext, lead):
+        if e < size:
+            s = s.split(out.name, a, e)
+    # the leading axes' tile loops as one loop: any of its tiles can go to any core, and a
+    # tail tile is a branch of that loop's body, whose buffers reuse the full tile's UB
+    row_loops = [n for n in s.loop_names(out.name) if n not in before]
+    fused = row_loops[0] if row_loops else ""
+    for inner in row_loops[1:]:
+        s = s.fuse(out.name, fused, inner)
+        fused = f"{fused}_{inner}"
     loops = s.loop_names(out.name)
     tiles = 1
     if loops:

@@ -21,6 +21,7 @@ is 131 584 B and the planner's peak 131 360 B.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ascendsched.algo.algorithm import Algorithm, root_output
@@ -36,6 +37,7 @@ from ascendsched.algo.expr import (
     Select,
     Tensor,
 )
+from ascendsched.errors import InternalCompilerError
 from ascendsched.target import Target
 from ascendsched.target.model import Scope
 
@@ -45,10 +47,30 @@ TEMP_SPARE = 8  # elements the lowering adds to every temporary
 
 @dataclass(frozen=True)
 class TileShape:
-    """``rows`` x ``cols`` of the output tile (``rows`` = 1 for a 1-D output)."""
+    """``rows`` x ``cols`` of the output tile (``rows`` = 1 for a 1-D output). ``rows`` counts
+    flattened rows over every axis but the last (:func:`row_extents` gives the box)."""
 
     rows: int
     cols: int
+
+
+def row_extents(lead: Sequence[int], rows: int) -> tuple[int, ...] | None:
+    """The tile's extent along each leading axis (``lead``: the output's sizes but the last)
+    for ``rows`` flattened rows: whole inner axes, part (or a multiple) of one axis, 1 outside
+    it; None when ``rows`` rows make no such box. For ``lead`` (2, 384): 24 -> (1, 24),
+    768 -> (2, 384), 400 -> None."""
+    ext: list[int] = []
+    left = rows
+    for a in reversed(lead):
+        if left >= a:
+            if left % a:
+                return None
+            ext.append(a)
+            left //= a
+        else:
+            ext.append(left)
+            left = 1
+    return tuple(reversed(ext)) if left == 1 and rows >= 1 else None
 
 
 HALVE_UB_SHARE = 8  # a row reduction halves pairwise only while its first partials fit UB / 8
@@ -91,6 +113,11 @@ class _Walk:
         assert out.op is not None
         self.out = out
         self.axes = out.op.axes
+        self.lead = [int(x) for x in out.shape[:-1]]
+        ext = row_extents(self.lead, tile.rows)
+        if ext is None:
+            raise InternalCompilerError(f"tile of {tile.rows} rows over {self.lead} is no box")
+        self.ext = ext  # the tile's extent along each leading axis
         self.per_tile = computed_per_tile(algo)
         self.live: dict[int, int] = {}  # buffer id -> bytes
         self.held: dict[str, int] = {}  # per-tile stage -> its buffer
@@ -106,7 +133,10 @@ class _Walk:
         last = len(self.axes) - 1
         per_block = self.t.block_bytes // dtype_bytes
         cols = -(-self.tile.cols // per_block) * per_block if last in dep else 1
-        rows = self.tile.rows if any(a < last for a in dep) else 1
+        rows = 1
+        for a in dep:
+            if a < last:
+                rows *= self.ext[a]
         n = rows * cols + (TEMP_SPARE if temp else 0)
         return _align(n * dtype_bytes, self.t.block_bytes)
 
@@ -151,12 +181,10 @@ class _Walk:
                 self.live.pop(b, None)
 
     def split_axes(self) -> frozenset[int]:
-        """Output axes the tile loops walk: the first (rows) and/or the last (columns)."""
+        """Output axes the tile loops walk: leading axes the tile takes part of, and/or the
+        last (columns)."""
         shape = [int(x) for x in self.out.shape]
-        rows = 1
-        for d in shape[:-1]:
-            rows *= d
-        out = {0} if len(shape) > 1 and self.tile.rows < rows else set()
+        out = {d for d, (e, a) in enumerate(zip(self.ext, self.lead)) if e < a}
         if self.tile.cols < shape[-1]:
             out.add(len(shape) - 1)
         return frozenset(out)

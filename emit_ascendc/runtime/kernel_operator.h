@@ -805,6 +805,30 @@ inline void unary(const char* api, const char* op, const LocalTensor<T>& dst, co
 
 }  // namespace detail
 
+// NaN in Max/Min, Maxs/Mins, Relu and WholeReduceMax/Min. The AscendC docs for the 910B say
+// nothing about it: Max.md / Min.md / Maxs.md / Mins.md / Relu.md (docs/zh/api/SIMD-API/基础API/
+// Memory矢量计算/基础算术/) give only dst_i = max(src0_i, src1_i) and the like; ReduceMax.md and
+// ReduceRepeat.md (Memory矢量计算/归约计算/), ClampMax.md / ClampMin.md (高阶API/数学计算/
+// Clamp接口/, Maxs/Mins in impl/adv_api/detail/math/clamp/clamp_common_impl.h) are silent too
+// (asc-devkit @82b89a15f; impl/basic_api/dav_c220/kernel_operator_vec_binary_impl.h calls
+// the vmax/vmin intrinsics with nothing about NaN either). Only the
+// 950's register-based reductions are documented to propagate NaN ("如果输入数据存在nan，将nan
+// 写入目的操作数", docs/zh/api/SIMD-API/C-API/reg/reduce_compute/asc_reduce_max.md:72, Reg矢量计算/
+// 归约计算/Reduce.md:158), and the 950's Clamp keeps NaN (Clamp.md: "除nan值以外"). Lacking a
+// 910B statement we propagate NaN as numpy.maximum/minimum/max/min do, which is what the
+// reference (algo/evaluate.py) and the IR simulator (sim/) compute: a NaN in either operand
+// (or any lane of a reduction) gives NaN. A real 910B may differ here.
+namespace detail {
+template <typename C>
+inline C nan_max(C a, C b) {
+    return a != a ? a : (b != b ? b : (a > b ? a : b));
+}
+template <typename C>
+inline C nan_min(C a, C b) {
+    return a != a ? a : (b != b ? b : (a < b ? a : b));
+}
+}  // namespace detail
+
 // include/basic_api/kernel_operator_vec_binary_intf.h (level 0, mask continuous mode)
 #define ASCENDSCHED_BINARY(NAME, EXPR)                                                                             \
     template <typename T, bool isSetMask = true>                                                                   \
@@ -818,8 +842,8 @@ ASCENDSCHED_BINARY(Add, x + y)
 ASCENDSCHED_BINARY(Sub, x - y)
 ASCENDSCHED_BINARY(Mul, x * y)
 ASCENDSCHED_BINARY(Div, x / y)
-ASCENDSCHED_BINARY(Max, (x > y ? x : y))
-ASCENDSCHED_BINARY(Min, (x < y ? x : y))
+ASCENDSCHED_BINARY(Max, detail::nan_max(x, y))
+ASCENDSCHED_BINARY(Min, detail::nan_min(x, y))
 #undef ASCENDSCHED_BINARY
 
 // include/basic_api/kernel_operator_vec_unary_intf.h (level 0, mask continuous mode)
@@ -903,7 +927,7 @@ inline void Reciprocal(const LocalTensor<T>& dst, const LocalTensor<T>& src, uin
                       p.dstRepStride, p.srcRepStride, [](auto x) { return EXPR; }, file_, line_);                 \
     }
 ASCENDSCHED_UNARY(Abs, (x < decltype(x)(0) ? -x : x))
-ASCENDSCHED_UNARY(Relu, (x > decltype(x)(0) ? x : decltype(x)(0)))
+ASCENDSCHED_UNARY(Relu, detail::nan_max(x, decltype(x)(0)))
 #undef ASCENDSCHED_UNARY
 
 // include/basic_api/kernel_operator_data_copy_intf.h: Copy (UB -> UB, level 0, mask continuous)
@@ -926,8 +950,8 @@ inline void Copy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uin
     }
 ASCENDSCHED_SCALAR(Adds, x + s)
 ASCENDSCHED_SCALAR(Muls, x * s)
-ASCENDSCHED_SCALAR(Maxs, (x > s ? x : s))
-ASCENDSCHED_SCALAR(Mins, (x < s ? x : s))
+ASCENDSCHED_SCALAR(Maxs, detail::nan_max(x, s))
+ASCENDSCHED_SCALAR(Mins, detail::nan_min(x, s))
 #undef ASCENDSCHED_SCALAR
 
 // include/basic_api/kernel_operator_vec_duplicate_intf.h (level 0, mask continuous mode)
@@ -1167,7 +1191,7 @@ inline void WholeReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src,
         rt::fail(file_, line_, "WholeReduceMax: only ReduceOrder::ORDER_ONLY_VALUE is modelled by the CPU runtime");
     }
     detail::whole_reduce("WholeReduceMax", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
-                         [](const std::vector<T>& v) { return detail::fold_lanes(v, [](auto a, auto b) { return a > b ? a : b; }); },
+                         [](const std::vector<T>& v) { return detail::fold_lanes(v, [](auto a, auto b) { return detail::nan_max(a, b); }); },
                          2 * sizeof(T), file_, line_);
 }
 
@@ -1180,7 +1204,7 @@ inline void WholeReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src,
         rt::fail(file_, line_, "WholeReduceMin: only ReduceOrder::ORDER_ONLY_VALUE is modelled by the CPU runtime");
     }
     detail::whole_reduce("WholeReduceMin", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
-                         [](const std::vector<T>& v) { return detail::fold_lanes(v, [](auto a, auto b) { return a < b ? a : b; }); },
+                         [](const std::vector<T>& v) { return detail::fold_lanes(v, [](auto a, auto b) { return detail::nan_min(a, b); }); },
                          2 * sizeof(T), file_, line_);
 }
 

@@ -32,7 +32,7 @@ def test_double_buffered_copies_live_over_the_whole_loop_they_alternate_over() -
     lt = buffer_lifetimes(vadd_kernel(copies=2))
     assert {(e.buffer, e.copy): (e.start, e.end) for e in lt.entries} == {
         (b, c): (0, 3) for b in ("x_ub", "y_ub", "z_ub") for c in (0, 1)}
-    assert lt.of("y_ub", 1).own == (1, 2) and "alternate over loop k" in lt.of("y_ub", 1).why
+    assert lt.of("y_ub", 1).own == ((1, 2),) and "alternate over loop k" in lt.of("y_ub", 1).why
     assert lt.pipelined == (("k", 0, 3),)
 
 

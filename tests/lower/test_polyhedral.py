@@ -1,4 +1,4 @@
-"""Domains, byte accesses and dependences (lower/polyhedral.py)."""
+"""Domains, byte accesses and dependences (lower/instances.py, byte_access.py, polyhedral.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import pytest
 
 from ascendsched.errors import NotAffineError
 from ascendsched.lower.affine import Affine
+from ascendsched.lower.instances import kernel_instrs
 from ascendsched.lower.ir import For, Instr, Kernel, view
-from ascendsched.lower.polyhedral import DepKind, analyze_dependences, kernel_instrs
+from ascendsched.lower.polyhedral import DepKind, analyze_dependences
 from ascendsched.target import Pipe
 from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
 

@@ -202,7 +202,8 @@ def test_accumulating_mmad_reads_c() -> None:
 
 def test_trace_matches_polyhedral_relations() -> None:
     isl = pytest.importorskip("islpy")
-    from ascendsched.lower.polyhedral import instr_accesses, kernel_instrs
+    from ascendsched.lower.byte_access import instr_accesses
+    from ascendsched.lower.instances import kernel_instrs
 
     for name in ("fp16_kloop_db", "int8", "fp16_trans"):
         c = CASES[name]

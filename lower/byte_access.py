@@ -1,0 +1,268 @@
+"""The bytes each instruction reads and writes, as isl relations per physical space.
+
+Byte rules (shared with the simulator's trace format): the UB side of a DMA moves whole 32-byte
+blocks per row; GM is exact; vector operands are exact element bytes, except block-broadcast
+sources (column stride 0), which read the whole 32-byte block at each row start. Cube ops
+touch the element boxes their AscendC params imply (``cube_ops.cube_footprints``: Nd2Nz writes
+whole 32 B fractal rows, loads whole fractals, Mmad whole padded tiles, Fixpipe reads whole
+16-element row blocks and writes the exact mSize x nSize region); an ``mmad`` also reads its C
+tile on the instances where ``cmatrixInitVal`` is false. Before memory planning every on-chip
+buffer is its own space and copy ``c`` occupies bytes ``[c * round32(nbytes), ...)`` of it;
+after planning (``Buffer.offsets`` set) the space is the scope and copy ``c`` starts at
+``offsets[c]``. ``k mod 2`` terms become quasi-affine constraints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import islpy as isl
+
+from ascendsched.errors import InternalCompilerError
+from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.cube_ops import CUBE_OPS, cube_footprints, cube_params
+from ascendsched.lower.instances import InstrInfo, affine_text, coalesced, domain_text, loop_dims
+from ascendsched.lower.ir import (
+    BLOCK_IDX,
+    DMA_OPS,
+    VECTOR_OPS,
+    Kernel,
+    Region,
+)
+
+BYTE = "__byte"
+
+
+@dataclass(frozen=True, eq=False)
+class Access:
+    """The bytes one instruction reads or writes in one space. Its isl relations are built on
+    first use (most accesses never meet a conflicting one)."""
+
+    instr: int
+    kind: str  # "R" or "W"
+    space: str
+    tensors: tuple[str, ...]  # region descriptions, e.g. "x_ub[copy (k % 2)]"
+    hull: tuple[int, int]  # lowest and highest byte it may touch (an over-estimate)
+    make_parts: Callable[[], tuple[tuple[str, isl.Map], ...]] = field(repr=False)
+
+    @cached_property
+    def parts(self) -> tuple[tuple[str, isl.Map], ...]:
+        """Per region: (description, instance -> space[byte] relation)."""
+        return self.make_parts()
+
+    @cached_property
+    def relation(self) -> isl.Map:
+        """instance -> space[byte]."""
+        m = self.parts[0][1]
+        for _, p in self.parts[1:]:
+            m = m.union(p)
+        return coalesced(m)
+
+
+def instr_accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
+    """The byte accesses of one instruction (one per kind and space), as the analysis uses."""
+    return _accesses(kernel, info)
+
+
+def region_space(kernel: Kernel, tensor: str) -> str:
+    """The physical space a tensor lives in: GM tensor name, buffer name, or planned scope."""
+    if tensor in kernel.buffer_map:
+        b = kernel.buffer_map[tensor]
+        return str(b.scope) if b.offsets is not None else b.name
+    if tensor in kernel.param_map:
+        return tensor
+    raise InternalCompilerError(f"region names unknown tensor {tensor!r}")
+
+
+def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
+    """One Access per (kind, space) of the instruction, regions of one kind united."""
+    ins = info.instr
+    if ins.is_sync:
+        return []
+    acc: dict[tuple[str, str], list[tuple[str, Region, str, str]]] = {}
+    hulls: dict[tuple[str, str], tuple[int, int]] = {}
+    writes, reads = ins.writes, ins.reads
+    extra: list[tuple[Region, str]] = []
+    if ins.op in CUBE_OPS:
+        writes, reads, extra = _cube_regions(kernel, info)
+    regions = [(k, r, "") for k, rs in (("W", writes), ("R", reads)) for r in rs]
+    regions += [("R", r, when) for r, when in extra]  # reads that happen on some instances only
+    for kind, r, when in regions:
+        key = (kind, region_space(kernel, r.tensor))
+        acc.setdefault(key, []).append((_describe(kernel, r), r, kind, when))
+        lo, hi = _region_hull(kernel, info, r, kind)
+        old = hulls.get(key)
+        hulls[key] = (lo, hi) if old is None else (min(lo, old[0]), max(hi, old[1]))
+    out = []
+    for (k, s), parts in acc.items():
+        names = tuple(dict.fromkeys(n for n, _, _, _ in parts))
+
+        def make(parts=parts) -> tuple[tuple[str, isl.Map], ...]:  # noqa: ANN001
+            return tuple((n, _region_map(kernel, info, r, kind, when))
+                         for n, r, kind, when in parts)
+
+        out.append(Access(info.id, k, s, names, hulls[(k, s)], make))
+    return out
+
+
+def _region_hull(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> tuple[int, int]:
+    """Lowest and highest byte of ``r``'s space the instruction may touch, by interval
+    arithmetic over the loop ranges (an over-estimate of ``_region_map``'s byte set)."""
+    ranges = {BLOCK_IDX: (0, kernel.block_dim - 1)}
+    ranges.update({f.var: (0, f.extent - 1) for f in info.loops})
+    affine_text(r.offset, frozenset(ranges), f"region {r} of S{info.id} ({info.instr.op})")
+    lo, hi = _interval(r.offset, ranges)
+    for d in r.dims:
+        span = (d.extent - 1) * d.stride
+        lo, hi = lo + min(span, 0), hi + max(span, 0)
+    eb = kernel.dtype_of(r.tensor).bytes
+    blk = kernel.target.block_bytes
+    blo, bhi = lo * eb, (hi + 1) * eb - 1
+    if r.tensor in kernel.buffer_map:  # whole 32 B blocks (DMA rows, block broadcasts)
+        blo, bhi = blo // blk * blk, (bhi // blk + 1) * blk - 1
+        bases = [b for b, _ in _copy_bases(kernel, r, frozenset(ranges), f"region {r}")]
+        return blo + min(bases), bhi + max(bases)
+    return blo, bhi
+
+
+def _interval(e: Affine, ranges: dict[str, tuple[int, int]]) -> tuple[int, int]:
+    """Bounds of a quasi-affine expression over variable ranges."""
+    lo = hi = e.const
+    for v, c in e.terms:
+        a, b = ranges[v]
+        lo, hi = lo + min(c * a, c * b), hi + max(c * a, c * b)
+    for v, m, c in e.mods:
+        a, b = ranges[v]
+        ma, mb = (a, b) if 0 <= a and b < m else (0, m - 1)
+        lo, hi = lo + min(c * ma, c * mb), hi + max(c * ma, c * mb)
+    for a_, d, c in e.divs:
+        a, b = _interval(a_, ranges)
+        qa, qb = a // d, b // d
+        lo, hi = lo + min(c * qa, c * qb), hi + max(c * qa, c * qb)
+    return lo, hi
+
+
+def conflicting_regions(sa: Access, da: Access, rel: isl.Map
+                 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The region descriptions of each side that take part in the dependence ``rel``."""
+    if len(sa.parts) == 1 and len(da.parts) == 1:
+        return sa.tensors, da.tensors
+    src: list[str] = []
+    dst: list[str] = []
+    for sn, sm in sa.parts:
+        for dn, dm in da.parts:
+            if not sm.apply_range(dm.reverse()).intersect(rel).is_empty():
+                src.append(sn)
+                dst.append(dn)
+    return tuple(dict.fromkeys(src)), tuple(dict.fromkeys(dst))
+
+
+def _describe(kernel: Kernel, r: Region) -> str:
+    b = kernel.buffer_map.get(r.tensor)
+    if b is None or b.copies == 1:
+        return r.tensor
+    return f"{r.tensor}[copy {r.copy}]"
+
+
+def _cube_regions(kernel: Kernel, info: InstrInfo
+                  ) -> tuple[tuple[Region, ...], tuple[Region, ...], list[tuple[Region, str]]]:
+    """A cube op's regions with the element boxes its params imply (cube_ops.cube_footprints), and
+    mmad's read of C on the instances that accumulate (``cmatrixInitVal`` false)."""
+    ins = info.instr
+    params = cube_params(ins)
+    regions = ins.writes + ins.reads
+    boxes = cube_footprints(ins.op, params, tuple(kernel.dtype_of(r.tensor) for r in regions))
+    exact = tuple(Region(r.tensor, r.offset, box, r.copy)
+                  for r, box in zip(regions, boxes, strict=True))
+    nw = len(ins.writes)
+    extra: list[tuple[Region, str]] = []
+    if ins.op == "mmad":
+        init = params["cmatrixInitVal"]
+        bound = frozenset((BLOCK_IDX,) + info.loop_vars)
+        if isinstance(init, Cond):
+            lhs = affine_text(init.lhs, bound, f"cmatrixInitVal of S{info.id}")
+            neg = {"<": f"{lhs} >= {init.rhs}", "<=": f"{lhs} > {init.rhs}",
+                   ">=": f"{lhs} < {init.rhs}",
+                   "==": f"({lhs} < {init.rhs} or {lhs} > {init.rhs})"}[init.op]
+            extra.append((exact[0], neg))
+        elif init is False:
+            extra.append((exact[0], ""))
+        elif init is not True:
+            raise InternalCompilerError(f"S{info.id}: cmatrixInitVal must be a bool or a Cond, "
+                                        f"not {init!r}")
+    return exact[:nw], exact[nw:], extra
+
+
+def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str, when: str = ""
+                ) -> isl.Map:
+    """instance -> M_<space>[byte] for one region, by the byte rules in the module docstring.
+
+    ``when``: an isl condition on the instance restricting the access (empty: always)."""
+    ins = info.instr
+    bound = frozenset((BLOCK_IDX,) + info.loop_vars)
+    where = f"region {r} of S{info.id} ({ins.op})"
+    eb = kernel.dtype_of(r.tensor).bytes
+    blk = kernel.target.block_bytes
+    buf = kernel.buffer_map.get(r.tensor)
+    off = affine_text(r.offset, bound, where)
+    dims = r.dims or ()
+    if buf is not None and ins.op in DMA_OPS and dims and dims[-1].stride == 1:
+        mode = "dma"  # whole 32-byte blocks per row
+    elif (buf is not None and kind == "R" and ins.op in VECTOR_OPS and len(dims) >= 2
+          and dims[-1].stride == 0):
+        mode = "brcb"  # the whole block at each row start
+    else:
+        mode = "exact"
+    row_dims = dims[:-1] if mode in ("dma", "brcb") else dims
+    exists: list[str] = []
+    cons: list[str] = []
+    elem = off
+    for j, d in enumerate(row_dims):
+        if d.extent == 1:
+            continue
+        e = f"_r{j}"
+        exists.append(e)
+        cons.append(f"0 <= {e} < {d.extent}")
+        elem += f" + {d.stride}*{e}"
+    pieces: list[str] = []
+    for base, copy_cond in _copy_bases(kernel, r, bound, where):
+        b = f"({BYTE} - {base})"
+        if mode == "dma":
+            cols = dims[-1].extent
+            byte_c = (f"{blk}*floor(({eb}*({elem}))/{blk}) <= {b} and "
+                      f"{b} < {blk}*floor(({eb}*({elem} + {cols}) + {blk - 1})/{blk})")
+        elif mode == "brcb":
+            byte_c = (f"{blk}*floor(({eb}*({elem}))/{blk}) <= {b} and "
+                      f"{b} < {blk}*floor(({eb}*({elem}))/{blk}) + {blk}")
+        else:
+            byte_c = f"{eb}*({elem}) <= {b} and {b} < {eb}*({elem}) + {eb}"
+        body = " and ".join(cons + [byte_c])
+        ex = f"exists ({', '.join(exists)} : {body})" if exists else body
+        pieces.append(f"{copy_cond} and {ex}" if copy_cond else ex)
+    dom = domain_text(kernel, info.loops, info.conds)
+    if when:
+        dom = f"{dom} and ({when})"
+    space = region_space(kernel, r.tensor)
+    text = "; ".join(f"S{info.id}[{loop_dims(info.loops)}] -> M_{space}[{BYTE}] : {dom} and {p}"
+                     for p in pieces)
+    return isl.Map(f"{{ {text} }}")
+
+
+def _copy_bases(kernel: Kernel, r: Region, bound: frozenset[str], where: str
+                ) -> list[tuple[int, str]]:
+    """(byte base, isl condition selecting that copy) for each copy the region may touch."""
+    buf = kernel.buffer_map.get(r.tensor)
+    if buf is None:
+        return [(0, "")]
+    stride = -(-buf.nbytes // kernel.target.block_bytes) * kernel.target.block_bytes
+    bases = buf.offsets if buf.offsets is not None else tuple(c * stride
+                                                              for c in range(buf.copies))
+    if r.copy.is_const:
+        c = r.copy.const
+        if not 0 <= c < buf.copies:
+            raise InternalCompilerError(f"{where}: copy {c} of a {buf.copies}-copy buffer")
+        return [(bases[c], "")]
+    text = affine_text(r.copy, bound, where)
+    return [(bases[c], f"{text} = {c}") for c in range(buf.copies)]

@@ -1,0 +1,194 @@
+"""Statement instances of a kernel for the polyhedral analyses (islpy): domains, program order.
+
+Every :class:`Instr` of every program becomes an :class:`InstrInfo`: its place in the loop tree
+and an iteration domain over ``block_idx`` and its enclosing loop variables, cut by its ``If``
+conditions (``{ S3[block_idx, k] : 0 <= block_idx < 1 and 0 <= k < 4 }``), with a 2d+1 style
+program-order schedule (child index, loop variable, child index, ...). ``program_order`` gives
+the instance pairs one block runs in a given order, shared between statements of one shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import islpy as isl
+
+from ascendsched.errors import InternalCompilerError, NotAffineError
+from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.ir import (
+    BLOCK_IDX,
+    For,
+    If,
+    Instr,
+    Kernel,
+    Stmt,
+)
+from ascendsched.target.model import CoreType, Pipe
+
+
+@dataclass(frozen=True, eq=False)
+class InstrInfo:
+    """One instruction in its context. ``id`` numbers all Instrs of the kernel in program order
+    (programs in kernel order); ``path`` is the child-index path from its program's root."""
+
+    id: int
+    core: CoreType
+    instr: Instr
+    path: tuple[int, ...]
+    loops: tuple[For, ...]  # enclosing loops, outermost first
+    loop_paths: tuple[tuple[int, ...], ...]  # path of each enclosing loop
+    conds: tuple[Cond, ...]  # conjunction of enclosing If conditions
+    domain: isl.Set
+    schedule_text: str = ""  # isl text of the program-order schedule (built on demand)
+    domain_key: str = ""  # the domain's text without its tuple name (equal text, equal set)
+
+    @cached_property
+    def schedule(self) -> isl.Map:
+        """Instance -> its position (child index and loop variable per level, 2d+1 style)."""
+        return isl.Map(self.schedule_text).intersect_domain(self.domain)
+
+    @property
+    def name(self) -> str:
+        return f"S{self.id}"
+
+    @property
+    def pipe(self) -> Pipe:
+        return self.instr.pipe
+
+    @cached_property
+    def loop_vars(self) -> tuple[str, ...]:
+        return tuple(f.var for f in self.loops)
+
+
+def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
+    """Every Instr of every program with its domain and schedule, numbered in program order."""
+    out: list[InstrInfo] = []
+    domains: dict[str, isl.Set] = {}  # statements of one body share their domain
+    for prog in kernel.programs:
+        raw: list[tuple[Instr, tuple[int, ...], tuple[Stmt, ...]]] = []
+        _walk(prog.body, (), (), raw)
+        depth = max((len(p) for _, p, _ in raw), default=1)
+        for instr, path, anc in raw:
+            loops = tuple(a for a in anc if isinstance(a, For))
+            loop_paths = tuple(path[: j + 1] for j, a in enumerate(anc) if isinstance(a, For))
+            conds = tuple(c for a in anc if isinstance(a, If) for c in a.conds)
+            ident = len(out)
+            text = f"[{loop_dims(loops)}] : {domain_text(kernel, loops, conds)} }}"
+            dom = domains.get(text)
+            if dom is None:
+                dom = domains[text] = isl.Set("{ S" + text)
+            sched: list[str] = []
+            for j, a in enumerate(anc):
+                sched += [str(path[j]), a.var if isinstance(a, For) else "0"]
+            sched.append(str(path[-1]))
+            sched += ["0"] * (2 * depth - 1 - len(sched))
+            out.append(InstrInfo(ident, prog.core, instr, path, loops, loop_paths, conds,
+                                 dom.set_tuple_name(f"S{ident}"),
+                                 f"{{ S{ident}[{loop_dims(loops)}] -> [{', '.join(sched)}] }}",
+                                 text))
+    return tuple(out)
+
+
+def coalesced(m: isl.Map) -> isl.Map:
+    """``m`` with its pieces merged where isl can (the same relation either way): isl's
+    coalesce has failed an internal consistency assertion on some quasi-affine maps ("original
+    tableau does not correspond"), so on an isl error the map is kept as it is."""
+    try:
+        return m.coalesce()
+    except isl.Error:
+        return m
+
+
+def program_order(a: InstrInfo, b: InstrInfo, cache: dict | None = None, *,
+                  domains: bool = True) -> isl.Map:
+    """Instances of ``a`` before instances of ``b`` in program order, in one block: their
+    common loops lexicographically before, or equal when ``a`` comes first in the text.
+    ``cache``: a dict in which relations of statement pairs with the same domains, common
+    loops and text order are shared (they differ only in their tuple names).
+    ``domains=False``: the order alone, not restricted to the statements' instances (for
+    intersecting with relations that are; shared by every pair with the same loop counts)."""
+    m = 0
+    while m < min(len(a.loop_paths), len(b.loop_paths)) and a.loop_paths[m] == b.loop_paths[m]:
+        m += 1
+    if a.id == b.id:
+        strict = True
+    else:
+        j = next(i for i, (x, y) in enumerate(zip(a.path, b.path)) if x != y)
+        strict = a.path[j] > b.path[j]  # a after b in the text: a later iteration only
+    if cache is None or (domains and (not a.domain_key or not b.domain_key)):
+        return _program_order(a, b, m, strict, domains)
+    key = ("po shape", a.domain_key, b.domain_key, m, strict) if domains else \
+        ("po loops", len(a.loops), len(b.loops), m, strict)
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = _program_order(a, b, m, strict, domains)
+    return got.set_tuple_name(isl.dim_type.in_, a.name).set_tuple_name(isl.dim_type.out,
+                                                                      b.name)
+
+
+def _program_order(a: InstrInfo, b: InstrInfo, m: int, strict: bool, domains: bool = True
+                   ) -> isl.Map:
+    na = {v: f"a{j}" for j, v in enumerate((BLOCK_IDX,) + a.loop_vars)}
+    nb = {v: f"b{j}" for j, v in enumerate((BLOCK_IDX,) + b.loop_vars)}
+    xs = [na[v] for v in a.loop_vars[:m]]
+    ys = [nb[v] for v in b.loop_vars[:m]]
+    ors = [" and ".join([f"{x} = {y}" for x, y in zip(xs[:j], ys[:j])] + [f"{xs[j]} < {ys[j]}"])
+           for j in range(m)]
+    if not strict:
+        ors.append(" and ".join(f"{x} = {y}" for x, y in zip(xs, ys)) or "true")
+    lex = " or ".join(f"({o})" for o in ors) if ors else "false"
+    dom = ", ".join(na[v] for v in (BLOCK_IDX,) + a.loop_vars)
+    rng = ", ".join(nb[v] for v in (BLOCK_IDX,) + b.loop_vars)
+    order = isl.Map(f"{{ {a.name}[{dom}] -> {b.name}[{rng}] : {na[BLOCK_IDX]} = "
+                    f"{nb[BLOCK_IDX]} and ({lex}) }}")
+    return order.intersect_domain(a.domain).intersect_range(b.domain) if domains else order
+
+
+def affine_text(expr: Affine, bound: frozenset[str], where: str) -> str:
+    """``expr`` as isl text; NotAffineError if it uses a variable not in ``bound``."""
+    for v in expr.vars():
+        if v not in bound:
+            raise NotAffineError(
+                f"expression '{expr}' in {where} uses '{v}', which is neither an enclosing loop "
+                f"variable nor {BLOCK_IDX}; bound here: {', '.join(sorted(bound)) or 'none'}")
+    parts = [str(expr.const)]
+    for v, c in expr.terms:
+        parts.append(f"{c}*{v}")
+    for v, m, c in expr.mods:
+        if not isinstance(m, int) or m <= 0:
+            raise NotAffineError(f"expression '{expr}' in {where}: modulus {m!r} of '{v}' is "
+                                 "not a positive integer")
+        parts.append(f"{c}*({v} mod {m})")
+    for a, dv, c in getattr(expr, "divs", ()):
+        if not isinstance(dv, int) or dv <= 0:
+            raise NotAffineError(f"expression '{expr}' in {where}: divisor {dv!r} is not a "
+                                 "positive integer")
+        parts.append(f"{c}*floor({affine_text(a, bound, where)}/{dv})")
+    return "(" + " + ".join(parts) + ")"
+
+
+def _walk(body: tuple[Stmt, ...], path: tuple[int, ...], anc: tuple[Stmt, ...],
+          out: list[tuple[Instr, tuple[int, ...], tuple[Stmt, ...]]]) -> None:
+    for i, s in enumerate(body):
+        if isinstance(s, Instr):
+            out.append((s, path + (i,), anc))
+        else:
+            _walk(s.body, path + (i,), anc + (s,), out)
+
+
+def loop_dims(loops: tuple[For, ...]) -> str:
+    return ", ".join((BLOCK_IDX,) + tuple(f.var for f in loops))
+
+
+def domain_text(kernel: Kernel, loops: tuple[For, ...], conds: tuple[Cond, ...]) -> str:
+    bound = frozenset((BLOCK_IDX,) + tuple(f.var for f in loops))
+    if len(bound) != len(loops) + 1:
+        raise InternalCompilerError(f"loop variables are not unique along a nest: "
+                                    f"{[f.var for f in loops]}")
+    parts = [f"0 <= {BLOCK_IDX} < {kernel.block_dim}"]
+    parts += [f"0 <= {f.var} < {f.extent}" for f in loops]
+    for c in conds:
+        op = "=" if c.op == "==" else c.op
+        parts.append(f"{affine_text(c.lhs, bound, f'condition {c}')} {op} {c.rhs}")
+    return " and ".join(parts)

@@ -24,17 +24,22 @@ Rules (the name in parentheses is the one the error gives):
   cube ops (dims, footprint); every element inside the tensor (bounds); the op's scopes
   (scope), dtypes (dtype) and views (shape);
 * DMA and vector (lower/verify_vector.py): starts on 32 B (vector reduce destinations: on
-  their WholeReduce alignment) (alignment); column stride 1 (DMA, masks, destinations) or 0 (block-broadcast sources), row
-  strides in whole 32 B blocks up to ``max_rep_stride`` (stride); at most ``max_repeat`` rows
-  of at most ``repeat_bytes`` (repeat), ``max_dma_block_count`` DMA rows; fn, round mode,
-  scalar and value attrs (attr); the target's vector dtypes and casts (dtype); Brcb source
-  and destination apart (overlap);
+  their WholeReduce alignment) (alignment); column stride 1 (DMA, masks, destinations) or 0
+  (block-broadcast sources), row strides in whole 32 B blocks up to ``max_rep_stride``
+  (stride); at most ``max_repeat`` rows of at most ``repeat_bytes`` (repeat),
+  ``max_dma_block_count`` DMA rows; fn, round mode, scalar and value attrs (attr); the
+  target's vector dtypes and casts (dtype); Brcb source and destination apart (overlap);
 * sync: legal HardEvents (event), event ids in ``target.event_ids``, cross-core mode 2 and
-  flag ids in ``target.cross_flag_ids`` (attr);
+  flag ids in ``target.cross_flag_ids`` (attr; ``events=False`` leaves HardEvents and the id
+  budgets to the trace checker);
 * cube (lower/verify_cube.py): exactly the API params, bools and documented ranges from
-  ``kernel.target.cube_param_ranges`` (params), starts on the scope's alignment, regions equal
-  to the params' footprint, each written element written once (overlap), the modelled
-  dtypes, modes and values.
+  ``kernel.target.cube_param_ranges`` (params, checked before the regions), starts on the
+  scope's alignment, regions equal to the params' footprint in the target's fractal geometry
+  (footprint), each written element written once (overlap), the modelled dtypes, modes and
+  values.
+
+The simulator (``run_kernel``) and the emitter (``emit_project``) run it on their input and
+trust the contract.
 """
 
 from __future__ import annotations

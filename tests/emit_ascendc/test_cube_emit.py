@@ -237,7 +237,7 @@ def test_region_that_disagrees_with_its_params_is_not_emitted(tmp_path):
     bad = mutate(gemm_kernel(CASES["fp16_single"]), "load_l0a", 0, keep_dims=True, repeatTimes=4)
     with pytest.raises(InternalCompilerError, match=r"\(footprint\): region a_l0.* does not match "
                                                     r"the params' footprint .* \(build cube "
-                                                    r"instructions with ir.make_cube_instr\)"):
+                                                    r"instructions with cube_ops.make_cube_instr\)"):
         emit_project(_final(bad), tmp_path)
 
 

@@ -19,8 +19,8 @@ from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, traces_match
 from ascendsched.target import CoreType, Pipe
-from tests.emit_ascendc.hand import ops_kernel, plan, sync_row_max_sub, sync_vadd
-from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
+from tests.kit.hand import ops_kernel, plan, sync_row_max_sub, sync_vadd
+from tests.kit.ir import row_max_sub_kernel, vadd_kernel
 
 pytestmark = pytest.mark.slow  # g++ builds and runs
 

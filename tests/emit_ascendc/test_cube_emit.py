@@ -1,4 +1,4 @@
-"""Cube (AIC) kernels from tests/cube_fixtures.py, synced and memory-planned, emitted as AscendC,
+"""Cube (AIC) kernels from tests/kit/cube.py, synced and memory-planned, emitted as AscendC,
 built with g++ -fsanitize=address,undefined against the CPU runtime and run over the grid:
 outputs equal the numpy reference, the C++ trace equals the IR simulator's trace event for
 event, and the race checker passes it. Mutations of the emitted text (a wrong fractal stride,
@@ -26,7 +26,7 @@ from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, traces_match
 from ascendsched.target import ASCEND_910B, CoreType
-from tests.cube_fixtures import CASES, batched_kernel, gemm_kernel, inputs, planned, reference
+from tests.kit.cube import CASES, batched_kernel, gemm_kernel, inputs, planned, reference
 
 pytestmark = pytest.mark.slow  # g++ builds and runs
 
@@ -179,8 +179,8 @@ def test_cpu_driver_runs_the_aic_program(built):
 
 def test_vector_op_in_the_aic_program_is_rejected(tmp_path):
     k = _final(gemm_kernel(CASES["fp16_single"]))
-    from tests.emit_ascendc.hand import plan
-    from tests.ir_fixtures import vadd_kernel
+    from tests.kit.hand import plan
+    from tests.kit.ir import vadd_kernel
 
     v = plan(vadd_kernel())
     bad = replace(k, programs=(Program(CoreType.AIC, k.program(CoreType.AIC).body
@@ -230,7 +230,7 @@ def test_gemv_mode_m_aborts(built):
 
 def test_region_that_disagrees_with_its_params_is_not_emitted(tmp_path):
     from ascendsched.errors import InternalCompilerError
-    from tests.cube_fixtures import mutate
+    from tests.kit.cube import mutate
 
     # repeatTimes changed without re-deriving the region: the analysis saw 5 fractals, the call
     # would move 4

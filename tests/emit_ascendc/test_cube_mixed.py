@@ -23,7 +23,7 @@ from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, traces_match
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
-from tests.cube_fixtures import CASES, gemm_kernel, inputs, planned
+from tests.kit.cube import CASES, gemm_kernel, inputs, planned
 
 pytestmark = pytest.mark.slow  # g++ builds and runs
 

@@ -10,8 +10,8 @@ from ascendsched.emit_ascendc import emit_project
 from ascendsched.errors import InternalCompilerError, UnsupportedError
 from ascendsched.lower.ir import Program
 from ascendsched.target import CoreType
-from tests.emit_ascendc.hand import ops_kernel, plan, sync_row_max_sub, sync_vadd
-from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
+from tests.kit.hand import ops_kernel, plan, sync_row_max_sub, sync_vadd
+from tests.kit.ir import row_max_sub_kernel, vadd_kernel
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 
 from ascendsched.emit_ascendc import build_cpu, check, emit_project
 from ascendsched.errors import ToolchainError
-from tests.emit_ascendc.hand import plan, sync_row_max_sub
-from tests.ir_fixtures import row_max_sub_kernel
+from tests.kit.hand import plan, sync_row_max_sub
+from tests.kit.ir import row_max_sub_kernel
 
 pytestmark = pytest.mark.slow  # g++ builds and runs
 

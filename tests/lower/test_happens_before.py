@@ -17,8 +17,8 @@ from ascendsched.lower.sync_text import standard_pattern
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import ASCEND_910B, Pipe
-from tests.cube_fixtures import CASES, gemm_kernel
-from tests.ir_fixtures import vadd_kernel
+from tests.kit.cube import CASES, gemm_kernel
+from tests.kit.ir import vadd_kernel
 from tests.lower.test_sync import _planned
 
 

@@ -23,7 +23,7 @@ from ascendsched.lower.remove_redundant_sync import (
     remove_redundant_sync,
 )
 from ascendsched.target import ASCEND_910B, Pipe, Target
-from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
+from tests.kit.ir import row_max_sub_kernel, vadd_kernel
 
 
 def _planned(k: Kernel, target: Target = ASCEND_910B) -> Kernel:

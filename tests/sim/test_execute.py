@@ -10,8 +10,7 @@ from ascendsched.errors import AscendSchedError, InternalCompilerError
 from ascendsched.lower.ir import Instr, Region, view
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import ASCEND_910B, Pipe
-from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
-from tests.sim.kit import kernel, plan
+from tests.kit.ir import kernel, plan, row_max_sub_kernel, vadd_kernel
 
 RNG = np.random.default_rng(7)
 

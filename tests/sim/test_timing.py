@@ -140,7 +140,7 @@ def test_readme_softmax_overlaps_loads_and_stores_with_the_vector_work() -> None
     from ascendsched.driver import random_inputs
     from ascendsched.sim.checker import concurrent_pipes
     from ascendsched.sim.execute import run_kernel
-    from tests.helpers import readme_softmax
+    from tests.kit.reference import readme_softmax
 
     kernels = {c: lower(readme_softmax(copies=c)) for c in (1, 2)}
     trace = run_kernel(kernels[2], random_inputs(readme_softmax().algo),

@@ -1,7 +1,7 @@
 """Hand-built kernel IR shared by the sim, lower and emit tests: kernels written out instance by
 instance (``vadd_kernel``, ``row_max_sub_kernel``, ``kernel`` for any body), the sync
-instructions (``set_flag``, ``wait_flag``, ``barrier``), a hand-synced vadd and hand memory
-plans.
+instructions (``set_flag``, ``wait_flag``, ``barrier``), a hand-synced vadd and memory plans
+(``hand_plan`` by hand, ``planned`` and ``memory_plan`` by the planner).
 
 These exist so that passes can be tested before and independently of ``build_loop_nest``.
 """
@@ -9,6 +9,7 @@ These exist so that passes can be tested before and independently of ``build_loo
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ascendsched.dtypes import DType, float16, float32
 from ascendsched.lower.affine import Affine
@@ -23,7 +24,10 @@ from ascendsched.lower.ir import (
     Stmt,
     view,
 )
-from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
+from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope, Target
+
+if TYPE_CHECKING:
+    from ascendsched.schedule import Schedule
 
 P = Pipe
 
@@ -123,8 +127,8 @@ def wait_flag(src: Pipe, dst: Pipe, eid: int | Affine = 0, comment: str = "") ->
                  comment=comment)
 
 
-def barrier(pipe: Pipe) -> Instr:
-    return Instr("barrier", pipe)
+def barrier(pipe: Pipe, comment: str = "") -> Instr:
+    return Instr("barrier", pipe, comment=comment)
 
 
 def synced_vadd(n: int = 8192, tile: int = 2048, copies: int = 1, blocks: int = 1) -> Kernel:
@@ -154,6 +158,34 @@ def synced_vadd(n: int = 8192, tile: int = 2048, copies: int = 1, blocks: int = 
     return replace(k, programs=(Program(CoreType.AIV, prog),))
 
 
-def plan(k: Kernel, offsets: dict[str, tuple[int, ...]]) -> Kernel:
-    """``k`` with the given byte offset per buffer copy (a hand-made memory plan)."""
+def hand_plan(k: Kernel, offsets: dict[str, tuple[int, ...]] | None = None, *,
+              align: int = 32) -> Kernel:
+    """``k`` with a hand-made memory plan: the given byte offset per buffer copy, or (no
+    ``offsets``) every copy packed one after another at ``align``-byte boundaries."""
+    if offsets is None:
+        offsets, cursor = {}, 0
+        for b in k.buffers:
+            offsets[b.name] = tuple(cursor + c * -(-b.nbytes // align) * align
+                                    for c in range(b.copies))
+            cursor += b.copies * -(-b.nbytes // align) * align
     return replace(k, buffers=tuple(replace(b, offsets=offsets[b.name]) for b in k.buffers))
+
+
+def planned(k: Kernel, target: Target | None = None) -> Kernel:
+    """``k`` with the memory planner's plan applied (lifetimes, plan_memory, apply_memory_plan)."""
+    from ascendsched.lower.apply_memory_plan import apply_memory_plan
+    from ascendsched.lower.lifetimes import buffer_lifetimes
+    from ascendsched.lower.plan_memory import plan_memory
+
+    return apply_memory_plan(k, plan_memory(k, buffer_lifetimes(k), target or k.target))
+
+
+def memory_plan(s: Schedule, target: Target | None = None):  # noqa: ANN201 -- (lifetimes, MemoryPlan)
+    """The buffer lifetimes and memory plan of ``build_loop_nest(s, target)`` (no warnings)."""
+    from ascendsched.lower.build_loop_nest import build_loop_nest
+    from ascendsched.lower.lifetimes import buffer_lifetimes
+    from ascendsched.lower.plan_memory import plan_memory
+
+    k = build_loop_nest(s, target)
+    lt = buffer_lifetimes(k)
+    return lt, plan_memory(k, lt, target or s.target, warn=False)

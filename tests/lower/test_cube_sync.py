@@ -25,7 +25,8 @@ from ascendsched.sim.check_report import CheckReport
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import ASCEND_910B, Pipe, Scope
-from tests.kit.cube import CASES, case, gemm_kernel, inputs, planned, reference
+from tests.kit.cube import CASES, case, gemm_kernel, inputs, reference
+from tests.kit.ir import planned
 
 T = ASCEND_910B
 

@@ -22,9 +22,9 @@ from tests.kit.cube import (
     inputs,
     instrs,
     mutate,
-    planned,
     reference,
 )
+from tests.kit.ir import planned
 
 
 def _run(k: Kernel, c, seed: int = 0, **kw):  # noqa: ANN001, ANN202

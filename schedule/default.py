@@ -116,7 +116,10 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
                                            for f in range(FALLBACKS, 0, -1)}, reverse=True)
         # (single-buffered only; ``default_schedules`` ranks whole rows of either buffering
         # before any row piece)
-        widths = list(dict.fromkeys(widths)) if copies == 1 else [widest]
+        widths = list(dict.fromkeys(widths)) if copies == 1 else [widest] + even[:1]
+        # pieces that divide the row first: no tail version (layernorm 1024x16384: 4096-wide
+        # pieces model 2276 us and compile in 0.37 s, the widest, 7024, 2523 us and 0.97 s)
+        widths = [w for w in widths if n % w == 0] + [w for w in widths if n % w]
         return whole + [t for w in widths
                         for t in _ranked([TileShape(1, w)], algo, target, copies,
                                          lambda t: t.rows, count)]

@@ -153,7 +153,10 @@ def load_inputs(path: Path) -> dict:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from ascendsched.lower.driver import PassLog, lower, schedule_for
+    from ascendsched.driver import compile_kernel
+    from ascendsched.lower.pass_log import PassLog
+    from ascendsched.lower.pipeline import lower
+    from ascendsched.lower.schedule_for import schedule_for
     from ascendsched.schedule.printer import print_loop_nest
 
     sched = schedule_for(load(args.target))
@@ -162,11 +165,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     print(sched)
     print()
     print(sched.loop_nest_text() if hasattr(sched, "loop_nest_text") else print_loop_nest(sched))
-    log = PassLog(dump_dir=Path(args.dump_ir) if args.dump_ir else None)
-    try:
+    if args.dump_ir:  # one file per step, the emitted C++ included; the project beside them
+        log = PassLog(dump_dir=Path(args.dump_ir))
+        k, _ = compile_kernel(sched, Path(args.dump_ir) / "project", log=log)
+    else:
+        log = PassLog()
         k = lower(sched, log=log)
-    except ImportError:  # sync insertion not available in this build
-        k = lower(sched, log=log, sync=False)
     for name in ("dependences", "memory plan"):
         if name in log.results:
             print(f"\n{name}:\n{log.results[name]}")
@@ -204,7 +208,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_time(args: argparse.Namespace) -> int:
-    from ascendsched.lower.driver import lower, schedule_for
+    from ascendsched.lower.pipeline import lower
+    from ascendsched.lower.schedule_for import schedule_for
     from ascendsched.sim.timeline import write_chrome_trace, write_png
     from ascendsched.sim.timing import model_time
 
@@ -226,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("explain", help="print algorithm, schedule, dependences, syncs, memory map, IR")
     e.add_argument("target", help="MODULE:FUNCTION returning a Schedule or Algorithm")
-    e.add_argument("--dump-ir", help="write each lowering step to DIR/NNN_<step>.txt")
+    e.add_argument("--dump-ir", help="write each step to DIR/NNN_<step>.txt (the emitted C++ "
+                   "too; its project in DIR/project)")
     e.set_defaults(fn=cmd_explain)
     c = sub.add_parser("compile", help="write the AscendC project (kernel, host, tiling, CMake)")
     c.add_argument("target")

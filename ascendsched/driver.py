@@ -34,11 +34,11 @@ from ascendsched.emit_ascendc.project import EmittedProject, emit_project
 from ascendsched.errors import AscendSchedError, InputError
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.compare import structural_diff
-from ascendsched.lower.driver import PassLog, lower, schedule_for
-from ascendsched.lower.insert_sync import pruned_syncs
 from ascendsched.lower.ir import For, Instr, Kernel, Stmt, iter_instrs
-from ascendsched.lower.polyhedral import analyze_dependences
+from ascendsched.lower.pass_log import PassLog
+from ascendsched.lower.pipeline import lower
 from ascendsched.lower.remove_redundant_sync import channels_of, drop_channels
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.reduce import describe, reduce_instance
 from ascendsched.schedule.schedule import Schedule
@@ -143,11 +143,14 @@ def estimated_instrs(k: Kernel) -> int:
     return k.block_dim * sum(count(p.body) for p in k.programs)
 
 
-def compile_kernel(obj: Schedule | GemmSchedule | Algorithm, out_dir: Path, *, log: PassLog | None = None
-                   ) -> tuple[Kernel, EmittedProject]:
-    """Lower and emit the AscendC project for ``obj`` into ``out_dir``."""
+def compile_kernel(obj: Schedule | GemmSchedule | Algorithm, out_dir: Path, *,
+                   log: PassLog | None = None) -> tuple[Kernel, EmittedProject]:
+    """Lower and emit the AscendC project for ``obj`` into ``out_dir``: the steps of
+    ``lower/pipeline.py``, then ``emit`` (its text in the log: the kernel's C++)."""
+    log = log if log is not None else PassLog()
     k = lower(schedule_for(obj), log=log)
-    return k, emit_project(k, Path(out_dir))
+    proj = log("emit", emit_project(k, Path(out_dir)), show=lambda p: p.kernel_source)
+    return k, proj
 
 
 def random_inputs(algo: Algorithm, seed: int = 0) -> dict[str, np.ndarray]:
@@ -343,10 +346,10 @@ def sync_minimality(obj: Schedule | GemmSchedule | Algorithm, seed: int = 0) -> 
     """Drop each sync channel of the lowered ``obj`` (a set/wait pair with its prologue and
     epilogue, or a barrier) and run the trace checker on the result."""
     sched = schedule_for(obj)
-    planned = lower(sched, sync=False)
-    deps = analyze_dependences(planned)
-    target = planned.target
-    pruned = pruned_syncs(planned, deps, target)
+    log = PassLog()
+    lower(sched, log=log, stop_after="remove redundant syncs")
+    pruned = log.results["remove redundant syncs"].kernel  # each sync still has its channel
+    target = pruned.target
     inputs = random_inputs(sched.algo, seed)
     removable: list[str] = []
     chans = channels_of(pruned)
@@ -355,7 +358,7 @@ def sync_minimality(obj: Schedule | GemmSchedule | Algorithm, seed: int = 0) -> 
         rep = check_trace(run_kernel(trial, inputs, trace=True).trace, target)
         if not rep.races and not rep.flag_errors and not rep.deadlocks:
             removable.append(_channel_text(pruned, ch))
-    return SyncMinimality(planned.name, len(chans) - len(removable), tuple(removable))
+    return SyncMinimality(pruned.name, len(chans) - len(removable), tuple(removable))
 
 
 def _channel_text(k: Kernel, ch: int) -> str:

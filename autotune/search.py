@@ -151,7 +151,7 @@ def _chunks(items: list[Any], n: int) -> list[list[Any]]:
 
 
 def _default_trial(space: Space, ev: Evaluator) -> Trial | None:
-    from ascendsched.lower.driver import schedule_for
+    from ascendsched.lower.schedule_for import schedule_for
 
     try:
         sched = schedule_for(space.algo, space.target)

@@ -3,8 +3,8 @@
 A :class:`Space` is an algorithm, named parameters with their choices, and a function from a
 point (one choice per parameter) to a schedule. A point is *legal* when building its schedule
 raises no ScheduleError (the primitives' own checks: fractal granules, alignment, API ranges,
-core counts) and ``lower(..., sync=False)`` accepts it (the loop-nest builder, lifetimes and the
-memory planner's capacity rule). So pruning applies exactly the rules lowering applies, with no
+core counts) and ``lower(..., stop_after="apply memory plan")`` accepts it (the loop-nest
+builder, the IR verifier, lifetimes and the memory planner's capacity rule). So pruning applies exactly the rules lowering applies, with no
 second copy of any limit, and skips the expensive passes (dependences, sync insertion) that an
 evaluation runs. Points whose schedules are equivalent (same schedule text, or for a GEMM the
 same resolved tiling) are *duplicates*: only the first is legal, the others are counted apart.
@@ -238,14 +238,14 @@ class Space:
 
 def plan_check(sched: AnySchedule) -> tuple[str | None, str]:
     """(None, "") when lowering up to the memory plan accepts ``sched``, else (rule, message):
-    the loop-nest/GEMM builder, lifetimes and the planner's capacity rule (``lower(...,
-    sync=False)``), so the limits live only where lowering keeps them."""
-    from ascendsched.lower.driver import lower
+    the loop-nest/GEMM builder, the IR verifier, lifetimes and the planner's capacity rule
+    (``lower(..., stop_after="apply memory plan")``), so the limits live only where lowering keeps them."""
+    from ascendsched.lower.pipeline import lower
 
     try:
         with warnings.catch_warnings():  # e.g. buffering not honoured: legal, evaluation tells
             warnings.simplefilter("ignore")
-            lower(sched, sched.target, sync=False)
+            lower(sched, sched.target, stop_after="apply memory plan")
     except CapacityError as e:
         return "capacity", str(e)
     except ScheduleError as e:

@@ -134,7 +134,7 @@ def _line(r: KernelRow) -> str:
 
 
 def _timeline(sched: Any, path: Path) -> str:
-    from ascendsched.lower.driver import lower
+    from ascendsched.lower.pipeline import lower
     from ascendsched.sim.timeline import write_png
     from ascendsched.sim.timing import model_time
 
@@ -145,8 +145,9 @@ def _timeline(sched: Any, path: Path) -> str:
 def sync_rows() -> list[SyncRow]:
     """sync_report.py's one-tile kernels: executed syncs and UB peak, and bishengir's."""
     from ascendsched.benchmarks.sync_report import BISHENGIR, one_tile
-    from ascendsched.lower.driver import PassLog, lower
     from ascendsched.lower.insert_sync import sync_stats
+    from ascendsched.lower.pass_log import PassLog
+    from ascendsched.lower.pipeline import lower
     from ascendsched.target import Scope
 
     out = []

@@ -19,7 +19,8 @@ from pathlib import Path  # noqa: E402
 
 from ascendsched.algo import library as L  # noqa: E402
 from ascendsched.driver import check  # noqa: E402
-from ascendsched.lower.driver import lower, schedule_for  # noqa: E402
+from ascendsched.lower.pipeline import lower  # noqa: E402
+from ascendsched.lower.schedule_for import schedule_for  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from examples import gemm as gemm_example  # noqa: E402

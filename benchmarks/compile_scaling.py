@@ -1,11 +1,12 @@
 """Compile time and memory over a size sweep: every library kernel, algorithm to emitted text.
 
 Each case runs in a fresh worker process (so its peak RSS is its own): the default (or hand)
-schedule, ``lower`` with a PassLog (CPU time per pass), and ``emit_project`` into a temp dir.
-Reported: CPU seconds (import excluded: the parent imports every compiler module before it forks
-the workers; this machine sets PYTHONDONTWRITEBYTECODE, so a lazy import inside ``lower`` would
-otherwise charge a source compile to the kernel), the best of ``--repeat`` fresh processes, peak RSS, statements (IR instructions), syncs, and the
-per-pass CPU split; then, per kernel and schedule, the growth from the smallest to the largest
+schedule, then ``compile_kernel`` into a temp dir with a PassLog (CPU time per step, emission
+included). Reported: CPU seconds (import excluded: the parent imports every compiler module
+before it forks the workers; this machine sets PYTHONDONTWRITEBYTECODE, so a lazy import inside
+``lower`` would otherwise charge a source compile to the kernel), the best of ``--repeat`` fresh
+processes, peak RSS, statements (IR instructions), syncs, and the per-step CPU split in the
+groups of ``PASSES``; then, per kernel and schedule, the growth from the smallest to the largest
 size. Run::
 
     python benchmarks/compile_scaling.py [--quick] [--only NAME] [--jobs N] [--repeat R] [--csv FILE]
@@ -30,7 +31,10 @@ BATCHED_SIZES = [(8, 512, 512, 128), (32, 1024, 1024, 128), (64, 2048, 2048, 128
 VECTOR_KERNELS = ("vadd", "mul_add_relu", "bias_add", "softmax", "rmsnorm", "layernorm")
 ROWS = (64, 1024, 16384)
 COLS = (256, 4096, 16384)
-PASSES = ("build", "dependences", "insert sync")
+# column -> the pipeline steps (lower/pipeline.py STEPS, then "emit") it adds up
+PASSES = {"build": ("build",), "verify": ("verify built", "verify final"),
+          "deps": ("dependences",), "sync": ("place syncs", "remove redundant syncs",
+                                             "allocate event ids"), "emit": ("emit",)}
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ def cases(quick: bool) -> list[Case]:
 
 def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
     from ascendsched.algo import library as L
-    from ascendsched.lower.driver import schedule_for
+    from ascendsched.lower.schedule_for import schedule_for
     from ascendsched.schedule import Schedule
     from ascendsched.schedule.gemm import GemmSchedule
 
@@ -110,29 +114,29 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
 
 def run(case: Case) -> dict[str, object]:
     """Compile one case in this (fresh) process; its measurements."""
-    from ascendsched.emit_ascendc.project import emit_project
-    from ascendsched.lower.driver import PassLog, lower
+    from ascendsched.driver import compile_kernel
     from ascendsched.lower.ir import iter_instrs
+    from ascendsched.lower.pass_log import PassLog
+    from ascendsched.lower.pipeline import STEPS, SYNC_STEPS
 
+    assert set(PASSES["sync"]) == set(SYNC_STEPS) and {
+        n for ns in PASSES.values() for n in ns} <= set(STEPS) | {"emit"}
     t0 = time.process_time()
     try:
         sched = schedule_of(case)
         t1 = time.process_time()
         log = PassLog()
-        k = lower(sched, log=log)
-        t2 = time.process_time()
         with tempfile.TemporaryDirectory() as d:
-            emit_project(k, Path(d))
-        t3 = time.process_time()
+            k, _ = compile_kernel(sched, Path(d), log=log)
+        t2 = time.process_time()
     except Exception as e:  # noqa: BLE001 -- a failing case is a result of the sweep
         return {"case": case.label, "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
     instrs = [i for p in k.programs for i, _ in iter_instrs(p.body)]
     cpu = log.cpu()
     return {
         "case": case.label, "kernel": case.kernel, "schedule": case.schedule,
-        "cpu": t3 - t0, "schedule_s": t1 - t0, "lower_s": t2 - t1, "emit_s": t3 - t2,
-        "build_s": cpu.get("build loop nest", cpu.get("build gemm", 0.0)),
-        "dependences_s": cpu.get("dependences", 0.0), "sync_s": cpu.get("insert sync", 0.0),
+        "cpu": t2 - t0, "schedule_s": t1 - t0, "lower_s": sum(cpu.get(n, 0.0) for n in STEPS),
+        **{f"{col}_s": sum(cpu.get(n, 0.0) for n in steps) for col, steps in PASSES.items()},
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "statements": sum(1 for i in instrs if not i.is_sync),
         "syncs": sum(1 for i in instrs if i.is_sync), "blocks": k.block_dim,
@@ -140,7 +144,7 @@ def run(case: Case) -> dict[str, object]:
 
 
 def preload() -> None:
-    """Import every compiler module (the layers ``lower`` and ``emit_project`` may reach lazily),
+    """Import every compiler module (the layers ``compile_kernel`` may reach lazily),
     so a worker forked afterwards measures compiling, not importing."""
     import importlib
     import pkgutil
@@ -175,7 +179,7 @@ def main() -> None:
     ctx = mp.get_context("fork")
     rows: list[dict[str, object]] = []
     head = (f"{'case':<64}{'CPU s':>7}{'RSS MB':>8}{'stmts':>7}{'syncs':>7}"
-            f"{'build':>7}{'deps':>7}{'sync':>7}{'emit':>7}")
+            + "".join(f"{col:>7}" for col in PASSES))
     print(head)
     with ctx.Pool(args.jobs, maxtasksperchild=1) as pool:
         runs = pool.imap(run, [c for c in todo for _ in range(args.repeat)])
@@ -186,9 +190,8 @@ def main() -> None:
                 print(f"{row['case']:<64} ERROR {row['error']}")
                 continue
             print(f"{row['case']:<64}{row['cpu']:>7.3f}{row['rss_mb']:>8.0f}"
-                  f"{row['statements']:>7}{row['syncs']:>7}{row['build_s']:>7.3f}"
-                  f"{row['dependences_s']:>7.3f}{row['sync_s']:>7.3f}{row['emit_s']:>7.3f}",
-                  flush=True)
+                  f"{row['statements']:>7}{row['syncs']:>7}"
+                  + "".join(f"{row[col + '_s']:>7.3f}" for col in PASSES), flush=True)
     ok = [r for r in rows if "error" not in r]
     print(f"\n{len(ok)} of {len(rows)} cases compiled; slowest {max(r['cpu'] for r in ok):.3f} s "
           f"CPU, largest peak RSS {max(r['rss_mb'] for r in ok):.0f} MB")

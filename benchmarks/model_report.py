@@ -17,7 +17,8 @@ import sys
 import time
 
 from ascendsched.algo import library as L
-from ascendsched.lower.driver import lower, schedule_for
+from ascendsched.lower.pipeline import lower
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.sim.timing import PIPE_NAMES, model_time, parameter_line
 from ascendsched.target import DEFAULT_TARGET
 

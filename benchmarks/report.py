@@ -101,6 +101,8 @@ def cost_table(rows: list[KernelRow]) -> list[str]:
     """Mean CPU seconds per evaluation over the points each search evaluated, and the split
     between the lowering passes and the timing model (recorded when each point was evaluated,
     so the table is the same when the report is rebuilt from the cache)."""
+    from ascendsched.lower.pipeline import SYNC_STEPS
+
     out = ["| kernel | evaluations | CPU s per evaluation | evaluations/s per core | "
            "dependences | insert sync | other passes | timing model |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -111,7 +113,7 @@ def cost_table(rows: list[KernelRow]) -> list[str]:
         n = len(evs)
         total = sum(e.lower_cpu_s + e.model_cpu_s for e in evs) / n
         dep = sum(dict(e.passes).get("dependences", 0.0) for e in evs) / n
-        syn = sum(dict(e.passes).get("insert sync", 0.0) for e in evs) / n
+        syn = sum(dict(e.passes).get(step, 0.0) for e in evs for step in SYNC_STEPS) / n
         mod = sum(e.model_cpu_s for e in evs) / n
         other = max(total - dep - syn - mod, 0.0)
         out.append(f"| {r.case.label} | {n} | {total:.3f} | {1 / total:.1f} | "

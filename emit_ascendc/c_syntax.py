@@ -9,7 +9,6 @@ import re
 
 from ascendsched.dtypes import DType
 from ascendsched.emit_ascendc.cce_names import CCE_BUILTINS, CPP_KEYWORDS
-from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.ir import Region
 
@@ -32,14 +31,13 @@ def _cexpr(a: Affine) -> str:
 
 
 def _dims2(r: Region) -> tuple[int, int, int, int]:
-    """(rows, row_stride, cols, col_stride) of a region (1-D regions are one row)."""
+    """(rows, row_stride, cols, col_stride) of a region (1-D regions are one row; a DMA or
+    vector region has one or two dims: verified)."""
     if len(r.dims) == 2:
         (rows, rs), (cols, cs) = r.dims
         return rows, rs, cols, cs
-    if len(r.dims) == 1:
-        (cols, cs), = r.dims
-        return 1, cols * max(cs, 1), cols, cs
-    raise InternalCompilerError(f"region {r}: emission supports 1-D and 2-D views only")
+    (cols, cs), = r.dims
+    return 1, cols * max(cs, 1), cols, cs
 
 
 def _scalar(value: float | int | Affine, d: DType) -> str:

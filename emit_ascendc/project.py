@@ -2,9 +2,10 @@
 
 The emitter decides nothing the IR did not decide: each ``Instr`` becomes one AscendC call
 (``_OP_TABLE`` in kernel_printer.py), loops and ifs become C ``for``/``if``, and every hardware
-number comes from ``kernel.target``. Input is a *final* kernel: memory planned (every UB
+number comes from ``kernel.target``. Input is a *final* kernel: memory planned (every
 ``Buffer`` has ``offsets``) and synchronised (``set_flag``/``wait_flag``/``barrier``
-instructions present).
+instructions present). ``emit_project`` runs ``lower/verify.py`` on it first, and the printers
+trust the IR contract (no check of theirs repeats one of the verifier's).
 
 This module writes the project's files: the kernel .cpp from ``kernel_printer.py``, the tiling
 struct, the ACL host launcher, CMake and README from ``templates/``, and the driver of the CPU
@@ -13,7 +14,6 @@ runtime (``runtime/``), whose limits come from the target as ``-D`` flags.
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +28,7 @@ from ascendsched.emit_ascendc.kernel_printer import (
 )
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.ir import GmTensor, Kernel
+from ascendsched.lower.verify import verify
 from ascendsched.target.model import CoreType, Scope, Target
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
@@ -56,9 +57,9 @@ class EmittedProject:
 
 def emit_project(kernel: Kernel, out_dir: Path, *, tiling: dict | None = None) -> EmittedProject:
     """Write the AscendC project for ``kernel`` into ``out_dir`` and return its file paths."""
+    verify(kernel, planned=True)  # the printers trust the IR contract
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _check_kernel(kernel)
     name = kernel.name
     tiling_fields = _tiling_fields(kernel, tiling or {})
     source = _KernelPrinter(kernel).print()
@@ -78,22 +79,6 @@ def emit_project(kernel: Kernel, out_dir: Path, *, tiling: dict | None = None) -
         paths[key] = path
     return EmittedProject(name=name, out_dir=out_dir, kernel_source=source, runtime_dir=RUNTIME_DIR,
                           cpu_defines=_cpu_defines(kernel.target), **paths)
-
-
-def _check_kernel(k: Kernel) -> None:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k.name):
-        raise InternalCompilerError(f"kernel name {k.name!r} is not a C identifier")
-    cores = _cores(k)
-    for b in k.buffers:
-        core = k.target.scope(b.scope).core
-        if core not in cores:
-            raise InternalCompilerError(
-                f"kernel {k.name}: buffer {b.name} in {b.scope} belongs to the {core}, which has "
-                "no program")
-        if b.offsets is None:
-            raise InternalCompilerError(
-                f"kernel {k.name}: buffer {b.name} has no planned offsets; run memory planning "
-                "before emission")
 
 
 def _cpu_defines(t: Target) -> tuple[str, ...]:

@@ -33,15 +33,7 @@ from dataclasses import dataclass
 
 from ascendsched.errors import CapacityError, UnsupportedError
 from ascendsched.lower.affine import Affine, Cond
-from ascendsched.lower.cube_ops import (
-    CUBE_FRACTAL_BYTES,
-    CUBE_PARAM_RANGES,
-    CUBE_ROWS,
-    FIXPIPE_QUANT,
-    MMAD_DTYPES,
-    cube_c0,
-    make_cube_instr,
-)
+from ascendsched.lower.cube_ops import FIXPIPE_QUANT, MMAD_DTYPES, cube_c0, make_cube_instr
 from ascendsched.lower.ir import BLOCK_IDX, Buffer, For, GmTensor, If, Instr, Kernel, Program, Stmt
 from ascendsched.schedule.gemm import GemmSchedule, GemmTiling, TileClass
 from ascendsched.target import CoreType, Scope, Target
@@ -119,8 +111,9 @@ class _Builder:
                 f"{sp.acc_dtype}: "
                 + ", ".join(o for a, o in _QUANT if a == sp.acc_dtype.name))
         self.quant = q
-        self.c0 = cube_c0(sp.in_dtype)
-        self.f = CUBE_FRACTAL_BYTES // sp.in_dtype.bytes  # elements per fractal
+        self.c0 = cube_c0(sp.in_dtype, self.target)
+        self.f = self.target.cube_fractal_bytes // sp.in_dtype.bytes  # elements per fractal
+        self.rows = self.target.cube_rows  # rows of a fractal (L0C fractals: rows x rows)
         self.int8 = sp.in_dtype.bytes == 1
         t = self.t
         self.k_full = sp.k // t.tk  # full L1 K steps
@@ -240,14 +233,14 @@ class _Builder:
         l0copy = _mod2(step) if t.l0_copies == 2 else Affine()
         m, n = self._mmad_mn(tile)
         out = (self._load_a(kk, ks, m, l1copy, l0copy)
-               + self._load_b(kk, ks, _round(n, CUBE_ROWS), l1copy, l0copy))
+               + self._load_b(kk, ks, _round(n, self.rows), l1copy, l0copy))
         first = (step - tile.t * self.steps_per_tile)  # K step within the tile
         init: bool | Cond = True if first.is_const and first.const == 0 else (
             False if first.is_const else Cond(first, "==", 0))
         out.append(make_cube_instr(
             "mmad", (("c_l0", 0, ccopy, sp.acc_dtype), ("a_l0", 0, l0copy, sp.in_dtype),
                      ("b_l0", 0, l0copy, sp.in_dtype)),
-            comment="C = A x B on the first K step, C += A x B after",
+            target=self.target, comment="C = A x B on the first K step, C += A x B after",
             m=m, n=n, k=ks, unitFlag=0, kDirectionAlign=False, cmatrixSource=False,
             cmatrixInitVal=init))
         return out
@@ -297,7 +290,7 @@ class _Builder:
         copies the same rows again below them (ND matrix i at L1 row ``i * rows``)."""
         d = self.sp.in_dtype
         return make_cube_instr(
-            "copy_gm_l1", ((l1, 0, l1copy, d), (gm, off, 0, d)), comment=what,
+            "copy_gm_l1", ((l1, 0, l1copy, d), (gm, off, 0, d)), comment=what, target=self.target,
             ndNum=nd_num, nValue=rows, dValue=cols, srcNdMatrixStride=0, srcDValue=src_cols,
             dstNzC0Stride=l1_rows, dstNzNStride=1,
             dstNzMatrixStride=rows * self.c0 if nd_num > 1 else 0)
@@ -314,22 +307,22 @@ class _Builder:
         sp, t, f, c0 = self.sp, self.t, self.f, self.c0
         kp = -(-ks // c0) * c0
         ops = (("a_l0", l0copy), ("a_l1", l1copy))
-        mbs, kgs = _round(m, CUBE_ROWS) // CUBE_ROWS, kp // c0
+        mbs, kgs = _round(m, self.rows) // self.rows, kp // c0
         if not sp.trans_a:  # L1 (M, K) nz: fractal (mb, kg) at (kg * tm/16 + mb) * F
             base = kk * (t.k0 // c0 * t.tm * c0)
             return self._either(
                 "load_l0a", ops, "A nz -> Zz", dict(ifTranspose=False),
                 ("mb", mbs, lambda v: v * (kgs * f), lambda v: base + v * f, kgs,
-                 t.tm // CUBE_ROWS, 0),
+                 t.tm // self.rows, 0),
                 ("kg", kgs, lambda v: v * f, lambda v: base + v * (t.tm * c0), mbs, 1,
                  kgs - 1))
         if not self.int8:  # L1 (K, M) nz, 16-bit: fractal (kb, mb) at (mb * tk/16 + kb) * F
-            base = kk * (t.k0 // CUBE_ROWS * f)
+            base = kk * (t.k0 // self.rows * f)
             return self._either(
                 "load_l0a", ops, "A^T nz -> Zz (fractal transpose)", dict(ifTranspose=True),
-                ("mb", mbs, lambda v: v * (kgs * f), lambda v: base + v * (t.tk // CUBE_ROWS * f),
+                ("mb", mbs, lambda v: v * (kgs * f), lambda v: base + v * (t.tk // self.rows * f),
                  kgs, 1, 0),
-                ("kb", kgs, lambda v: v * f, lambda v: base + v * f, mbs, t.tk // CUBE_ROWS,
+                ("kb", kgs, lambda v: v * f, lambda v: base + v * f, mbs, t.tk // self.rows,
                  kgs - 1))
         # int8 A^T: L1 (K, M) nz, 32 x 32 squares -> two Zz fractals each (catlass nZ -> zZ)
         sq = 2 * f
@@ -351,7 +344,7 @@ class _Builder:
         sp, t, f, c0 = self.sp, self.t, self.f, self.c0
         kp = -(-ks // c0) * c0
         ops = (("b_l0", l0copy), ("b_l1", l1copy))
-        nbs, kgs = np_ // CUBE_ROWS, kp // c0
+        nbs, kgs = np_ // self.rows, kp // c0
         if sp.trans_b and np_ == t.tn:  # L1 (N, K) nz is Zn already: one plain copy
             return self._chunks("load_l0b", ops, kgs * nbs, kk * (t.k0 // c0 * t.tn * c0),
                                 "B^T nz -> Zn (plain)")
@@ -363,12 +356,12 @@ class _Builder:
                 params=dict(startIndex=0, repeatTimes=nbs, srcStride=1, sid=0, dstGap=0,
                             ifTranspose=False, addrMode=0))
         if not self.int8:  # L1 (K, N) nz, 16-bit: fractal (kb, nb) at (nb * tk/16 + kb) * F
-            base = kk * (t.k0 // CUBE_ROWS * f)
+            base = kk * (t.k0 // self.rows * f)
             return self._either(
                 "load_l0b", ops, "B nz -> Zn (fractal transpose)", dict(ifTranspose=True),
                 ("kb", kgs, lambda v: v * (nbs * f), lambda v: base + v * f, nbs,
-                 t.tk // CUBE_ROWS, 0),
-                ("nb", nbs, lambda v: v * f, lambda v: base + v * (t.tk // CUBE_ROWS * f), kgs,
+                 t.tk // self.rows, 0),
+                ("nb", nbs, lambda v: v * f, lambda v: base + v * (t.tk // self.rows * f), kgs,
                  1, nbs - 1))
         sq = 2 * f  # int8 B (K, N): per 32-row block, 32 x 32 squares (catlass SplitBTranspose)
         return self._per_block(
@@ -394,7 +387,7 @@ class _Builder:
         (dn, dc), (sn, sc) = ops
         d = self.sp.in_dtype
         ins = make_cube_instr(op, ((dn, dst(v), dc, d), (sn, src(v), sc, d)), comment=what,
-                              **params)
+                              target=self.target, **params)
         return [For(var, count, (ins,), what)] if count > 1 else [ins]
 
     def _chunks(self, op: str, ops, total: int, src0: Affine, what: str) -> list[Stmt]:
@@ -403,13 +396,13 @@ class _Builder:
         dd = sd = self.sp.in_dtype
         out: list[Stmt] = []
         done = 0
-        limit = CUBE_PARAM_RANGES[op]["repeatTimes"][1]  # LoadData2DParams.repeatTimes
+        limit = self.target.cube_param_ranges[op]["repeatTimes"][1]  # LoadData2DParams
         while done < total:
             n = min(limit, total - done)
             out.append(make_cube_instr(
                 op, ((dn, done * self.f, dc, dd), (sn, src0 + done * self.f, sc, sd)),
-                comment=what, startIndex=0, repeatTimes=n, srcStride=1, sid=0, dstGap=0,
-                ifTranspose=False, addrMode=0))
+                comment=what, target=self.target, startIndex=0, repeatTimes=n, srcStride=1,
+                sid=0, dstGap=0, ifTranspose=False, addrMode=0))
             done += n
         return out
 
@@ -417,10 +410,10 @@ class _Builder:
     def _fixpipe(self, tile: _Tile, ccopy: Affine) -> list[Stmt]:
         sp, t = self.sp, self.t
         off = tile.b * (sp.m * sp.n) + tile.mi * (t.tm * sp.n) + tile.ni * t.tn
-        mp = _round(self._mmad_mn(tile)[0], CUBE_ROWS)  # the L0C Nz tile's rows (Mmad's Mp)
+        mp = _round(self._mmad_mn(tile)[0], self.rows)  # the L0C Nz tile's rows (Mmad's Mp)
         return [make_cube_instr(
             "fixpipe", ((sp.c, off, 0, sp.out_dtype), ("c_l0", 0, ccopy, sp.acc_dtype)),
-            comment=f"C tile {tile.mv} x {tile.nv} (NZ -> ND, {self.quant})",
+            target=self.target, comment=f"C tile {tile.mv} x {tile.nv} (NZ -> ND, {self.quant})",
             nSize=tile.nv, mSize=tile.mv, srcStride=mp, dstStride=sp.n, quantPre=self.quant,
             reluEn=False, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0)]
 

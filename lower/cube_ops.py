@@ -1,15 +1,17 @@
 """The Cube (AIC) ops of kernel IR: their semantics, parameter tables and element footprints.
 
-Each op is one AscendC call whose ``attrs`` are its parameter struct (``CUBE_PARAMS``, checked by
-``cube_params``); ``cube_footprints`` derives the element box each region touches from the
-params, and ``make_cube_instr`` builds an Instr whose regions are those boxes. The instruction
+Each op is one AscendC call whose ``attrs`` are its parameter struct (``CUBE_PARAMS``; their
+contract, with the documented ranges of ``target.cube_param_ranges``, is checked by
+``lower/verify_cube.py``); ``cube_footprints`` derives the element box each region touches from
+the params and the target's fractal geometry, and ``make_cube_instr`` builds an Instr whose
+regions are those boxes. The instruction
 classes, statements and the other ops are in ``lower/ir.py``.
 
 Cube (AIC). Sources: hicann/asc-devkit (the upstream of mirror-cann/asc-devkit), docs/zh/api/
 SIMD-API/basic_api/cube_compute_ISASI/ (below: ``ISASI/``), and hicann/catlass
 include/catlass/gemm/tile/. Each op is ONE AscendC call; ``attrs`` hold exactly the fields of its
 parameter struct, all present, by their API names (``CUBE_PARAMS``), ints/bools/strs (mmad's
-``cmatrixInitVal`` may be a :class:`Cond`, e.g. ``k == 0``); ranges in ``CUBE_PARAM_RANGES``.
+``cmatrixInitVal`` may be a :class:`Cond`, e.g. ``k == 0``); ranges in ``target.cube_param_ranges``.
 Regions: ``offset`` = the element offset of the LocalTensor/GlobalTensor operand passed to the
 call (what the emitter prints as ``t[offset]``), ``copy`` as usual, and ``dims`` = the exact
 element box the call touches, as :func:`cube_footprints` derives it from the params (build cube
@@ -116,9 +118,9 @@ from __future__ import annotations
 
 from ascendsched.dtypes import DType
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.ir import AttrValue, Dim, Instr, Region
-from ascendsched.target.ascend910b import ASCEND_910B
+from ascendsched.target import DEFAULT_TARGET
 from ascendsched.target.model import Pipe, Scope, Target
 
 CUBE_LOAD_OPS = frozenset(["load_l0a", "load_l0b", "load_l0a_transpose", "load_l0b_transpose"])
@@ -149,9 +151,8 @@ CUBE_PARAMS: dict[str, tuple[str, ...]] = {
 }
 CUBE_PARAMS["load_l0b"] = CUBE_PARAMS["load_l0a"]
 CUBE_PARAMS["load_l0b_transpose"] = CUBE_PARAMS["load_l0a_transpose"]
-# The Cube op contract is the 910B API's: its fractal geometry and the documented ranges of the
-# integer parameters live with the other hardware numbers in target/ascend910b.py.
-CUBE_PARAM_RANGES: dict[str, dict[str, tuple[int, int]]] = ASCEND_910B.cube_param_ranges
+# The fractal geometry and the documented ranges of the integer parameters are the target's
+# (``cube_rows``, ``cube_fractal_bytes``, ``block_bytes``, ``cube_param_ranges``).
 FIXPIPE_QUANT: dict[str, tuple[str, str]] = {  # quantPre -> (L0C dtype, GM dtype) pairs allowed
     "NoQuant": ("float32|int32", "float32|int32"), "F322F16": ("float32", "float16"),
     "F322BF16": ("float32", "bfloat16"),
@@ -160,15 +161,12 @@ MMAD_DTYPES: dict[tuple[str, str], str] = {  # (A, B) -> C (Mmad.md 表7, the mo
     ("float16", "float16"): "float32", ("bfloat16", "bfloat16"): "float32",
     ("int8", "int8"): "int32",
 }
-_CUBE_BOOL_PARAMS = frozenset(["ifTranspose", "kDirectionAlign", "cmatrixSource", "reluEn"])
-CUBE_FRACTAL_BYTES = ASCEND_910B.cube_fractal_bytes  # one L0A/L0B fractal
-CUBE_ROWS = ASCEND_910B.cube_rows  # rows of a fractal; L0C fractals are CUBE_ROWS square
-CUBE_BLOCK_BYTES = ASCEND_910B.block_bytes  # C0_SIZE: a fractal row (Nd2Nz dstNzC0Stride unit)
 
 
-def cube_c0(dtype: DType) -> int:
-    """Elements in one 32 B fractal row (C0): fp16/bf16 16, fp32/int32 8, int8 32."""
-    return CUBE_BLOCK_BYTES // dtype.bytes
+def cube_c0(dtype: DType, target: Target) -> int:
+    """Elements in one fractal row of ``target.block_bytes`` (C0; 32 B on the 910B: fp16/bf16
+    16, fp32/int32 8, int8 32)."""
+    return target.block_bytes // dtype.bytes
 
 
 def _ceil(a: int, b: int) -> int:
@@ -176,44 +174,24 @@ def _ceil(a: int, b: int) -> int:
 
 
 def cube_params(ins: Instr) -> dict[str, AttrValue]:
-    """The API parameters of a cube instruction by name (all of ``CUBE_PARAMS[op]``)."""
-    names = CUBE_PARAMS.get(ins.op)
-    if names is None:
-        raise InternalCompilerError(f"{ins.op!r} is not a cube op ({', '.join(sorted(CUBE_OPS))})")
-    got = dict(ins.attrs)
-    missing = [n for n in names if n not in got]
-    extra = [n for n in got if n not in names]
-    if missing or extra:
-        raise InternalCompilerError(
-            f"`{ins}`: {ins.op} attrs must be exactly {', '.join(names)}"
-            + (f"; missing {missing}" if missing else "") + (f"; unknown {extra}" if extra else ""))
-    for name in CUBE_PARAMS[ins.op]:
-        v = got[name]
-        if name in _CUBE_BOOL_PARAMS and not isinstance(v, bool):
-            raise InternalCompilerError(f"`{ins}`: {ins.op} {name}={v!r} must be a bool")
-        if name == "cmatrixInitVal" and not isinstance(v, (bool, Cond)):
-            raise InternalCompilerError(f"`{ins}`: cmatrixInitVal={v!r} must be a bool or a Cond")
-        if name == "quantPre" and v not in FIXPIPE_QUANT:
-            raise InternalCompilerError(f"`{ins}`: quantPre={v!r}; one of "
-                                        f"{', '.join(FIXPIPE_QUANT)}")
-    for name, (lo, hi) in CUBE_PARAM_RANGES[ins.op].items():
-        v = got[name]
-        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-            raise InternalCompilerError(
-                f"`{ins}`: {ins.op} {name}={v!r} outside the documented range [{lo}, {hi}]")
-    return got
+    """The API parameters of a cube instruction by name (exactly ``CUBE_PARAMS[op]``, in their
+    documented ranges: ``lower/verify_cube.py`` checks them)."""
+    return dict(ins.attrs)
 
 
-def cube_footprints(op: str, params: dict[str, AttrValue], dtypes: tuple[DType, ...]
-                    ) -> tuple[tuple[Dim, ...], ...]:
-    """The exact element boxes an op touches, relative to each region's offset.
+def cube_footprints(op: str, params: dict[str, AttrValue], dtypes: tuple[DType, ...],
+                    target: Target | None = None) -> tuple[tuple[Dim, ...], ...]:
+    """The exact element boxes an op touches, relative to each region's offset, in the fractal
+    geometry of ``target`` (None: the default target's, for callers that do not pass their
+    kernel's yet).
 
     ``dtypes`` are the operands' dtypes in region order (writes then reads); the result has one
     box per region in the same order. mmad's accumulating read of C is the box of its write.
     """
-    p = params
+    p, t = params, target or DEFAULT_TARGET
+    rows = t.cube_rows  # rows of a fractal; L0C fractals are rows x rows
     if op == "copy_gm_l1":
-        c0 = cube_c0(dtypes[0])
+        c0 = cube_c0(dtypes[0], t)
         l1 = (Dim(p["ndNum"], p["dstNzMatrixStride"]),
               Dim(_ceil(p["dValue"], c0), p["dstNzC0Stride"] * c0),
               Dim(p["nValue"], p["dstNzNStride"] * c0), Dim(c0, 1))
@@ -221,7 +199,7 @@ def cube_footprints(op: str, params: dict[str, AttrValue], dtypes: tuple[DType, 
               Dim(p["dValue"], 1))
         return (l1, gm)
     if op in CUBE_LOAD_OPS:
-        f = CUBE_FRACTAL_BYTES // dtypes[0].bytes
+        f = t.cube_fractal_bytes // dtypes[0].bytes
         if op.endswith("_transpose"):
             nfrac = 2 if dtypes[0].bytes in (1, 4) else 1  # fractals per transposed square
             dst = (Dim(p["repeatTimes"], (p["dstGap"] + 1) * f),
@@ -232,12 +210,12 @@ def cube_footprints(op: str, params: dict[str, AttrValue], dtypes: tuple[DType, 
             src = (Dim(p["repeatTimes"], p["srcStride"] * f), Dim(f, 1))
         return (dst, src)
     if op == "mmad":
-        c0 = cube_c0(dtypes[1])
-        mp, kp, np_ = (_ceil(p["m"], CUBE_ROWS) * CUBE_ROWS, _ceil(p["k"], c0) * c0,
-                       _ceil(p["n"], CUBE_ROWS) * CUBE_ROWS)
+        c0 = cube_c0(dtypes[1], t)
+        mp, kp, np_ = (_ceil(p["m"], rows) * rows, _ceil(p["k"], c0) * c0,
+                       _ceil(p["n"], rows) * rows)
         return ((Dim(mp * np_, 1),), (Dim(mp * kp, 1),), (Dim(kp * np_, 1),))
     if op == "fixpipe":
-        r = CUBE_ROWS
+        r = rows
         gm = (Dim(p["ndNum"], p["dstNdStride"]), Dim(p["mSize"], p["dstStride"]),
               Dim(p["nSize"], 1))
         l0c = (Dim(p["ndNum"], p["srcNdStride"] * r * r),
@@ -246,9 +224,10 @@ def cube_footprints(op: str, params: dict[str, AttrValue], dtypes: tuple[DType, 
     raise InternalCompilerError(f"{op!r} is not a cube op")
 
 
-def mmad_fractals(ins: Instr) -> int:
-    """Output fractals of an Mmad as the docs count them: (m / 16) * (n / 16)."""
-    return (int(ins.attr("m")) // CUBE_ROWS) * (int(ins.attr("n")) // CUBE_ROWS)
+def mmad_fractals(ins: Instr, target: Target) -> int:
+    """Output fractals of an Mmad as the docs count them: (m / 16) * (n / 16) on the 910B."""
+    rows = target.cube_rows
+    return (int(ins.attr("m")) // rows) * (int(ins.attr("n")) // rows)
 
 
 def same_pipe_ordered(target: Target, a: Instr, b: Instr) -> bool:
@@ -258,7 +237,8 @@ def same_pipe_ordered(target: Target, a: Instr, b: Instr) -> bool:
     if not target.needs_same_pipe_barrier.get(a.pipe, True):
         return True
     return (a.op == b.op == "mmad" and target.mmad_ordered_fractals > 0
-            and min(mmad_fractals(a), mmad_fractals(b)) >= target.mmad_ordered_fractals)
+            and min(mmad_fractals(a, target), mmad_fractals(b, target))
+            >= target.mmad_ordered_fractals)
 
 
 def squeeze_dims(dims: tuple[Dim, ...]) -> tuple[Dim, ...]:
@@ -267,17 +247,22 @@ def squeeze_dims(dims: tuple[Dim, ...]) -> tuple[Dim, ...]:
 
 
 def make_cube_instr(op: str, operands: tuple[tuple[str, Affine | int, Affine | int, DType], ...],
-                    comment: str = "", **params: AttrValue) -> Instr:
-    """A cube Instr whose region dims are derived from its params.
+                    comment: str = "", *, target: Target | None = None,
+                    **params: AttrValue) -> Instr:
+    """A cube Instr whose region dims are derived from its params (in ``target``'s fractal
+    geometry; None: the default target's). Whether the params keep their documented ranges is
+    the verifier's question (``lower/verify_cube.py``), asked of the kernel.
 
     ``operands``: ``(tensor, offset, copy, dtype)`` per region, writes first (order as in the
     module docstring: copy_gm_l1 (l1, gm), loads (l0, l1), mmad (l0c, l0a, l0b), fixpipe
     (gm, l0c)). ``params``: every field of ``CUBE_PARAMS[op]``.
     """
-    ins = Instr(op, CUBE_PIPES[op], attrs=tuple((n, params[n]) for n in CUBE_PARAMS[op]
-                                                if n in params), comment=comment)
-    got = cube_params(ins)
-    boxes = cube_footprints(op, got, tuple(o[3] for o in operands))
+    missing = [n for n in CUBE_PARAMS[op] if n not in params]
+    if missing:
+        raise InternalCompilerError(f"make_cube_instr({op!r}): missing params {missing}")
+    ins = Instr(op, CUBE_PIPES[op], attrs=tuple((n, params[n]) for n in CUBE_PARAMS[op]),
+                comment=comment)
+    boxes = cube_footprints(op, dict(ins.attrs), tuple(o[3] for o in operands), target)
     if len(boxes) != len(operands):
         raise InternalCompilerError(f"{op} takes {len(boxes)} operands, got {len(operands)}")
     regions = tuple(Region(t, Affine.of(off), box, Affine.of(cp))

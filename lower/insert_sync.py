@@ -27,6 +27,7 @@ fits the ids into the target's budget. Before/after (vadd, one copy)::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from ascendsched.errors import SyncError
@@ -36,38 +37,38 @@ from ascendsched.lower.happens_before import SyncOracle, SyncProblem
 from ascendsched.lower.instances import InstrInfo
 from ascendsched.lower.ir import For, If, Instr, Kernel, Program, Stmt
 from ascendsched.lower.polyhedral import Dependence, Dependences, flat_distance
-from ascendsched.lower.remove_redundant_sync import Pruned, prune
+from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
 from ascendsched.target.model import Pipe, Target
 
 
+@dataclass(frozen=True)
+class Placed:
+    """``place_syncs``'s result: the kernel with every needed sync (attrs ``channel``, ``role``;
+    channel-local event ids), the happens-before oracle built on it, which the two later sync
+    steps reuse (building it is most of their cost), and per ``keep`` barrier channel the
+    dependences it *settles* (same-pipe ones with the barrier between source and sink in one
+    body: while the barrier stays, no re-check needs to look at them)."""
+
+    kernel: Kernel
+    oracle: SyncOracle
+    settled_by: Mapping[int, frozenset[int]]
+
+    def __str__(self) -> str:
+        return str(self.kernel)
+
+
 def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
-    """``kernel`` with the flags and barriers that order ``deps`` (computed on ``kernel``)."""
-    pruned = _pruned(kernel, deps, target)
+    """``kernel`` with the flags and barriers that order ``deps`` (computed on ``kernel``): the
+    three sync steps in order, for a kernel built by hand (``lower`` lists them one by one)."""
+    placed = place_syncs(kernel, deps, target)
+    pruned = remove_redundant_sync(placed.kernel, deps, target, settled_by=placed.settled_by,
+                                   oracle=placed.oracle)
     return allocate_event_ids(pruned.kernel, target, oracle=pruned.oracle,
                               dropped=pruned.dropped, deps=deps)
 
 
-def pruned_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
-    """Placed and pruned syncs, before event-id allocation (each sync still carries its
-    ``channel``: what the sync minimality check drops one at a time)."""
-    return _pruned(kernel, deps, target).kernel
-
-
-def _pruned(kernel: Kernel, deps: Dependences, target: Target) -> Pruned:
-    placed, settled_by, oracle = _place(kernel, deps, target)
-    return prune(placed, deps, target, settled_by=settled_by, oracle=oracle)
-
-
-def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
-    """Every needed sync, one channel per placement (attrs ``channel``, ``role``), local ids."""
-    return _place(kernel, deps, target)[0]
-
-
-def _place(kernel: Kernel, deps: Dependences, target: Target
-           ) -> tuple[Kernel, dict[int, frozenset[int]], SyncOracle]:
-    """The placed kernel and, per ``keep`` barrier channel, the dependences it *settles*
-    (same-pipe ones with the barrier between source and sink in one body): while the barrier
-    stays, no re-check needs to look at them.
+def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Placed:
+    """Every needed sync, one channel per placement (attrs ``channel``, ``role``), local ids.
 
     A flag dependence between two sibling branches that no iteration runs together (a full
     tile's version and a tail version, in different iterations) is *deferred*: a pair between
@@ -100,7 +101,7 @@ def _place(kernel: Kernel, deps: Dependences, target: Target
                         "'slot free' sync is not supported yet):\n  "
                         + "\n  ".join(map(str, problems)))
     channel = {r: n for n, r in enumerate(reqs)}  # _build numbers channels in this order
-    return placed, {channel[r]: frozenset(ns) for r, ns in settles.items()}, oracle
+    return Placed(placed, oracle, {channel[r]: frozenset(ns) for r, ns in settles.items()})
 
 
 def _place_deferring(kernel: Kernel, reqs: dict[_Req, list[str]], per_dep: list[list[_Req]],

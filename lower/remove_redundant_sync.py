@@ -1,6 +1,6 @@
 """Remove syncs implied by others (transitivity through program order and other flags).
 
-Works on the output of ``insert_sync.place_syncs``: every sync carries an attr ``channel``;
+Works on the kernel of ``insert_sync.place_syncs``: every sync carries an attr ``channel``;
 a channel (a set/wait pair with its prologue/epilogue, or a barrier) is removed when every
 dependence stays ordered without it (``happens_before.unordered_dependences``). Barriers are
 tried first, then flag pairs by their set's position (an earlier set covers less). Before/after
@@ -12,6 +12,7 @@ tried first, then flag pairs by their set's position (an earlier set covers less
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ascendsched.errors import InternalCompilerError
@@ -23,17 +24,21 @@ from ascendsched.target.model import Target
 
 @dataclass(frozen=True)
 class Pruned:
-    """A pruned kernel, the oracle built on the kernel before pruning and the sync keys
-    pruning dropped (the oracle answers for the pruned kernel with ``dropped=dropped``)."""
+    """``remove_redundant_sync``'s result: the pruned kernel, the oracle built on the kernel
+    before pruning, and the sync keys pruning dropped (the oracle answers for the pruned kernel
+    with ``dropped=dropped``; event-id allocation checks id sharing on it)."""
 
     kernel: Kernel
     oracle: SyncOracle
     dropped: frozenset
 
+    def __str__(self) -> str:
+        return str(self.kernel)
+
 
 def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target, *,
-                          settled_by: dict[int, frozenset[int]] | None = None,
-                          oracle: SyncOracle | None = None) -> Kernel:
+                          settled_by: Mapping[int, frozenset[int]] | None = None,
+                          oracle: SyncOracle | None = None) -> Pruned:
     """Drop every sync channel of ``kernel`` whose dependences other syncs already order.
 
     ``settled_by``: per barrier channel, the dependences it orders by sitting between source
@@ -42,14 +47,6 @@ def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target, *,
     ``oracle``: the happens-before oracle already built on ``kernel`` (one is built if not).
     Each trial re-checks only the dependences whose chains used the dropped channel.
     """
-    return prune(kernel, deps, target, settled_by=settled_by, oracle=oracle).kernel
-
-
-def prune(kernel: Kernel, deps: Dependences, target: Target, *,
-          settled_by: dict[int, frozenset[int]] | None = None,
-          oracle: SyncOracle | None = None) -> Pruned:
-    """``remove_redundant_sync`` with the oracle and the dropped keys (for event-id
-    allocation, which checks id sharing on the same statements)."""
     settled_by = settled_by or {}
     skip = frozenset(n for ns in settled_by.values() for n in ns)
     oracle = oracle or SyncOracle(kernel, deps, target)

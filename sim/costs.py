@@ -160,7 +160,7 @@ class CostTable:
         if op == "mmad":
             p = dict(ins.attrs)
             dt = self.k.dtype_of(ins.reads[0].tensor)
-            k0 = cube_c0(dt)
+            k0 = cube_c0(dt, self.k.target)
             fr = math.ceil(p["m"] / 16) * math.ceil(p["k"] / k0) * math.ceil(p["n"] / 16)
             return Cost(pipe, KIND_MMAD, fr * c.mmad_fractal_cycles(dt.name), head=c.mmad_head,
                         name="mmad", flops=2.0 * p["m"] * p["n"] * p["k"])

@@ -2,16 +2,13 @@
 
 Every handler computes the element addresses an op touches from its params alone (the layout
 formulas of ``lower/cube_ops.py``'s docstring, written out here independently of
-``cube_ops.cube_footprints``), moves or computes the values with numpy, and records the exact bytes
-for the trace. The regions only supply tensor, copy and start offset; their dims must equal the
-footprint the params imply (checked), so the polyhedral model, which uses the dims, sees the
-same bytes.
-
-Errors (``InternalCompilerError`` naming the instruction): a param outside its documented
-range or fixed value, repeat > 255, m/n/k > 4095, m == 1 (GEMV mode), an operand in the wrong
-scope or with the wrong dtype, an operand start off the scope's alignment (target), an access
-outside the buffer, overlapping writes of one instruction, a region whose dims disagree with
-the params.
+``cube_ops.cube_footprints``), moves or computes the values with numpy, and records the exact
+bytes for the trace. The regions only supply tensor, copy and start offset; the verifier
+(``lower/verify_cube.py``, run by ``run_kernel``) has checked that their dims equal the
+footprint the params imply, so the polyhedral model, which uses the dims, sees the same bytes,
+and that params, scopes, alignment, bounds, dtypes and modes keep the contract. The one check
+left here needs the data: an Mmad reading bytes no copy or load wrote
+(``InternalCompilerError`` naming the instruction).
 
 Arithmetic: fp16 x fp16 and bf16 x bf16 products are exact in float32 and summed in float32
 (numpy float32 matmul); int8 x int8 is summed exactly and stored wrapped to int32. Entries of
@@ -31,17 +28,6 @@ from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Cond
-from ascendsched.lower.cube_ops import (
-    CUBE_BLOCK_BYTES,
-    CUBE_FRACTAL_BYTES,
-    CUBE_ROWS,
-    CUBE_SCOPES,
-    FIXPIPE_QUANT,
-    MMAD_DTYPES,
-    cube_footprints,
-    cube_params,
-    squeeze_dims,
-)
 from ascendsched.sim.trace import Interval
 from ascendsched.target.model import Scope
 
@@ -49,7 +35,6 @@ __all__ = ["CUBE_HANDLERS", "POISON_BYTE", "Storage"]
 
 POISON_BYTE = 0xFF  # unwritten cube memory: NaN for every float type, -1 for ints
 _RAW = {1: np.uint8, 2: np.uint16, 4: np.uint32}
-_R = CUBE_ROWS
 
 
 @dataclass(frozen=True)
@@ -134,74 +119,22 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-# --------------------------------------------------------------------------- common checks
+# --------------------------------------------------------------------------- operands
 def _operands(cx: Any) -> tuple[dict, list[_Opnd]]:
-    """Params (range-checked), then the operands (writes first) with scope, alignment and
-    footprint checks."""
+    """The params by name and the operands, writes first (params in range, operands in their
+    scopes, aligned, in bounds, equal to the params' footprint, written once: verified)."""
     ins = cx.ins
-    try:
-        params = cube_params(ins)
-    except InternalCompilerError as e:
-        raise cx.fail(str(e)) from None
     regions = ins.writes + ins.reads
-    scopes = CUBE_SCOPES[ins.op]
-    if len(ins.writes) != 1 or len(regions) != len(scopes):
-        raise cx.fail(f"{ins.op} takes 1 write and {len(scopes) - 1} read regions")
-    ops = []
-    for j, (r, scope) in enumerate(zip(regions, scopes, strict=True)):
-        role = "dst" if j == 0 else f"src{j - 1}" if len(scopes) > 2 else "src"
-        st = cx.m.storage(cx, r, role)
-        if st.scope != scope:
-            raise cx.fail(f"{role} {st.tensor} is in {st.scope}; {ins.op} needs {scope}")
-        o = _Opnd(st, r.offset.evaluate(cx.env), role)
-        if scope != Scope.GM:
-            align = cx.m.t.scope(scope).alignment
-            if o.start % align:
-                raise cx.fail(f"{role} {st.tensor} starts at byte {o.start} of {scope}, not "
-                              f"{align}-byte aligned")
-        ops.append(o)
-    dtypes = tuple(o.st.dtype for o in ops)
-    boxes = cube_footprints(ins.op, params, dtypes)
-    for r, box, o in zip(regions, boxes, ops, strict=True):
-        if squeeze_dims(r.dims) != squeeze_dims(box):
-            want = ", ".join(f"{d.extent}:{d.stride}" for d in box)
-            raise cx.fail(f"{o.role} region {r} does not match the params' footprint [{want}] "
-                          "(build cube instructions with cube_ops.make_cube_instr)")
-    return params, ops
-
-
-def _in_bounds(cx: Any, o: _Opnd, idx: np.ndarray) -> None:
-    if idx.size == 0:
-        return
-    lo, hi = int(idx.min()), int(idx.max())
-    if lo < 0 or hi >= o.st.elems:
-        raise cx.fail(f"{o.role} {o.st.tensor} accessed at elements [{lo}, {hi}], outside "
-                      f"0..{o.st.elems - 1}")
-
-
-def _no_overlap(cx: Any, o: _Opnd, idx: np.ndarray) -> None:
-    flat = idx.ravel()
-    hit = np.zeros(o.st.elems, dtype=np.bool_)  # (in bounds: checked before)
-    hit[flat] = True
-    if np.count_nonzero(hit) != flat.size:
-        raise cx.fail(f"{o.role} {o.st.tensor}: the instruction writes some elements twice "
-                      "(overlapping destination; the hardware leaves the order undefined)")
-
-
-def _same_dtype(cx: Any, a: _Opnd, b: _Opnd) -> None:
-    if a.st.dtype != b.st.dtype:
-        raise cx.fail(f"{cx.ins.op} does not convert: {a.st.tensor} is {a.st.dtype}, "
-                      f"{b.st.tensor} is {b.st.dtype}")
+    roles = ["dst", "src"] if len(regions) == 2 else ["dst", "src0", "src1"]
+    return dict(ins.attrs), [_Opnd(cx.m.storage(cx, r, role), r.offset.evaluate(cx.env), role)
+                             for r, role in zip(regions, roles, strict=True)]
 
 
 def _move(cx: Any, dst: _Opnd, didx: np.ndarray, src: _Opnd, sidx: np.ndarray,
           sset: np.ndarray | None = None) -> None:
-    """Raw copy src[sidx] -> dst[didx] (same shapes), with bounds, overlap and trace.
+    """Raw copy src[sidx] -> dst[didx] (same shapes), with the trace.
 
     ``sset``: the same source elements as ``sidx`` in ascending order (cheaper to trace)."""
-    _in_bounds(cx, src, sidx)
-    _in_bounds(cx, dst, didx)
-    _no_overlap(cx, dst, didx)
     cx.read(src.bytes_of(sidx if sset is None else sset))
     cx.write(dst.bytes_of(didx))
     vals = src.raw()[sidx].copy()
@@ -241,8 +174,7 @@ def _check_loaded(cx: Any, o: _Opnd, idx: np.ndarray, what: str, dims: tuple[str
 # --------------------------------------------------------------------------- GM -> L1
 def _copy_gm_l1(cx: Any) -> None:
     p, (l1, gm) = _operands(cx)
-    _same_dtype(cx, l1, gm)
-    c0 = CUBE_BLOCK_BYTES // l1.eb
+    c0 = cx.m.t.block_bytes // l1.eb
     nd, n, d = p["ndNum"], p["nValue"], p["dValue"]
     dp = _ceil(d, c0) * c0
     i = np.arange(nd, dtype=np.int64)[:, None, None]
@@ -253,9 +185,6 @@ def _copy_gm_l1(cx: Any) -> None:
     didx = np.broadcast_to(didx, (nd, n, dp))
     sidx = gm.off + i * p["srcNdMatrixStride"] + r * p["srcDValue"] + c[:, :, :d]
     sidx = np.broadcast_to(sidx, (nd, n, d))
-    _in_bounds(cx, gm, sidx)
-    _in_bounds(cx, l1, didx)
-    _no_overlap(cx, l1, didx)
     cx.read(gm.bytes_of(sidx))
     cx.write(l1.bytes_of(didx.reshape(nd, n, dp // c0, c0).transpose(0, 2, 1, 3)))
     vals = np.zeros((nd, n, dp), dtype=_RAW[l1.eb])  # the 32 B round-up of a row is zeroed
@@ -267,89 +196,68 @@ def _copy_gm_l1(cx: Any) -> None:
 # --------------------------------------------------------------------------- L1 -> L0A / L0B
 def _load2d(cx: Any) -> None:
     p, (dst, src) = _operands(cx)
-    _same_dtype(cx, dst, src)
-    f = CUBE_FRACTAL_BYTES // dst.eb
+    fr = cx.m.t.cube_rows  # rows of a fractal (L0C fractals: fr x fr)
+    f = cx.m.t.cube_fractal_bytes // dst.eb
     rep = p["repeatTimes"]
     j = np.arange(rep, dtype=np.int64)[:, None]
     e = np.arange(f, dtype=np.int64)[None, :]
     frac = src.off + (p["startIndex"] + j * p["srcStride"]) * f  # source fractal starts
     sset = frac + e
-    if p["ifTranspose"]:
-        if dst.eb != 2:
-            raise cx.fail(f"ifTranspose supports 16-bit types only, not {dst.st.dtype} "
-                          "(use load_l0b_transpose / LoadDataWithTranspose)")
-        e = (e % _R) * _R + e // _R  # dst element 16a+b takes src element 16b+a
+    if p["ifTranspose"]:  # 16-bit types only (verified)
+        e = (e % fr) * fr + e // fr  # dst element 16a+b takes src element 16b+a
     didx = dst.off + j * (p["dstGap"] + 1) * f + np.arange(f, dtype=np.int64)[None, :]
     _move(cx, dst, didx, src, frac + e, sset)
 
 
 def _load_transpose(cx: Any) -> None:
     p, (dst, src) = _operands(cx)
-    _same_dtype(cx, dst, src)
+    fr = cx.m.t.cube_rows  # rows of a fractal (L0C fractals: fr x fr)
     eb = dst.eb
-    f = CUBE_FRACTAL_BYTES // eb
+    f = cx.m.t.cube_fractal_bytes // eb
     rep = p["repeatTimes"]
     j = np.arange(rep, dtype=np.int64)[:, None, None, None]
     if eb == 2:  # one 16x16 fractal per repeat, transposed
-        side, nfrac = _R, 1
-    elif eb == 1:  # two 16x32 fractals = a 32x32 square, transposed, split in two
-        side, nfrac = 2 * _R, 2
-    else:
-        raise cx.fail(f"LoadDataWithTranspose of {dst.st.dtype} is not modelled")
+        side, nfrac = fr, 1
+    else:  # b8 (b32 is not modelled: refused by the verifier): two 16x32 fractals = a 32x32
+        side, nfrac = 2 * fr, 2  # square, transposed, split in two
     sq = side * side
     q = np.arange(nfrac, dtype=np.int64)[None, :, None, None]  # destination fractal
-    a = np.arange(_R, dtype=np.int64)[None, None, :, None]  # its row
+    a = np.arange(fr, dtype=np.int64)[None, None, :, None]  # its row
     i = np.arange(side, dtype=np.int64)[None, None, None, :]  # element within the row
     # dst fractal q, row a, element i = square[i][16q + a]
-    sidx = src.off + (p["startIndex"] + j * p["srcStride"]) * sq + i * side + _R * q + a
+    sidx = src.off + (p["startIndex"] + j * p["srcStride"]) * sq + i * side + fr * q + a
     didx = (dst.off + j * (p["dstGap"] + 1) * f + q * (p["dstFracGap"] + 1) * f + a * side + i)
-    shape = (rep, nfrac, _R, side)
+    shape = (rep, nfrac, fr, side)
     sset = (src.off + (p["startIndex"] + j.reshape(rep, 1) * p["srcStride"]) * sq
             + np.arange(sq, dtype=np.int64)[None, :])  # whole squares, ascending
     _move(cx, dst, np.broadcast_to(didx, shape), src, np.broadcast_to(sidx, shape), sset)
 
 
 # --------------------------------------------------------------------------- Mmad
-def _init_val(cx: Any, v: Any) -> bool:
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, Cond):
-        return v.evaluate(cx.env)
-    raise cx.fail(f"cmatrixInitVal must be a bool or a Cond, not {v!r}")
+def _init_val(cx: Any, v: bool | Cond) -> bool:
+    return v.evaluate(cx.env) if isinstance(v, Cond) else v
 
 
 def _mmad(cx: Any) -> None:
     p, (c, a, b) = _operands(cx)
-    m, n, k = p["m"], p["n"], p["k"]
-    if m == 1:
-        raise cx.fail("Mmad with m == 1 switches the cube to GEMV mode (A read as ND, "
-                      "Mmad.md); pad m to 16 rows")
-    for name in ("kDirectionAlign", "cmatrixSource"):
-        if p[name] is not False:
-            raise cx.fail(f"{name}={p[name]!r}: only False is modelled")
-    pair = (a.st.dtype.name, b.st.dtype.name)
-    want = MMAD_DTYPES.get(pair)
-    if want is None or c.st.dtype.name != want:
-        ok = ", ".join(f"{x} x {y} -> {z}" for (x, y), z in MMAD_DTYPES.items())
-        raise cx.fail(f"Mmad {pair[0]} x {pair[1]} -> {c.st.dtype} is not supported ({ok})")
+    fr = cx.m.t.cube_rows  # rows of a fractal (L0C fractals: fr x fr)
+    m, n, k = p["m"], p["n"], p["k"]  # m > 1, modelled dtypes and modes (verified)
     init = _init_val(cx, p["cmatrixInitVal"])
-    c0 = CUBE_BLOCK_BYTES // a.eb
-    mp, kp, np_ = _ceil(m, _R) * _R, _ceil(k, c0) * c0, _ceil(n, _R) * _R
-    f = CUBE_FRACTAL_BYTES // a.eb
+    c0 = cx.m.t.block_bytes // a.eb
+    mp, kp, np_ = _ceil(m, fr) * fr, _ceil(k, c0) * c0, _ceil(n, fr) * fr
+    f = cx.m.t.cube_fractal_bytes // a.eb
     r = np.arange(m, dtype=np.int64)[:, None]
     kk = np.arange(k, dtype=np.int64)[None, :]
-    aidx = a.off + ((r // _R) * (kp // c0) + kk // c0) * f + (r % _R) * c0 + kk % c0  # Zz
+    aidx = a.off + ((r // fr) * (kp // c0) + kk // c0) * f + (r % fr) * c0 + kk % c0  # Zz
     kr = np.arange(k, dtype=np.int64)[:, None]
     nn = np.arange(n, dtype=np.int64)[None, :]
-    bidx = b.off + ((kr // c0) * (np_ // _R) + nn // _R) * f + (nn % _R) * c0 + kr % c0  # Zn
+    bidx = b.off + ((kr // c0) * (np_ // fr) + nn // fr) * f + (nn % fr) * c0 + kr % c0  # Zn
     rr = np.arange(mp, dtype=np.int64)[:, None]
     cn = np.arange(np_, dtype=np.int64)[None, :]
-    cidx = c.off + (cn // _R) * mp * _R + rr * _R + cn % _R  # Nz, the whole padded tile
+    cidx = c.off + (cn // fr) * mp * fr + rr * fr + cn % fr  # Nz, the whole padded tile
     # The hardware reads whole fractals: the trace records the padded boxes.
     afull = a.off + np.arange(mp * kp, dtype=np.int64)
     bfull = b.off + np.arange(kp * np_, dtype=np.int64)
-    for o, idx in ((a, afull), (b, bfull), (c, cidx)):
-        _in_bounds(cx, o, idx)
     cx.read(a.bytes_of(afull))
     cx.read(b.bytes_of(bfull))
     _check_loaded(cx, a, aidx, "L0A", ("row", "k"))
@@ -378,29 +286,18 @@ def _mmad(cx: Any) -> None:
 # --------------------------------------------------------------------------- L0C -> GM
 def _fixpipe(cx: Any) -> None:
     p, (gm, l0c) = _operands(cx)
-    quant = p["quantPre"]
-    if quant not in FIXPIPE_QUANT:
-        raise cx.fail(f"quantPre={quant!r}; modelled: {', '.join(FIXPIPE_QUANT)}")
-    srcs, dsts = (x.split("|") for x in FIXPIPE_QUANT[quant])
-    sd, dd = l0c.st.dtype.name, gm.st.dtype.name
-    if sd not in srcs or dd not in dsts or (quant == "NoQuant" and sd != dd):
-        raise cx.fail(f"quantPre={quant} does not convert {sd} -> {dd}")
-    if not isinstance(p["reluEn"], bool):
-        raise cx.fail(f"reluEn must be a bool, not {p['reluEn']!r}")
+    fr = cx.m.t.cube_rows  # rows of a fractal (L0C fractals: fr x fr)
     nd, ms, ns = p["ndNum"], p["mSize"], p["nSize"]
     i = np.arange(nd, dtype=np.int64)[:, None, None]
     m = np.arange(ms, dtype=np.int64)[None, :, None]
-    nfull = np.arange(_ceil(ns, _R) * _R, dtype=np.int64)[None, None, :]
-    sidx = (l0c.off + i * p["srcNdStride"] * _R * _R + (nfull // _R) * p["srcStride"] * _R
-            + m * _R + nfull % _R)
+    nfull = np.arange(_ceil(ns, fr) * fr, dtype=np.int64)[None, None, :]
+    sidx = (l0c.off + i * p["srcNdStride"] * fr * fr + (nfull // fr) * p["srcStride"] * fr
+            + m * fr + nfull % fr)
     sidx = np.broadcast_to(sidx, (nd, ms, nfull.shape[2]))
     didx = gm.off + i * p["dstNdStride"] + m * p["dstStride"] + nfull[:, :, :ns]
     didx = np.broadcast_to(didx, (nd, ms, ns))
-    _in_bounds(cx, l0c, sidx)
-    _in_bounds(cx, gm, didx)
-    _no_overlap(cx, gm, didx)
     # whole 16-element row blocks, traced in (matrix, column block, row) order
-    cx.read(l0c.bytes_of(sidx.reshape(nd, ms, -1, _R).transpose(0, 2, 1, 3)))
+    cx.read(l0c.bytes_of(sidx.reshape(nd, ms, -1, fr).transpose(0, 2, 1, 3)))
     cx.write(gm.bytes_of(didx))
     v = _values(l0c.st.dtype, l0c.raw()[sidx[:, :, :ns]])
     if p["reluEn"]:

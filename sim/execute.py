@@ -8,7 +8,10 @@ buffers that overlap produce wrong numbers; unplanned kernels give every buffer 
 array. Ops follow the semantics in the docstrings of ``lower/ir.py`` and (cube ops)
 ``lower/cube_ops.py``; each op is one entry of ``_HANDLERS`` (``sim/machine.py``, which runs the
 programs; the DMA and vector ops are in ``sim/vector.py``, the cube ops in ``sim/cube.py``).
-Violations of the op constraints raise ``InternalCompilerError`` naming the instruction.
+The kernel must keep the IR contract: ``run_kernel`` runs ``lower/verify.py`` first (its
+``InternalCompilerError`` names the instruction and the rule), and the handlers trust it; what
+only execution can tell (a block-broadcast source holding one value, an Mmad reading bytes no
+copy loaded, a cross-core deadlock) the handlers check themselves.
 
 Choices where ir.py is silent (each a single place in those modules):
 - Output tensors start as 0xFF bytes (NaN for floats), so unwritten outputs show; workspaces
@@ -17,21 +20,15 @@ Choices where ir.py is silent (each a single place in those modules):
 - A block-broadcast source (column stride 0) must hold the same bytes in the lanes it feeds
   (``min(cols, 32 / elem)`` lanes of the block at each row start), else the hardware would read
   different values than the IR means: an ``InternalCompilerError``.
-- ``vec_reduce`` dst needs the ``WholeReduce*`` alignment only (``_reduce_dst_align``: one
-  element for sum, two for max/min; lowering splits reductions of more than ``max_repeat`` rows
-  at element offsets); every other vector operand starts on a 32 B boundary, as do DMA UB sides,
-  whose row strides must be whole 32 B blocks. Vector row strides are also limited to ``max_rep_stride`` blocks.
 - Compare-mask operands (``vec_cmp`` dst, ``vec_select`` mask) may have any row stride in bytes;
   mask bits beyond ``cols`` in the written bytes are 0.
 - float16 math is done in float16, float32 in float32 (numpy rounds per op); ``rsqrt`` and
   ``reciprocal`` carry the target's modelled error (``sim/precision.py``: a deterministic
   relative error within ``target.approx_rel_error``), a ``vec_reduce`` sum is a binary tree
   per row (one repeat), as the hardware sums (same module); bfloat16 results are rounded with
-  ``dtypes.store``; integer results wrap, except a Cast's, which saturate. Vector dtypes, cast
-  pairs and their round modes are checked against the target's ``vector_dtypes`` /
-  ``vector_casts`` tables.
+  ``dtypes.store``; integer results wrap, except a Cast's, which saturate.
 - Cube (AIC) ops live in ``sim/cube.py``; L1/L0A/L0B/L0C start as 0xFF bytes (poison), UB and
-  the rest as zeros. Vector/DMA ops must run in the AIV program, cube ops in the AIC program.
+  the rest as zeros.
 - Cross-core flags use mode-2 counters with ONE AIV per block (the IR has no sub-block index).
 - After its body each program runs ``ir.program_epilogue`` (AIC: a ``barrier ALL``).
 """
@@ -43,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ascendsched.lower.ir import Kernel
+from ascendsched.lower.verify import verify
 from ascendsched.sim.machine import _Machine
 from ascendsched.sim.trace import Trace
 
@@ -59,7 +57,9 @@ class SimResult:
 
 def run_kernel(kernel: Kernel, inputs: dict[str, np.ndarray], *, trace: bool = False
                ) -> SimResult:
-    """Execute ``kernel`` on ``inputs`` (one array per GM input tensor, by name)."""
+    """Execute ``kernel`` on ``inputs`` (one array per GM input tensor, by name). The kernel
+    is verified first; its HardEvents and event ids are the trace checker's to judge."""
+    verify(kernel, events=False)
     m = _Machine(kernel, inputs, trace)
     m.run()
     return SimResult(m.outputs(), Trace(tuple(m.events)) if trace else None)

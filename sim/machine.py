@@ -22,11 +22,9 @@ from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import AscendSchedError, InternalCompilerError
 from ascendsched.lower.affine import Affine
-from ascendsched.lower.cube_ops import CUBE_PIPES
 from ascendsched.lower.ir import (
     BLOCK_IDX,
     For,
-    If,
     Instr,
     Kernel,
     Program,
@@ -37,7 +35,7 @@ from ascendsched.lower.ir import (
 from ascendsched.sim.cube import CUBE_HANDLERS, POISON_BYTE, Storage
 from ascendsched.sim.trace import Interval, TraceEvent, merge_intervals
 from ascendsched.sim.vector import VECTOR_HANDLERS
-from ascendsched.target.model import CoreType, Pipe, Scope
+from ascendsched.target.model import CoreType, Scope
 
 
 # --------------------------------------------------------------------------- storage helpers
@@ -177,14 +175,7 @@ class _Machine:
         self.tracing = tracing
         self.events: list[TraceEvent] = []
         self.gm = self._init_gm(inputs)
-        planned = [b.offsets is not None for b in kernel.buffers]
-        if any(planned) and not all(planned):
-            missing = [b.name for b in kernel.buffers if b.offsets is None]
-            raise InternalCompilerError(
-                f"kernel {kernel.name}: memory plan is partial, no offsets for {missing}")
-        self.planned = all(planned)
-        if self.planned:
-            self._check_plan()
+        self.planned = all(b.offsets is not None for b in kernel.buffers)  # all or none: verified
         self.onchip: dict[tuple, np.ndarray] = {}
         self.loaded: dict[tuple, np.ndarray] = {}  # L1/L0A/L0B: which bytes were loaded
         self.cross: dict[tuple[int, str, int], int] = {}
@@ -212,15 +203,6 @@ class _Machine:
                 gm[t.name] = np.zeros(t.nbytes, dtype=np.uint8)
         return gm
 
-    def _check_plan(self) -> None:
-        for b in self.k.buffers:
-            spec = self.t.scope(b.scope)
-            for c, off in enumerate(b.offsets or ()):
-                if off % spec.alignment or off < 0 or off + b.nbytes > spec.usable:
-                    raise InternalCompilerError(
-                        f"kernel {self.k.name}: buffer {b.name} copy {c} at {off} (+{b.nbytes} B)"
-                        f" breaks {b.scope} alignment {spec.alignment} / usable {spec.usable} B")
-
     def outputs(self) -> dict[str, np.ndarray]:
         out = {}
         for t in self.k.params:
@@ -235,16 +217,10 @@ class _Machine:
         k = self.k
         if region.tensor in k.param_map:
             t = k.param_map[region.tensor]
-            if region.copy.evaluate(cx.env) != 0:
-                raise cx.fail(f"{role}: GM tensor {t.name} has no copies")
             return Storage(t.name, t.dtype, Scope.GM, f"GM:{t.name}", self.gm[t.name], 0,
                            t.elems)
-        if region.tensor not in k.buffer_map:
-            raise cx.fail(f"{role}: unknown tensor {region.tensor!r}")
         b = k.buffer_map[region.tensor]
         copy = region.copy.evaluate(cx.env)
-        if not 0 <= copy < b.copies:
-            raise cx.fail(f"{role}: copy {copy} of {b.name} out of range 0..{b.copies - 1}")
         if self.planned:
             key: tuple = (cx.block, b.scope)
             if key not in self.onchip:
@@ -266,22 +242,12 @@ class _Machine:
         st = self.storage(cx, region, role)
         dtype, scope, elems, mem, base, space = (st.dtype, st.scope, st.elems, st.mem, st.base,
                                                  st.space)
-        dims = region.dims
-        if len(dims) == 2:
-            (rows, rs), (cols, cs) = dims
-        elif len(dims) == 1:
-            rows, rs, (cols, cs) = 1, 0, dims[0]
-        elif not dims:
-            rows, rs, cols, cs = 1, 0, 1, 1
+        if len(region.dims) == 2:  # one or two dims (verified); one is a single row
+            (rows, rs), (cols, cs) = region.dims
         else:
-            raise cx.fail(f"{role}: {len(dims)}-D region {region}; ops take 2-D views")
-        o = _Operand(cx.ins, role, region.tensor, dtype, scope, space, mem, base, elems,
-                     region.offset.evaluate(cx.env), rows, rs, cols, cs)
-        lo, hi = int(o.idx.min()), int(o.idx.max())
-        if lo < 0 or hi >= elems:
-            raise cx.fail(f"{role} {region} reaches elements [{lo}, {hi}] outside "
-                          f"{region.tensor} (0..{elems - 1})")
-        return o
+            rows, rs, (cols, cs) = 1, 0, region.dims[0]
+        return _Operand(cx.ins, role, region.tensor, dtype, scope, space, mem, base, elems,
+                        region.offset.evaluate(cx.env), rows, rs, cols, cs)
 
     # ---- execution
     def run(self) -> None:
@@ -323,15 +289,10 @@ class _Machine:
                 yield from self._run_instr(s, env, block, core, seq[0])
                 seq[0] += 1
             elif isinstance(s, For):
-                if s.var in env:
-                    raise InternalCompilerError(f"loop variable {s.var} rebound")
                 for i in range(s.extent):
                     yield from self._run_body(s.body, {**env, s.var: i}, block, core, seq)
-            elif isinstance(s, If):
-                if s.evaluate(env):
-                    yield from self._run_body(s.body, env, block, core, seq)
-            else:
-                raise InternalCompilerError(f"unknown statement {s!r}")
+            elif s.evaluate(env):  # an If
+                yield from self._run_body(s.body, env, block, core, seq)
 
     def _run_instr(self, ins: Instr, env: dict[str, int], block: int, core: str, seq: int
                    ) -> Iterator[tuple[int, str, int]]:
@@ -339,17 +300,12 @@ class _Machine:
         src = dst = event_id = flag_id = None
         if ins.op in ("set_flag", "wait_flag"):
             other = ins.attr("dst" if ins.op == "set_flag" else "src")
-            if not isinstance(other, Pipe):
-                raise cx.fail("set_flag needs attr dst, wait_flag attr src (a Pipe)")
             src, dst = (ins.pipe, other) if ins.op == "set_flag" else (other, ins.pipe)
             src, dst = str(src), str(dst)
             event_id = _int_attr(cx, "event_id")
         elif ins.op in ("cross_set", "cross_wait"):
             flag_id = _int_attr(cx, "flag_id")
-            if ins.op == "cross_set":
-                mode = ins.attr("mode", 2)
-                if mode != 2:
-                    raise cx.fail(f"cross-core mode {mode} is not simulated (only mode 2)")
+            if ins.op == "cross_set":  # mode 2 (verified)
                 to = "AIV" if core == "AIC" else "AIC"
                 key = (block, to, flag_id)
                 self.cross[key] = self.cross.get(key, 0) + 1
@@ -357,18 +313,8 @@ class _Machine:
                 yield (block, core, flag_id)
         elif ins.op == "barrier":
             pass
-        else:
-            handler = _HANDLERS.get(ins.op)
-            if handler is None:
-                raise cx.fail(f"unknown op {ins.op!r} on {core} (simulated: "
-                              f"{', '.join(sorted(_HANDLERS))})")
-            want = _PIPE_OF[ins.op]
-            need = "AIC" if ins.op in CUBE_PIPES else "AIV"
-            if core != need:
-                raise cx.fail(f"{ins.op} runs on the {need} core, not in the {core} program")
-            if ins.pipe != want:
-                raise cx.fail(f"{ins.op} runs on pipe {want}, not {ins.pipe}")
-            handler(cx)
+        else:  # a known op in its core's program, on its pipe (verified)
+            _HANDLERS[ins.op](cx)
         if self.tracing:
             label_env = ", ".join(f"{k}={v}" for k, v in env.items() if k != BLOCK_IDX)
             label = " ".join(x for x in (ins.comment, f"[{label_env}]" if label_env else "") if x)
@@ -378,12 +324,9 @@ class _Machine:
 
 
 def _int_attr(cx: _Ctx, name: str) -> int:
+    """An int attr, or an Affine one's value here (one or the other: verified)."""
     v = cx.ins.attr(name)
-    if isinstance(v, Affine):
-        return v.evaluate(cx.env)
-    if isinstance(v, int) and not isinstance(v, bool):
-        return v
-    raise cx.fail(f"attr {name} must be an int or Affine, not {v!r}")
+    return v.evaluate(cx.env) if isinstance(v, Affine) else int(v)
 
 
 def _coalesce(ivs: list[Interval]) -> tuple[Interval, ...]:
@@ -398,8 +341,3 @@ def _coalesce(ivs: list[Interval]) -> tuple[Interval, ...]:
 
 # --------------------------------------------------------------------------- op table
 _HANDLERS: dict[str, Callable[[_Ctx], None]] = {**VECTOR_HANDLERS, **CUBE_HANDLERS}
-_PIPE_OF: dict[str, Pipe] = {
-    "copy_gm_ub": Pipe.MTE2, "copy_ub_gm": Pipe.MTE3,
-    **{op: Pipe.V for op in _HANDLERS if op.startswith("vec_")},
-    **CUBE_PIPES,
-}

@@ -13,7 +13,7 @@ from ascendsched.cli import load, main
 from ascendsched.driver import check
 from ascendsched.emit_ascendc.check import run_cpu
 from ascendsched.errors import KernelTimeoutError, ToolchainError
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 from ascendsched.schedule import Schedule
 
 USER_FILE = """\

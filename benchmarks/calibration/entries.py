@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from ascendsched.algo.algorithm import algorithm
 from ascendsched.algo.expr import compute, exp, minimum, placeholder, rsqrt, sqrt
 from ascendsched.algo.library import gemm, vadd
-from ascendsched.lower.driver import lower
 from ascendsched.lower.ir import Kernel
+from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target.ascend910b import ASCEND_910B, ASCEND_910B1, ASCEND_910B_20AIC

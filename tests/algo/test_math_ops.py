@@ -7,7 +7,7 @@ import pytest
 from ascendsched.algo import algorithm, clip, compute, evaluate, placeholder, pow_, sigmoid, tanh
 from ascendsched.driver import approx_rtol, random_inputs
 from ascendsched.errors import AlgorithmError
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 from ascendsched.schedule import Schedule
 from ascendsched.sim.execute import run_kernel
 

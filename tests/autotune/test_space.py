@@ -6,7 +6,7 @@ from ascendsched.algo import library as L
 from ascendsched.autotune import default_space, library_space
 from ascendsched.autotune.spaces import LIBRARY
 from ascendsched.errors import CapacityError, ScheduleError
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 
 
 def test_every_library_kernel_has_a_default_space():
@@ -33,7 +33,7 @@ def test_pruned_points_are_exactly_those_lowering_rejects(gemm_small_space):
         c = sp.check(pt)
         try:
             sched = sp.schedule(pt)
-            lower(sched, sync=False)
+            lower(sched, stop_after="apply memory plan")
             verdict = None
         except CapacityError:
             verdict = "capacity"

@@ -12,8 +12,9 @@ from ascendsched.algo.algorithm import algorithm
 from ascendsched.algo.expr import compute, placeholder
 from ascendsched.driver import check
 from ascendsched.errors import UnsupportedError
-from ascendsched.lower.driver import lower, schedule_for
 from ascendsched.lower.ir import iter_instrs
+from ascendsched.lower.pipeline import lower
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.target import ASCEND_910B, CoreType
 
 

@@ -7,7 +7,7 @@ import pytest
 from ascendsched.algo import library as L
 from ascendsched.cli import main
 from ascendsched.driver import CheckBudget, check
-from ascendsched.lower.driver import schedule_for
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.reduce import Reduction
 

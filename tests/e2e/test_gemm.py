@@ -11,15 +11,11 @@ from ascendsched.algo import library as L
 from ascendsched.algo.gemm_spec import gemm_error, match_gemm
 from ascendsched.driver import check, random_inputs
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
-from ascendsched.lower.driver import lower, schedule_for
-from ascendsched.lower.insert_sync import place_syncs
 from ascendsched.lower.ir import BLOCK_IDX, For, If, iter_instrs
-from ascendsched.lower.polyhedral import analyze_dependences
-from ascendsched.lower.remove_redundant_sync import (
-    channels_of,
-    drop_channels,
-    remove_redundant_sync,
-)
+from ascendsched.lower.pass_log import PassLog
+from ascendsched.lower.pipeline import lower
+from ascendsched.lower.remove_redundant_sync import channels_of, drop_channels
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
@@ -162,7 +158,7 @@ def test_cores_run_the_schedules_tile_order(sched: GemmSchedule) -> None:
     t = sched.tiling
     order = sched.tile_order()
     want = {c: [order[i] for i in range(c, t.tiles, t.cores)] for c in range(t.cores)}
-    assert _fixpipe_tiles(lower(sched, sync=False), sched) == want
+    assert _fixpipe_tiles(lower(sched, stop_after="apply memory plan"), sched) == want
 
 
 def test_kernel_structure() -> None:
@@ -201,9 +197,9 @@ def test_1024_cubed_once() -> None:
 ], ids=["double buffered", "edges, 3 cores"])
 def test_every_gemm_sync_is_needed(sched: GemmSchedule) -> None:
     """Sync minimality (issue 3) on GEMM kernels: removing any inserted sync makes a race."""
-    p = lower(sched, sync=False)
-    deps = analyze_dependences(p)
-    pruned = remove_redundant_sync(place_syncs(p, deps, ASCEND_910B), deps, ASCEND_910B)
+    log = PassLog()
+    lower(sched, log=log, stop_after="remove redundant syncs")
+    pruned = log.results["remove redundant syncs"].kernel
     ins = random_inputs(sched.algo)
     chans = channels_of(pruned)
     assert chans

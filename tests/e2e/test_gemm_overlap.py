@@ -4,7 +4,7 @@ still needed, and the kernel checks clean. Single buffered, MTE1 and M serialise
 
 from ascendsched.algo import library as L
 from ascendsched.driver import random_inputs, sync_minimality
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.sim.checker import check_trace, concurrent_pipes
 from ascendsched.sim.execute import run_kernel

@@ -10,7 +10,7 @@ import pytest
 
 from ascendsched.driver import DEFAULT_BUDGET, estimated_instrs
 from ascendsched.lower.compare import structural_diff
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.reduce import reduce_instance
 from tests.kit.scaled_cases import CASES, IDS
 

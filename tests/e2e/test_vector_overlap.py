@@ -6,7 +6,7 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.driver import random_inputs, sync_minimality
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 from ascendsched.schedule import Schedule
 from ascendsched.sim.checker import check_trace, concurrent_pipes
 from ascendsched.sim.execute import run_kernel

@@ -11,8 +11,9 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.driver import check
-from ascendsched.lower.driver import lower, schedule_for
 from ascendsched.lower.ir import Kernel, iter_instrs
+from ascendsched.lower.pipeline import lower
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.target import CoreType

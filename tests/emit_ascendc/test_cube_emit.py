@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ascendsched.emit_ascendc import KernelAbort, emit_project, run_cpu
-from ascendsched.errors import UnsupportedError
+from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.insert_sync import insert_sync
 from ascendsched.lower.ir import Kernel, Program
 from ascendsched.lower.polyhedral import analyze_dependences
@@ -158,7 +158,8 @@ def test_vector_op_in_the_aic_program_is_rejected(tmp_path):
                                v.program(CoreType.AIV)))
     bad = replace(bad, params=bad.params + tuple(p for p in v.params),
                   buffers=bad.buffers + v.buffers)
-    with pytest.raises(UnsupportedError, match=r"cannot run on the Cube \(AIC\) core"):
+    with pytest.raises(InternalCompilerError, match=r"in the AIC program breaks the IR contract "
+                       r"\(core\): copy_gm_ub runs on the AIV core, not in the AIC program"):
         emit_project(bad, tmp_path)
 
 
@@ -199,14 +200,14 @@ def test_gemv_mode_m_aborts(built):
 
 
 def test_region_that_disagrees_with_its_params_is_not_emitted(tmp_path):
-    from ascendsched.errors import InternalCompilerError
     from tests.kit.cube import mutate
 
     # repeatTimes changed without re-deriving the region: the analysis saw 5 fractals, the call
     # would move 4
     bad = mutate(gemm_kernel(CASES["fp16_single"]), "load_l0a", 0, keep_dims=True, repeatTimes=4)
-    with pytest.raises(InternalCompilerError, match=r"disagrees with the footprint .* its params "
-                                                    r"imply; build cube instructions with"):
+    with pytest.raises(InternalCompilerError, match=r"\(footprint\): region a_l0.* does not match "
+                                                    r"the params' footprint .* \(build cube "
+                                                    r"instructions with ir.make_cube_instr\)"):
         emit_project(_final(bad), tmp_path)
 
 

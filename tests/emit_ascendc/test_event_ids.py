@@ -27,7 +27,8 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.emit_ascendc.kernel_printer import _KernelPrinter
-from ascendsched.lower.driver import lower, schedule_for
+from ascendsched.lower.pipeline import lower
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import ASCEND_910B
 from tests.emit_ascendc.test_cube_mixed import mixed_kernel

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # g++ builds and runs
 @pytest.fixture(scope="module")
 def softmax_build(tmp_path_factory):
     from ascendsched.algo.library import softmax
-    from ascendsched.lower.driver import lower
+    from ascendsched.lower.pipeline import lower
     from ascendsched.schedule import Schedule
 
     s = Schedule(softmax(m=16, n=256)).split("y", "i", 8)

@@ -36,7 +36,8 @@ from ascendsched.algo import (
 from ascendsched.algo import library as L
 from ascendsched.cli import load, load_inputs
 from ascendsched.driver import check, user_inputs
-from ascendsched.lower.driver import lower, schedule_for
+from ascendsched.lower.pipeline import lower
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 
 
@@ -63,7 +64,7 @@ def _stage(fn: Callable, shape: tuple = (4, 8)) -> object:
 
 
 def _lower1(fn: Callable, shape: tuple = (4, 8)) -> object:
-    return lower(Schedule(algorithm("k", compute("y", shape, fn))), sync=False)
+    return lower(Schedule(algorithm("k", compute("y", shape, fn))), stop_after="apply memory plan")
 
 
 def _file(tmp: Path, text: str, name: str = "user.py") -> str:
@@ -227,16 +228,16 @@ SCHEDULES = [
         "1 .single. or 2"),
     Bad("buffer-unknown", lambda t: Schedule(SM).buffer("xx"), E.ScheduleError, "'xx'",
         "tensors are x, xf"),
-    Bad("stage-left-at-root", lambda t: lower(SPLIT, sync=False), E.ScheduleError, "'xf'",
+    Bad("stage-left-at-root", lambda t: lower(SPLIT, stop_after="apply memory plan"), E.ScheduleError, "'xf'",
         r"compute_at\('xf', 'y', 'i_o'\)"),
     Bad("split-of-inner-stage", lambda t: lower(SPLIT.compute_inline("xf").compute_at(
         "mx", "y", "i_o").compute_at("e", "y", "i_o").compute_at("s", "y", "i_o")
-        .split("e", "j", 128), sync=False), E.ScheduleError, "'e'", "schedule the loops of 'y'"),
+        .split("e", "j", 128), stop_after="apply memory plan"), E.ScheduleError, "'e'", "schedule the loops of 'y'"),
     Bad("row-not-32-bytes", lambda t: lower(Schedule(L.bias_add(16, 1000)).split("y", "j", 100),
-                                            sync=False),
+                                            stop_after="apply memory plan"),
         E.ScheduleError, r"split\('y', 'j', 100\)", "multiple of 16"),
     Bad("ub-capacity", lambda t: lower(Schedule(L.vadd(65536, "float32")).split("z", "i", 32768)
-                                       .buffer("x").buffer("y").buffer("z"), sync=False),
+                                       .buffer("x").buffer("y").buffer("z"), stop_after="apply memory plan"),
         E.CapacityError, "x_ub|y_ub|z_ub", "copies=1|split"),
     Bad("lower-algorithm", lambda t: lower(SM), E.ScheduleError, "'softmax'",
         r"lower\(schedule_for\(algo\)\)"),
@@ -256,7 +257,7 @@ SCHEDULES = [
         "float32 first"),
     Bad("two-reduce-axes", lambda t: lower(Schedule(algorithm("k", compute(
         "y", (4,), lambda i: reduce_sum(placeholder("c", (4, 8, 8), "float32")[i, K, _K2],
-                                        [K, _K2])))), sync=False),
+                                        [K, _K2])))), stop_after="apply memory plan"),
         E.UnsupportedError, "reduces 2 axes", "nest reductions"),
     Bad("maximum-of-numbers", lambda t: maximum(1.0, 2.0), E.AlgorithmError, r"max\(1.0, 2.0\)",
         "compute constants in Python"),
@@ -279,10 +280,10 @@ def _quant(extra_shape: tuple[int, ...] = (8,)) -> object:
 
 SEVERAL = [
     Bad("output-stored-by-several-tiles", lambda t: lower(Schedule(_quant()).split("q", "i", 2)
-                                                          .split("q", "j", 128), sync=False),
+                                                          .split("q", "j", 128), stop_after="apply memory plan"),
         E.ScheduleError, "'amax' does not vary along 'j'", r"Split only the axes 'amax' follows"),
     Bad("output-unrelated-shape", lambda t: lower(Schedule(_quant((256,))).split("q", "i", 2)
-                                                  .compute_at("amax", "q", "i_o"), sync=False),
+                                                  .compute_at("amax", "q", "i_o"), stop_after="apply memory plan"),
         E.ScheduleError, "output 'colsum'", "own algorithm"),
     Bad("compute-at-second-output", lambda t: Schedule(_quant()).split("q", "i", 2)
         .compute_at("amax", "q", "i_o"), E.ScheduleError, "'amax' is an output",

@@ -10,7 +10,7 @@ from ascendsched.algo import compute, placeholder, reduce_axis, reduce_sum
 from ascendsched.algo import library as L
 from ascendsched.algo.algorithm import algorithm
 from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.gemm import GemmSchedule
 
 
@@ -32,9 +32,9 @@ def test_overflow_is_the_planners_capacity_error(scope: str, sched: GemmSchedule
 
 def test_double_buffering_is_what_overflows_l0a() -> None:
     s = GemmSchedule(L.gemm(256, 16, 256)).tile(256, 16, 256).split_k(128)
-    lower(s, sync=False)  # 64 KB: fits exactly
+    lower(s, stop_after="apply memory plan")  # 64 KB: fits exactly
     with pytest.raises(CapacityError, match="a_l0: 2 copies"):
-        lower(s.buffer("l0", 2), sync=False)
+        lower(s.buffer("l0", 2), stop_after="apply memory plan")
 
 
 @pytest.mark.parametrize("build,match", [

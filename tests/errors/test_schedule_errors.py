@@ -4,7 +4,7 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.errors import CapacityError, ScheduleError
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 from ascendsched.schedule import Schedule
 
 
@@ -28,7 +28,7 @@ def test_more_cores_than_the_target_has():
 def test_ub_tile_row_not_32_byte_aligned():
     s = Schedule(L.bias_add(16, 1000)).split("y", "j", 100)
     with pytest.raises(ScheduleError, match=r"200 B is not a multiple of 32 B.*multiple of 16"):
-        lower(s, sync=False)
+        lower(s, stop_after="apply memory plan")
 
 
 def test_ub_footprint_over_capacity_counts_double_buffers_and_temporaries():
@@ -37,7 +37,7 @@ def test_ub_footprint_over_capacity_counts_double_buffers_and_temporaries():
         s = s.compute_at(st, "y", "i_o")
     s = s.buffer("x", 2).buffer("y", 2)
     with pytest.raises(CapacityError, match=r"x_ub|xf_ub|e_ub") as e:
-        lower(s, sync=False)
+        lower(s, stop_after="apply memory plan")
     assert "188160" in str(e.value)
 
 
@@ -50,7 +50,7 @@ def test_compute_at_illegal_location_lists_legal_ones():
 def test_stage_left_at_root_needs_a_placement():
     s = Schedule(L.softmax(8, 256))
     with pytest.raises(ScheduleError, match=r"computed at root.*compute_at\('xf', 'y'"):
-        lower(s, sync=False)
+        lower(s, stop_after="apply memory plan")
 
 
 def test_bind_must_be_outermost_and_inline_rejects_reductions():

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ascendsched.algo import library as L
-from ascendsched.lower.driver import schedule_for
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 

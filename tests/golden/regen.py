@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 
 from ascendsched.emit_ascendc.project import emit_project
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 from tests.golden.cases import CASES
 
 FILES = Path(__file__).resolve().parent / "files"

@@ -79,7 +79,7 @@ def gemm_kernel(c: GemmCase) -> Kernel:
     """The AIC GEMM program for ``c`` (unsynced, unplanned)."""
     a_dt, out = c.dtype, c.out
     acc = dt.int32 if a_dt is dt.int8 else dt.float32
-    c0 = cube_c0(a_dt)
+    c0 = cube_c0(a_dt, ASCEND_910B)
     assert c.tk % c.tk0 == 0 and c.tk0 % c0 == 0 and c.tm % R == 0 and c.tn % R == 0
     i8 = a_dt is dt.int8
     b_rows = 32 if i8 else R  # L1 row padding of B (K rows): int8 squares are 32 x 32

@@ -6,15 +6,14 @@ import numpy as np
 
 from ascendsched.algo import evaluate
 from ascendsched.driver import ATOL, RTOL, approx_rtol, random_inputs
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 from ascendsched.sim.execute import run_kernel
 
 
-def assert_matches_reference(sched, *, seed: int = 0, sync: bool = True, kernel=None,
-                             trace: bool = False):
+def assert_matches_reference(sched, *, seed: int = 0, kernel=None, trace: bool = False):
     """Lower, simulate, compare every output; return (kernel, sim result)."""
     algo = sched.algo
-    k = kernel if kernel is not None else lower(sched, sync=sync)
+    k = kernel if kernel is not None else lower(sched)
     ins = random_inputs(algo, seed)
     ref = evaluate(algo, ins)
     res = run_kernel(k, ins, trace=trace)

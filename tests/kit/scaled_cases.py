@@ -5,7 +5,7 @@ instance. Each case is (kernel, label, schedule)."""
 from __future__ import annotations
 
 from ascendsched.algo import library as L
-from ascendsched.lower.driver import schedule_for
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from functools import cache
 
 from ascendsched.algo import library as L
-from ascendsched.lower.driver import lower, schedule_for
 from ascendsched.lower.ir import Kernel
+from ascendsched.lower.pipeline import lower
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 
 

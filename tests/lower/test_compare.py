@@ -7,8 +7,8 @@ import pytest
 from ascendsched.algo import library as L
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.compare import affine_form, structural_diff
-from ascendsched.lower.driver import lower
 from ascendsched.lower.ir import For, If, Instr, Kernel, StmtMutator
+from ascendsched.lower.pipeline import lower
 from ascendsched.schedule import Schedule
 from ascendsched.target import Pipe
 

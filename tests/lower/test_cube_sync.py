@@ -106,7 +106,7 @@ def _sync_count(k: Kernel) -> int:
 def test_every_inserted_sync_is_needed(name: str) -> None:
     p = planned(gemm_kernel(CASES[name]))
     deps = analyze_dependences(p)
-    pruned = remove_redundant_sync(place_syncs(p, deps, T), deps, T)
+    pruned = remove_redundant_sync(place_syncs(p, deps, T).kernel, deps, T).kernel
     chans = channels_of(pruned)
     assert chans and _sync_count(pruned) > 0
     for ch in chans:
@@ -199,7 +199,7 @@ def _tight_fallback_gemm():  # noqa: ANN202
 def test_tight_pair_fallback_stays_race_free() -> None:
     from ascendsched.driver import random_inputs
     from ascendsched.errors import BarrierFallbackWarning
-    from ascendsched.lower.driver import lower
+    from ascendsched.lower.pipeline import lower
     sched = _tight_fallback_gemm()
     with pytest.warns(BarrierFallbackWarning):
         k = lower(sched)
@@ -218,8 +218,8 @@ def test_a_fallback_that_drops_an_ordering_is_caught(monkeypatch: pytest.MonkeyP
     import ascendsched.lower.allocate_event_ids as alloc
     from ascendsched.errors import InternalCompilerError
     from ascendsched.lower.affine import Affine
-    from ascendsched.lower.driver import lower
     from ascendsched.lower.ir import Instr
+    from ascendsched.lower.pipeline import lower
 
     def old_tighten(s: Instr) -> tuple:
         if s.attr("role") != "set":

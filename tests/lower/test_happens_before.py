@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 
 from ascendsched.algo import library as L
-from ascendsched.lower.driver import lower, schedule_for
 from ascendsched.lower.happens_before import SyncOracle, unordered_dependences
-from ascendsched.lower.insert_sync import place_syncs, pruned_syncs
+from ascendsched.lower.insert_sync import place_syncs
 from ascendsched.lower.ir import For
+from ascendsched.lower.pipeline import lower
 from ascendsched.lower.polyhedral import analyze_dependences
+from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.lower.sync_chains import union_of
 from ascendsched.lower.sync_text import standard_pattern
 from ascendsched.schedule import Schedule
@@ -23,18 +25,18 @@ from tests.kit.ir import planned, set_flag, vadd_kernel, wait_flag
 def _placed(k):  # noqa: ANN001, ANN202
     p = planned(k)
     deps = analyze_dependences(p)
-    return place_syncs(p, deps, ASCEND_910B), deps
+    return place_syncs(p, deps, ASCEND_910B).kernel, deps
 
 
 @pytest.mark.parametrize("make", [
     lambda: vadd_kernel(copies=2),
     lambda: vadd_kernel(n=2048 * 6, tile=2048, copies=2, blocks=2),
     lambda: lower(GemmSchedule(L.gemm(300, 200, 520)).tile(64, 64, 128).split_k(32)
-                  .buffer("l1", 2).buffer("l0", 2).buffer("l0c", 2).bind(3), sync=False),
+                  .buffer("l1", 2).buffer("l0", 2).buffer("l0c", 2).bind(3), stop_after="apply memory plan"),
     lambda: lower(Schedule(L.softmax(13, 256)).split("y", "i", 3).bind("y", "i_o", 2)
                   .compute_at("mx", "y", "i_o").compute_at("e", "y", "i_o")
                   .compute_at("s", "y", "i_o").compute_inline("xf")
-                  .buffer("x").buffer("y"), sync=False),
+                  .buffer("x").buffer("y"), stop_after="apply memory plan"),
 ], ids=["vadd db", "vadd db 2 blocks", "gemm edges 3 cores", "softmax tails db"])
 def test_placed_patterns_alternate_by_isl_too(make) -> None:  # noqa: ANN001
     # the structural shortcut (insert_sync's two patterns alternate by construction) agrees
@@ -57,14 +59,14 @@ def _layernorm_rows() -> Schedule:
 
 _TEXT_CASES = {
     "vadd db 2 blocks": lambda: planned(vadd_kernel(n=2048 * 6, tile=2048, copies=2, blocks=2)),
-    "vadd persistent tail": lambda: lower(schedule_for(L.vadd(4194304)), sync=False),
+    "vadd persistent tail": lambda: lower(schedule_for(L.vadd(4194304)), stop_after="apply memory plan"),
     "mul_add_relu prefix guard": lambda: lower(schedule_for(L.fused_mul_add_relu(4194304)),
-                                               sync=False),
+                                               stop_after="apply memory plan"),
     "gemm edges 3 cores": lambda: lower(
         GemmSchedule(L.gemm(300, 200, 520)).tile(64, 64, 128).split_k(32).buffer("l1", 2)
-        .buffer("l0", 2).buffer("l0c", 2).bind(3), sync=False),
+        .buffer("l0", 2).buffer("l0c", 2).bind(3), stop_after="apply memory plan"),
     "gemm trans l0 db": lambda: planned(gemm_kernel(CASES["fp16_trans"])),
-    "layernorm rows db tails": lambda: lower(_layernorm_rows(), sync=False),
+    "layernorm rows db tails": lambda: lower(_layernorm_rows(), stop_after="apply memory plan"),
 }
 
 
@@ -76,8 +78,10 @@ def test_what_the_text_settles_isl_confirms(name: str, stage: str) -> None:
     # syncs the text named: the shortcuts never claim an order isl cannot prove
     planned = _TEXT_CASES[name]()
     deps = analyze_dependences(planned)
-    k = place_syncs(planned, deps, ASCEND_910B) if stage == "placed" else \
-        pruned_syncs(planned, deps, ASCEND_910B)
+    placed = place_syncs(planned, deps, ASCEND_910B)
+    k = placed.kernel if stage == "placed" else remove_redundant_sync(
+        placed.kernel, deps, ASCEND_910B, settled_by=placed.settled_by,
+        oracle=placed.oracle).kernel
     oracle = SyncOracle(k, deps, ASCEND_910B)
     every = frozenset(oracle.flags) | frozenset(key for key, _ in oracle.barriers)
     groups: dict[tuple[int, int], list] = {}
@@ -146,9 +150,9 @@ def test_oracle_work_does_not_grow_with_the_problem() -> None:
     # schedule: no instance, tile or core is enumerated
     work = []
     for size in (4096, 8192):
-        p = lower(_gemm(size), sync=False)
+        p = lower(_gemm(size), stop_after="apply memory plan")
         deps = analyze_dependences(p)
-        placed = place_syncs(p, deps, ASCEND_910B)
+        placed = place_syncs(p, deps, ASCEND_910B).kernel
         oracle = SyncOracle(placed, deps, ASCEND_910B)
         assert oracle.problems() == ()
         work.append((len(deps), len(oracle.infos), sorted(k[0] for k in oracle._cache)))

@@ -141,7 +141,7 @@ def test_a_ping_pong_sync_on_one_id_that_could_be_set_twice_is_refused() -> None
     kernel whose trace has double sets (the fallback emitted one before this check)."""
     from ascendsched.algo import library as L
     from ascendsched.errors import SyncError
-    from ascendsched.lower.driver import lower
+    from ascendsched.lower.pipeline import lower
     from ascendsched.schedule import Schedule
 
     s = Schedule(L.layernorm(7, 64)).split("y", "i", 2).bind("y", "i_o", 2)
@@ -228,7 +228,8 @@ def test_synced_fixtures_check_clean(name: str) -> None:
 def test_every_inserted_sync_is_needed(name: str) -> None:
     p = planned(FIXTURES[name]())
     deps = analyze_dependences(p)
-    pruned = remove_redundant_sync(place_syncs(p, deps, ASCEND_910B), deps, ASCEND_910B)
+    pruned = remove_redundant_sync(place_syncs(p, deps, ASCEND_910B).kernel, deps,
+                                   ASCEND_910B).kernel
     chans = channels_of(pruned)
     assert chans
     for ch in chans:
@@ -256,7 +257,7 @@ def test_latest_source_of_a_tail_version_dependence() -> None:
     # relation returned tile 0 as the latest source, and a real race went unnoticed).
     from ascendsched.algo import algorithm, compute, placeholder
     from ascendsched.driver import random_inputs
-    from ascendsched.lower.driver import lower
+    from ascendsched.lower.pipeline import lower
     from ascendsched.schedule import Schedule
     from ascendsched.sim.checker import check_trace
     from ascendsched.sim.execute import run_kernel

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from ascendsched.algo import library as L
 from ascendsched.algo.gemm_spec import gemm_error
 from ascendsched.driver import check, random_inputs
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel

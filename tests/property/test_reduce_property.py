@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from ascendsched.algo import library as L
 from ascendsched.driver import check
 from ascendsched.errors import CapacityError, SyncError
-from ascendsched.lower.driver import lower, schedule_for
+from ascendsched.lower.pipeline import lower
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.reduce import describe, reduce_instance, structure_facts
 from tests.kit.reference import LAYERNORM, RMSNORM, SOFTMAX

@@ -7,7 +7,7 @@ from hypothesis import given, reject, settings
 
 from ascendsched.driver import check
 from ascendsched.errors import CapacityError
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 from ascendsched.sim.checker import check_trace
 from tests.kit.reference import assert_matches_reference
 from tests.kit.strategies import vector_cases

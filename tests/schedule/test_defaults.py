@@ -7,7 +7,8 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.lower.build_loop_nest import build_loop_nest
-from ascendsched.lower.driver import lower, schedule_for
+from ascendsched.lower.pipeline import lower
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule.gemm_cost import estimate_gemm
 from ascendsched.schedule.gemm_default import default_gemm_schedules
 from ascendsched.schedule.schedule import Schedule
@@ -83,7 +84,8 @@ def test_a_row_too_wide_for_ub_still_gets_a_default_that_fits():
     """LayerNorm over 16384 columns: no whole row fits UB, and a row piece with a tail version
     (its own row-wide temporaries) does not either; a piece that divides the row does."""
     from ascendsched.algo import library as L
-    from ascendsched.lower.driver import lower, schedule_for
+    from ascendsched.lower.pipeline import lower
+    from ascendsched.lower.schedule_for import schedule_for
 
     for shape in ((64, 16384), (64, 12000)):
         sched = schedule_for(L.layernorm(*shape))

@@ -19,9 +19,9 @@ from ascendsched.algo import (
 )
 from ascendsched.driver import check
 from ascendsched.lower.build_loop_nest import build_loop_nest
-from ascendsched.lower.driver import schedule_for
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import plan_memory
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.ub_budget import TileShape, row_extents, tile_bytes
 from ascendsched.target import DEFAULT_TARGET as T

@@ -14,7 +14,8 @@ from ascendsched.algo import (
     where,
 )
 from ascendsched.errors import UnsupportedError
-from ascendsched.lower.driver import lower, schedule_for
+from ascendsched.lower.pipeline import lower
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 from tests.kit.reference import assert_matches_reference
 
@@ -55,4 +56,4 @@ def test_index_values_beyond_float16_say_so():
     h = placeholder("h", (4, 4096), "float16")
     a = algorithm("wide", compute("o", (4, 4096), lambda i, j: where(j <= i, h[i, j], 0.0)))
     with pytest.raises(UnsupportedError, match=r"reach \d+.*float16.*float32"):
-        lower(Schedule(a).split("o", "j", 2048), sync=False)
+        lower(Schedule(a).split("o", "j", 2048), stop_after="apply memory plan")

@@ -1,7 +1,7 @@
 """schedule/reduce.py: the reduced instance keeps every fact the lowering reads from sizes."""
 
 from ascendsched.algo import library as L
-from ascendsched.lower.driver import schedule_for
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Bind, Schedule
 from ascendsched.schedule.gemm import CubeBind, GemmSchedule
 from ascendsched.schedule.reduce import (

@@ -13,7 +13,7 @@ from ascendsched.algo import (
     reduce_max,
 )
 from ascendsched.errors import ScheduleError
-from ascendsched.lower.driver import lower
+from ascendsched.lower.pipeline import lower
 from ascendsched.schedule import Schedule
 from ascendsched.sim.execute import run_kernel
 from tests.kit.reference import assert_matches_reference
@@ -60,7 +60,7 @@ def test_an_output_several_tiles_would_store_is_refused():
     s = Schedule(quantise()).split("q", "i", 2).split("q", "j", 128) \
         .compute_at("amax", "q", "j_o")
     with pytest.raises(ScheduleError, match=r"'scale' does not vary along 'j'.*follows \(i\)"):
-        lower(s, sync=False)
+        lower(s, stop_after="apply memory plan")
     with pytest.raises(ScheduleError, match=r"'scale' is an output.*computed in 'q''s tile"):
         Schedule(quantise()).split("q", "i", 2).compute_at("scale", "q", "i_o")
 
@@ -76,7 +76,7 @@ def test_the_default_schedule_of_several_outputs_tiles_the_root_and_checks():
     user never caused); it now tiles the root output and lets the others ride in its tile."""
     from ascendsched.algo import algorithm, compute, placeholder, reduce_axis, reduce_max
     from ascendsched.driver import check
-    from ascendsched.lower.driver import schedule_for
+    from ascendsched.lower.schedule_for import schedule_for
 
     x = placeholder("x", (64, 1024), "float32")
     k = reduce_axis(1024, "k")

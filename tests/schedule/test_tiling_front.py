@@ -54,7 +54,7 @@ def _batch_broadcast(dtype: str = "float32"):
 
 
 def test_2d_operand_broadcast_over_a_batch_axis():
-    from ascendsched.lower.driver import schedule_for
+    from ascendsched.lower.schedule_for import schedule_for
 
     for dtype in ("float32", "float16"):
         a = _batch_broadcast(dtype)

@@ -86,6 +86,6 @@ def test_check_tolerance_adds_the_documented_error():
 
 
 def test_rmsnorm_and_layernorm_pass_with_the_modelled_rsqrt():
-    from ascendsched.lower.driver import schedule_for
+    from ascendsched.lower.schedule_for import schedule_for
     for make in (L.rmsnorm, L.layernorm):
         assert_matches_reference(schedule_for(make(8, 256)))

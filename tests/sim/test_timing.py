@@ -9,8 +9,8 @@ import pytest
 
 from ascendsched.algo.library import fused_mul_add_relu, gemm
 from ascendsched.dtypes import float16
-from ascendsched.lower.driver import lower
 from ascendsched.lower.ir import Buffer, GmTensor, Instr, Kernel, Program, view
+from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.sim.costs import PIPE_INDEX, core_rates

@@ -1,0 +1,118 @@
+"""``lower()``: the flat list of steps from a schedule to a final kernel (Halide's Lower.cpp).
+
+Each step is one call through the :class:`PassLog`, which keeps its result, times it, prints
+it on request and dumps it (``NNN_<step>.txt``). The steps, in order (``STEPS``)::
+
+    build                   Schedule -> Kernel (build_loop_nest; build_gemm for the Cube)
+    verify built            the IR contract (lower/verify.py), before any buffer is placed
+    lifetimes               first and last use of every buffer copy
+    memory plan             byte offsets per scope
+    apply memory plan       Kernel with Buffer.offsets
+    dependences             RAW/WAR/WAW on the planned bytes
+    place syncs             Placed: kernel with every needed sync, its happens-before oracle
+    remove redundant syncs  Pruned: kernel without implied syncs, the same oracle
+    allocate event ids      Kernel whose event ids fit the target's budget
+    verify final            the IR contract again, with the memory plan
+
+Emission (``emit_project``, one layer up) is the step after these: ``ascendsched.driver.
+compile_kernel`` logs it as ``emit``. ``stop_after`` ends the list early and returns the last
+kernel made so far; every result stays in the log (``log.results[step]``).
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.errors import CapacityError, InternalCompilerError, ScheduleError
+from ascendsched.lower.allocate_event_ids import allocate_event_ids
+from ascendsched.lower.apply_memory_plan import apply_memory_plan
+from ascendsched.lower.build_gemm import build_gemm, capacity_hint
+from ascendsched.lower.build_loop_nest import build_loop_nest
+from ascendsched.lower.insert_sync import place_syncs
+from ascendsched.lower.ir import Kernel
+from ascendsched.lower.lifetimes import buffer_lifetimes
+from ascendsched.lower.pass_log import PassLog, kernel_of
+from ascendsched.lower.plan_memory import plan_memory
+from ascendsched.lower.polyhedral import analyze_dependences
+from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
+from ascendsched.lower.verify import verify
+from ascendsched.schedule.gemm import GemmSchedule
+from ascendsched.schedule.schedule import Schedule
+from ascendsched.target import Target
+
+T = TypeVar("T")
+
+STEPS = ("build", "verify built", "lifetimes", "memory plan", "apply memory plan",
+         "dependences", "place syncs", "remove redundant syncs", "allocate event ids",
+         "verify final")
+SYNC_STEPS = ("place syncs", "remove redundant syncs", "allocate event ids")
+
+
+class _Stop(Exception):
+    """Raised by the step named ``stop_after`` (only inside ``lower``)."""
+
+
+def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
+          log: PassLog | None = None, stop_after: str | None = None) -> Kernel:
+    """Lower a scheduled algorithm to a final kernel: verified, memory planned, synchronised.
+
+    ``stop_after``: a name of ``STEPS``; the kernel as that step leaves it (the step's own
+    result, e.g. the memory plan, is ``log.results[stop_after]``)."""
+    _check_args(sched, stop_after)
+    target = target or sched.target
+    log = log if log is not None else PassLog()
+
+    made: Kernel | None = None  # the last kernel a step made (what ``stop_after`` returns)
+
+    def step(name: str, result: T) -> T:
+        nonlocal made
+        made = kernel_of(result) or made
+        log(name, result)
+        if name == stop_after:
+            raise _Stop
+        return result
+
+    try:
+        if isinstance(sched, GemmSchedule):  # the Cube path
+            k = step("build", build_gemm(sched, target))
+        else:
+            k = step("build", build_loop_nest(sched, target))
+        k = step("verify built", verify(k))
+        lifetimes = step("lifetimes", buffer_lifetimes(k))
+        try:
+            plan = plan_memory(k, lifetimes, target)
+        except CapacityError as e:
+            if isinstance(sched, GemmSchedule):
+                raise capacity_hint(sched, e) from None
+            raise
+        step("memory plan", plan)
+        k = step("apply memory plan", apply_memory_plan(k, plan))
+        # Ordering restriction: dependences are computed on the *planned* byte ranges, so a
+        # buffer placed in space another buffer left dead gets the WAR dependence that reuse
+        # creates.
+        deps = step("dependences", analyze_dependences(k))
+        placed = step("place syncs", place_syncs(k, deps, target))
+        # The oracle built by placement answers every later question on these statements:
+        # pruning and allocation reuse it instead of rebuilding it.
+        pruned = step("remove redundant syncs", remove_redundant_sync(
+            placed.kernel, deps, target, settled_by=placed.settled_by, oracle=placed.oracle))
+        k = step("allocate event ids", allocate_event_ids(
+            pruned.kernel, target, oracle=pruned.oracle, dropped=pruned.dropped, deps=deps))
+        return step("verify final", verify(k, planned=True))
+    except _Stop:
+        assert made is not None
+        return made
+
+
+def _check_args(sched: object, stop_after: str | None) -> None:
+    if isinstance(sched, Algorithm):
+        raise ScheduleError(
+            f"lower() takes a Schedule; algorithm '{sched.name}' has none yet: "
+            f"lower(schedule_for(algo)) for the default one, or lower(Schedule(algo).split(...))")
+    if not isinstance(sched, (Schedule, GemmSchedule)):
+        raise ScheduleError(f"lower() takes a Schedule or GemmSchedule, got "
+                            f"{type(sched).__name__} {sched!r}")
+    if stop_after is not None and stop_after not in STEPS:
+        raise InternalCompilerError(f"lower(stop_after={stop_after!r}): no such step; the "
+                                    f"steps are {', '.join(STEPS)}")

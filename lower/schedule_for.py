@@ -1,0 +1,70 @@
+"""``schedule_for``: the schedule to lower for what the user gave (a schedule, or an algorithm
+whose first default candidate the memory planner fits)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ascendsched.algo.algorithm import Algorithm, root_output
+from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
+from ascendsched.lower.build_gemm import build_gemm
+from ascendsched.lower.build_loop_nest import build_loop_nest
+from ascendsched.lower.lifetimes import buffer_lifetimes
+from ascendsched.lower.plan_memory import plan_memory
+from ascendsched.schedule.default import default_schedules
+from ascendsched.schedule.gemm import GemmSchedule
+from ascendsched.schedule.schedule import Schedule
+from ascendsched.target import DEFAULT_TARGET, Target
+
+
+def schedule_for(obj: Schedule | GemmSchedule | Algorithm, target: Target = DEFAULT_TARGET
+                 ) -> Schedule | GemmSchedule:
+    """The schedule to lower: ``obj`` itself, or the first default candidate whose buffers
+    the memory planner fits with their buffering honoured (``plan_memory``'s first plan); when
+    none does, the first that fits at all (its plan warns what it gave up). A GEMM algorithm
+    gets a Cube schedule (``schedule/gemm.py``)."""
+    if isinstance(obj, (Schedule, GemmSchedule)):
+        return obj
+    if not isinstance(obj, Algorithm):
+        raise ScheduleError(
+            f"expected a Schedule, a GemmSchedule or an Algorithm (which gets the default "
+            f"schedule), got {type(obj).__name__} {obj!r}")
+    for t in obj.tensors:
+        if any(not isinstance(d, int) for d in t.shape):
+            raise UnsupportedError(
+                f"tensor '{t.name}' of '{obj.name}' has symbolic shape {list(t.shape)}; a kernel "
+                f"(and its default schedule) needs concrete sizes: build the algorithm with "
+                f"integers for this kernel")
+    last: CapacityError | None = None
+    fallback: Schedule | GemmSchedule | None = None
+    for cand in _defaults(obj, target):
+        try:
+            k = build_gemm(cand, target) if isinstance(cand, GemmSchedule) else \
+                build_loop_nest(cand, target)
+            plan = plan_memory(k, buffer_lifetimes(k), target, warn=False)
+        except CapacityError as e:
+            last = e
+            continue
+        if not plan.compromises:
+            return cand
+        fallback = fallback or cand
+    if fallback is not None:
+        return fallback
+    assert last is not None
+    raise last
+
+
+def _defaults(algo: Algorithm, target: Target) -> Iterator[Schedule | GemmSchedule]:
+    """The default candidates; a ScheduleError while making them is the default schedule's
+    limit, not a call of the user's: say so and point at writing a Schedule."""
+    try:
+        yield from default_schedules(algo, target)
+    except ScheduleError as e:
+        if isinstance(e, CapacityError):
+            raise
+        root = root_output(algo).name
+        raise ScheduleError(
+            f"no default schedule for algorithm '{algo.name}' (outputs "
+            f"{', '.join(o.name for o in algo.outputs)}): the default schedule generator "
+            f"failed with: {e}. Return a Schedule instead, e.g. Schedule(algo).split('{root}', "
+            f"..., 8) with compute_at for its producers") from e

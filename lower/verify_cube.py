@@ -1,0 +1,149 @@
+"""The IR contract of the Cube (AIC) ops, for ``lower/verify.py``: each op's attrs are exactly
+its AscendC parameter struct, in the documented ranges of ``kernel.target.cube_param_ranges``;
+its regions sit in the op's scopes, start on the scope's alignment and equal the footprint the
+params imply (``cube_ops.cube_footprints``, in the target's fractal geometry); no element is
+written twice; dtypes, modes and fixed values are the modelled ones (lower/cube_ops.py)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ascendsched.lower.affine import Cond
+from ascendsched.lower.cube_ops import (
+    CUBE_PARAMS,
+    CUBE_PIPES,
+    CUBE_SCOPES,
+    FIXPIPE_QUANT,
+    MMAD_DTYPES,
+    cube_footprints,
+    squeeze_dims,
+)
+from ascendsched.lower.ir import AttrValue, Dim
+from ascendsched.lower.verify_site import OpRule, Site, aligned
+from ascendsched.target.model import Scope
+
+_BOOL_PARAMS = frozenset(["ifTranspose", "kDirectionAlign", "cmatrixSource", "reluEn"])
+
+
+def params(site: Site) -> dict[str, AttrValue]:
+    """The API parameters of a cube instruction by name, each checked: all of
+    ``CUBE_PARAMS[op]`` and nothing else, bools where the struct has bools, quantPre one of
+    ``FIXPIPE_QUANT``, integers in ``kernel.target.cube_param_ranges[op]``."""
+    ins = site.ins
+    names = CUBE_PARAMS[ins.op]
+    got = dict(ins.attrs)
+    missing = [n for n in names if n not in got]
+    extra = [n for n in got if n not in names]
+    if missing or extra:
+        raise site.fail("params", f"{ins.op} attrs must be exactly {', '.join(names)}"
+                        + (f"; missing {missing}" if missing else "")
+                        + (f"; unknown {extra}" if extra else ""))
+    for name in names:
+        v = got[name]
+        if name in _BOOL_PARAMS and not isinstance(v, bool):
+            raise site.fail("params", f"{ins.op} {name}={v!r} must be a bool")
+        if name == "cmatrixInitVal" and not isinstance(v, (bool, Cond)):
+            raise site.fail("params", f"cmatrixInitVal={v!r} must be a bool or a Cond")
+        if name == "quantPre" and v not in FIXPIPE_QUANT:
+            raise site.fail("params", f"quantPre={v!r}; one of {', '.join(FIXPIPE_QUANT)}")
+    for name, (lo, hi) in site.kernel.target.cube_param_ranges.get(ins.op, {}).items():
+        v = got[name]
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+            raise site.fail("params", f"{ins.op} {name}={v!r} outside the documented range "
+                                      f"[{lo}, {hi}]")
+    return got
+
+
+def _check(site: Site) -> None:
+    ins, k = site.ins, site.kernel
+    p = params(site)
+    regions = ins.writes + ins.reads
+    dtypes = tuple(k.dtype_of(r.tensor) for r in regions)
+    for j, (r, scope) in enumerate(zip(regions, CUBE_SCOPES[ins.op], strict=True)):
+        role = "dst" if j == 0 else f"src{j - 1}" if len(regions) > 2 else "src"
+        if k.scope_of(r.tensor) != scope:
+            raise site.fail("scope", f"{role} {r.tensor} is in {k.scope_of(r.tensor)}; "
+                                     f"{ins.op} needs {scope}")
+        if scope != Scope.GM:
+            align = k.target.scope(scope).alignment
+            if not aligned(site, r, align):
+                raise site.fail("alignment", f"{role} {r.tensor} starts at element offset "
+                                             f"{r.offset}, not {align}-byte aligned in {scope}")
+    for r, box in zip(regions, cube_footprints(ins.op, p, dtypes, k.target), strict=True):
+        if squeeze_dims(r.dims) != squeeze_dims(box):
+            want = ", ".join(f"{d.extent}:{d.stride}" for d in box)
+            raise site.fail("footprint", f"region {r} does not match the params' footprint "
+                                         f"[{want}] (build cube instructions with "
+                                         "cube_ops.make_cube_instr)")
+    if ins.op != "mmad" and not _injective(squeeze_dims(ins.writes[0].dims)):
+        raise site.fail("overlap", f"dst {ins.writes[0].tensor}: the instruction writes some "
+                                   "elements twice (overlapping destination; the hardware "
+                                   "leaves the order undefined)")
+    _OWN[ins.op](site, p, dtypes)
+
+
+def _injective(dims: tuple[Dim, ...]) -> bool:
+    """Whether the box's element offsets are all different: a mixed radix (each stride past
+    the span of the smaller ones) is; otherwise enumerate them."""
+    span = 0
+    for d in sorted(dims, key=lambda d: abs(d.stride)):
+        if abs(d.stride) <= span:
+            return _distinct(dims)
+        span += (d.extent - 1) * abs(d.stride)
+    return True
+
+
+@lru_cache(maxsize=256)
+def _distinct(dims: tuple[Dim, ...]) -> bool:
+    idx = np.zeros(1, dtype=np.int64)
+    for d in dims:
+        idx = (idx[:, None] + np.arange(d.extent, dtype=np.int64)[None, :] * d.stride).ravel()
+    return np.unique(idx).size == idx.size
+
+
+def _same_dtype(site: Site, p: dict, dtypes: tuple) -> None:
+    if dtypes[0] != dtypes[1]:
+        raise site.fail("dtype", f"{site.ins.op} does not convert: {dtypes[1]} -> {dtypes[0]}")
+
+
+def _load2d(site: Site, p: dict, dtypes: tuple) -> None:
+    _same_dtype(site, p, dtypes)
+    if p["ifTranspose"] and dtypes[0].bytes != 2:
+        raise site.fail("params", f"ifTranspose supports 16-bit types only, not {dtypes[0]} "
+                                  "(use load_l0b_transpose / LoadDataWithTranspose)")
+
+
+def _load_transpose(site: Site, p: dict, dtypes: tuple) -> None:
+    _same_dtype(site, p, dtypes)
+    if dtypes[0].bytes not in (1, 2):
+        raise site.fail("dtype", f"LoadDataWithTranspose of {dtypes[0]} is not modelled")
+
+
+def _mmad(site: Site, p: dict, dtypes: tuple) -> None:
+    if p["m"] == 1:
+        raise site.fail("params", "Mmad with m == 1 switches the cube to GEMV mode (A read as "
+                                  "ND, Mmad.md); pad m to 16 rows")
+    for name in ("kDirectionAlign", "cmatrixSource"):
+        if p[name] is not False:
+            raise site.fail("params", f"{name}={p[name]!r}: only False is modelled")
+    c, a, b = (d.name for d in dtypes)
+    if MMAD_DTYPES.get((a, b)) != c:
+        ok = ", ".join(f"{x} x {y} -> {z}" for (x, y), z in MMAD_DTYPES.items())
+        raise site.fail("dtype", f"Mmad {a} x {b} -> {c} is not supported ({ok})")
+
+
+def _fixpipe(site: Site, p: dict, dtypes: tuple) -> None:
+    quant = p["quantPre"]
+    srcs, dsts = (x.split("|") for x in FIXPIPE_QUANT[quant])
+    dd, sd = (d.name for d in dtypes)
+    if sd not in srcs or dd not in dsts or (quant == "NoQuant" and sd != dd):
+        raise site.fail("dtype", f"quantPre={quant} does not convert {sd} -> {dd}")
+
+
+_OWN = {"copy_gm_l1": _same_dtype, "load_l0a": _load2d, "load_l0b": _load2d,
+        "load_l0a_transpose": _load_transpose, "load_l0b_transpose": _load_transpose,
+        "mmad": _mmad, "fixpipe": _fixpipe}
+CUBE_CHECKS: dict[str, OpRule] = {
+    op: OpRule(CUBE_PIPES[op], 1, len(CUBE_SCOPES[op]) - 1, _check, params) for op in _OWN}

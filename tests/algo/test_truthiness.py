@@ -9,7 +9,7 @@ import pytest
 
 from ascendsched.algo import compute, eq, evaluate, maximum, placeholder, where
 from ascendsched.errors import AlgorithmError
-from tests.helpers import assert_matches_reference
+from tests.kit.reference import assert_matches_reference
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from ascendsched.driver import DEFAULT_BUDGET, estimated_instrs
 from ascendsched.lower.compare import structural_diff
 from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.reduce import reduce_instance
-from tests.e2e.scaled_cases import CASES, IDS
+from tests.kit.scaled_cases import CASES, IDS
 
 FAST_GEMM = {"gemm-default 4096^3", "gemm-default 8192^3", "gemm-default 4096x11008x4096"}
 SLOW = {"bias_add-reordered+fused+cores"} | {

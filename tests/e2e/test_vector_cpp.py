@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from ascendsched.driver import check
-from tests.e2e.vector_cases import CASES, IDS, lowered
+from tests.kit.vector_cases import CASES, IDS, lowered
 
 pytestmark = pytest.mark.slow  # g++ builds and runs
 

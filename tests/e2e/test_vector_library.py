@@ -5,8 +5,8 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.sim.checker import check_trace
-from tests.e2e.vector_cases import CASES, IDS, lowered
-from tests.helpers import assert_matches_reference
+from tests.kit.reference import assert_matches_reference
+from tests.kit.vector_cases import CASES, IDS, lowered
 
 
 @pytest.mark.parametrize("case_id", IDS)

@@ -7,7 +7,7 @@ import pytest
 from ascendsched.algo import library as L
 from ascendsched.driver import sync_minimality
 from ascendsched.schedule import Schedule
-from tests.e2e.vector_cases import CASES, IDS
+from tests.kit.vector_cases import CASES, IDS
 
 # the cheap cases of the shared list (the 40x1000 reductions take ~40 s each here; the
 # benchmark script covers them): every default plus the buffered and multi-core ones

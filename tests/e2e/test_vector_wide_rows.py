@@ -17,7 +17,7 @@ from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.target import CoreType
-from tests.helpers import LAYERNORM, RMSNORM, SOFTMAX, assert_matches_reference, row_tiles
+from tests.kit.reference import LAYERNORM, RMSNORM, SOFTMAX, assert_matches_reference, row_tiles
 
 WIDE = {
     "layernorm 8x4096 rows 2": lambda: row_tiles(L.layernorm(8, 4096), 2, LAYERNORM),

@@ -1,4 +1,4 @@
-"""Cube (AIC) kernels from tests/cube_fixtures.py, synced and memory-planned, emitted as AscendC,
+"""Cube (AIC) kernels from tests/kit/cube.py, synced and memory-planned, emitted as AscendC,
 built with g++ -fsanitize=address,undefined against the CPU runtime and run over the grid:
 outputs equal the numpy reference, the C++ trace equals the IR simulator's trace event for
 event, and the race checker passes it. Mutations of the emitted text (a wrong fractal stride,
@@ -10,14 +10,12 @@ Builds are cached by content and run two at a time (about 5-10 s each when cold)
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from ascendsched.emit_ascendc import EmittedProject, KernelAbort, build_cpu, emit_project, run_cpu
+from ascendsched.emit_ascendc import KernelAbort, emit_project, run_cpu
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.insert_sync import insert_sync
 from ascendsched.lower.ir import Kernel, Program
@@ -26,7 +24,9 @@ from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, traces_match
 from ascendsched.target import ASCEND_910B, CoreType
-from tests.cube_fixtures import CASES, batched_kernel, gemm_kernel, inputs, planned, reference
+from tests.kit.cpp import Built, build_projects
+from tests.kit.cube import CASES, batched_kernel, gemm_kernel, inputs, reference
+from tests.kit.ir import planned
 
 pytestmark = pytest.mark.slow  # g++ builds and runs
 
@@ -41,37 +41,12 @@ def _final(k: Kernel) -> Kernel:
     return insert_sync(p, analyze_dependences(p), ASCEND_910B)
 
 
-@dataclass(frozen=True)
-class Built:
-    kernel: Kernel
-    project: EmittedProject
-    binary: Path
-
-
-def _mutant(proj: EmittedProject, root: Path, name: str, old: str, new: str, count: int = 1
-            ) -> EmittedProject:
-    """``proj`` re-emitted under ``name`` with ``old`` replaced by ``new`` in the kernel text."""
-    src = proj.kernel_source
-    assert src.count(old) >= count, f"{old!r} not in the emitted text"
-    bad = src.replace(old, new, count)
-    mut = emit_project(proj_kernel[proj.name], root / name)
-    mut.kernel_cpp.write_text(bad)
-    return replace(mut, kernel_source=bad)
-
-
-proj_kernel: dict[str, Kernel] = {}
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, Built]:
     root = tmp_path_factory.mktemp("cube_emit")
     kernels = {n: _final(gemm_kernel(CASES[n])) for n in BUILT}
     kernels["batched"] = _final(batched_kernel())
     kernels["fp16_single"] = _final(gemm_kernel(CASES["fp16_single"]))
-    projects = {n: emit_project(k, root / n) for n, k in kernels.items()}
-    for n, k in kernels.items():
-        proj_kernel[projects[n].name] = k
-    single = projects["fp16_single"]
     # A nz -> Zz: the source fractal stride of the per-16-row-block load is Mp/16 = 3; 2 reads
     # the fractals of the wrong rows.
     muts = {
@@ -84,12 +59,8 @@ def built(tmp_path_factory) -> dict[str, Built]:
         # the M pipe no longer waits for the L0A/L0B loads
         "mut_no_wait": ("WaitFlag<HardEvent::MTE1_M>(0);", "// dropped"),
     }
-    for name, (old, new) in muts.items():
-        projects[name] = _mutant(single, root, name, old, new)
-        kernels[name] = kernels["fp16_single"]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        binaries = dict(zip(projects, pool.map(build_cpu, projects.values()), strict=True))
-    return {n: Built(kernels[n], projects[n], binaries[n]) for n in projects}
+    return build_projects(kernels, root,
+                          {name: ("fp16_single", old, new) for name, (old, new) in muts.items()})
 
 
 def _check_against_sim(b: Built, ins: dict[str, np.ndarray], ref: np.ndarray) -> Trace:
@@ -179,10 +150,9 @@ def test_cpu_driver_runs_the_aic_program(built):
 
 def test_vector_op_in_the_aic_program_is_rejected(tmp_path):
     k = _final(gemm_kernel(CASES["fp16_single"]))
-    from tests.emit_ascendc.hand import plan
-    from tests.ir_fixtures import vadd_kernel
+    from tests.kit.ir import hand_plan, vadd_kernel
 
-    v = plan(vadd_kernel())
+    v = hand_plan(vadd_kernel())
     bad = replace(k, programs=(Program(CoreType.AIC, k.program(CoreType.AIC).body
                                        + v.program(CoreType.AIV).body),
                                v.program(CoreType.AIV)))
@@ -230,7 +200,7 @@ def test_gemv_mode_m_aborts(built):
 
 
 def test_region_that_disagrees_with_its_params_is_not_emitted(tmp_path):
-    from tests.cube_fixtures import mutate
+    from tests.kit.cube import mutate
 
     # repeatTimes changed without re-deriving the region: the analysis saw 5 fractals, the call
     # would move 4

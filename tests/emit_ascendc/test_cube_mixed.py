@@ -8,14 +8,13 @@ deadlock the runtime reports.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from ascendsched import dtypes as dt
-from ascendsched.emit_ascendc import KernelAbort, build_cpu, emit_project, run_cpu
+from ascendsched.emit_ascendc import KernelAbort, emit_project, run_cpu
 from ascendsched.lower.insert_sync import insert_sync
 from ascendsched.lower.ir import GmTensor, Instr, Kernel, Program, StmtMutator, view
 from ascendsched.lower.polyhedral import analyze_dependences
@@ -23,16 +22,13 @@ from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, traces_match
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
-from tests.cube_fixtures import CASES, gemm_kernel, inputs, planned
+from tests.kit.cpp import build_projects
+from tests.kit.cube import CASES, gemm_kernel, inputs
+from tests.kit.ir import planned, set_flag, wait_flag
 
 pytestmark = pytest.mark.slow  # g++ builds and runs
 
 M, N = 33, 47
-
-
-def _flag(op: str, pipe: Pipe, other: Pipe, eid: int = 0) -> Instr:
-    key = "dst" if op == "set_flag" else "src"
-    return Instr(op, pipe, attrs=((key, other), ("event_id", eid)))
 
 
 def mixed_kernel(*, drop_cross_set: bool = False) -> Kernel:
@@ -58,10 +54,10 @@ def mixed_kernel(*, drop_cross_set: bool = False) -> Kernel:
               comment="wait for the AIC's Fixpipe of ws"),
         Instr("copy_gm_ub", Pipe.MTE2, (view(ub, 0, M, 48, N),), (view("ws", 0, M, N, N),),
               comment="load the GEMM result"),
-        _flag("set_flag", Pipe.MTE2, Pipe.V), _flag("wait_flag", Pipe.V, Pipe.MTE2),
+        set_flag(Pipe.MTE2, Pipe.V), wait_flag(Pipe.MTE2, Pipe.V),
         Instr("vec_unary", Pipe.V, (view(ub, 0, M, 48, N),), (view(ub, 0, M, 48, N),),
               (("fn", "relu"),), comment="y = relu(C)"),
-        _flag("set_flag", Pipe.V, Pipe.MTE3), _flag("wait_flag", Pipe.MTE3, Pipe.V),
+        set_flag(Pipe.V, Pipe.MTE3), wait_flag(Pipe.V, Pipe.MTE3),
         Instr("copy_ub_gm", Pipe.MTE3, (view("y", 0, M, N, N),), (view(ub, 0, M, 48, N),),
               comment="store y"),
     )
@@ -78,14 +74,11 @@ def mixed_kernel(*, drop_cross_set: bool = False) -> Kernel:
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("cube_mixed")
     kernels = {"ok": mixed_kernel(), "no_set": mixed_kernel(drop_cross_set=True)}
-    projects = {n: emit_project(k, root / n) for n, k in kernels.items()}
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        binaries = dict(zip(projects, pool.map(build_cpu, projects.values()), strict=True))
-    return {n: (kernels[n], projects[n], binaries[n]) for n in kernels}
+    return build_projects(kernels, root)
 
 
 def test_mix_kernel_text(built):
-    s = built["ok"][1].kernel_source
+    s = built["ok"].project.kernel_source
     assert "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);" in s
     aic, aiv = s.index("if ASCEND_IS_AIC {"), s.index("if ASCEND_IS_AIV {")
     assert aic < s.index("Mmad(") < aiv < s.index("Relu(")
@@ -97,14 +90,14 @@ def test_mix_kernel_text(built):
     # cross-core flags under <<<>>>: the FFTS base address comes first and is set first
     assert 'void gemm_relu_mix(uint64_t fftsAddr, GM_ADDR a, GM_ADDR b, GM_ADDR y,' in s
     assert s.index("SetSyncBaseAddr(fftsAddr);") < aic
-    host = built["ok"][1].host_main.read_text()
+    host = built["ok"].project.host_main.read_text()
     assert "rtGetC2cCtrlAddr(&fftsAddr, &fftsLen)" in host and '#include "runtime/rt_ffts.h"' in host
     assert "ACLRT_LAUNCH_KERNEL(gemm_relu_mix)(blockDim, stream, fftsAddr, aDevice," in host
-    assert "runtime  # rtGetC2cCtrlAddr" in built["ok"][1].cmake.read_text()
+    assert "runtime  # rtGetC2cCtrlAddr" in built["ok"].project.cmake.read_text()
 
 
 def test_mix_kernel_runs_both_cores(built):
-    k, _proj, binary = built["ok"]
+    k, binary = built["ok"].kernel, built["ok"].binary
     ins = inputs(CASES["fp16_single"])
     run = run_cpu(binary, k, ins)
     ref = np.maximum(ins["a"].astype(np.float64) @ ins["b"].astype(np.float64), 0)
@@ -122,7 +115,7 @@ def test_mix_kernel_runs_both_cores(built):
 
 
 def test_dropped_cross_set_is_a_deadlock(built):
-    k, _proj, binary = built["no_set"]
+    k, binary = built["no_set"].kernel, built["no_set"].binary
     with pytest.raises(KernelAbort, match=r"CrossCoreWaitFlag\(0\) can never be released: "
                                           r"cross-core deadlock \(AIV waits; AIC finished\)"):
         run_cpu(binary, k, inputs(CASES["fp16_single"]))

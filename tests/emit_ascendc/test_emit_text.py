@@ -10,13 +10,13 @@ from ascendsched.emit_ascendc import emit_project
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.ir import Program
 from ascendsched.target import CoreType
-from tests.emit_ascendc.hand import ops_kernel, plan, sync_row_max_sub, sync_vadd
-from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
+from tests.kit.hand import ops_kernel, sync_row_max_sub, sync_vadd
+from tests.kit.ir import hand_plan, row_max_sub_kernel, vadd_kernel
 
 
 @pytest.fixture(scope="module")
 def vadd_src(tmp_path_factory):
-    k = sync_vadd(plan(vadd_kernel(n=8192, tile=1024, copies=2, blocks=2)))
+    k = sync_vadd(hand_plan(vadd_kernel(n=8192, tile=1024, copies=2, blocks=2)))
     return emit_project(k, tmp_path_factory.mktemp("vadd"))
 
 
@@ -46,7 +46,7 @@ def test_loops_flags_and_copies(vadd_src):
 
 
 def test_row_broadcast_reduce_brcb(tmp_path):
-    s = emit_project(sync_row_max_sub(plan(row_max_sub_kernel())), tmp_path).kernel_source
+    s = emit_project(sync_row_max_sub(hand_plan(row_max_sub_kernel())), tmp_path).kernel_source
     assert "DataCopy(x_ub, x_gm, DataCopyParams(16, 8, 0, 0));" in s
     assert "WholeReduceMax(m_ub, x_ub, 64, 16, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);" in s
     assert "Brcb(mb_ub, m_ub, 2, BrcbRepeatParams(1, 8));" in s
@@ -56,7 +56,7 @@ def test_row_broadcast_reduce_brcb(tmp_path):
 
 
 def test_unaligned_rows_use_datacopypad_units(tmp_path):
-    s = emit_project(plan(ops_kernel()), tmp_path).kernel_source
+    s = emit_project(hand_plan(ops_kernel()), tmp_path).kernel_source
     # GM -> UB: 16 rows of 80 B; GM gap 0 bytes; UB gap 1 block (rows 128 B apart)
     assert ("DataCopyPad(x_ub, x_gm, DataCopyExtParams(16, 80, 0, 1, 0), "
             "DataCopyPadExtParams<float>(false, 0, 0, 0));") in s
@@ -91,7 +91,7 @@ def test_kernel_names_clear_of_cce_builtins(tmp_path):
                                 "softmax", "vadd_kernel", "gemm_relu_mix")] == [
         "vadd_kernel", "set_flag_kernel", "copy_gm_to_ubuf_kernel", "vconv_deq_kernel",
         "new_kernel", "softmax", "vadd_kernel", "gemm_relu_mix"]
-    k = replace(plan(vadd_kernel()), name="vexp")
+    k = replace(hand_plan(vadd_kernel()), name="vexp")
     s = emit_project(k, tmp_path).kernel_source
     assert "void vexp_kernel(GM_ADDR x" in s and "void vexp(" not in s
 
@@ -104,7 +104,7 @@ def test_unplanned_kernel_is_rejected(tmp_path):
 
 def test_vector_ops_in_an_aic_program_are_rejected(tmp_path):
     # the Cube core has no vector unit: an AIC program holding vector calls is refused
-    k = plan(vadd_kernel())
+    k = hand_plan(vadd_kernel())
     aiv = k.program(CoreType.AIV)
     k = replace(k, programs=(aiv, Program(CoreType.AIC, aiv.body)))
     with pytest.raises(InternalCompilerError, match=r"in the AIC program breaks the IR contract "

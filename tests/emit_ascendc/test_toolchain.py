@@ -7,15 +7,15 @@ import pytest
 
 from ascendsched.emit_ascendc import build_cpu, check, emit_project
 from ascendsched.errors import ToolchainError
-from tests.emit_ascendc.hand import plan, sync_row_max_sub
-from tests.ir_fixtures import row_max_sub_kernel
+from tests.kit.hand import sync_row_max_sub
+from tests.kit.ir import hand_plan, row_max_sub_kernel
 
 pytestmark = pytest.mark.slow  # g++ builds and runs
 
 
 @pytest.fixture()
 def project(tmp_path):
-    return emit_project(sync_row_max_sub(plan(row_max_sub_kernel())), tmp_path)
+    return emit_project(sync_row_max_sub(hand_plan(row_max_sub_kernel())), tmp_path)
 
 
 def test_missing_gxx(project, monkeypatch):

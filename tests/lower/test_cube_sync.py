@@ -25,7 +25,8 @@ from ascendsched.sim.check_report import CheckReport
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import ASCEND_910B, Pipe, Scope
-from tests.cube_fixtures import CASES, case, gemm_kernel, inputs, planned, reference
+from tests.kit.cube import CASES, case, gemm_kernel, inputs, reference
+from tests.kit.ir import planned
 
 T = ASCEND_910B
 
@@ -117,7 +118,7 @@ def test_every_inserted_sync_is_needed(name: str) -> None:
 
 
 def test_batched_kernel_synced() -> None:
-    from tests.cube_fixtures import batched_kernel
+    from tests.kit.cube import batched_kernel
 
     rng = np.random.default_rng(2)
     a = rng.integers(-4, 5, (3, 20, 40)).astype(np.float16)
@@ -173,7 +174,7 @@ def test_tail_versions_in_a_double_buffered_k_loop_place() -> None:
     # K and M/N tail versions as sibling Ifs inside an L1 double-buffered K loop, on 3 blocks:
     # placing every cross-branch pair between the branches made the source pipe set its flags
     # twice (SyncError); deferred cross-branch dependences place cleanly.
-    from tests.cube_fixtures import GemmCase
+    from tests.kit.cube import GemmCase
 
     c = GemmCase(m=76, n=86, k=55, tm=16, tn=48, tk=32, tk0=16, blocks=3, l1_copies=2,
                  trans_a=True, name="tails_db")

@@ -10,8 +10,6 @@ import pytest
 from ascendsched.algo import library as L
 from ascendsched.dtypes import float32
 from ascendsched.errors import CapacityError
-from ascendsched.lower.apply_memory_plan import apply_memory_plan
-from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.insert_sync import insert_sync
 from ascendsched.lower.ir import (
     Affine,
@@ -32,6 +30,7 @@ from ascendsched.schedule import Schedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
+from tests.kit.ir import memory_plan, planned
 
 TILE = 1024  # float32 elements of every buffer: 4096 B
 T = "t"
@@ -120,7 +119,7 @@ def test_too_many_paths_fall_back_to_whole_loops(monkeypatch) -> None:
 
 def test_shared_bytes_between_branches_get_their_syncs() -> None:
     k = _tail_kernel()
-    k = apply_memory_plan(k, plan_memory(k, buffer_lifetimes(k), ASCEND_910B))
+    k = planned(k, ASCEND_910B)
     k = insert_sync(k, analyze_dependences(k), ASCEND_910B)
     x = np.random.default_rng(0).uniform(-1, 1, FULL * TILE + TILE // 2).astype(np.float32)
     res = run_kernel(k, {"x": x}, trace=True)
@@ -137,18 +136,12 @@ def _softmax_rows(m: int, cores: int = 4, copies: int = 1) -> Schedule:
     return s.buffer("x", copies=copies).buffer("y", copies=copies) if copies > 1 else s
 
 
-def _plan(s: Schedule):  # noqa: ANN202 -- (lifetimes, MemoryPlan)
-    k = build_loop_nest(s)
-    lt = buffer_lifetimes(k)
-    return lt, plan_memory(k, lt, s.target, warn=False)
-
-
 def test_bound_softmax_with_a_tail_tile_fits_like_without_one() -> None:
     # 9 rows in 2-row tiles over 4 cores: the tail tile's version of the body sits in the
     # same loop as the full one. Before per-branch lifetimes the planner needed 196704 B
     # (CapacityError); now the peak is that of 8 rows, 73760 B.
-    lt, plan = _plan(_softmax_rows(9))
-    assert plan.peak(Scope.UB) == _plan(_softmax_rows(8))[1].peak(Scope.UB) == 73760
+    lt, plan = memory_plan(_softmax_rows(9))
+    assert plan.peak(Scope.UB) == memory_plan(_softmax_rows(8))[1].peak(Scope.UB) == 73760
     assert not plan.compromises
     # a temporary of the full version shares bytes with one of the tail version
     assert len(lt.of("xf_ub").spans) == 2
@@ -158,7 +151,7 @@ def test_bound_softmax_with_a_tail_tile_fits_like_without_one() -> None:
 
 
 def test_bound_softmax_with_a_tail_tile_double_buffered_fits() -> None:
-    _, plan = _plan(_softmax_rows(9, copies=2))
+    _, plan = memory_plan(_softmax_rows(9, copies=2))
     assert plan.peak(Scope.UB) <= ASCEND_910B.scope(Scope.UB).usable and not plan.compromises
 
 
@@ -172,6 +165,6 @@ def test_bound_softmax_with_a_tail_passes_the_ir_rungs() -> None:
 
 def test_a_tile_too_big_for_either_branch_still_overflows() -> None:
     with pytest.raises(CapacityError, match="UB buffers need"):
-        _plan(Schedule(L.softmax(9, 6144)).split("y", "i", 6).bind("y", "i_o", cores=2)
+        memory_plan(Schedule(L.softmax(9, 6144)).split("y", "i", 6).bind("y", "i_o", cores=2)
               .compute_at("xf", "y", "i_o").compute_at("mx", "y", "i_o")
               .compute_at("e", "y", "i_o").compute_at("s", "y", "i_o"))

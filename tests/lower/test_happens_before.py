@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 
 from ascendsched.algo import library as L
-from ascendsched.lower.affine import Affine
 from ascendsched.lower.happens_before import SyncOracle, unordered_dependences
 from ascendsched.lower.insert_sync import place_syncs
-from ascendsched.lower.ir import For, Instr
+from ascendsched.lower.ir import For
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
@@ -19,21 +18,14 @@ from ascendsched.lower.sync_text import standard_pattern
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import ASCEND_910B, Pipe
-from tests.cube_fixtures import CASES, gemm_kernel
-from tests.ir_fixtures import vadd_kernel
-from tests.lower.test_sync import _planned
+from tests.kit.cube import CASES, gemm_kernel
+from tests.kit.ir import planned, set_flag, vadd_kernel, wait_flag
 
 
 def _placed(k):  # noqa: ANN001, ANN202
-    p = _planned(k)
+    p = planned(k)
     deps = analyze_dependences(p)
     return place_syncs(p, deps, ASCEND_910B).kernel, deps
-
-
-def _flag(op: str, src: Pipe, dst: Pipe, eid: Affine | int = 0) -> Instr:
-    other = ("dst", dst) if op == "set_flag" else ("src", src)
-    return Instr(op, src if op == "set_flag" else dst,
-                 attrs=(other, ("event_id", Affine.of(eid))))
 
 
 @pytest.mark.parametrize("make", [
@@ -66,14 +58,14 @@ def _layernorm_rows() -> Schedule:
 
 
 _TEXT_CASES = {
-    "vadd db 2 blocks": lambda: _planned(vadd_kernel(n=2048 * 6, tile=2048, copies=2, blocks=2)),
+    "vadd db 2 blocks": lambda: planned(vadd_kernel(n=2048 * 6, tile=2048, copies=2, blocks=2)),
     "vadd persistent tail": lambda: lower(schedule_for(L.vadd(4194304)), stop_after="apply memory plan"),
     "mul_add_relu prefix guard": lambda: lower(schedule_for(L.fused_mul_add_relu(4194304)),
                                                stop_after="apply memory plan"),
     "gemm edges 3 cores": lambda: lower(
         GemmSchedule(L.gemm(300, 200, 520)).tile(64, 64, 128).split_k(32).buffer("l1", 2)
         .buffer("l0", 2).buffer("l0c", 2).bind(3), stop_after="apply memory plan"),
-    "gemm trans l0 db": lambda: _planned(gemm_kernel(CASES["fp16_trans"])),
+    "gemm trans l0 db": lambda: planned(gemm_kernel(CASES["fp16_trans"])),
     "layernorm rows db tails": lambda: lower(_layernorm_rows(), stop_after="apply memory plan"),
 }
 
@@ -112,8 +104,8 @@ def test_two_sets_without_a_wait_are_reported() -> None:
     k = vadd_kernel()
     body = k.programs[0].body[0].body
     bad = k.replace_body(k.programs[0].core, (For("k", 4, (
-        body[0], _flag("set_flag", Pipe.MTE2, Pipe.V), body[1],
-        _flag("set_flag", Pipe.MTE2, Pipe.V), _flag("wait_flag", Pipe.MTE2, Pipe.V)) + body[2:]),))
+        body[0], set_flag(Pipe.MTE2, Pipe.V), body[1],
+        set_flag(Pipe.MTE2, Pipe.V), wait_flag(Pipe.MTE2, Pipe.V)) + body[2:]),))
     problems = unordered_dependences(bad, None, ASCEND_910B, by_channel=False)
     assert any("two sets with no wait" in p.message for p in problems)
 
@@ -123,8 +115,8 @@ def test_a_pair_in_a_loop_without_the_reverse_flag_is_a_double_set() -> None:
     k = vadd_kernel()
     body = k.programs[0].body[0].body
     racy = k.replace_body(k.programs[0].core, (For("k", 4, (
-        body[0], body[1], _flag("set_flag", Pipe.MTE2, Pipe.V),
-        _flag("wait_flag", Pipe.MTE2, Pipe.V), body[2]) + body[3:]),))
+        body[0], body[1], set_flag(Pipe.MTE2, Pipe.V),
+        wait_flag(Pipe.MTE2, Pipe.V), body[2]) + body[3:]),))
     problems = unordered_dependences(racy, None, ASCEND_910B, by_channel=False)
     assert any(p.double_set for p in problems)
 
@@ -133,13 +125,13 @@ def test_a_wait_with_no_set_is_a_deadlock() -> None:
     k = vadd_kernel()
     body = k.programs[0].body[0].body
     stuck = k.replace_body(k.programs[0].core, (For("k", 4, (
-        _flag("wait_flag", Pipe.MTE2, Pipe.V),) + body),))
+        wait_flag(Pipe.MTE2, Pipe.V),) + body),))
     problems = unordered_dependences(stuck, None, ASCEND_910B, by_channel=False)
     assert any("deadlock" in p.message for p in problems)
 
 
 def test_an_unsynced_load_and_add_are_unordered() -> None:
-    p = _planned(vadd_kernel())
+    p = planned(vadd_kernel())
     deps = analyze_dependences(p)
     problems = unordered_dependences(p, deps, ASCEND_910B)
     assert any(pr.dep is not None and pr.dep.src_pipe == Pipe.MTE2 for pr in problems)

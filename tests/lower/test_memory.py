@@ -13,7 +13,7 @@ from ascendsched.lower.ir import Buffer, For, Instr, Kernel, Program, view
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
-from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
+from tests.kit.ir import row_max_sub_kernel, vadd_kernel
 
 
 def _spans(k: Kernel) -> dict[tuple[str, int], tuple[int | None, int | None]]:
@@ -192,7 +192,7 @@ def test_copies_share_bytes_only_as_a_last_resort_with_a_warning() -> None:
 
 def test_copies_never_share_bytes_with_other_buffers_inside_their_loop() -> None:
     from ascendsched.lower.build_loop_nest import build_loop_nest
-    from tests.helpers import readme_softmax
+    from tests.kit.reference import readme_softmax
 
     k = build_loop_nest(readme_softmax(copies=2), ASCEND_910B)
     lt = buffer_lifetimes(k)

@@ -19,7 +19,7 @@ from ascendsched.lower.plan_memory import MemoryPlan
 from ascendsched.lower.remove_redundant_sync import Pruned
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
-from tests.ir_fixtures import vadd_kernel
+from tests.kit.ir import vadd_kernel
 
 VADD = Schedule(L.vadd(4096)).split("z", "i", 1024).buffer("x", 2).buffer("y", 2)
 GEMM = GemmSchedule(L.gemm(64, 64, 128)).tile(32, 32, 64).split_k(32).buffer("l1", 2)

@@ -11,7 +11,7 @@ from ascendsched.lower.instances import kernel_instrs
 from ascendsched.lower.ir import For, Instr, Kernel, view
 from ascendsched.lower.polyhedral import DepKind, analyze_dependences
 from ascendsched.target import Pipe
-from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
+from tests.kit.ir import row_max_sub_kernel, vadd_kernel
 
 
 def _dep_table(k: Kernel) -> set[tuple[str, int, int, str, str, tuple, bool]]:

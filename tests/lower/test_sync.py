@@ -10,12 +10,9 @@ import pytest
 
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.allocate_event_ids import EventIdPressureWarning, allocate_event_ids
-from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.insert_sync import insert_sync, place_syncs, sync_stats
 from ascendsched.lower.ir import For, If, Instr, Kernel, view
-from ascendsched.lower.lifetimes import buffer_lifetimes
-from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.remove_redundant_sync import (
     channels_of,
@@ -23,15 +20,11 @@ from ascendsched.lower.remove_redundant_sync import (
     remove_redundant_sync,
 )
 from ascendsched.target import ASCEND_910B, Pipe, Target
-from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
-
-
-def _planned(k: Kernel, target: Target = ASCEND_910B) -> Kernel:
-    return apply_memory_plan(k, plan_memory(k, buffer_lifetimes(k), target))
+from tests.kit.ir import planned, row_max_sub_kernel, vadd_kernel
 
 
 def _synced(k: Kernel, target: Target = ASCEND_910B) -> Kernel:
-    k = _planned(k, target)
+    k = planned(k, target)
     return insert_sync(k, analyze_dependences(k), target)
 
 
@@ -166,7 +159,7 @@ def test_a_ping_pong_sync_on_one_id_that_could_be_set_twice_is_refused() -> None
 def test_every_dependence_is_ordered_and_ids_in_budget() -> None:
     for k in (vadd_kernel(), vadd_kernel(copies=2), vadd_kernel(blocks=2, copies=2),
               vadd_kernel(n=2048 * 3, tile=2048, copies=2), row_max_sub_kernel()):
-        p = _planned(k)
+        p = planned(k)
         s = insert_sync(p, analyze_dependences(p), ASCEND_910B)
         assert unordered_dependences(s, analyze_dependences(p), ASCEND_910B,
                                      by_channel=False) == ()
@@ -226,14 +219,14 @@ FIXTURES = {
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_synced_fixtures_check_clean(name: str) -> None:
-    assert _check(_planned(FIXTURES[name]())).races  # unsynced: races
+    assert _check(planned(FIXTURES[name]())).races  # unsynced: races
     report = _check(_synced(FIXTURES[name]()))
     assert report.ok, str(report)
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_every_inserted_sync_is_needed(name: str) -> None:
-    p = _planned(FIXTURES[name]())
+    p = planned(FIXTURES[name]())
     deps = analyze_dependences(p)
     pruned = remove_redundant_sync(place_syncs(p, deps, ASCEND_910B).kernel, deps,
                                    ASCEND_910B).kernel

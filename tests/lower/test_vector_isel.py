@@ -13,7 +13,7 @@ from ascendsched.algo import library as L
 from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.ir import Dim, For, Instr, Kernel, iter_instrs
 from ascendsched.target import CoreType
-from tests.helpers import LAYERNORM, RMSNORM, SOFTMAX, row_tiles
+from tests.kit.reference import LAYERNORM, RMSNORM, SOFTMAX, row_tiles
 
 
 def _vector(k: Kernel) -> list[tuple[Instr, tuple]]:

@@ -27,8 +27,8 @@ from ascendsched.lower.ir import (
 )
 from ascendsched.lower.verify import verify
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
-from tests.cube_fixtures import CASES, gemm_kernel, mutate, planned
-from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
+from tests.kit.cube import CASES, gemm_kernel, mutate
+from tests.kit.ir import planned, row_max_sub_kernel, vadd_kernel
 
 
 def _raises(k: Kernel, text: str, *, planned_: bool = False) -> None:

@@ -19,7 +19,7 @@ from ascendsched.lower.pipeline import lower
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.reduce import describe, reduce_instance, structure_facts
-from tests.helpers import LAYERNORM, RMSNORM, SOFTMAX
+from tests.kit.reference import LAYERNORM, RMSNORM, SOFTMAX
 
 ROW_STAGES = {"bias_add": (), "softmax": SOFTMAX, "rmsnorm": RMSNORM, "layernorm": LAYERNORM}
 

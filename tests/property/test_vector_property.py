@@ -9,8 +9,8 @@ from ascendsched.driver import check
 from ascendsched.errors import CapacityError
 from ascendsched.lower.pipeline import lower
 from ascendsched.sim.checker import check_trace
-from tests.helpers import assert_matches_reference
-from tests.property.strategies import vector_cases
+from tests.kit.reference import assert_matches_reference
+from tests.kit.strategies import vector_cases
 
 
 def _lowered(sched):

@@ -7,9 +7,7 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.lower.build_loop_nest import build_loop_nest
-from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.pipeline import lower
-from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule.gemm_cost import estimate_gemm
 from ascendsched.schedule.gemm_default import default_gemm_schedules
@@ -18,6 +16,7 @@ from ascendsched.schedule.ub_budget import TileShape, tile_bytes
 from ascendsched.sim.timing import model_time
 from ascendsched.target import DEFAULT_TARGET as T
 from ascendsched.target.model import Scope
+from tests.kit.ir import memory_plan
 
 VECTOR = {
     "vadd": lambda: L.vadd(4096 * 4096),
@@ -27,11 +26,6 @@ VECTOR = {
     "rmsnorm": lambda: L.rmsnorm(4096, 4096),
     "layernorm": lambda: L.layernorm(4096, 4096),
 }
-
-
-def _plan(s: Schedule):
-    k = build_loop_nest(s, T)
-    return plan_memory(k, buffer_lifetimes(k), T, warn=False)
 
 
 @pytest.mark.parametrize("name", sorted(VECTOR))
@@ -44,7 +38,7 @@ def test_vector_default_is_double_buffered_and_the_planner_honours_it(name: str)
     # loaded once per core (lower/build_loop_nest.py), in one copy
     want = {t.name: 2 if len(t.shape) == len(out.shape) else 1 for t in (*algo.inputs, out)}
     assert {n: s.copies(n) for n in want} == want, str(s)
-    plan = _plan(s)
+    plan = memory_plan(s, T)[1]
     assert plan.compromises == ()
     assert plan.peak(Scope.UB) <= T.scope(Scope.UB).usable
 
@@ -57,7 +51,7 @@ def test_ub_estimate_is_close_to_the_planner_peak(name: str) -> None:
     nest = s.loop_nest(algo.outputs[0].name)
     rows = nest.factors.get(algo.outputs[0].op.axes[0].name, int(algo.outputs[0].shape[0]))
     est = tile_bytes(algo, TileShape(rows, int(algo.outputs[0].shape[-1])), 2, T)
-    peak = _plan(s).peak(Scope.UB)
+    peak = memory_plan(s, T)[1].peak(Scope.UB)
     # an estimate: under costs a fallback candidate (schedule_for plans each one and takes
     # the first that fits with its buffering), over leaves UB unused
     assert 0.8 <= est / peak <= 1.10, (est, peak)

@@ -17,7 +17,7 @@ from ascendsched.errors import UnsupportedError
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
-from tests.helpers import assert_matches_reference
+from tests.kit.reference import assert_matches_reference
 
 S = placeholder("sq", (64, 64), "float32")
 CAUSAL = algorithm("causal", compute("o", (64, 64), lambda i, j: where(j <= i, S[i, j], -1e30)))

@@ -16,7 +16,7 @@ from ascendsched.errors import ScheduleError
 from ascendsched.lower.pipeline import lower
 from ascendsched.schedule import Schedule
 from ascendsched.sim.execute import run_kernel
-from tests.helpers import assert_matches_reference
+from tests.kit.reference import assert_matches_reference
 
 
 def quantise(m: int = 9, n: int = 256, first: str = "q"):

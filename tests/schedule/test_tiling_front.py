@@ -8,7 +8,7 @@ from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.schedule import Schedule
 from ascendsched.target import Scope
-from tests.helpers import assert_matches_reference
+from tests.kit.reference import assert_matches_reference
 
 
 def _row_sum(shape_out: tuple[int, ...]):

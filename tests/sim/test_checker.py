@@ -16,8 +16,7 @@ from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, TraceEvent
 from ascendsched.target import ASCEND_910B, CoreType
-from tests.ir_fixtures import vadd_kernel
-from tests.sim.kit import P, barrier, kernel, set_flag, synced_vadd, wait_flag
+from tests.kit.ir import P, barrier, kernel, set_flag, synced_vadd, vadd_kernel, wait_flag
 
 
 def check(k: Kernel) -> CheckReport:

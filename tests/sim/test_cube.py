@@ -15,16 +15,16 @@ from ascendsched.lower.cube_ops import make_cube_instr
 from ascendsched.lower.ir import Buffer, Dim, GmTensor, Instr, Kernel, Program, Region
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
-from tests.cube_fixtures import (
+from tests.kit.cube import (
     CASES,
     case,
     gemm_kernel,
     inputs,
     instrs,
     mutate,
-    planned,
     reference,
 )
+from tests.kit.ir import planned
 
 
 def _run(k: Kernel, c, seed: int = 0, **kw):  # noqa: ANN001, ANN202
@@ -375,7 +375,7 @@ def test_make_cube_instr_checks_params() -> None:
 
 
 def test_batched_nd_num_copies_and_fixpipe() -> None:
-    from tests.cube_fixtures import batched_kernel
+    from tests.kit.cube import batched_kernel
 
     rng = np.random.default_rng(1)
     a = rng.integers(-4, 5, (3, 20, 40)).astype(np.float16)

@@ -13,7 +13,8 @@ from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import ASCEND_910B
-from tests.cube_fixtures import GemmCase, gemm_kernel, inputs, planned, reference
+from tests.kit.cube import GemmCase, gemm_kernel, inputs, reference
+from tests.kit.ir import planned
 
 DTYPES = [(dt.float16, dt.float32), (dt.float16, dt.float16), (dt.bfloat16, dt.float32),
           (dt.bfloat16, dt.bfloat16), (dt.int8, dt.int32)]

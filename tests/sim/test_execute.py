@@ -10,8 +10,7 @@ from ascendsched.errors import AscendSchedError, InternalCompilerError
 from ascendsched.lower.ir import Instr, Region, view
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import ASCEND_910B, Pipe
-from tests.ir_fixtures import row_max_sub_kernel, vadd_kernel
-from tests.sim.kit import kernel, plan
+from tests.kit.ir import hand_plan, kernel, row_max_sub_kernel, vadd_kernel
 
 RNG = np.random.default_rng(7)
 
@@ -42,7 +41,7 @@ def test_row_max_sub_fixture_matches_numpy() -> None:
 
 def test_planned_memory_places_buffers_at_offsets() -> None:
     x, y = f16(8192), f16(8192)
-    k = plan(vadd_kernel(8192, 2048, 2, 2), {"x_ub": (0, 4096), "y_ub": (8192, 12288),
+    k = hand_plan(vadd_kernel(8192, 2048, 2, 2), {"x_ub": (0, 4096), "y_ub": (8192, 12288),
                                              "z_ub": (16384, 20480)})
     r = run_kernel(k, {"x": x, "y": y}, trace=True)
     np.testing.assert_array_equal(r.outputs["z"], x + y)
@@ -53,13 +52,13 @@ def test_planned_memory_places_buffers_at_offsets() -> None:
 
 def test_overlapping_memory_plan_gives_wrong_numbers() -> None:
     x, y = f16(4096), f16(4096)
-    k = plan(vadd_kernel(4096, 2048), {"x_ub": (0,), "y_ub": (0,), "z_ub": (4096,)})
+    k = hand_plan(vadd_kernel(4096, 2048), {"x_ub": (0,), "y_ub": (0,), "z_ub": (4096,)})
     out = run_kernel(k, {"x": x, "y": y}).outputs["z"]
     np.testing.assert_array_equal(out, y + y)  # y's load overwrote x
 
 
 def test_bad_memory_plan_is_rejected() -> None:
-    k = plan(vadd_kernel(4096, 2048), {"x_ub": (16,), "y_ub": (4096,), "z_ub": (8192,)})
+    k = hand_plan(vadd_kernel(4096, 2048), {"x_ub": (16,), "y_ub": (4096,), "z_ub": (8192,)})
     with pytest.raises(InternalCompilerError, match=r"\(memory plan\): buffer x_ub copy 0 at byte 16 "):
         run_kernel(k, {"x": f16(4096), "y": f16(4096)})
 
@@ -257,7 +256,10 @@ def test_vec_reduce(fn: str, ref) -> None:
     a = f32(8, 64)
     ops = (vop("vec_reduce", view("d", 0, 8, 1, 1), view("a", 0, 8, 64, 64), fn=fn),)
     out = one_op(ops, {"a": (a, float32)}, {"d": (8, float32)})
-    np.testing.assert_allclose(out["d"], ref(a, axis=1), rtol=1e-6)
+    # the hardware sums in a tree, numpy pairwise: fp32 rounding differs by up to ~n*eps of
+    # sum|a| (a row that nearly cancels has a large relative error either way)
+    atol = 64 * np.finfo(np.float32).eps * np.abs(a).sum(axis=1).max() if fn == "sum" else 0
+    np.testing.assert_allclose(out["d"], ref(a, axis=1), rtol=1e-6, atol=atol)
 
 
 def test_vec_brcb() -> None:

@@ -19,7 +19,7 @@ from ascendsched.driver import RTOL, approx_rtol, compare
 from ascendsched.dtypes import float16, float32
 from ascendsched.sim.precision import tree_sum
 from ascendsched.target import ASCEND_910B
-from tests.helpers import assert_matches_reference
+from tests.kit.reference import assert_matches_reference
 from tests.sim.test_execute import one_op, view, vop
 
 MISSED = {"float16": 1e-3, "float32": 1e-4}  # 双千分之一 / 双万分之一 (Mmad.md:242)

@@ -17,6 +17,7 @@ from ascendsched.sim.costs import PIPE_INDEX, core_rates
 from ascendsched.sim.timeline import CORE_PIPES, chrome_trace, write_png
 from ascendsched.sim.timing import model_time
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
+from tests.kit.ir import set_flag, wait_flag
 
 C = ASCEND_910B.costs
 V, MTE2 = PIPE_INDEX[Pipe.V], PIPE_INDEX[Pipe.MTE2]
@@ -40,12 +41,6 @@ def _add(rows: int = 64) -> Instr:
 
 def _load(n: int = 16384) -> Instr:
     return Instr("copy_gm_ub", Pipe.MTE2, (view("x_ub", 0, 1, n, n),), (view("x", 0, 1, n, n),))
-
-
-def _sync(op: str, src: Pipe, dst: Pipe) -> Instr:
-    pipe = src if op == "set_flag" else dst
-    other = ("dst", dst) if op == "set_flag" else ("src", src)
-    return Instr(op, pipe, attrs=(other, ("event_id", 0)))
 
 
 def _slices(k: Kernel, pipe: int) -> list:
@@ -77,7 +72,7 @@ def test_a_flag_delays_its_waiter_until_the_producer_is_done() -> None:
     load = _slices(_kernel((_load(), _add())), MTE2)[0]
     free = _slices(_kernel((_load(), _add())), V)[0]
     assert free.start < load.end  # no flag: the add runs beside the copy
-    flagged = (_load(), _sync("set_flag", Pipe.MTE2, Pipe.V), _sync("wait_flag", Pipe.MTE2, Pipe.V),
+    flagged = (_load(), set_flag(Pipe.MTE2, Pipe.V), wait_flag(Pipe.MTE2, Pipe.V),
                _add())
     adds = [s for s in _slices(_kernel(flagged), V) if s.name.startswith("vec")]
     assert adds[0].start >= load.end + C.set_flag
@@ -140,7 +135,7 @@ def test_readme_softmax_overlaps_loads_and_stores_with_the_vector_work() -> None
     from ascendsched.driver import random_inputs
     from ascendsched.sim.checker import concurrent_pipes
     from ascendsched.sim.execute import run_kernel
-    from tests.helpers import readme_softmax
+    from tests.kit.reference import readme_softmax
 
     kernels = {c: lower(readme_softmax(copies=c)) for c in (1, 2)}
     trace = run_kernel(kernels[2], random_inputs(readme_softmax().algo),

@@ -9,7 +9,7 @@ import numpy as np
 
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, traces_match
-from tests.sim.kit import synced_vadd
+from tests.kit.ir import synced_vadd
 
 KEYS = {"block", "core", "seq", "op", "pipe", "reads", "writes", "src", "dst", "id", "flag",
         "label"}

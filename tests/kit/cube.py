@@ -326,14 +326,6 @@ def mutate(kern: Kernel, op: str, nth: int = 0, /, *, keep_dims: bool = False,
     return out
 
 
-def planned(k: Kernel) -> Kernel:
-    from ascendsched.lower.apply_memory_plan import apply_memory_plan
-    from ascendsched.lower.lifetimes import buffer_lifetimes
-    from ascendsched.lower.plan_memory import plan_memory
-
-    return apply_memory_plan(k, plan_memory(k, buffer_lifetimes(k), k.target))
-
-
 def batched_kernel(batch: int = 3, m: int = 20, n: int = 24, k: int = 40,
                    copies: int = 2) -> Kernel:
     """C[b] = A[b] x B[b] (fp16 -> fp32) with one ndNum = batch Nd2Nz copy per operand, per-batch

@@ -1,7 +1,7 @@
 """Hand-planned and hand-synced fixtures (the memory and sync passes are written elsewhere).
 
-``plan`` gives every buffer copy a 32-byte-aligned offset, one after another; ``sync_*`` add the
-set/wait/barrier instructions a correct schedule needs, each with the dependence it serves.
+``sync_*`` add the set/wait/barrier instructions a correct schedule needs, each with the
+dependence it serves (memory plans and the sync builders are in ``tests.kit.ir``).
 """
 
 from __future__ import annotations
@@ -11,30 +11,7 @@ from dataclasses import replace
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.ir import For, Instr, Kernel
 from ascendsched.target import CoreType, Pipe
-
-
-def plan(kernel: Kernel, align: int = 32) -> Kernel:
-    cursor = 0
-    buffers = []
-    for b in kernel.buffers:
-        offs = []
-        for _ in range(b.copies):
-            offs.append(cursor)
-            cursor += -(-b.nbytes // align) * align
-        buffers.append(replace(b, offsets=tuple(offs)))
-    return replace(kernel, buffers=tuple(buffers))
-
-
-def set_flag(src: Pipe, dst: Pipe, eid: Affine | int, why: str) -> Instr:
-    return Instr("set_flag", src, attrs=(("dst", dst), ("event_id", Affine.of(eid))), comment=why)
-
-
-def wait_flag(src: Pipe, dst: Pipe, eid: Affine | int, why: str) -> Instr:
-    return Instr("wait_flag", dst, attrs=(("src", src), ("event_id", Affine.of(eid))), comment=why)
-
-
-def barrier(pipe: Pipe, why: str) -> Instr:
-    return Instr("barrier", pipe, comment=why)
+from tests.kit.ir import barrier, set_flag, wait_flag
 
 
 def sync_vadd(kernel: Kernel) -> Kernel:

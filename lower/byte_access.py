@@ -173,7 +173,8 @@ def _cube_regions(kernel: Kernel, info: InstrInfo
     ins = info.instr
     params = cube_params(ins)
     regions = ins.writes + ins.reads
-    boxes = cube_footprints(ins.op, params, tuple(kernel.dtype_of(r.tensor) for r in regions))
+    boxes = cube_footprints(ins.op, params, tuple(kernel.dtype_of(r.tensor) for r in regions),
+                            kernel.target)
     exact = tuple(Region(r.tensor, r.offset, box, r.copy)
                   for r, box in zip(regions, boxes, strict=True))
     nw = len(ins.writes)

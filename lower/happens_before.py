@@ -262,7 +262,6 @@ class SyncOracle(ChainRelations):
                         return tuple(out)
         return tuple(out)
 
-
     def shared_id_problem(self, waits: tuple[tuple[Instr, Affine], ...],
                           sets: tuple[tuple[Instr, Affine], ...], dropped: frozenset
                           ) -> SyncProblem | None:

@@ -81,6 +81,9 @@ class SyncText:
                                       if f.core == core and f.src == p and f.sets and f.waits]
         return got  # type: ignore[return-value]
 
+    def _standard(self, f: Flag) -> bool:
+        return self._cached(("standard", f.key), lambda: standard_pattern(f))  # type: ignore
+
     def _sync_between(self, s: InstrInfo, t: InstrInfo, dropped: frozenset) -> bool:
         """Whether a set on s's pipe (or a barrier that may order s's pipe before t's) not in
         ``dropped`` lies in the program text between s and t inside their innermost common
@@ -117,11 +120,12 @@ class SyncText:
         """A barrier or flag (key) that orders, without isl, every s -> t pair carried by the
         common loop ``var`` (s in an earlier iteration of it, the loops outside it equal), or
         None: a barrier, or a set and its wait placed in one body (set first), in a body
-        inside that loop that also holds s, after s's branch, or holds t, before t's branch. It runs in every iteration in which s (or t) runs, after s
-        in s's iteration or before t in t's; the wait meets the set of its own run (the
-        pattern alternates), and pipe order does the rest."""
+        inside that loop that also holds s, after s's branch, or holds t, before t's branch.
+        It runs in every iteration in which s (or t) runs, after s in s's iteration or before
+        t in t's; the wait meets the set of its own run (the pattern alternates), and pipe
+        order does the rest."""
         for key in self._cached(("carried", s.id, t.id, var),
-                                lambda: self._carried_barriers(s, t, var)):
+                                lambda: self._beside(s, t, var)):
             if key not in dropped:
                 return key
         return None
@@ -133,9 +137,10 @@ class SyncText:
         ``insert_sync`` places (``standard_pattern``), its wait and set in one body inside that
         loop and no deeper one, under Ifs that hold for a prefix of its iterations (so they run
         in consecutive iterations), the set after s's branch and the wait before t's, the id
-        constant or ``base + var % m`` with ``m <= distance``. Then the wait before t in iteration k' meets
-        the set of iteration k' - m (alternation; the prologue sets serve the first m), which
-        follows s of every iteration k <= k' - m on s's pipe; so every pair with k' - k >= m."""
+        constant or ``base + var % m`` with ``m <= distance``. Then the wait before t in
+        iteration k' meets the set of iteration k' - m (alternation; the prologue sets serve
+        the first m), which follows s of every iteration k <= k' - m on s's pipe; so every
+        pair with k' - k >= m."""
         if distance < 1:
             return None
         for key, period in self._cached(("carried flags", s.id, t.id, var),
@@ -145,8 +150,8 @@ class SyncText:
         return None
 
     def _carried_flags(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple[tuple, int]]:
-        j = next((j for j, v in enumerate(s.loop_vars) if v == var), None)
-        if j is None or j >= len(t.loop_paths) or t.loop_paths[j] != s.loop_paths[j]:
+        j = _carrying(s, t, var)
+        if j is None:
             return []
         out = []
         for f in self._menu(s.pipe, t.pipe, t.core)[1]:
@@ -165,23 +170,17 @@ class SyncText:
             eid = x.instr.attr("event_id")
             if eid != y.instr.attr("event_id") or not isinstance(eid, Affine):
                 continue
-            if eid.is_const:
-                period = 1
-            elif not eid.terms and not eid.divs and len(eid.mods) == 1 and \
-                    eid.mods[0][0] == var and eid.mods[0][2] == 1:
-                period = eid.mods[0][1]
-            else:
-                continue
-            if self._cached(("standard", f.key), lambda f=f: standard_pattern(f)):
+            mod = _mod_id(eid)
+            period = 1 if eid.is_const else mod[1] if mod and mod[0] == var else None
+            if period is not None and self._standard(f):
                 out.append((f.key, period))
         return out
 
-    def _carried_barriers(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple]:
-        j = next((j for j, v in enumerate(s.loop_vars) if v == var), None)
-        if j is None or j >= len(t.loop_paths) or t.loop_paths[j] != s.loop_paths[j]:
+    def _beside(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple]:
+        """Every barrier or in-body flag pair of ``_carried_cover``, whatever is dropped."""
+        j = _carrying(s, t, var)
+        if j is None:
             return []
-        out = []
-
         loop = s.loop_paths[j]
 
         def beside(x: InstrInfo, y: InstrInfo) -> bool:
@@ -208,7 +207,7 @@ class SyncText:
             if len(f.sets) != 1 or len(f.waits) != 1:
                 return False
             x, y = f.sets[0], f.waits[0]
-            return x.path[:-1] == y.path[:-1] and x.id < y.id and standard_pattern(f)
+            return x.path[:-1] == y.path[:-1] and x.id < y.id and self._standard(f)
         return self._cached(("in body pair", f.key), make)  # type: ignore[return-value]
 
     def _straight(self, s: InstrInfo, t: InstrInfo) -> list[frozenset]:
@@ -305,13 +304,29 @@ def _id_values(group: list[InstrInfo]) -> frozenset[int] | None:
         eid = i.instr.attr("event_id")
         if not isinstance(eid, Affine):
             return None
+        mod = _mod_id(eid)
         if eid.is_const:
             out.add(eid.const)
-        elif not eid.terms and not eid.divs and len(eid.mods) == 1 and eid.mods[0][2] == 1:
-            out.update(eid.const + v for v in range(eid.mods[0][1]))
+        elif mod is not None:
+            out.update(eid.const + v for v in range(mod[1]))
         else:
             return None
     return frozenset(out)
+
+
+def _mod_id(eid: Affine) -> tuple[str, int] | None:
+    """``(var, m)`` for an event id ``base + var % m`` (a ping-pong id), else None."""
+    if eid.terms or eid.divs or len(eid.mods) != 1 or eid.mods[0][2] != 1:
+        return None
+    return eid.mods[0][0], eid.mods[0][1]
+
+
+def _carrying(s: InstrInfo, t: InstrInfo, var: str) -> int | None:
+    """The depth of loop ``var`` when it encloses both s and t (the same loop), else None."""
+    j = next((j for j, v in enumerate(s.loop_vars) if v == var), None)
+    if j is None or j >= len(t.loop_paths) or t.loop_paths[j] != s.loop_paths[j]:
+        return None
+    return j
 
 
 def _const_id(i: InstrInfo) -> int | None:
@@ -328,8 +343,8 @@ def _prefix(c: Cond, var: str) -> bool:
     return coeff == 0 or (coeff > 0 and c.op in ("<", "<="))
 
 
-def _shared(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    """Length of the common prefix of two paths."""
+def _shared(a: tuple, b: tuple) -> int:
+    """Length of the common prefix of two paths (or of two tuples of loop paths)."""
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
@@ -342,13 +357,9 @@ def flag_pair_levels(w: InstrInfo, s: InstrInfo) -> tuple[tuple[tuple[str, int],
     whether pairs in one iteration of every common loop may exist, from the text alone (an
     over-approximation: more to order, never less). Both ids ``base + var % m`` (one ``var``
     and ``m``): equal ids at a distance in ``var`` of at least ``m``."""
-    common = 0
-    while common < min(len(w.loop_paths), len(s.loop_paths)) and \
-            w.loop_paths[common] == s.loop_paths[common]:
-        common += 1
+    common = _shared(w.loop_paths, s.loop_paths)
     ew, es = Affine.of(w.instr.attr("event_id") or 0), Affine.of(s.instr.attr("event_id") or 0)
-    period = (ew.mods[0][0], ew.mods[0][1]) if ew == es and not ew.terms and not ew.divs and \
-        len(ew.mods) == 1 and ew.mods[0][2] == 1 else None
+    period = _mod_id(ew) if ew == es else None
     levels = tuple((v, period[1] if period and period[0] == v else 1)
                    for v in w.loop_vars[:common])
     return levels, w.id < s.id

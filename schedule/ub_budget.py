@@ -85,6 +85,14 @@ def halving_fits(rows: int, chunks: int, target: Target) -> bool:
         target.scope(Scope.UB).usable // HALVE_UB_SHARE
 
 
+def halves_pairwise(rows: int, cols: int, eb: int, target: Target) -> bool:
+    """Whether a row reduction over ``rows`` rows of ``cols`` elements of ``eb`` bytes starts
+    with pairwise halving: whole 256-byte chunks, an even number of them, partials that fit."""
+    per_rep = target.repeat_bytes // eb
+    n = cols // per_rep
+    return cols % per_rep == 0 and n >= 2 and n % 2 == 0 and halving_fits(rows, n, target)
+
+
 def reductions_halve(algo: Algorithm, tile: TileShape, target: Target) -> bool:
     """Whether every row reduction that could start with pairwise halving on one row still
     does on ``tile`` (``halving_fits``); past that height each 256-byte chunk is reduced by
@@ -93,10 +101,9 @@ def reductions_halve(algo: Algorithm, tile: TileShape, target: Target) -> bool:
     for st in algo.stages:
         if st.op is None or not isinstance(st.op.body, Reduce):
             continue
-        per_rep = target.repeat_bytes // st.dtype.bytes
-        n = tile.cols // per_rep
-        if tile.cols % per_rep == 0 and n >= 2 and n % 2 == 0 and halving_fits(1, n, target) \
-                and not halving_fits(tile.rows, n, target):
+        eb = st.dtype.bytes
+        if halves_pairwise(1, tile.cols, eb, target) and \
+                not halves_pairwise(tile.rows, tile.cols, eb, target):
             return False
     return True
 
@@ -308,11 +315,9 @@ class _Walk:
         """UB of a row reduction's partials (lower/select_reduce.py emit_reduce): the first
         two halving levels (half, then a quarter of the rows' bytes) when ``_halve`` applies,
         else one partial per 256-byte chunk."""
-        per_rep = self.t.repeat_bytes // eb
-        n = self.tile.cols // per_rep
+        n = self.tile.cols // (self.t.repeat_bytes // eb)
         rows = self.tile.rows
-        if self.tile.cols % per_rep == 0 and n >= 2 and n % 2 == 0 and \
-                halving_fits(rows, n, self.t):
+        if halves_pairwise(rows, self.tile.cols, eb, self.t):
             return rows * (n // 2 + n // 4) * self.t.repeat_bytes
         return _align(rows * -(-self.tile.cols // REDUCE_LANES) * eb, self.t.block_bytes)
 

@@ -74,10 +74,7 @@ def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
         return result
 
     try:
-        if isinstance(sched, GemmSchedule):  # the Cube path
-            k = step("build", build_gemm(sched, target))
-        else:
-            k = step("build", build_loop_nest(sched, target))
+        k = step("build", build(sched, target))
         k = step("verify built", verify(k))
         lifetimes = step("lifetimes", buffer_lifetimes(k))
         try:
@@ -103,6 +100,13 @@ def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
     except _Stop:
         assert made is not None
         return made
+
+
+def build(sched: Schedule | GemmSchedule, target: Target) -> Kernel:
+    """The loop nest of a schedule: ``build_gemm`` for the Cube path, else ``build_loop_nest``."""
+    if isinstance(sched, GemmSchedule):
+        return build_gemm(sched, target)
+    return build_loop_nest(sched, target)
 
 
 def _check_args(sched: object, stop_after: str | None) -> None:

@@ -7,9 +7,8 @@ from collections.abc import Iterator
 
 from ascendsched.algo.algorithm import Algorithm, root_output
 from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
-from ascendsched.lower.build_gemm import build_gemm
-from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.lifetimes import buffer_lifetimes
+from ascendsched.lower.pipeline import build
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.schedule.default import default_schedules
 from ascendsched.schedule.gemm import GemmSchedule
@@ -39,8 +38,7 @@ def schedule_for(obj: Schedule | GemmSchedule | Algorithm, target: Target = DEFA
     fallback: Schedule | GemmSchedule | None = None
     for cand in _defaults(obj, target):
         try:
-            k = build_gemm(cand, target) if isinstance(cand, GemmSchedule) else \
-                build_loop_nest(cand, target)
+            k = build(cand, target)
             plan = plan_memory(k, buffer_lifetimes(k), target, warn=False)
         except CapacityError as e:
             last = e

@@ -147,9 +147,9 @@ class _Builder:
             cshape = (sp.batch,) + cshape
         params = (GmTensor(sp.a, ashape, ind), GmTensor(sp.b, bshape, ind),
                   GmTensor(sp.c, cshape, out, "output"))
-        return Kernel(name=sp.name, params=params, buffers=buffers, block_dim=t.cores,
-                      programs=(Program(CoreType.AIC, tuple(self._tiles())),),
-                      target=self.target, notes=tuple(str(self.s).splitlines()))
+        return Kernel.build(name=sp.name, params=params, buffers=buffers, block_dim=t.cores,
+                            programs=(Program(CoreType.AIC, tuple(self._tiles())),),
+                            target=self.target, notes=tuple(str(self.s).splitlines()))
 
     # ----------------------------------------------------------------- persistent loops
     def _tiles(self) -> list[Stmt]:

@@ -38,14 +38,15 @@ from ascendsched.lower.instances import InstrInfo
 from ascendsched.lower.ir import For, If, Instr, Kernel, Program, Stmt
 from ascendsched.lower.polyhedral import Dependence, Dependences, flat_distance
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
+from ascendsched.lower.sync_ir import Barrier, SetFlag, SyncRole, WaitFlag
 from ascendsched.target.model import Pipe, Target
 
 
 @dataclass(frozen=True)
 class Placed:
-    """``place_syncs``'s result: the kernel with every needed sync (attrs ``channel``, ``role``;
-    channel-local event ids), the happens-before oracle built on it, which the two later sync
-    steps reuse (building it is most of their cost), and per ``keep`` barrier channel the
+    """``place_syncs``'s result: the kernel with every needed sync (``channel`` and ``role``
+    set; channel-local event ids), the happens-before oracle built on it, which the two later
+    sync steps reuse (building it is most of their cost), and per ``keep`` barrier channel the
     dependences it *settles* (same-pipe ones with the barrier between source and sink in one
     body: while the barrier stays, no re-check needs to look at them)."""
 
@@ -68,7 +69,7 @@ def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
 
 
 def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Placed:
-    """Every needed sync, one channel per placement (attrs ``channel``, ``role``), local ids.
+    """Every needed sync, one channel per placement (``channel``, ``role`` set), local ids.
 
     A flag dependence between two sibling branches that no iteration runs together (a full
     tile's version and a tail version, in different iterations) is *deferred*: a pair between
@@ -116,8 +117,8 @@ def _place_deferring(kernel: Kernel, reqs: dict[_Req, list[str]], per_dep: list[
                                                 skip | deferred)
     if problems:
         return None
-    index = {id(d): n for n, d in enumerate(deps)}
-    late = {index[id(p.dep)] for p in oracle.problems(
+    index = {d: n for n, d in enumerate(deps)}  # Dependence hashes by identity (eq=False)
+    late = {index[p.dep] for p in oracle.problems(
         skip=frozenset(range(len(deps))) - deferred) if p.dep is not None}
     if not late:
         return placed, settled, oracle
@@ -295,7 +296,7 @@ def _build(kernel: Kernel, reqs: dict[_Req, list[str]]) -> Kernel:
         programs.append(p if not ins else Program(p.core, _rebuild(p.body, (), ins)))
     if all(a is b for a, b in zip(programs, kernel.programs, strict=True)):
         return kernel
-    return replace(kernel, programs=tuple(programs))
+    return kernel.with_programs(tuple(programs))  # fresh ids for the syncs
 
 
 def sync_stats(kernel: Kernel) -> dict[str, object]:
@@ -310,11 +311,11 @@ def sync_stats(kernel: Kernel) -> dict[str, object]:
     per_iter: dict[str, dict[str, int]] = {}
 
     def kind(s: Instr) -> str | None:
-        if s.op == "set_flag":
+        if isinstance(s, SetFlag):
             return "sets"
-        if s.op == "wait_flag":
+        if isinstance(s, WaitFlag):
             return "waits"
-        if s.op == "barrier":
+        if isinstance(s, Barrier):
             return "pipe_all" if s.pipe == Pipe.ALL else "barriers"
         return None
 
@@ -462,24 +463,24 @@ def _materialize(r: _Req, n: int, comment: str, kernel: Kernel
                  ) -> list[tuple[tuple[int, ...], int, int, Instr]]:
     """(container path, gap, group, instr) for requirement ``r`` as channel ``n``."""
     if r.src == r.dst:
-        role = (("role", "keep"),) if r.keep else ()
         return [(r.container, r.before, _BARRIER,
-                 Instr("barrier", r.dst, attrs=(("channel", n),) + role, comment=comment))]
+                 Barrier(r.dst, channel=n, role=SyncRole.KEEP if r.keep else None,
+                         comment=comment))]
 
-    def flag(op: str, eid: Affine, role: str) -> Instr:
-        other = ("dst", r.dst) if op == "set_flag" else ("src", r.src)
-        pipe = r.src if op == "set_flag" else r.dst
-        return Instr(op, pipe, attrs=(other, ("event_id", eid), ("channel", n), ("role", role)),
-                     comment=comment)
+    def set_(eid: Affine, role: SyncRole) -> Instr:
+        return SetFlag(r.src, dst=r.dst, event_id=eid, channel=n, role=role, comment=comment)
+
+    def wait(eid: Affine, role: SyncRole) -> Instr:
+        return WaitFlag(r.dst, src=r.src, event_id=eid, channel=n, role=role, comment=comment)
 
     eid = Affine.mod(r.var, 2) if r.ids == 2 else Affine()
-    out = [(r.container, r.after + 1, _SET, flag("set_flag", eid, "set")),
-           (r.container, r.before, _WAIT, flag("wait_flag", eid, "wait"))]
+    out = [(r.container, r.after + 1, _SET, set_(eid, SyncRole.SET)),
+           (r.container, r.before, _WAIT, wait(eid, SyncRole.WAIT))]
     if r.loop is not None:
         parent, idx = r.loop[:-1], r.loop[-1]
         for c in range(r.ids):
-            out.append((parent, idx, _PROLOGUE, flag("set_flag", Affine(c), "prologue")))
-            out.append((parent, idx + 1, _EPILOGUE, flag("wait_flag", Affine(c), "epilogue")))
+            out.append((parent, idx, _PROLOGUE, set_(Affine(c), SyncRole.PROLOGUE)))
+            out.append((parent, idx + 1, _EPILOGUE, wait(Affine(c), SyncRole.EPILOGUE)))
     return out
 
 

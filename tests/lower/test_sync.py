@@ -11,7 +11,7 @@ import pytest
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.allocate_event_ids import EventIdPressureWarning, allocate_event_ids
 from ascendsched.lower.happens_before import unordered_dependences
-from ascendsched.lower.insert_sync import insert_sync, place_syncs, sync_stats
+from ascendsched.lower.insert_sync import insert_sync, place_syncs
 from ascendsched.lower.ir import For, If, Instr, Kernel, copied, view
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.remove_redundant_sync import (
@@ -20,6 +20,7 @@ from ascendsched.lower.remove_redundant_sync import (
     remove_redundant_sync,
 )
 from ascendsched.lower.sync_ir import Barrier, EventSync, SetFlag, WaitFlag
+from ascendsched.lower.sync_stats import sync_stats
 from ascendsched.target import ASCEND_910B, Pipe, Target
 from tests.kit.ir import planned, row_max_sub_kernel, vadd_kernel
 

@@ -80,7 +80,7 @@ def unordered_dependences(kernel: Kernel, deps: Dependences | None, target: Targ
     """Dependences of ``deps`` that the syncs of ``kernel`` leave unordered, plus flag misuse:
     a (flag, id) whose sets and waits do not alternate, or a set that may fire before the
     previous wait of its id consumed the flag (double set). ``by_channel``: flags are told apart
-    by their ``channel`` attr as well as their HardEvent (before event-id allocation).
+    by their ``channel`` as well as their HardEvent (before event-id allocation).
     ``skip``: indices of dependences not to check; ``first_only``: stop at the first problem."""
     oracle = SyncOracle(kernel, deps, target, by_channel=by_channel)
     return oracle.problems(skip=skip, first_only=first_only)

@@ -36,7 +36,7 @@ class Flag:
     dst: Pipe
     sets: tuple[InstrInfo, ...]
     waits: tuple[InstrInfo, ...]
-    channel: object  # the channel attr (None: several or none)
+    channel: object  # the syncs' channel (None: several or none)
 
     @property
     def name(self) -> str:

@@ -14,7 +14,8 @@ import numpy as np
 
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.check import children
-from ascendsched.algo.expr import Expr, Load, Tensor, Unary
+from ascendsched.algo.expr import Expr, Load, Unary
+from ascendsched.algo.tensor import Tensor
 from ascendsched.dtypes import store
 from ascendsched.errors import InputError
 from ascendsched.target import DEFAULT_TARGET, Target

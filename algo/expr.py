@@ -7,9 +7,10 @@ compares expressions structurally). Index variables combine into ``IndexArith`` 
 subscripts) and never into values. Tensors and ``compute`` are in ``tensor.py``; the named
 math functions and reductions in ``ops.py``::
 
-    x[i, j] * 2.0         Binary("mul", Load(x, (i, j)), Const(2.0, float16), float16)
-    x[i, j + 1]           Load(x, (i, IndexArith("add", j, Const(1, int32))), float16)
-    x[i, j].astype("float32")   Cast(Load(...), float32, "rint")
+    x[i, j] * 2.0               Binary("mul", Load(x, (i, j), float16), Const(2.0, float16),
+                                       float16)
+    x[i, j + 1]                 Load(x, (i, IndexArith("add", j, Const(1, int32))), float16)
+    x[i, j].astype("float32")   Cast(Load(x, (i, j), float16), float32, "rint")
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ascendsched.algo.algorithm import Algorithm
-from ascendsched.algo.expr import Binary, Cast, Expr, IndexVar, Load, Reduce, ReduceVar, Tensor
+from ascendsched.algo.expr import Binary, Cast, Expr, IndexVar, Load, Reduce, ReduceVar
+from ascendsched.algo.tensor import Tensor
 from ascendsched.dtypes import DType, as_dtype
 from ascendsched.errors import UnsupportedError
 

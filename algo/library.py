@@ -7,16 +7,8 @@ from float16 inputs (the 910B vector unit reduces float32 best) and store float1
 from __future__ import annotations
 
 from ascendsched.algo.algorithm import Algorithm, algorithm
-from ascendsched.algo.expr import (
-    compute,
-    exp,
-    placeholder,
-    reduce_axis,
-    reduce_max,
-    reduce_sum,
-    relu,
-    rsqrt,
-)
+from ascendsched.algo.ops import exp, reduce_max, reduce_sum, relu, rsqrt
+from ascendsched.algo.tensor import compute, placeholder, reduce_axis
 
 
 def vadd(n: int = 8192, dtype: str = "float16") -> Algorithm:

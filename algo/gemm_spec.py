@@ -120,13 +120,13 @@ def looks_like_gemm(algo: Algorithm) -> bool:
     """True when a stage is a sum of products of two input matrices: route the algorithm to
     the Cube path (whose matcher then explains any part it cannot lower, e.g. an epilogue
     stage the Cube core cannot apply)."""
-    if len(algo.stages) == 1:  # the one-stage form, any operand ranks (the matcher explains)
+    if len(algo.stages) == 1 and len(algo.inputs) == 2:  # the one-stage form, any ranks
         out = algo.outputs[0]
         assert out.op is not None
         body = _strip(out.op.body)
-        return (isinstance(body, Reduce) and body.op == "sum"
-                and isinstance(_strip(body.body), Binary) and _strip(body.body).op == "mul"
-                and len(algo.inputs) == 2)
+        if (isinstance(body, Reduce) and body.op == "sum"
+                and isinstance(_strip(body.body), Binary) and _strip(body.body).op == "mul"):
+            return True
     return any(_is_matmul_stage(t) for t in algo.stages)
 
 
@@ -353,15 +353,20 @@ class _Step:
 
 
 def _is_matmul_stage(t: Tensor) -> bool:
-    """A sum over one axis of a product of two loads of input matrices (rank >= 2)."""
+    """A stage of rank >= 2 holding (anywhere in its body) a sum over one axis of a product of
+    two loads of input matrices (rank >= 2)."""
     assert t.op is not None
-    body = _strip(t.op.body)
-    if not (isinstance(body, Reduce) and body.op == "sum" and len(t.shape) >= 2):
+    if len(t.shape) < 2:
         return False
-    prod = _strip(body.body)
-    return (isinstance(prod, Binary) and prod.op == "mul"
-            and all(isinstance(_strip(x), Load) and _strip(x).tensor.is_placeholder
-                    and _strip(x).tensor.ndim >= 2 for x in (prod.a, prod.b)))
+    for body in _walk(t.op.body):
+        if not (isinstance(body, Reduce) and body.op == "sum"):
+            continue
+        prod = _strip(body.body)
+        if (isinstance(prod, Binary) and prod.op == "mul"
+                and all(isinstance(_strip(x), Load) and _strip(x).tensor.is_placeholder
+                        and _strip(x).tensor.ndim >= 2 for x in (prod.a, prod.b))):
+            return True
+    return False
 
 
 def _chain(algo: Algorithm, out: Tensor, where: str

@@ -116,6 +116,13 @@ class _Builder:
             raise UnsupportedError(f"{sp}: the per-column dequantisation scale '{epi.scale}' "
                                    f"(Fixpipe VDEQF16) is not lowered yet")
         self.bias = epi.bias
+        bt = target.scope(Scope.BT).usable
+        if self.bias is not None and self.t.tn * sp.acc_dtype.bytes > bt:
+            raise CapacityError(
+                f"In GEMM schedule ({sp}): the bias row of a tile, n={self.t.tn} x "
+                f"{sp.acc_dtype.bytes} B, does not fit the {target.name} bias table ({bt} B, "
+                f"bias_bt), from .tile(..., n={self.t.tn}, ...). Try a tile n <= "
+                f"{bt // sp.acc_dtype.bytes}")
         q = _QUANT.get((sp.acc_dtype.name, sp.out_dtype.name))
         if q is None or q not in FIXPIPE_QUANT:
             raise UnsupportedError(

@@ -114,3 +114,15 @@ def test_relu_really_clamps() -> None:
 def test_dequant_is_not_lowered_yet() -> None:
     with pytest.raises(UnsupportedError, match="dequantisation scale 'scale'.*not lowered yet"):
         lower(GemmSchedule(L.gemm_dequant(64, 64, 64)).tile(32, 32, 64))
+
+
+def test_example_kernel() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "gemm_bias_relu.py"
+    spec = importlib.util.spec_from_file_location("example_gemm_bias_relu", path)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    bad = _failures(mod.schedule(), cpp=False)
+    assert not bad, "\n".join(bad)

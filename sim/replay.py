@@ -202,7 +202,7 @@ class Replay:
         except ValueError:
             return False
         fractal = self.t.cube_rows * self.t.cube_rows * 4
-        return (e.op == "mmad" and self.t.mmad_ordered_fractals > 0
+        return (e.op in ("mmad", "mmad_bias") and self.t.mmad_ordered_fractals > 0
                 and sum(hi - lo for _, lo, hi in e.writes) // fractal
                 >= self.t.mmad_ordered_fractals)
 

@@ -2,31 +2,31 @@
 
 from ascendsched.algo.algorithm import Algorithm, algorithm, producers
 from ascendsched.algo.evaluate import evaluate
-from ascendsched.algo.expr import (
-    Expr,
-    Tensor,
+from ascendsched.algo.expr import Expr, cast
+from ascendsched.algo.ops import (
     abs_,
-    cast,
-    compute,
+    clip,
     eq,
     exp,
     log,
     maximum,
     minimum,
     ne,
-    placeholder,
+    pow_,
     reciprocal,
-    reduce_axis,
     reduce_max,
     reduce_min,
     reduce_sum,
     relu,
+    round_,
     rsqrt,
     select,
+    sigmoid,
     sqrt,
+    tanh,
     where,
 )
-from ascendsched.algo.ops import clip, pow_, round_, sigmoid, tanh
+from ascendsched.algo.tensor import Tensor, compute, placeholder, reduce_axis
 
 __all__ = [
     "Algorithm", "Expr", "Tensor", "abs_", "algorithm", "cast", "compute", "eq", "evaluate",

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ascendsched.algo.check import children
-from ascendsched.algo.expr import Expr, Load, Tensor
+from ascendsched.algo.expr import Expr, Load
+from ascendsched.algo.tensor import Tensor
 from ascendsched.algo.validate import check_name
 from ascendsched.errors import AlgorithmError
 

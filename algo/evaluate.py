@@ -28,9 +28,9 @@ from ascendsched.algo.expr import (
     ReduceVar,
     Select,
     Size,
-    Tensor,
     Unary,
 )
+from ascendsched.algo.tensor import Tensor
 from ascendsched.dtypes import store
 from ascendsched.errors import AlgorithmError
 

@@ -11,6 +11,22 @@ A given as (K, M) (read ``A[k, i]``) or B given as (N, K) (read ``B[j, k]``) set
 ``trans_b``; a leading output axis that indexes A (and optionally B) makes it batched. Anything
 else raises :class:`UnsupportedError` saying which part did not match. Which dtype combinations
 the Cube unit runs is the lowering's business (``lower/build_gemm.py``), not the matcher's.
+
+Epilogue: elementwise steps applied to the accumulator on its way out, inlined in the GEMM
+stage or written as further stages that each read the previous one at ``[.., i, j]``, become an
+:class:`Epilogue` when the Cube core can apply them without the Vector cores (the intermediate
+stages are then never stored)::
+
+    C[i, j] = sum[float32](k<K: ...);  D[i, j] = C[i, j] + bias[j];  E[i, j] = float16(max(D, 0))
+    ->  GemmSpec(..., c='E', acc_stage='C', epilogue=Epilogue(bias='bias', relu=True, ...))
+
+In hardware order: ``bias[j]`` added in the accumulator dtype (the Mmad bias table, first K
+step), ReLU, a per-column ``scale[j]`` after an int32 -> float32 cast (Fixpipe dequantisation),
+and the cast to the output dtype (Fixpipe ``quantPre``). A ReLU after that cast is accepted too:
+round-to-nearest-even is monotone and keeps 0, so it commutes with the cast. Whether the target
+runs the combination (dtypes, modes) is again the lowering's question; a step outside this
+repertoire (exp, GELU, a scalar multiple, ...) raises UnsupportedError naming the stage: it
+would need a Vector epilogue (a mixed Cube + Vector kernel), which is not implemented yet.
 """
 
 from __future__ import annotations
@@ -20,9 +36,39 @@ from dataclasses import dataclass
 import numpy as np
 
 from ascendsched.algo.algorithm import Algorithm
-from ascendsched.algo.expr import Binary, Cast, Expr, IndexVar, Load, Reduce, ReduceVar, Tensor
+from ascendsched.algo.expr import (
+    Binary,
+    Cast,
+    Const,
+    Expr,
+    IndexVar,
+    Load,
+    Reduce,
+    ReduceVar,
+    Unary,
+)
+from ascendsched.algo.tensor import Tensor
 from ascendsched.dtypes import DType, as_dtype
-from ascendsched.errors import UnsupportedError
+from ascendsched.errors import InternalCompilerError, UnsupportedError
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """What is applied to the accumulator between the Mmad and GM, in this order: ``bias[j]``
+    (a placeholder of the accumulator dtype, added by Mmad from the bias table), ReLU, a
+    per-column ``scale[j]`` (float32 placeholder, after int32 -> float32), the output cast.
+    ``stages``: the stages after the GEMM stage that this epilogue absorbs (the last is the
+    output); none of them, nor the GEMM stage, is stored to GM except that output."""
+
+    bias: str | None = None
+    relu: bool = False
+    scale: str | None = None
+    stages: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        steps = ([f"+ {self.bias}[j]"] if self.bias else []) + (["relu"] if self.relu else []) \
+            + ([f"* {self.scale}[j]"] if self.scale else [])
+        return ", ".join(steps) or "none"
 
 
 @dataclass(frozen=True)
@@ -44,12 +90,21 @@ class GemmSpec:
     in_dtype: DType = as_dtype("float16")
     acc_dtype: DType = as_dtype("float32")
     out_dtype: DType = as_dtype("float16")
+    epilogue: Epilogue = Epilogue()
+    acc_stage: str = ""  # the stage holding the sum (c when there is no epilogue stage)
 
     def __str__(self) -> str:
         b = f"{self.batch} x " if self.batched else ""
         t = "".join(f" {x}" for x, on in (("A^T", self.trans_a), ("B^T", self.trans_b)) if on)
+        e = self.epilogue
+        ep = f", epilogue {e}" if (e.bias or e.relu or e.scale) else ""
         return (f"gemm {self.name}: {b}({self.m} x {self.k}) x ({self.k} x {self.n}){t}, "
-                f"{self.in_dtype} -> {self.acc_dtype} -> {self.out_dtype}")
+                f"{self.in_dtype} -> {self.acc_dtype} -> {self.out_dtype}{ep}")
+
+    @property
+    def gemm_stage(self) -> str:
+        """The stage whose body is the sum (``c`` itself without epilogue stages)."""
+        return self.acc_stage or self.c
 
 
 def is_gemm(algo: Algorithm) -> bool:
@@ -62,33 +117,40 @@ def is_gemm(algo: Algorithm) -> bool:
 
 
 def looks_like_gemm(algo: Algorithm) -> bool:
-    """True when the output is a sum of products of two inputs: route it to the Cube path
-    (whose matcher then explains any part it cannot lower)."""
-    out = algo.outputs[0]
-    if out.op is None:
-        return False
-    body = out.op.body
-    if isinstance(body, Cast):
-        body = body.x
-    return (isinstance(body, Reduce) and body.op == "sum"
-            and isinstance(_strip(body.body), Binary) and _strip(body.body).op == "mul"
-            and len(algo.inputs) == 2 and len(algo.stages) == 1)
+    """True when a stage is a sum of products of two input matrices: route the algorithm to
+    the Cube path (whose matcher then explains any part it cannot lower, e.g. an epilogue
+    stage the Cube core cannot apply)."""
+    if len(algo.stages) == 1 and len(algo.inputs) == 2:  # the one-stage form, any ranks
+        out = algo.outputs[0]
+        assert out.op is not None
+        body = _strip(out.op.body)
+        if (isinstance(body, Reduce) and body.op == "sum"
+                and isinstance(_strip(body.body), Binary) and _strip(body.body).op == "mul"):
+            return True
+    return any(_is_matmul_stage(t) for t in algo.stages)
 
 
 def match_gemm(algo: Algorithm) -> GemmSpec:
     """The GEMM ``algo`` computes, or UnsupportedError naming what does not match."""
     where = f"algorithm '{algo.name}'"
-    if len(algo.outputs) != 1 or len(algo.stages) != 1:
+    if len(algo.outputs) != 1:
         raise UnsupportedError(
-            f"{where}: a Cube GEMM is one stage C = A x B; this algorithm has "
-            f"{len(algo.stages)} stages and {len(algo.outputs)} outputs. Compute the matrix "
-            f"product in its own algorithm and the rest on the vector path")
-    c = algo.outputs[0]
+            f"{where}: a Cube GEMM writes one output C = epilogue(A x B); this algorithm has "
+            f"{len(algo.outputs)} outputs ({', '.join(o.name for o in algo.outputs)}). Compute "
+            f"the other outputs in their own algorithm")
+    out = algo.outputs[0]
+    if not any(isinstance(x, Reduce) for t in algo.stages for x in _walk(t.op.body)):  # type: ignore[union-attr]
+        raise UnsupportedError(
+            f"{where}: output '{out.name}' is not a single-axis sum (reduce_sum over one "
+            f"reduce_axis); the Cube path lowers C[i, j] = sum_k A[i, k] * B[k, j]")
+    if len(algo.stages) > 1 and not any(_is_matmul_stage(t) for t in algo.stages):
+        raise UnsupportedError(
+            f"{where}: a Cube GEMM is a stage C = sum_k A x B (then optionally elementwise "
+            f"epilogue stages); this algorithm has {len(algo.stages)} stages "
+            f"({', '.join(t.name for t in algo.stages)}) and none is a sum of products of two "
+            f"input matrices. Compute it on the vector path")
+    steps, c, body, absorbed = _chain(algo, out, where)
     assert c.op is not None
-    body = c.op.body
-    out_dtype = c.dtype
-    if isinstance(body, Cast):
-        body = body.x
     if not isinstance(body, Reduce) or body.op != "sum" or len(body.axes) != 1:
         raise UnsupportedError(
             f"{where}: output '{c.name}' is not a single-axis sum (reduce_sum over one "
@@ -130,50 +192,87 @@ def match_gemm(algo: Algorithm) -> GemmSpec:
         batch, m, n, k = sizes
     else:
         (m, n, k), batch = sizes, 1
-    return GemmSpec(algo.name, a_t.name, b_t.name, c.name, m, n, k, batch, batched,
-                    b_b or not batched, trans_a, trans_b, a_t.dtype, acc, out_dtype)
+    epi = _epilogue(steps, acc, out.dtype, n, absorbed, where)
+    for v in (epi.bias, epi.scale):
+        if v is not None and v in (a_t.name, b_t.name):
+            raise UnsupportedError(f"{where}: '{v}' is both a GEMM operand and an epilogue "
+                                   f"vector; pass the vector as its own input")
+    return GemmSpec(algo.name, a_t.name, b_t.name, out.name, m, n, k, batch, batched,
+                    b_b or not batched, trans_a, trans_b, a_t.dtype, acc, out.dtype, epi,
+                    c.name if absorbed else "")
 
 
 def gemm_reference(spec: GemmSpec, inputs: dict[str, np.ndarray]) -> np.ndarray:
-    """C computed with numpy matmul in float64 (int64 for int8), then stored as the output
-    dtype. Equal to ``algo.evaluate`` up to summation order, in O(MN) memory."""
+    """The output computed with numpy matmul in float64 (int64 for int8), the epilogue
+    applied in the algorithm's order (bias in the accumulator dtype, ReLU, scale after an
+    int32 -> float32 cast), then stored as the output dtype. Equal to ``algo.evaluate`` up to
+    summation order, in O(MN) memory."""
     from ascendsched.dtypes import store
 
     exact = spec.in_dtype.name == "int8"
     wide = np.int64 if exact else np.float64
+    e = spec.epilogue
+    c = _product(spec, inputs, wide)
+    if e.bias is not None:
+        c = c + store(spec.acc_dtype, np.asarray(inputs[e.bias])).astype(wide)
+    # the accumulator as the hardware holds it: int32 wraps, float rounds to float32
+    c = store(spec.acc_dtype, c if exact else c.astype(np.float32))
+    if e.relu:
+        c = np.maximum(c, c.dtype.type(0))
+    if e.scale is not None:
+        scale = store(as_dtype("float32"), np.asarray(inputs[e.scale]))
+        c = c.astype(np.float32) * scale.astype(np.float32)
+    return store(spec.out_dtype, c)
+
+
+def _product(spec: GemmSpec, inputs: dict[str, np.ndarray], wide: type) -> np.ndarray:
     # inputs as the tensors hold them (e.g. float32 storage of bfloat16 rounded to bfloat16)
+    from ascendsched.dtypes import store
+
     a = store(spec.in_dtype, np.asarray(inputs[spec.a])).astype(wide)
     b = store(spec.in_dtype, np.asarray(inputs[spec.b])).astype(wide)
     if spec.trans_a:
         a = np.swapaxes(a, -1, -2)
     if spec.trans_b:
         b = np.swapaxes(b, -1, -2)
-    c = np.matmul(a, b)
-    if exact:
-        c = c.astype(np.int32)  # int32 accumulation wraps like the hardware's
-    return store(spec.out_dtype, c.astype(np.float32) if not exact else c)
+    return np.matmul(a, b)
 
 
 # relative rounding of one output element (half an ulp, doubled for slack)
 _OUT_ULP = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -22}
+# The Fixpipe multiplies by the scale's sign, exponent and top 10 mantissa bits only (asc-devkit
+# docs 随路量化.md 表1: M1 is read "以(1, 8, 10)的格式"): up to 2^-10 relative of the result.
+SCALE_MANTISSA_BITS = 10
 
 
 def gemm_error(spec: GemmSpec, inputs: dict[str, np.ndarray], got: np.ndarray
                ) -> tuple[bool, str]:
     """``got`` against the reference: integers exactly; floats within the fp32 accumulation
-    bound ``K * 2^-23 * (|A| |B|)`` (the summation order is the hardware's, not numpy's) plus
-    the output's rounding, so long K does not fail a correct kernel. (ok, message)."""
+    bound ``K * 2^-23 * (|A| |B|)`` (the summation order is the hardware's, not numpy's; an
+    int32 sum only rounds once, to float32, before a dequantisation scale) times |scale|, plus
+    the scale's mantissa truncation and the output's rounding, so long K does not fail a
+    correct kernel. (ok, message)."""
     ref = gemm_reference(spec, inputs)
     if not spec.out_dtype.is_float:
         bad = int(np.count_nonzero(np.asarray(got) != ref))
         return bad == 0, f"{bad} of {ref.size} elements differ (integers: exact)"
-    a = np.abs(np.asarray(inputs[spec.a], dtype=np.float64))
-    b = np.abs(np.asarray(inputs[spec.b], dtype=np.float64))
-    a = np.swapaxes(a, -1, -2) if spec.trans_a else a
-    b = np.swapaxes(b, -1, -2) if spec.trans_b else b
+    e = spec.epilogue
     ref64 = ref.astype(np.float64)
-    bound = spec.k * 2.0 ** -23 * np.matmul(a, b) + _OUT_ULP[spec.out_dtype.name] * np.abs(
-        ref64) + 1e-30
+    if spec.in_dtype.name == "int8":
+        acc_err = 2.0 ** -24 * np.abs(_product(spec, inputs, np.int64).astype(np.float64))
+    else:
+        a = np.abs(np.asarray(inputs[spec.a], dtype=np.float64))
+        b = np.abs(np.asarray(inputs[spec.b], dtype=np.float64))
+        a = np.swapaxes(a, -1, -2) if spec.trans_a else a
+        b = np.swapaxes(b, -1, -2) if spec.trans_b else b
+        acc_err = spec.k * 2.0 ** -23 * np.matmul(a, b)
+        if e.bias is not None:
+            acc_err = acc_err + 2.0 ** -23 * np.abs(np.asarray(inputs[e.bias], np.float64))
+    rel = _OUT_ULP[spec.out_dtype.name]
+    if e.scale is not None:
+        acc_err = acc_err * np.abs(np.asarray(inputs[e.scale], dtype=np.float64))
+        rel += 2.0 ** -SCALE_MANTISSA_BITS
+    bound = acc_err + rel * np.abs(ref64) + 1e-30
     err = np.abs(np.asarray(got, dtype=np.float64) - ref64)
     bad = ~(err <= bound)  # NaN counts as bad
     worst = float(np.nanmax(err)) if err.size else 0.0
@@ -239,3 +338,212 @@ def _operand(ld: Load, bv: IndexVar | None, rv: IndexVar, kv: ReduceVar, where: 
 
 def _same(idx: list[Expr], want: tuple[Expr, ...]) -> bool:
     return all(a is b or a == b for a, b in zip(idx, want, strict=True))
+
+
+# --------------------------------------------------------------------------- epilogue chain
+@dataclass(frozen=True)
+class _Step:
+    """One elementwise step on the way from the sum to the output, innermost first."""
+
+    kind: str  # cast | relu | bias | scale
+    stage: str  # the stage it is written in
+    dtype: DType  # its result dtype
+    vector: Tensor | None = None  # bias / scale
+    text: str = ""
+
+
+def _is_matmul_stage(t: Tensor) -> bool:
+    """A stage of rank >= 2 holding (anywhere in its body) a sum over one axis of a product of
+    two loads of input matrices (rank >= 2)."""
+    assert t.op is not None
+    if len(t.shape) < 2:
+        return False
+    for body in _walk(t.op.body):
+        if not (isinstance(body, Reduce) and body.op == "sum"):
+            continue
+        prod = _strip(body.body)
+        if (isinstance(prod, Binary) and prod.op == "mul"
+                and all(isinstance(_strip(x), Load) and _strip(x).tensor.is_placeholder
+                        and _strip(x).tensor.ndim >= 2 for x in (prod.a, prod.b))):
+            return True
+    return False
+
+
+def _chain(algo: Algorithm, out: Tensor, where: str
+           ) -> tuple[list[_Step], Tensor, Expr, tuple[str, ...]]:
+    """Walk from the output's body down to the sum: (steps innermost first, the stage holding
+    the sum, the sum, the stages after it). Each further stage must be read elementwise at the
+    reader's own axes and by nothing else."""
+    steps: list[_Step] = []
+    after: list[str] = []
+    t = out
+    assert t.op is not None
+    e = t.op.body
+    while True:
+        assert t.op is not None
+        axes = t.op.axes
+        if isinstance(e, Reduce):
+            return steps[::-1], t, e, tuple(after[::-1])
+        if isinstance(e, Load) and not e.tensor.is_placeholder:
+            p = e.tensor
+            if not _same(list(e.indices), list(axes)):
+                raise UnsupportedError(
+                    f"{where}: stage '{t.name}' reads '{p.name}' at [{', '.join(map(str, e.indices))}]"
+                    f", not elementwise at [{', '.join(a.name for a in axes)}]; a Cube GEMM "
+                    f"epilogue only applies elementwise steps to C[.., i, j]")
+            readers = [s.name for s in algo.consumers(p)]
+            if readers != [t.name]:
+                raise UnsupportedError(
+                    f"{where}: stage '{p.name}' is read by {', '.join(readers)}; the stages "
+                    f"between the GEMM and the output must each feed only the next one "
+                    f"(their values are never stored)")
+            after.append(t.name)
+            t, e = p, p.op.body  # type: ignore[union-attr]
+            continue
+        jv = axes[-1]
+        if isinstance(e, Cast):
+            steps.append(_Step("cast", t.name, e.dtype, text=str(e)))
+            e = e.x
+        elif isinstance(e, Unary) and e.op == "relu":
+            steps.append(_Step("relu", t.name, e.dtype, text=str(e)))
+            e = e.x
+        elif isinstance(e, Binary) and e.op == "max" and _zero(e.a) != _zero(e.b):
+            steps.append(_Step("relu", t.name, e.dtype, text=str(e)))
+            e = e.b if _zero(e.a) else e.a
+        elif isinstance(e, Binary) and e.op in ("add", "mul") and (
+                (vec := _column_vector(e.a, jv)) is not None
+                or (vec := _column_vector(e.b, jv)) is not None):
+            other = e.b if _column_vector(e.a, jv) is not None else e.a
+            steps.append(_Step("bias" if e.op == "add" else "scale", t.name, e.dtype, vec,
+                               str(e)))
+            e = other
+        else:
+            raise _not_on_fixpipe(where, t.name, e)
+
+
+def _not_on_fixpipe(where: str, stage: str, e: object, why: str = "") -> UnsupportedError:
+    return UnsupportedError(
+        f"{where}: stage '{stage}' applies {e} to the GEMM result"
+        + (f" ({why})" if why else "")
+        + "; the Cube core's Fixpipe applies only a dtype cast, ReLU (max(x, 0)) and a "
+        "per-column int32 -> float16 dequantisation scale[j], and the Mmad bias table adds "
+        "bias[j]: anything else needs a Vector epilogue (a mixed Cube + Vector kernel), which "
+        "is not implemented yet. Compute the GEMM in its own algorithm and the rest on the "
+        "Vector path")
+
+
+def _walk(e: Expr) -> list[Expr]:
+    from ascendsched.algo.check import children
+
+    out, todo = [], [e]
+    while todo:
+        x = todo.pop()
+        out.append(x)
+        todo.extend(children(x))
+    return out
+
+
+def _zero(e: Expr) -> bool:
+    return isinstance(e, Const) and e.value == 0
+
+
+def _column_vector(e: Expr, jv: IndexVar) -> Tensor | None:
+    """The input tensor of ``v[j]`` (or a cast of it), indexed by the output's column axis."""
+    x = e.x if isinstance(e, Cast) else e
+    if (isinstance(x, Load) and x.tensor.is_placeholder and len(x.indices) == 1
+            and (x.indices[0] is jv or x.indices[0] == jv)):
+        return x.tensor
+    return None
+
+
+def _epilogue(steps: list[_Step], acc: DType, out: DType, n: int, stages: tuple[str, ...],
+              where: str) -> Epilogue:
+    """The Fixpipe/bias-table epilogue of ``steps`` (innermost first), or UnsupportedError
+    naming the first step out of the hardware order bias, relu, int32 -> float32 cast and
+    scale, output cast (a relu may also follow the output cast)."""
+    bias: str | None = None
+    scale: str | None = None
+    relu = False
+    cur = acc
+    cast_done = False  # the output cast (or the int32 -> float32 cast of a dequantisation)
+    for i, st in enumerate(steps):
+        nxt = steps[i + 1] if i + 1 < len(steps) else None
+        if st.kind == "bias":
+            v = st.vector
+            assert v is not None
+            if relu or cast_done or scale:
+                raise _not_on_fixpipe(where, st.stage, _Expr(st.text),
+                                      "the bias table adds bias[j] before anything else: "
+                                      "write it on the sum, C[i, j] + bias[j], in the "
+                                      f"accumulator dtype {acc}")
+            if bias is not None:
+                raise _not_on_fixpipe(where, st.stage, _Expr(st.text), "one bias vector only")
+            if st.dtype != acc or v.dtype != acc:
+                raise UnsupportedError(
+                    f"{where}: stage '{st.stage}' adds '{v.name}' ({v.dtype}) in {st.dtype}; "
+                    f"the Mmad bias table adds a {acc} bias to the {acc} accumulator: declare "
+                    f"'{v.name}' as {acc} and add it before any cast")
+            _check_vector(where, st.stage, v, n, "bias")
+            bias = v.name
+        elif st.kind == "relu":
+            if relu:
+                continue  # relu(relu(x)) == relu(x)
+            if scale is not None and not cast_done:
+                raise _not_on_fixpipe(where, st.stage, _Expr(st.text),
+                                      "the dequantising Fixpipe applies ReLU to the int32 sum, "
+                                      "before the scale: write relu(C) * scale[j] (equal to "
+                                      "relu(C * scale[j]) only for scale >= 0)")
+            relu = True
+        elif st.kind == "scale":
+            v = st.vector
+            assert v is not None
+            if acc.name != "int32" or cur.name != "float32" or scale is not None:
+                raise UnsupportedError(
+                    f"{where}: stage '{st.stage}' multiplies by '{v.name}'[j] ({st.text}); the "
+                    f"910B Fixpipe scales per column only when dequantising an int32 "
+                    f"accumulator to float16 (quantPre VDEQF16): write "
+                    f"(C.astype('float32') * {v.name}[j]).astype('float16') with C an int32 "
+                    f"GEMM and {v.name} float32")
+            if v.dtype.name != "float32":
+                raise UnsupportedError(f"{where}: the dequantisation scale '{v.name}' is "
+                                       f"{v.dtype}; declare it float32")
+            if nxt is None or (nxt.kind != "relu" and (nxt.kind != "cast"
+                                                        or nxt.dtype.name != "float16")):
+                raise UnsupportedError(
+                    f"{where}: stage '{st.stage}' scales the int32 GEMM by '{v.name}'[j] but "
+                    f"does not then cast to float16; the 910B Fixpipe dequantises int32 to "
+                    f"float16 only (VDEQF16): end with .astype('float16')")
+            _check_vector(where, st.stage, v, n, "scale")
+            scale = v.name
+            cast_done = False  # the float16 cast that must follow is the output cast
+        elif st.kind == "cast":
+            if cur.name == "int32" and st.dtype.name == "float32" and nxt is not None and (
+                    nxt.kind == "scale" or (nxt.kind == "relu" and i + 2 < len(steps)
+                                            and steps[i + 2].kind == "scale")):
+                cur = st.dtype  # int32 -> float32 feeding the dequantisation scale
+                continue
+            if cast_done:
+                raise _not_on_fixpipe(where, st.stage, _Expr(st.text),
+                                      f"the Fixpipe converts the accumulator once, here it "
+                                      f"would convert {cur} again to {st.dtype}")
+            cur, cast_done = st.dtype, True
+    if cur != out:
+        raise InternalCompilerError(f"{where}: epilogue ends in {cur}, output is {out}")
+    return Epilogue(bias, relu, scale, stages)
+
+
+def _check_vector(where: str, stage: str, v: Tensor, n: int, role: str) -> None:
+    if v.ndim != 1 or int(v.shape[0]) != n:
+        raise UnsupportedError(f"{where}: the {role} '{v.name}' read by stage '{stage}' has "
+                               f"shape {list(v.shape)}; a per-column {role} is a vector of "
+                               f"the output's {n} columns")
+
+
+class _Expr:
+    """An expression's text, for error messages built after the walk."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text

@@ -7,16 +7,8 @@ from float16 inputs (the 910B vector unit reduces float32 best) and store float1
 from __future__ import annotations
 
 from ascendsched.algo.algorithm import Algorithm, algorithm
-from ascendsched.algo.expr import (
-    compute,
-    exp,
-    placeholder,
-    reduce_axis,
-    reduce_max,
-    reduce_sum,
-    relu,
-    rsqrt,
-)
+from ascendsched.algo.ops import exp, maximum, reduce_max, reduce_sum, relu, rsqrt
+from ascendsched.algo.tensor import compute, placeholder, reduce_axis
 
 
 def vadd(n: int = 8192, dtype: str = "float16") -> Algorithm:
@@ -132,6 +124,68 @@ def batched_gemm(batch: int = 4, m: int = 128, n: int = 128, k: int = 128,
 def gemm_int8(m: int = 256, n: int = 256, k: int = 256) -> Algorithm:
     """int8 x int8 -> int32 GEMM (exact integer accumulation)."""
     return gemm(m, n, k, "int8", "int32")
+
+
+def gemm_epilogue(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float16",
+                  out_dtype: str = "float16", *, bias: bool = False, relu: bool = False,
+                  stages: bool = True) -> Algorithm:
+    """C = A x B accumulated in float32 (int32 for int8), then ``+ bias[j]`` (a vector of the
+    accumulator dtype), ``max(x, 0)`` and the cast to ``out_dtype``. ``stages``: each step is
+    its own stage (C, D = C + bias, E = max(D, 0), F = cast(E)); otherwise all in one stage.
+    The Cube core applies all of it on the way out (algo/gemm_spec.py ``Epilogue``)."""
+    acc = "int32" if dtype == "int8" else "float32"
+    a = placeholder("A", (m, k), dtype)
+    b = placeholder("B", (k, n), dtype)
+    bv = placeholder("bias", (n,), acc) if bias else None
+    kk = reduce_axis(k, "k")
+
+    def mm(i, j):
+        return reduce_sum(a[i, kk].astype(acc) * b[kk, j].astype(acc), kk, dtype=acc)
+
+    def steps(x, j):
+        out = []
+        if bv is not None:
+            out.append(lambda v: v + bv[j])
+        if relu:
+            out.append(lambda v: maximum(v, 0))
+        if out_dtype != acc:
+            out.append(lambda v: v.astype(out_dtype))
+        return out
+
+    if not stages:
+        def body(i, j):
+            v = mm(i, j)
+            for f in steps(v, j):
+                v = f(v)
+            return v
+
+        return algorithm("gemm_epilogue", compute("C", (m, n), body))
+    def stage(name: str, prev, n_step: int):  # noqa: ANN001, ANN202
+        return compute(name, (m, n), lambda i, j: steps(None, j)[n_step](prev[i, j]))
+
+    t = compute("C", (m, n), mm)
+    for n_step, name in zip(range(len(steps(None, None))), "DEFG"):
+        t = stage(name, t, n_step)
+    return algorithm("gemm_epilogue", t)
+
+
+def gemm_dequant(m: int = 256, n: int = 256, k: int = 256, *, relu: bool = False
+                 ) -> Algorithm:
+    """int8 GEMM dequantised per output column: C = A x B (int32), then
+    D[i, j] = float16(float32(relu?(C[i, j])) * scale[j]) with a float32 scale vector (the
+    910B Fixpipe's VDEQF16 mode)."""
+    a = placeholder("A", (m, k), "int8")
+    b = placeholder("B", (k, n), "int8")
+    scale = placeholder("scale", (n,), "float32")
+    kk = reduce_axis(k, "k")
+    c = compute("C", (m, n), lambda i, j: reduce_sum(
+        a[i, kk].astype("int32") * b[kk, j].astype("int32"), kk, dtype="int32"))
+
+    def deq(i, j):
+        v = maximum(c[i, j], 0) if relu else c[i, j]
+        return (v.astype("float32") * scale[j]).astype("float16")
+
+    return algorithm("gemm_dequant", compute("D", (m, n), deq))
 
 
 VECTOR_KERNELS = {

@@ -1,11 +1,13 @@
-"""Everyday math beyond the primitives of ``expr.py``: tanh, sigmoid, pow, round, clip.
+"""The named math functions and reductions of the language.
 
-Each builds one expression node (``clip`` is ``minimum(maximum(x, lo), hi)``), so the numpy
-reference (``evaluate.py``) computes the exact function and the lowering
-(``lower/expand_math.py``) rewrites it into instructions the vector unit has::
+Each builds one expression node (``expr.py``; ``clip`` is ``minimum(maximum(x, lo), hi)``), so
+the numpy reference (``evaluate.py``) computes the exact function and the lowering
+(``lower/vector_instrs.py``, ``lower/expand_math.py``) rewrites it into instructions the vector
+unit has::
 
     y = compute("y", (M, N), lambda i, j: tanh(x[i, j]) + x[i, j] ** 2)
     q = compute("q", (M, N), lambda i, j: round(clip(x[i, j] / s[i], -127.0, 127.0)))
+    m = compute("m", (M,), lambda i: reduce_max(x[i, k], k))
 
 ``x ** y`` and ``pow(x, y)``: a constant exponent keeps numpy's meaning (``np.power``, negative
 bases included for integer exponents); an expression exponent means ``exp(y * log(x))``, which
@@ -14,19 +16,102 @@ is NaN for ``x < 0`` (use a constant integer exponent for negative bases).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ascendsched.algo.expr import (
     Binary,
     Const,
     Expr,
     ExprLike,
+    Reduce,
+    ReduceVar,
+    Select,
     Unary,
+    _binary,
+    _compare,
     _is_index,
     _unify,
-    maximum,
-    minimum,
+    cast,
 )
-from ascendsched.dtypes import bool_
+from ascendsched.dtypes import DType, as_dtype, bool_
 from ascendsched.errors import AlgorithmError
+
+
+def exp(x: Expr) -> Expr:
+    return Unary("exp", x)
+
+
+def log(x: Expr) -> Expr:
+    return Unary("log", x)
+
+
+def sqrt(x: Expr) -> Expr:
+    return Unary("sqrt", x)
+
+
+def rsqrt(x: Expr) -> Expr:
+    return Unary("rsqrt", x)
+
+
+def abs_(x: Expr) -> Expr:
+    return Unary("abs", x)
+
+
+def relu(x: Expr) -> Expr:
+    return Unary("relu", x)
+
+
+def reciprocal(x: Expr) -> Expr:
+    return Unary("reciprocal", x)
+
+
+def maximum(a: ExprLike, b: ExprLike) -> Expr:
+    return _binary("max", a, b)
+
+
+def minimum(a: ExprLike, b: ExprLike) -> Expr:
+    return _binary("min", a, b)
+
+
+def eq(a: ExprLike, b: ExprLike) -> Expr:
+    return _compare("eq", a, b)
+
+
+def ne(a: ExprLike, b: ExprLike) -> Expr:
+    return _compare("ne", a, b)
+
+
+def where(cond: Expr, a: ExprLike, b: ExprLike) -> Expr:
+    """``a`` where ``cond`` holds, else ``b`` (elementwise)."""
+    if isinstance(cond, bool):
+        raise AlgorithmError(
+            f"where(): the condition is the Python bool {cond}, not an elementwise comparison; "
+            f"`a == b` between expressions compares them structurally: use eq(a, b) / ne(a, b)")
+    if not isinstance(cond, Expr) or cond.dtype is not bool_:
+        raise AlgorithmError(
+            f"where(): the condition must be a comparison (x[i] > 0, eq(a, b), j <= i), got "
+            f"{cond}")
+    ea, eb = _unify(a, b, "where")
+    return Select(cond, ea, eb, ea.dtype)
+
+
+select = where
+
+
+def reduce_sum(body: ExprLike, axis: ReduceVar | Sequence[ReduceVar],
+               dtype: DType | str | None = None) -> Expr:
+    """Sum of ``body`` over ``axis``, accumulated in ``dtype`` (default: body's dtype)."""
+    return _reduce("sum", body, axis, dtype)
+
+
+def reduce_max(body: ExprLike, axis: ReduceVar | Sequence[ReduceVar],
+               dtype: DType | str | None = None) -> Expr:
+    return _reduce("max", body, axis, dtype)
+
+
+def reduce_min(body: ExprLike, axis: ReduceVar | Sequence[ReduceVar],
+               dtype: DType | str | None = None) -> Expr:
+    return _reduce("min", body, axis, dtype)
 
 
 def tanh(x: Expr) -> Expr:
@@ -82,3 +167,27 @@ def pow_(base: ExprLike, exponent: ExprLike) -> Expr:
             f"{what}: an expression exponent needs float operands (it is exp(y * log(x))), got "
             f"{a.dtype}; cast both to float32, or use a constant integer exponent")
     return Binary("pow", a, b, a.dtype)
+
+
+# --------------------------------------------------------------------------- helpers
+def _reduce(op: str, body: ExprLike, axis: ReduceVar | Sequence[ReduceVar],
+            dtype: DType | str | None) -> Expr:
+    if not isinstance(body, Expr):
+        raise AlgorithmError(
+            f"reduce_{op}: the body must be an expression over the reduce axis, e.g. "
+            f"reduce_{op}(x[i, k], k), got {body!r}")
+    if isinstance(axis, ReduceVar):
+        axes: tuple = (axis,)
+    elif isinstance(axis, (list, tuple)):
+        axes = tuple(axis)
+    else:
+        axes = ()
+    if not axes or not all(isinstance(a, ReduceVar) for a in axes):
+        raise AlgorithmError(
+            f"reduce_{op}: axes must be reduce_axis() variables (k = reduce_axis(N, 'k')), "
+            f"got {axis!r}")
+    acc = body.dtype if dtype is None else as_dtype(dtype)
+    if body.dtype is bool_:
+        raise AlgorithmError(f"reduce_{op}: cannot reduce the comparison {body}; reduce "
+                             f"where(cond, 1.0, 0.0) to count or mask")
+    return Reduce(op, cast(body, acc), axes, acc)

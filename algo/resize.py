@@ -31,9 +31,9 @@ from ascendsched.algo.expr import (
     Reduce,
     ReduceVar,
     Select,
-    Tensor,
     Unary,
 )
+from ascendsched.algo.tensor import Tensor
 from ascendsched.errors import AlgorithmError
 
 # A dimension: (tensor name, dim index) of a tensor, or (stage name, var name) of a stage's

@@ -18,7 +18,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from ascendsched.algo import library as L  # noqa: E402
-from ascendsched.driver import check  # noqa: E402
+from ascendsched.api.check import check  # noqa: E402
 from ascendsched.lower.pipeline import lower  # noqa: E402
 from ascendsched.lower.schedule_for import schedule_for  # noqa: E402
 

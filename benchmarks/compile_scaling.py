@@ -114,7 +114,7 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
 
 def run(case: Case) -> dict[str, object]:
     """Compile one case in this (fresh) process; its measurements."""
-    from ascendsched.driver import compile_kernel
+    from ascendsched.api.compile import compile_kernel
     from ascendsched.lower.ir import iter_instrs
     from ascendsched.lower.pass_log import PassLog
     from ascendsched.lower.pipeline import STEPS, SYNC_STEPS

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from ascendsched.algo import library as L
-from ascendsched.driver import sync_minimality
+from ascendsched.api.sync_minimality import sync_minimality
 from ascendsched.lower.pass_log import PassLog
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.sync_stats import sync_stats

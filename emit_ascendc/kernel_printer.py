@@ -11,7 +11,8 @@ Kernel type: KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY / _AIV_ONLY / _MIX_AI
 ``if ASCEND_IS_AIC { ... }`` / ``if ASCEND_IS_AIV { ... }`` (impl/utils/sys_macros.h: constexpr
 per core, from __DAV_C220_CUBE__ / __DAV_C220_VEC__). A mix kernel is 1 AIC : 1 AIV, the
 pairing the IR and sim model (one AIV per block). One TBuf per physical scope: TPosition A1 = L1
-(A1 and B1 are the same memory), A2 = L0A, B2 = L0B, CO1 = L0C (include/basic_api/kernel_tpipe.h).
+(A1 and B1 are the same memory), A2 = L0A, B2 = L0B, CO1 = L0C, C2 = the bias table
+(include/basic_api/kernel_tpipe.h).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def _cores(k: Kernel) -> tuple[CoreType, ...]:
 
 # Physical scope -> (TPosition of its TBuf, variable name); kernel_tpipe.h positions on 910B.
 _CUBE_TBUF = {Scope.L1: ("A1", "l1buf"), Scope.L0A: ("A2", "l0abuf"), Scope.L0B: ("B2", "l0bbuf"),
-              Scope.L0C: ("CO1", "l0cbuf")}
+              Scope.L0C: ("CO1", "l0cbuf"), Scope.BT: ("C2", "btbuf")}
 _KTYPE_NOTE = {
     "KERNEL_TYPE_AIV_ONLY": "launch Vector cores only",
     "KERNEL_TYPE_AIC_ONLY": "launch Cube cores only: blockDim Cube cores",

@@ -10,6 +10,9 @@ AscendC parameter struct, so the printer passes them through in constructor orde
       include/basic_api/kernel_struct_mm.h
   FixpipeParamsV220(nSize, mSize, srcStride, dstStride, reluEn, quantPre, deqScalar, ndNum,
       srcNdStride, dstNdStride, unitFlag)  include/basic_api/kernel_struct_fixpipe.h
+  DataCopyParams(blockCount, blockLen, srcStride, dstStride) (L1 -> bias table, blockLen in
+      64 B)  include/basic_api/kernel_struct_data_copy.h
+  Mmad(c, a, b, bias, MmadParams) with the bias in C2 (the with-bias prototype of Mmad.md)
 Every call's params were verified against the footprint its regions describe (lower/verify_cube.py).
 ``CUBE_TEMPLATES`` maps each op to its template.
 """
@@ -97,6 +100,23 @@ def _mmad(p: _KernelPrinter, i: Instr) -> None:
     p.emit("}")
 
 
+def _mmad_bias(p: _KernelPrinter, i: Instr) -> None:
+    a = _cube_args(p, i)
+    c, (fm, filt, bias) = i.writes[0], i.reads
+    params = (f"MmadParams({a['m']}, {a['n']}, {a['k']}, {a['unitFlag']}, "
+              f"{_cbool(a['cmatrixSource'])}, {_cbool(a['cmatrixInitVal'])})")
+    p._line(i, f"Mmad({p._ub(c)}, {p._ub(fm)}, {p._ub(filt)}, {p._ub(bias)}, {params});",
+            "" if i.comment else f"C[{a['m']} x {a['n']}] = A x B + bias")
+
+
+def _copy_l1_bt(p: _KernelPrinter, i: Instr) -> None:
+    a = _cube_args(p, i)
+    bt, l1 = i.writes[0], i.reads[0]
+    args = ", ".join(str(a[n]) for n in ("blockCount", "blockLen", "srcStride", "dstStride"))
+    p._line(i, f"DataCopy({p._ub(bt)}, {p._ub(l1)}, DataCopyParams({args}));",
+            f"{a['blockLen']} x 64 B into the bias table")
+
+
 _QUANT = {"NoQuant": "QuantMode_t::NoQuant", "F322F16": "QuantMode_t::F322F16",
           "F322BF16": "QuantMode_t::F322BF16"}
 
@@ -116,5 +136,5 @@ def _fixpipe(p: _KernelPrinter, i: Instr) -> None:
 CUBE_TEMPLATES = {
     "copy_gm_l1": _copy_gm_l1, "load_l0a": _load2d, "load_l0b": _load2d,
     "load_l0a_transpose": _load_transpose, "load_l0b_transpose": _load_transpose,
-    "mmad": _mmad, "fixpipe": _fixpipe,
+    "mmad": _mmad, "mmad_bias": _mmad_bias, "copy_l1_bt": _copy_l1_bt, "fixpipe": _fixpipe,
 }

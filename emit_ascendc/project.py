@@ -83,13 +83,20 @@ def emit_project(kernel: Kernel, out_dir: Path, *, tiling: dict | None = None,
             path.write_text(text)
         paths[key] = path
     return EmittedProject(name=name, out_dir=out_dir, kernel_source=source, runtime_dir=RUNTIME_DIR,
-                          cpu_defines=_cpu_defines(kernel.target), **paths)
+                          cpu_defines=_cpu_defines(kernel.target, _scopes(kernel)), **paths)
 
 
-def _cpu_defines(t: Target) -> tuple[str, ...]:
+def _scopes(k: Kernel) -> frozenset[Scope]:
+    return frozenset(b.scope for b in k.buffers)
+
+
+def _cpu_defines(t: Target, used: frozenset[Scope] = frozenset()) -> tuple[str, ...]:
+    """The target's numbers for the CPU runtime; the bias table's only when ``used`` (the
+    runtime's default 0 makes any access to it fail)."""
     ub = t.scope(Scope.UB)
     cube = tuple(f"-DASCENDSCHED_{s.value}_USABLE={t.scope(s).usable}"
-                 for s in (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C))
+                 for s in (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C)
+                 + ((Scope.BT,) if Scope.BT in used else ()))
     return (
         f"-DASCENDSCHED_UB_CAPACITY={ub.capacity}",
         f"-DASCENDSCHED_UB_USABLE={ub.usable}",
@@ -201,7 +208,7 @@ def _cores_note(k: Kernel) -> str:
 
 def _cpu_main(k: Kernel, fields: list[tuple[str, int]]) -> str:
     args, _ws = _io_params(k)
-    defines = "\n".join("#define " + d[2:].replace("=", " ", 1) for d in _cpu_defines(k.target))
+    defines = "\n".join("#define " + d[2:].replace("=", " ", 1) for d in _cpu_defines(k.target, _scopes(k)))
     setup, call, outs = [], [], []
     for p in args:
         n = _ident(p.name)

@@ -11,6 +11,11 @@ Per output tile (``m x n``, coordinates from the persistent loop and the swizzle
         [M]    mmad      c_l0 <- a_l0, b_l0   cmatrixInitVal = (first K step)
     [FIX] fixpipe C tile <- c_l0          (NZ -> ND, f32 -> f16/bf16, valid region only)
 
+Epilogue (algo/gemm_spec.py ``Epilogue``): a bias vector goes per tile GM -> L1 (one Nd2Nz row)
+-> bias table (``copy_l1_bt``) before the K loop, and the tile's first K step runs
+``mmad_bias`` (C = A x B + bias); ReLU is the Fixpipe's ``reluEn``. Stages the epilogue absorbs
+are never stored: the kernel's GM tensors are A, B, the epilogue's vectors and the output.
+
 Padding (lower/cube_ops.py): tiles are whole fractals on chip, but Mmad reads only what the
 copies loaded: its m and n are the tile's valid rows and columns (``_mmad_mn``) and k the exact K
 of each step; the rest of a fractal is ignored (asc-devkit docs Mmad.md:285-287). L1 bytes no
@@ -69,6 +74,8 @@ def capacity_hint(sched: GemmSchedule, err: CapacityError) -> CapacityError:
                 f"m x n and .buffer('l0c', {t.l0c_copies})",
                 "a smaller tile m or n" + (", or .buffer('l0c', 1)" if t.l0c_copies > 1
                                            else "")),
+        "BT": (f"bias_bt = {t.tn} x {ab} B (the tile's n columns of bias), from the tile's "
+               f"n={t.tn}", f"a tile n <= {sched.target.scope(Scope.BT).usable // ab}"),
     }
     msg = str(err)
     scope = next((s for s in why if f": {s} buffers need" in msg), None)
@@ -104,6 +111,18 @@ class _Builder:
                 f"{sp}: the Cube unit multiplies {sp.in_dtype} into {acc or 'nothing'}, not "
                 f"{sp.acc_dtype}; supported: "
                 + ", ".join(f"{a} -> {c}" for (a, _), c in MMAD_DTYPES.items()))
+        epi = sp.epilogue
+        if epi.scale is not None:
+            raise UnsupportedError(f"{sp}: the per-column dequantisation scale '{epi.scale}' "
+                                   f"(Fixpipe VDEQF16) is not lowered yet")
+        self.bias = epi.bias
+        bt = target.scope(Scope.BT).usable
+        if self.bias is not None and self.t.tn * sp.acc_dtype.bytes > bt:
+            raise CapacityError(
+                f"In GEMM schedule ({sp}): the bias row of a tile, n={self.t.tn} x "
+                f"{sp.acc_dtype.bytes} B, does not fit the {target.name} bias table ({bt} B, "
+                f"bias_bt), from .tile(..., n={self.t.tn}, ...). Try a tile n <= "
+                f"{bt // sp.acc_dtype.bytes}")
         q = _QUANT.get((sp.acc_dtype.name, sp.out_dtype.name))
         if q is None or q not in FIXPIPE_QUANT:
             raise UnsupportedError(
@@ -137,6 +156,13 @@ class _Builder:
             Buffer("c_l0", Scope.L0C, acc, t.tm * t.tn, t.l0c_copies, (t.tm, t.tn),
                    comment="C tile Nz"),
         )
+        if self.bias is not None:  # one tile's columns, whole 64 B bias-table blocks
+            nb = _round(t.tn, self.target.bias_block_bytes // acc.bytes)
+            buffers += (
+                Buffer("bias_l1", Scope.L1, acc, nb, 1, (nb,),
+                       comment=f"bias[{t.tn}] of the tile's columns, ND"),
+                Buffer("bias_bt", Scope.BT, acc, nb, 1, (nb,),
+                       comment="bias table: Mmad's initial C row"))
         ashape = (sp.k, sp.m) if sp.trans_a else (sp.m, sp.k)
         bshape = (sp.n, sp.k) if sp.trans_b else (sp.k, sp.n)
         cshape: tuple[int, ...] = (sp.m, sp.n)
@@ -145,8 +171,10 @@ class _Builder:
             if sp.b_batched:
                 bshape = (sp.batch,) + bshape
             cshape = (sp.batch,) + cshape
-        params = (GmTensor(sp.a, ashape, ind), GmTensor(sp.b, bshape, ind),
-                  GmTensor(sp.c, cshape, out, "output"))
+        params = (GmTensor(sp.a, ashape, ind), GmTensor(sp.b, bshape, ind))
+        if self.bias is not None:
+            params += (GmTensor(self.bias, (sp.n,), acc),)
+        params += (GmTensor(sp.c, cshape, out, "output"),)
         return Kernel.build(name=sp.name, params=params, buffers=buffers, block_dim=t.cores,
                             programs=(Program(CoreType.AIC, tuple(self._tiles())),),
                             target=self.target, notes=tuple(str(self.s).splitlines()))
@@ -195,6 +223,8 @@ class _Builder:
         t = self.t
         body: list[Stmt] = []
         ccopy = _mod2(tile.t) if t.l0c_copies == 2 else Affine()
+        if self.bias is not None:
+            body.extend(self._bias(tile))
         if self.k_full > 1:
             inner = self._l1_step(tile, Affine.of("kt"), t.tk, ccopy)
             body.append(For("kt", self.k_full, tuple(inner), f"L1 K steps of {t.tk}"))
@@ -237,13 +267,46 @@ class _Builder:
         first = (step - tile.t * self.steps_per_tile)  # K step within the tile
         init: bool | Cond = True if first.is_const and first.const == 0 else (
             False if first.is_const else Cond(first, "==", 0))
-        out.append(make_cube_instr(
-            "mmad", (("c_l0", 0, ccopy, sp.acc_dtype), ("a_l0", 0, l0copy, sp.in_dtype),
-                     ("b_l0", 0, l0copy, sp.in_dtype)),
-            target=self.target, comment="C = A x B on the first K step, C += A x B after",
-            m=m, n=n, k=ks, unitFlag=0, kDirectionAlign=False, cmatrixSource=False,
-            cmatrixInitVal=init))
+        ops = (("c_l0", 0, ccopy, sp.acc_dtype), ("a_l0", 0, l0copy, sp.in_dtype),
+               ("b_l0", 0, l0copy, sp.in_dtype))
+        if self.bias is None:
+            out.append(make_cube_instr(
+                "mmad", ops, target=self.target,
+                comment="C = A x B on the first K step, C += A x B after", m=m, n=n, k=ks,
+                unitFlag=0, kDirectionAlign=False, cmatrixSource=False, cmatrixInitVal=init))
+            return out
+        with_bias = make_cube_instr(
+            "mmad_bias", ops + (("bias_bt", 0, 0, sp.acc_dtype),), target=self.target,
+            comment="C = A x B + bias on the first K step", m=m, n=n, k=ks, unitFlag=0,
+            kDirectionAlign=False, cmatrixSource=True, cmatrixInitVal=False)
+        acc = make_cube_instr(
+            "mmad", ops, target=self.target, comment="C += A x B", m=m, n=n, k=ks, unitFlag=0,
+            kDirectionAlign=False, cmatrixSource=False, cmatrixInitVal=False)
+        if isinstance(init, bool):
+            out.append(with_bias if init else acc)
+        else:  # the first step inside a K loop: the bias Mmad on it, accumulation after
+            out.append(If((init,), (with_bias,), "first K step: C = A x B + bias"))
+            out.append(If((Cond(first, ">=", 1),), (acc,), "later K steps: C += A x B"))
         return out
+
+    def _bias(self, tile: _Tile) -> list[Stmt]:
+        """The tile's bias columns GM -> L1 (one ND row through Nd2Nz: contiguous, the 32 B
+        round-up zeroed; docs example data_copy_gm2l1 CopyInBias, since DataCopyPad has no
+        GM -> L1 path) -> bias table (whole 64 B blocks covering Mmad's n rounded to 16)."""
+        acc = self.sp.acc_dtype
+        assert self.bias is not None
+        np_ = _round(self._mmad_mn(tile)[1], self.rows)
+        unit = self.target.bias_block_bytes
+        return [
+            make_cube_instr(
+                "copy_gm_l1", (("bias_l1", 0, 0, acc), (self.bias, tile.ni * self.t.tn, 0, acc)),
+                comment=f"bias[{tile.nv}] -> L1 (one ND row)", target=self.target, ndNum=1,
+                nValue=1, dValue=tile.nv, srcNdMatrixStride=0, srcDValue=tile.nv,
+                dstNzC0Stride=1, dstNzNStride=1, dstNzMatrixStride=0),
+            make_cube_instr(
+                "copy_l1_bt", (("bias_bt", 0, 0, acc), ("bias_l1", 0, 0, acc)),
+                comment=f"bias[{np_}] -> bias table", target=self.target, blockCount=1,
+                blockLen=-(-np_ * acc.bytes // unit), srcStride=0, dstStride=0)]
 
     def _mmad_mn(self, tile: _Tile) -> tuple[int, int]:
         """Mmad's m and n for ``tile``: its valid rows and columns (module docstring), except
@@ -413,9 +476,10 @@ class _Builder:
         mp = _round(self._mmad_mn(tile)[0], self.rows)  # the L0C Nz tile's rows (Mmad's Mp)
         return [make_cube_instr(
             "fixpipe", ((sp.c, off, 0, sp.out_dtype), ("c_l0", 0, ccopy, sp.acc_dtype)),
-            target=self.target, comment=f"C tile {tile.mv} x {tile.nv} (NZ -> ND, {self.quant})",
+            target=self.target, comment=f"C tile {tile.mv} x {tile.nv} (NZ -> ND, {self.quant}"
+            + (", ReLU)" if sp.epilogue.relu else ")"),
             nSize=tile.nv, mSize=tile.mv, srcStride=mp, dstStride=sp.n, quantPre=self.quant,
-            reluEn=False, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0)]
+            reluEn=sp.epilogue.relu, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0)]
 
 
 def _mod2(e: Affine) -> Affine:

@@ -39,9 +39,9 @@ from ascendsched.algo.expr import (
     Load,
     Reduce,
     Select,
-    Tensor,
     Unary,
 )
+from ascendsched.algo.tensor import Tensor
 from ascendsched.errors import ScheduleError, UnsupportedError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.bounds import Axis, _Bounds

@@ -98,6 +98,28 @@ NaN for floats, -1 for ints), so a lowering that relies on unwritten padding get
                   when both have (m/16)*(n/16) >= ``target.mmad_ordered_fractals`` (10 on
                   910B, Mmad.md 同步优化说明); smaller ones need PipeBarrier<PIPE_M>
                   (``same_pipe_ordered``).
+  ``copy_l1_bt``  MTE1  writes (bt,) reads (l1,). ``DataCopy(bt, l1, DataCopyParams{blockCount,
+                  blockLen, srcStride, dstStride})`` into the bias table (TPosition C2), on PIPE_MTE1
+                  (asc-devkit docs 矩阵计算（ISASI）/矩阵计算的搬入/DataCopy（L1ToBiasTable-Buffer数据搬运）.md;
+                  impl/basic_api/dav_c220/kernel_operator_data_copy_impl.h DataCopyL12BTImpl is
+                  ``__inout_pipe__(MTE1)``): blockLen in 64 B units on 910B, one block
+                  (blockCount 1, no gaps): bt[e] = l1[e] for e < blockLen * 64 / eb. The 910B BT
+                  holds 1 KB; dst 64 B aligned, src 32 B aligned. Only float32 -> float32 and
+                  int32 -> int32 are modelled (the table converts half -> float too).
+                  GM -> L1 of the bias goes through ``copy_gm_l1`` as one ND row (Nd2Nz with
+                  nValue 1, dstNzC0Stride 1: contiguous in L1, the 32 B round-up zeroed), as the
+                  docs' example does because DataCopyPad has no GM -> L1 path
+                  (examples/01_simd_cpp_api/03_basic_api/00_data_movement/data_copy_gm2l1, CopyInBias).
+  ``mmad_bias``   M  writes (l0c,) reads (l0a, l0b, bt). ``Mmad(c, a, b, bias, MmadParams{...})``
+                  (Mmad.md, 传入bias的原型): C = A x B + bias, bias[n] broadcast over the m rows,
+                  bias in the bias table (C2, 64 B aligned), dtypes fp16/bf16 -> float32 with a
+                  float32 bias, int8 -> int32 with an int32 bias (Mmad.md 表8). The API derives
+                  cmatrixSource from the bias position (BT: true); cmatrixInitVal must be false
+                  (true would clear C instead: docs BT-Buffer bias guide and data_copy_gm2l1
+                  example set ``mmadParams.cmatrixInitVal = false``). Params as ``mmad`` with
+                  cmatrixSource True, cmatrixInitVal False; it reads bias[0, Np) (Np = n rounded
+                  up to 16) and, like an initialising mmad, not C. Only the first K step of a
+                  tile uses it; the later steps accumulate with ``mmad``.
   ``fixpipe``     FIX  writes (gm,) reads (l0c,). ``Fixpipe<T, U, CFG_ROW_MAJOR>(gm, l0c,
                   FixpipeParamsV220{nSize, mSize, srcStride, dstStride, quantPre, reluEn,
                   unitFlag, ndNum, srcNdStride, dstNdStride})`` with NZ2ND
@@ -124,10 +146,11 @@ from ascendsched.target import DEFAULT_TARGET
 from ascendsched.target.model import Pipe, Scope, Target
 
 CUBE_LOAD_OPS = frozenset(["load_l0a", "load_l0b", "load_l0a_transpose", "load_l0b_transpose"])
-CUBE_OPS = frozenset(["copy_gm_l1", "mmad", "fixpipe"]) | CUBE_LOAD_OPS
+MMAD_OPS = frozenset(["mmad", "mmad_bias"])
+CUBE_OPS = frozenset(["copy_gm_l1", "copy_l1_bt", "fixpipe"]) | CUBE_LOAD_OPS | MMAD_OPS
 CUBE_PIPES: dict[str, Pipe] = {
     "copy_gm_l1": Pipe.MTE2, **{op: Pipe.MTE1 for op in CUBE_LOAD_OPS}, "mmad": Pipe.M,
-    "fixpipe": Pipe.FIX,
+    "mmad_bias": Pipe.M, "copy_l1_bt": Pipe.MTE1, "fixpipe": Pipe.FIX,
 }
 # Scopes of (writes..., reads...) per op.
 CUBE_SCOPES: dict[str, tuple[Scope, ...]] = {
@@ -135,6 +158,8 @@ CUBE_SCOPES: dict[str, tuple[Scope, ...]] = {
     "load_l0a": (Scope.L0A, Scope.L1), "load_l0a_transpose": (Scope.L0A, Scope.L1),
     "load_l0b": (Scope.L0B, Scope.L1), "load_l0b_transpose": (Scope.L0B, Scope.L1),
     "mmad": (Scope.L0C, Scope.L0A, Scope.L0B),
+    "mmad_bias": (Scope.L0C, Scope.L0A, Scope.L0B, Scope.BT),
+    "copy_l1_bt": (Scope.BT, Scope.L1),
     "fixpipe": (Scope.GM, Scope.L0C),
 }
 # The fields of each op's AscendC parameter struct, in struct order (all required as attrs).
@@ -146,9 +171,11 @@ CUBE_PARAMS: dict[str, tuple[str, ...]] = {
     "load_l0a_transpose": ("startIndex", "repeatTimes", "srcStride", "dstGap", "dstFracGap",
                            "addrMode"),
     "mmad": ("m", "n", "k", "unitFlag", "kDirectionAlign", "cmatrixSource", "cmatrixInitVal"),
+    "copy_l1_bt": ("blockCount", "blockLen", "srcStride", "dstStride"),
     "fixpipe": ("nSize", "mSize", "srcStride", "dstStride", "quantPre", "reluEn", "unitFlag",
                 "ndNum", "srcNdStride", "dstNdStride"),
 }
+CUBE_PARAMS["mmad_bias"] = CUBE_PARAMS["mmad"]
 CUBE_PARAMS["load_l0b"] = CUBE_PARAMS["load_l0a"]
 CUBE_PARAMS["load_l0b_transpose"] = CUBE_PARAMS["load_l0a_transpose"]
 # The fractal geometry and the documented ranges of the integer parameters are the target's
@@ -209,11 +236,15 @@ def cube_footprints(op: str, params: dict[str, AttrValue], dtypes: tuple[DType, 
             dst = (Dim(p["repeatTimes"], (p["dstGap"] + 1) * f), Dim(f, 1))
             src = (Dim(p["repeatTimes"], p["srcStride"] * f), Dim(f, 1))
         return (dst, src)
-    if op == "mmad":
+    if op in MMAD_OPS:
         c0 = cube_c0(dtypes[1], t)
         mp, kp, np_ = (_ceil(p["m"], rows) * rows, _ceil(p["k"], c0) * c0,
                        _ceil(p["n"], rows) * rows)
-        return ((Dim(mp * np_, 1),), (Dim(mp * kp, 1),), (Dim(kp * np_, 1),))
+        bias = ((Dim(np_, 1),),) if op == "mmad_bias" else ()
+        return ((Dim(mp * np_, 1),), (Dim(mp * kp, 1),), (Dim(kp * np_, 1),)) + bias
+    if op == "copy_l1_bt":
+        n = p["blockCount"] * p["blockLen"] * t.bias_block_bytes // dtypes[0].bytes
+        return ((Dim(n, 1),), (Dim(n, 1),))
     if op == "fixpipe":
         r = rows
         gm = (Dim(p["ndNum"], p["dstNdStride"]), Dim(p["mSize"], p["dstStride"]),
@@ -236,7 +267,7 @@ def same_pipe_ordered(target: Target, a: Instr, b: Instr) -> bool:
     them (``target.mmad_ordered_fractals``)."""
     if not target.needs_same_pipe_barrier.get(a.pipe, True):
         return True
-    return (a.op == b.op == "mmad" and target.mmad_ordered_fractals > 0
+    return (a.op in MMAD_OPS and b.op in MMAD_OPS and target.mmad_ordered_fractals > 0
             and min(mmad_fractals(a, target), mmad_fractals(b, target))
             >= target.mmad_ordered_fractals)
 
@@ -254,8 +285,8 @@ def make_cube_instr(op: str, operands: tuple[tuple[str, Affine | int, Affine | i
     the verifier's question (``lower/verify_cube.py``), asked of the kernel.
 
     ``operands``: ``(tensor, offset, copy, dtype)`` per region, writes first (order as in the
-    module docstring: copy_gm_l1 (l1, gm), loads (l0, l1), mmad (l0c, l0a, l0b), fixpipe
-    (gm, l0c)). ``params``: every field of ``CUBE_PARAMS[op]``.
+    module docstring: copy_gm_l1 (l1, gm), loads (l0, l1), mmad (l0c, l0a, l0b), mmad_bias
+    (l0c, l0a, l0b, bt), copy_l1_bt (bt, l1), fixpipe (gm, l0c)). ``params``: every field of ``CUBE_PARAMS[op]``.
     """
     missing = [n for n in CUBE_PARAMS[op] if n not in params]
     if missing:

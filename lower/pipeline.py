@@ -14,7 +14,7 @@ it on request and dumps it (``NNN_<step>.txt``). The steps, in order (``STEPS``)
     allocate event ids      Kernel whose event ids fit the target's budget
     verify final            the IR contract again, with the memory plan
 
-Emission (``emit_project``, one layer up) is the step after these: ``ascendsched.driver.
+Emission (``emit_project``, one layer up) is the step after these: ``ascendsched.api.compile.
 compile_kernel`` logs it as ``emit``. ``stop_after`` ends the list early and returns the last
 kernel made so far; every result stays in the log (``log.results[step]``).
 """

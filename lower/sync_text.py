@@ -239,7 +239,98 @@ class SyncText:
         for r in {f.src for f in self._menu(s.pipe, t.pipe, t.core)[2]}:  # via a third pipe
             out += [frozenset([k1, k2]) for k1, j1 in pairs(s.pipe, r, lo)
                     for k2, _ in pairs(r, t.pipe, j1)]
+        return out + self._across(s, t, c)
+
+    def _across(self, s: InstrInfo, t: InstrInfo, c: int) -> list[frozenset]:
+        """Chains out of s's branch and into t's, for sibling branches of one body ``B`` (s's
+        first, ``c`` the depth of B): each full tile class's loop nest and its tails. Only
+        standard flags (``standard_pattern``) whose statements all lie inside B are used, so
+        their alternation is balanced in every run of B.
+
+        *Drain*: a flag p -> q orders pipe-p work at a point before its set (in the set's body)
+        on q: an in-body pair at its wait; the carried pattern at its last epilogue wait, since
+        every set instance follows the point's instances of its iteration on p, the last one
+        (of some id) fires after all of them, and the epilogue wait of that id meets it. A
+        barrier of p (or PIPE_ALL) after the point in its body orders p (or every pipe) after
+        it. Chained up to ``MAX_DRAIN`` flags, each from the pipe and after the point the
+        previous one reached; every point must lie before t's branch.
+        *Fill*: a flag r -> t's pipe with a wait before t in t's body chain: that wait meets a
+        set of the same run of B, so after all r work before the first set.
+        s's pairs are ordered when t's pipe is drained, or a fill flag starts on s's pipe with
+        every set after s's branch, or on a drained pipe with every set after the child of B
+        where the chain reached it."""
+        hi = t.path[c]
+        drained = self._cached(("drained", s.id, c), lambda: self._drained(s, c))
+        reached = [(p, at, k) for p, at, k in drained if at < hi]
+        out = [keys for pipe, _, keys in reached if pipe in (t.pipe, Pipe.ALL)]
+        sources = [(s.pipe, s.path[c], frozenset())] + [r for r in reached if r[0] != Pipe.ALL]
+        for f, first in self._cached(("fills", t.id, c), lambda: self._fills(t, c)):
+            out += [keys | {f.key} for pipe, at, keys in sources if pipe == f.src and first > at]
         return out
+
+    def _body_flags(self, body: tuple, core: CoreType) -> list[Flag]:
+        """The standard flags of ``core`` whose statements all lie inside ``body``."""
+        def make() -> list[Flag]:
+            n = len(body)
+            return [f for f in self.flags.values() if f.core == core and f.sets and f.waits
+                    and all(len(x.path) > n and x.path[:n] == body for x in f.sets + f.waits)
+                    and self._standard(f)]
+        return self._cached(("body flags", body, core), make)  # type: ignore[return-value]
+
+    def _drained(self, s: InstrInfo, c: int) -> list[tuple[Pipe, int, frozenset]]:
+        """The pipes ``_across`` finds waiting for s's work inside the body at depth ``c``,
+        each with the position in that body where it has (the child holding its point) and
+        the syncs of its chain."""
+        body = s.path[:c]
+        flags = self._body_flags(body, s.core)
+        bars = [(k, x) for k, x in self.barriers if x.core == s.core and x.path[:c] == body
+                and len(x.path) > c]
+        reached: list[tuple[Pipe, int, frozenset]] = []
+        frontier = [(s.pipe, s.path, frozenset())]
+        for _ in range(MAX_DRAIN):
+            step = []
+            for pipe, point, keys in frontier:
+                for f in flags:
+                    if f.src == pipe and f.key not in keys:
+                        at = self._drain_point(f, point)
+                        if at is not None:
+                            step.append((f.dst, at, keys | {f.key}))
+                step += [(x.pipe, x.path, keys | {k}) for k, x in bars if k not in keys
+                         and x.pipe in (pipe, Pipe.ALL) and _before(point, x.path)]
+            reached += [(p, at[c], k) for p, at, k in step]
+            frontier = step
+        return reached
+
+    def _fills(self, t: InstrInfo, c: int) -> list[tuple[Flag, int]]:
+        """The flags into t's pipe inside the body at depth ``c`` with a wait before t in t's
+        body chain, each with the position in that body of its first set (``_across``)."""
+        return [(f, min(x.path[c] for x in f.sets))
+                for f in self._body_flags(t.path[:c], t.core) if f.dst == t.pipe
+                and any(_before(t.path, w.path, after=True) for w in f.waits)]
+
+    def _drain_point(self, f: Flag, point: tuple) -> tuple | None:
+        """Where flag ``f`` (standard) has its destination pipe wait for the work of its
+        source pipe at ``point`` (``_across``), or None if it does not."""
+        if self._in_body_pair(f):
+            return f.waits[0].path if _before(point, f.sets[0].path) else None
+        main = [x for x in f.sets if _role(x) == SyncRole.SET]
+        ends = [y.path for y in f.waits if _role(y) == SyncRole.EPILOGUE]
+        if len(main) != 1 or not ends or not _before(point, main[0].path):
+            return None
+        return max(ends)
+
+
+MAX_DRAIN = 3  # flags chained out of a branch by ``_across``
+
+
+def _before(point: tuple, x: tuple, *, after: bool = False) -> bool:
+    """Whether statement ``x``, a plain child of its body, runs after (``after``: before)
+    every instance of ``point`` in each run of that body: ``point`` lies in the body's
+    subtree, in an earlier (later) child."""
+    d = len(x) - 1
+    if len(point) <= d or point[:d] != x[:d]:
+        return False
+    return point[d] > x[d] if after else point[d] < x[d]
 
 
 def standard_pattern(f: Flag) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ascendsched.algo.expr import Tensor
+from ascendsched.algo.tensor import Tensor
 from ascendsched.dtypes import DType
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.bounds import Axis

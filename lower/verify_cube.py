@@ -17,6 +17,7 @@ from ascendsched.lower.cube_ops import (
     CUBE_SCOPES,
     FIXPIPE_QUANT,
     MMAD_DTYPES,
+    MMAD_OPS,
     cube_footprints,
     squeeze_dims,
 )
@@ -77,7 +78,7 @@ def _check(site: Site) -> None:
             raise site.fail("footprint", f"region {r} does not match the params' footprint "
                                          f"[{want}] (build cube instructions with "
                                          "cube_ops.make_cube_instr)")
-    if ins.op != "mmad" and not _injective(squeeze_dims(ins.writes[0].dims)):
+    if ins.op not in MMAD_OPS and not _injective(squeeze_dims(ins.writes[0].dims)):
         raise site.fail("overlap", f"dst {ins.writes[0].tensor}: the instruction writes some "
                                    "elements twice (overlapping destination; the hardware "
                                    "leaves the order undefined)")
@@ -125,13 +126,31 @@ def _mmad(site: Site, p: dict, dtypes: tuple) -> None:
     if p["m"] == 1:
         raise site.fail("params", "Mmad with m == 1 switches the cube to GEMV mode (A read as "
                                   "ND, Mmad.md); pad m to 16 rows")
-    for name in ("kDirectionAlign", "cmatrixSource"):
-        if p[name] is not False:
-            raise site.fail("params", f"{name}={p[name]!r}: only False is modelled")
-    c, a, b = (d.name for d in dtypes)
+    bias = site.ins.op == "mmad_bias"
+    if p["kDirectionAlign"] is not False:
+        raise site.fail("params", f"kDirectionAlign={p['kDirectionAlign']!r}: only False is "
+                                  "modelled")
+    if p["cmatrixSource"] is not bias:
+        raise site.fail("params", f"cmatrixSource={p['cmatrixSource']!r}: "
+                        + ("Mmad with a bias in the bias table initialises C from it (True)"
+                           if bias else "only False is modelled (C from the bias table is "
+                                        "mmad_bias)"))
+    if bias and p["cmatrixInitVal"] is not False:
+        raise site.fail("params", f"cmatrixInitVal={p['cmatrixInitVal']!r}: Mmad with a bias "
+                                  "needs False (True clears C instead of loading the bias)")
+    c, a, b = (d.name for d in dtypes[:3])
     if MMAD_DTYPES.get((a, b)) != c:
         ok = ", ".join(f"{x} x {y} -> {z}" for (x, y), z in MMAD_DTYPES.items())
         raise site.fail("dtype", f"Mmad {a} x {b} -> {c} is not supported ({ok})")
+    if bias and dtypes[3].name != c:
+        raise site.fail("dtype", f"Mmad bias is {dtypes[3]}; the bias of a {c} result is {c} "
+                                 "(Mmad.md 表8)")
+
+
+def _copy_l1_bt(site: Site, p: dict, dtypes: tuple) -> None:
+    _same_dtype(site, p, dtypes)
+    if dtypes[0].name not in ("float32", "int32"):
+        raise site.fail("dtype", f"the bias table holds float32 or int32, not {dtypes[0]}")
 
 
 def _fixpipe(site: Site, p: dict, dtypes: tuple) -> None:
@@ -144,6 +163,6 @@ def _fixpipe(site: Site, p: dict, dtypes: tuple) -> None:
 
 _OWN = {"copy_gm_l1": _same_dtype, "load_l0a": _load2d, "load_l0b": _load2d,
         "load_l0a_transpose": _load_transpose, "load_l0b_transpose": _load_transpose,
-        "mmad": _mmad, "fixpipe": _fixpipe}
+        "mmad": _mmad, "mmad_bias": _mmad, "copy_l1_bt": _copy_l1_bt, "fixpipe": _fixpipe}
 CUBE_CHECKS: dict[str, OpRule] = {
     op: OpRule(CUBE_PIPES[op], 1, len(CUBE_SCOPES[op]) - 1, _check, params) for op in _OWN}

@@ -302,7 +302,7 @@ def _gemm_candidate(sched: GemmSchedule, batch: int, m: int, n: int, k: int,
     """``sched``'s directives on the GEMM resized to (batch, m, n, k), bound to ``cores``
     (None: unbound; the facts take the core count as an argument)."""
     sp = sched.spec
-    out = sched.algo.outputs[0]
+    out = sched.algo.tensor(sp.gemm_stage)  # the sum; epilogue stages resize with it
     assert out.op is not None
     axes = [a.name for a in out.op.axes]
     body = out.op.body.x if not isinstance(out.op.body, Reduce) else out.op.body

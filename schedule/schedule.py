@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ascendsched.algo.algorithm import Algorithm, root_output, upstream
-from ascendsched.algo.expr import Reduce, Tensor
+from ascendsched.algo.expr import Reduce
+from ascendsched.algo.tensor import Tensor
 from ascendsched.errors import ScheduleError
 from ascendsched.target import DEFAULT_TARGET, Target
 

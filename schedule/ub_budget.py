@@ -26,17 +26,8 @@ from dataclasses import dataclass
 
 from ascendsched.algo.algorithm import Algorithm, root_output
 from ascendsched.algo.check import children
-from ascendsched.algo.expr import (
-    Binary,
-    Const,
-    Expr,
-    IndexVar,
-    Load,
-    Reduce,
-    ReduceVar,
-    Select,
-    Tensor,
-)
+from ascendsched.algo.expr import Binary, Const, Expr, IndexVar, Load, Reduce, ReduceVar, Select
+from ascendsched.algo.tensor import Tensor
 from ascendsched.errors import InternalCompilerError
 from ascendsched.target import Target
 from ascendsched.target.model import Scope

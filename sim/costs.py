@@ -158,7 +158,12 @@ class CostTable:
                 ins.writes[0].tensor) == Scope.L0A else c.l1_l0b_rate
             return Cost(pipe, KIND_MTE1, c.head_l1_l0 + nbytes / rate,
                         name=f"{op} {ins.writes[0].tensor}")
-        if op == "mmad":
+        if op == "copy_l1_bt":  # L1 -> bias table: priced as an MTE1 move into L0B
+            nbytes = sum(r.count for r in ins.writes) * self.k.dtype_of(
+                ins.writes[0].tensor).bytes
+            return Cost(pipe, KIND_MTE1, c.head_l1_l0 + nbytes / c.l1_l0b_rate,
+                        name=f"copy_l1_bt {ins.writes[0].tensor}")
+        if op in ("mmad", "mmad_bias"):
             p = dict(ins.attrs)
             dt = self.k.dtype_of(ins.reads[0].tensor)
             k0 = cube_c0(dt, self.k.target)

@@ -13,7 +13,9 @@ left here needs the data: an Mmad reading bytes no copy or load wrote
 Arithmetic: fp16 x fp16 and bf16 x bf16 products are exact in float32 and summed in float32
 (numpy float32 matmul); int8 x int8 is summed exactly and stored wrapped to int32. Entries of
 C outside the logical m x n (but inside the fractal padding) are written as poison. Fixpipe
-applies ReLU, then casts with round-to-nearest-even (F322F16 / F322BF16) or keeps the value.
+applies ReLU, then casts with round-to-nearest-even (F322F16 / F322BF16) or keeps the value. An
+Mmad with a bias (``mmad_bias``) starts C from the bias-table row instead of zero: float32
+``bias + sum`` rounded once per Mmad like the accumulation, int32 wrapping.
 """
 
 from __future__ import annotations
@@ -125,7 +127,8 @@ def _operands(cx: Any) -> tuple[dict, list[_Opnd]]:
     scopes, aligned, in bounds, equal to the params' footprint, written once: verified)."""
     ins = cx.ins
     regions = ins.writes + ins.reads
-    roles = ["dst", "src"] if len(regions) == 2 else ["dst", "src0", "src1"]
+    roles = ["dst", "src"] if len(regions) == 2 else ["dst"] + [
+        f"src{i}" for i in range(len(regions) - 1)]
     return dict(ins.attrs), [_Opnd(cx.m.storage(cx, r, role), r.offset.evaluate(cx.env), role)
                              for r, role in zip(regions, roles, strict=True)]
 
@@ -238,8 +241,16 @@ def _init_val(cx: Any, v: bool | Cond) -> bool:
     return v.evaluate(cx.env) if isinstance(v, Cond) else v
 
 
+def _copy_l1_bt(cx: Any) -> None:
+    """L1 -> bias table: blockLen x ``bias_block_bytes`` contiguous bytes, as they are."""
+    p, (bt, l1) = _operands(cx)
+    n = p["blockCount"] * p["blockLen"] * cx.m.t.bias_block_bytes // bt.eb
+    idx = np.arange(n, dtype=np.int64)
+    _move(cx, bt, bt.off + idx, l1, l1.off + idx)
+
+
 def _mmad(cx: Any) -> None:
-    p, (c, a, b) = _operands(cx)
+    p, (c, a, b, *bias) = _operands(cx)
     fr = cx.m.t.cube_rows  # rows of a fractal (L0C fractals: fr x fr)
     m, n, k = p["m"], p["n"], p["k"]  # m > 1, modelled dtypes and modes (verified)
     init = _init_val(cx, p["cmatrixInitVal"])
@@ -272,7 +283,13 @@ def _mmad(cx: Any) -> None:
     else:
         prod = av @ bv
     ctile = c.off + np.arange(mp * np_, dtype=np.int64)  # the tile is contiguous (Nz)
-    if not init:
+    if bias:  # C = A x B + bias[n], the bias row broadcast over m (verified: init is False)
+        (bt,) = bias
+        cx.read(bt.bytes_of(bt.off + np.arange(np_, dtype=np.int64)))
+        row = _values(bt.st.dtype, bt.raw()[bt.off + np.arange(n, dtype=np.int64)])
+        with np.errstate(all="ignore"):
+            prod = row[None, :].astype(prod.dtype) + prod
+    elif not init:
         cx.read(c.bytes_of(ctile))
         old = _values(c.st.dtype, c.raw()[cidx[:m, :n]])
         with np.errstate(all="ignore"):
@@ -312,5 +329,7 @@ CUBE_HANDLERS: dict[str, Callable[[Any], None]] = {
     "load_l0a_transpose": _load_transpose,
     "load_l0b_transpose": _load_transpose,
     "mmad": _mmad,
+    "mmad_bias": _mmad,
+    "copy_l1_bt": _copy_l1_bt,
     "fixpipe": _fixpipe,
 }

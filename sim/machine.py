@@ -51,7 +51,7 @@ def _round_up(x: int, a: int) -> int:
 _merge = merge_intervals
 # Cube scopes start as garbage: bytes nobody wrote read as NaN (floats) / -1 (ints), so a lowering
 # that relies on unwritten fractal padding gets wrong numbers (lower/cube_ops.py).
-_POISONED = frozenset([Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C])
+_POISONED = frozenset([Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C, Scope.BT])
 # Mmad's inputs: the simulator tracks which of their bytes a copy or load wrote (sim/cube.py)
 _TRACK_LOADED = frozenset([Scope.L1, Scope.L0A, Scope.L0B])
 

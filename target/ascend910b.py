@@ -115,6 +115,10 @@ _CUBE_PARAM_RANGES: dict[str, dict[str, tuple[int, int]]] = {
                            "srcStride": (0, 65535), "dstGap": (0, 65535),
                            "dstFracGap": (0, 65535), "addrMode": (0, 0)},
     "mmad": {"m": (1, 4095), "n": (1, 4095), "k": (1, 4095), "unitFlag": (0, 0)},
+    "mmad_bias": {"m": (1, 4095), "n": (1, 4095), "k": (1, 4095), "unitFlag": (0, 0)},
+    # L1 -> BiasTable DataCopyParams: one block of blockLen x 64 B (910B units), no gaps
+    "copy_l1_bt": {"blockCount": (1, 1), "blockLen": (1, 16), "srcStride": (0, 0),
+                   "dstStride": (0, 0)},
     "fixpipe": {"nSize": (1, 4095), "mSize": (1, 8192), "srcStride": (0, 65535),
                 "dstStride": (1, 2**32 - 1), "unitFlag": (0, 0), "ndNum": (1, 65535),
                 "srcNdStride": (0, 512), "dstNdStride": (0, 65535)},
@@ -151,6 +155,10 @@ ASCEND_910B = Target(
         ScopeSpec(Scope.L0B, 64 * KB, 64 * KB, 512, CoreType.AIC, "ASCEND_910B.md"),
         # L0C alignment 64 B; an Mmad destination wants 1 KB, which the planner uses.
         ScopeSpec(Scope.L0C, 128 * KB, 128 * KB, 1024, CoreType.AIC, "ASCEND_910B.md"),
+        # BiasTable 1 KB on 910B, starts 64 B aligned (asc-devkit docs 矩阵计算（ISASI）/
+        # 矩阵计算的搬入/DataCopy（L1ToBiasTable-Buffer数据搬运）.md; Mmad.md: bias in C2).
+        ScopeSpec(Scope.BT, 1 * KB, 1 * KB, 64, CoreType.AIC,
+                  "asc-devkit docs DataCopy（L1ToBiasTable-Buffer数据搬运）.md"),
     ),
     block_bytes=32,  # DataCopy lengths/gaps and vector block strides are in 32 B blocks
     repeat_bytes=256,  # one vector repeat = 8 blocks = 256 B (128 fp16 / 64 fp32 lanes)

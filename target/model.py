@@ -36,6 +36,7 @@ class Scope(str, Enum):
     L0A = "L0A"
     L0B = "L0B"
     L0C = "L0C"
+    BT = "BT"  # the Cube core's bias table (TPosition C2), read by Mmad with a bias
 
     def __str__(self) -> str:
         return self.value
@@ -94,6 +95,9 @@ class Target:
     cast_chains: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     cube_rows: int = 16  # rows of an L0A/L0B fractal; L0C fractals are rows x rows
     cube_fractal_bytes: int = 512  # one L0A/L0B fractal (rows x one 32 B block)
+    # blockLen unit of the L1 -> BiasTable DataCopy (64 B on 910B; 32 B on 950: docs
+    # DataCopy（L1ToBiasTable-Buffer数据搬运）.md 约束说明)
+    bias_block_bytes: int = 64
     # documented value range of each integer parameter of the Cube calls (per IR op)
     cube_param_ranges: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     # Consecutive Mmads of at least this many output fractals, (m / 16) * (n / 16), are ordered

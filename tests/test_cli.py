@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from ascendsched.algo import library as L
-from ascendsched.cli import load, main
-from ascendsched.driver import check
+from ascendsched.api.check import check
+from ascendsched.api.cli import load, main
 from ascendsched.emit_ascendc.check import run_cpu
 from ascendsched.errors import KernelTimeoutError, ToolchainError
 from ascendsched.lower.pipeline import lower

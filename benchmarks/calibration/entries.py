@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ascendsched.algo.algorithm import algorithm
-from ascendsched.algo.expr import compute, exp, minimum, placeholder, rsqrt, sqrt
 from ascendsched.algo.library import gemm, vadd
+from ascendsched.algo.ops import exp, minimum, rsqrt, sqrt
+from ascendsched.algo.tensor import compute, placeholder
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.gemm import GemmSchedule

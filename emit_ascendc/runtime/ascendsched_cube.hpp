@@ -10,6 +10,8 @@
 //   L0A x L0B -> L0C  Mmad(dst CO1, fm A2, filter B2, MmadParams)           M     "mmad"
 //   L0C -> GM  Fixpipe<T, U, CFG_ROW_MAJOR>(GlobalTensor, LocalTensor CO1, FixpipeParamsV220)
 //                                                                           FIX   "fixpipe"
+//   L1 -> BT   DataCopy(LocalTensor C2, LocalTensor C1, DataCopyParams)     MTE1  "copy_l1_bt"
+//   A x B + bias  Mmad(dst CO1, fm A2, filter B2, bias C2, MmadParams)      M     "mmad_bias"
 //
 // Sources (asc-devkit = mirror-cann/asc-devkit, docs = docs/zh/api/SIMD-API/basic_api/
 // cube_compute_ISASI/ of hicann/asc-devkit):
@@ -514,22 +516,60 @@ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T
     rt::emit(rec);
 }
 
+// ============================================================================ L1 -> bias table (MTE1)
+// docs 矩阵计算（ISASI）/矩阵计算的搬入/DataCopy（L1ToBiasTable-Buffer数据搬运）.md: on 910B the
+// bias table (TPosition C2) holds 1 KB; dst 64 B aligned, src (L1, C1) 32 B aligned; blockLen
+// and dstGap in 64 B units, srcGap in 32 B; block b of blockCount copies blockLen * 64 bytes.
+// Overflowing the table "将引发异常". src half -> dst float converts on the way; only same-type
+// copies (float, int32_t) are modelled here. Issued on PIPE_MTE1 (impl/basic_api/dav_c220/
+// kernel_operator_data_copy_impl.h: DataCopyL12BTImpl is __inout_pipe__(MTE1)).
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p, ASCENDSCHED_LOC) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, int32_t>,
+                  "L1 -> bias table copies of float or int32_t are modelled (half -> float converts: not modelled)");
+    const char* api = "DataCopy(L1 -> BiasTable)";
+    cube::need_aic(api, file_, line_);
+    cube::need_space(api, "dst", dst, rt::kBT, "C2", file_, line_);
+    cube::need_space(api, "src", src, rt::kL1, "C1/A1/B1", file_, line_);
+    cube::need_align(api, "dst", rt::kBT, dst.addr_, 64, file_, line_);
+    cube::need_align(api, "src", rt::kL1, src.addr_, cube::kC0Bytes, file_, line_);
+    cube::need_range(api, "blockCount", p.blockCount, 1, 4095, file_, line_, " (0 makes the copy a NOP)");
+    cube::need_range(api, "blockLen", p.blockLen, 1, 65535, file_, line_, " (0 makes the copy a NOP)");
+    rt::Record rec;
+    rec.op = "copy_l1_bt";
+    rec.pipe = "MTE1";
+    constexpr uint64_t unit = 64;  // blockLen / dstGap unit on 910B
+    for (uint64_t b = 0; b < p.blockCount; ++b) {
+        const uint64_t s0 = src.addr_ + b * (p.blockLen * unit + p.srcStride * cube::kC0Bytes);
+        const uint64_t d0 = dst.addr_ + b * (p.blockLen + p.dstStride) * unit;
+        const uint64_t n = p.blockLen * unit;
+        rt::check_space(file_, line_, api, rt::kL1, s0, n);
+        rt::check_space(file_, line_, api, rt::kBT, d0, n);
+        std::memcpy(cube::at(rt::kBT, d0), cube::at(rt::kL1, s0), n);
+        cube::push(rec.reads, cube::acc(rt::kL1, s0, n));
+        cube::push(rec.writes, cube::acc(rt::kBT, d0, n));
+    }
+    rec.label = rt::label(api, file_, line_);
+    rt::emit(rec);
+}
+
 // ============================================================================ Mmad (M)
 // docs Mmad.md: C (L0C, Nz, 1 KB aligned) = A (L0A, Zz, 512 B aligned) x B (L0B, Zn, 512 B
 // aligned) [+ C]. Types (910B): half x half -> float, bfloat16_t x bfloat16_t -> float,
 // float x float -> float, int8_t x int8_t -> int32_t. m, n, k in [1, 4095] (0 = NOP); m == 1
 // switches to GEMV mode, which reads A as ND (docs GEMV.md): never used by ascendsched.
-// Only the valid m x k and k x n elements enter the product. The bias table (cmatrixSource),
-// unitFlag and the deprecated isBias are not modelled.
+// Only the valid m x k and k x n elements enter the product. unitFlag and the deprecated isBias
+// are not modelled; a bias comes through the with-bias prototype below.
+namespace cube {
 template <typename T, typename U, typename S>
-inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter,
-                 const MmadParams& p, ASCENDSCHED_LOC) {
+inline void mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter,
+                 const LocalTensor<T>* bias, const MmadParams& p, const char* file_, int line_) {
     static_assert((std::is_same_v<T, float> && std::is_same_v<U, half> && std::is_same_v<S, half>) ||
                       (std::is_same_v<T, float> && std::is_same_v<U, bfloat16_t> && std::is_same_v<S, bfloat16_t>) ||
                       (std::is_same_v<T, float> && std::is_same_v<U, float> && std::is_same_v<S, float>) ||
                       (std::is_same_v<T, int32_t> && std::is_same_v<U, int8_t> && std::is_same_v<S, int8_t>),
                   "Mmad on 910B supports half/bfloat16_t/float -> float and int8_t -> int32_t (docs Mmad.md)");
-    const char* api = "Mmad";
+    const char* api = bias ? "Mmad(bias)" : "Mmad";
     cube::need_aic(api, file_, line_);
     cube::need_space(api, "dst", dst, rt::kL0C, "CO1", file_, line_);
     cube::need_space(api, "fm", fm, rt::kL0A, "A2", file_, line_);
@@ -544,8 +584,20 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
         rt::fail(file_, line_, "Mmad: m == 1 switches the Cube into GEMV mode, which reads L0A as ND instead of Zz "
                                "(docs Mmad.md, GEMV.md); pad m to 16");
     }
-    if (p.isBias || p.cmatrixSource) {
-        rt::fail(file_, line_, "Mmad: bias (isBias / cmatrixSource from the bias table) is not modelled by the CPU runtime");
+    if (p.isBias || (p.cmatrixSource && !bias)) {
+        rt::fail(file_, line_, "Mmad: isBias / cmatrixSource without a bias tensor is not modelled by the CPU runtime "
+                               "(pass the bias table tensor: Mmad(dst, fm, filter, bias, params))");
+    }
+    if (bias) {
+        // The with-bias prototype (Mmad.md): bias in the bias table (C2), 64 B aligned; the API sets
+        // cmatrixSource from that position and passes cmatrixInitVal on, which must be false (true
+        // clears C; docs BT-Buffer bias guide and example data_copy_gm2l1: cmatrixInitVal = false).
+        cube::need_space(api, "bias", *bias, rt::kBT, "C2", file_, line_);
+        cube::need_align(api, "bias", rt::kBT, bias->addr_, 64, file_, line_);
+        if (p.cmatrixInitVal) {
+            rt::fail(file_, line_, "Mmad(bias): cmatrixInitVal = true would clear C instead of loading the bias; "
+                                   "set it to false (docs Mmad.md, BT-Buffer bias guide)");
+        }
     }
     if (p.unitFlag != 0) rt::fail(file_, line_, "Mmad: unitFlag != 0 is not modelled by the CPU runtime");
     if (p.kDirectionAlign && !std::is_same_v<U, float>) {
@@ -557,7 +609,7 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
     const uint64_t kb_read = (k + c0 - 1) / c0;
     const uint64_t kb_layout = p.kDirectionAlign ? (k + 15) / 16 * (16 / c0) : kb_read;
     rt::Record rec;
-    rec.op = "mmad";
+    rec.op = bias ? "mmad_bias" : "mmad";
     rec.pipe = "M";
     for (uint64_t i = 0; i < mb; ++i) {
         const uint64_t a = fm.addr_ + i * kb_layout * cube::kFractal;
@@ -568,7 +620,12 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
     rec.reads.push_back(cube::acc(rt::kL0B, filter.addr_, kb_read * nb * cube::kFractal));
     const uint64_t cbytes = mb * nb * cube::kL0CFractal;
     rt::check_space(file_, line_, api, rt::kL0C, dst.addr_, cbytes);
-    if (!p.cmatrixInitVal) rec.reads.push_back(cube::acc(rt::kL0C, dst.addr_, cbytes));
+    const bool accumulate = !p.cmatrixInitVal && !bias;
+    if (accumulate) rec.reads.push_back(cube::acc(rt::kL0C, dst.addr_, cbytes));
+    if (bias) {  // the bias row of the nb * 16 columns the Mmad writes
+        rt::check_space(file_, line_, api, rt::kBT, bias->addr_, nb * 16 * sizeof(T));
+        rec.reads.push_back(cube::acc(rt::kBT, bias->addr_, nb * 16 * sizeof(T)));
+    }
     rec.writes.push_back(cube::acc(rt::kL0C, dst.addr_, cbytes));
 
     auto a_addr = [&](uint64_t r, uint64_t c) {
@@ -629,13 +686,15 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
             if constexpr (std::is_same_v<T, int32_t>) {
                 // int8 x int8 sums of up to 4095 terms are exact in double (< 2^53)
                 int64_t s = static_cast<int64_t>(dot[r * n + c]);
-                if (!p.cmatrixInitVal) s += cube::load<int32_t>(rt::kL0C, c_addr(r, c));
+                if (accumulate) s += cube::load<int32_t>(rt::kL0C, c_addr(r, c));
+                if (bias) s += cube::load<int32_t>(rt::kBT, bias->addr_ + c * sizeof(T));
                 o = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(s)));  // wraps
             } else {
                 // the k-sum of one Mmad rounded once to fp32, then added to C in fp32 when
                 // accumulating (sums in fp32, lower/ir.py)
                 float f = static_cast<float>(dot[r * n + c]);
-                if (!p.cmatrixInitVal) f = cube::load<float>(rt::kL0C, c_addr(r, c)) + f;
+                if (accumulate) f = cube::load<float>(rt::kL0C, c_addr(r, c)) + f;
+                if (bias) f = cube::load<float>(rt::kBT, bias->addr_ + c * sizeof(T)) + f;
                 o = f;
             }
         }
@@ -645,6 +704,23 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
     }
     rec.label = rt::label(api, file_, line_);
     rt::emit(rec);
+}
+}  // namespace cube
+
+template <typename T, typename U, typename S>
+inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter,
+                 const MmadParams& p, ASCENDSCHED_LOC) {
+    cube::mmad(dst, fm, filter, static_cast<const LocalTensor<T>*>(nullptr), p, file_, line_);
+}
+
+// Mmad.md, 传入bias的原型: C = A x B + bias, the bias row (n values in the bias table, C2) added
+// to every row; bias type = C type (910B: float for half/bfloat16_t/float, int32_t for int8_t,
+// Mmad.md 表8).
+template <typename T, typename U, typename S, typename V>
+inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter,
+                 const LocalTensor<V>& bias, const MmadParams& p, ASCENDSCHED_LOC) {
+    static_assert(std::is_same_v<T, V>, "Mmad bias type must be the result type on 910B (docs Mmad.md 表8)");
+    cube::mmad(dst, fm, filter, &bias, p, file_, line_);
 }
 
 // ============================================================================ L0C -> GM (FIX)

@@ -62,12 +62,15 @@ constexpr int32_t kEventIdLimit = ASCENDSCHED_EVENT_ID_LIMIT;
 #ifndef ASCENDSCHED_L0C_USABLE
 #define ASCENDSCHED_L0C_USABLE 0
 #endif
+#ifndef ASCENDSCHED_BT_USABLE  // the bias table (TPosition C2); defined only for kernels using it
+#define ASCENDSCHED_BT_USABLE 0
+#endif
 
 // Physical memories of one core. Index into State::mem.
-enum Space : uint8_t { kUB = 0, kL1, kL0A, kL0B, kL0C, kNumSpaces };
+enum Space : uint8_t { kUB = 0, kL1, kL0A, kL0B, kL0C, kBT, kNumSpaces };
 
 inline const char* space_name(uint8_t s) {
-    static const char* const names[kNumSpaces] = {"UB", "L1", "L0A", "L0B", "L0C"};
+    static const char* const names[kNumSpaces] = {"UB", "L1", "L0A", "L0B", "L0C", "BT"};
     return s < kNumSpaces ? names[s] : "?";
 }
 
@@ -78,6 +81,7 @@ inline uint64_t space_usable(uint8_t s) {
         case kL0A: return ASCENDSCHED_L0A_USABLE;
         case kL0B: return ASCENDSCHED_L0B_USABLE;
         case kL0C: return ASCENDSCHED_L0C_USABLE;
+        case kBT: return ASCENDSCHED_BT_USABLE;
         default: return 0;
     }
 }
@@ -98,7 +102,7 @@ struct Access {
 // concurrently, as the cross-core flags need), so the state is thread_local.
 struct State {
     std::vector<uint8_t> ub;
-    std::vector<uint8_t> l1, l0a, l0b, l0c;  // AIC memories (empty on the AIV)
+    std::vector<uint8_t> l1, l0a, l0b, l0c, bt;  // AIC memories (empty on the AIV)
     // Mmad's inputs: 1 per byte of L1/L0A/L0B that a copy or load wrote (ascendsched_cube.hpp)
     std::vector<uint8_t> l1_loaded, l0a_loaded, l0b_loaded;
     int64_t block = 0;
@@ -106,7 +110,7 @@ struct State {
     int64_t seq = 0;
     const char* core = "AIV";  // "AIV" | "AIC": the core type this program runs on
     uint64_t pipe_cursor = 0;  // TPipe::InitBuffer allocation cursor in UB (bytes)
-    uint64_t cursors[kNumSpaces] = {0, 0, 0, 0, 0};  // ... in the Cube memories
+    uint64_t cursors[kNumSpaces] = {0, 0, 0, 0, 0, 0};  // ... in the Cube memories
     std::map<std::pair<int, int32_t>, int> pending;  // (HardEvent, id) -> outstanding sets
     int tpipes = 0;  // TPipe objects alive and not destroyed (at most one, kernel_operator.h)
 };
@@ -175,6 +179,7 @@ inline std::vector<uint8_t>& mem(uint8_t space) {
         case kL0A: return s.l0a;
         case kL0B: return s.l0b;
         case kL0C: return s.l0c;
+        case kBT: return s.bt;
         default: return s.ub;
     }
 }
@@ -320,7 +325,7 @@ inline void open_trace(const char* path) {
 }
 
 // core: "AIV" (vector program: a fresh, poisoned UB) or "AIC" (Cube program: fresh L1, L0A,
-// L0B and L0C filled with 0xFF, which the hardware leaves undefined).
+// L0B, L0C and the bias table filled with 0xFF, which the hardware leaves undefined).
 inline void begin_block(int64_t block, int64_t block_num, const char* core = "AIV") {
     State& s = st();
     s.block = block;
@@ -337,6 +342,7 @@ inline void begin_block(int64_t block, int64_t block_num, const char* core = "AI
     s.l0a.assign(aic ? space_usable(kL0A) : 0, 0xFF);
     s.l0b.assign(aic ? space_usable(kL0B) : 0, 0xFF);
     s.l0c.assign(aic ? space_usable(kL0C) : 0, 0xFF);
+    s.bt.assign(aic ? space_usable(kBT) : 0, 0xFF);
     s.l1_loaded.assign(s.l1.size(), 0);
     s.l0a_loaded.assign(s.l0a.size(), 0);
     s.l0b_loaded.assign(s.l0b.size(), 0);

@@ -246,13 +246,15 @@ public:
 };
 
 // The physical memory of a TPosition on 910B (include/basic_api/kernel_tpipe.h; docs TPosition):
-// VECIN/VECOUT/VECCALC (and LCM) = UB, A1/B1/C1 = L1, A2 = L0A, B2 = L0B, CO1 = L0C.
+// VECIN/VECOUT/VECCALC (and LCM) = UB, A1/B1/C1 = L1, A2 = L0A, B2 = L0B, CO1 = L0C,
+// C2 = the bias table (docs DataCopy（L1ToBiasTable-Buffer数据搬运）.md, Mmad.md).
 constexpr uint8_t position_space(TPosition pos) {
     switch (pos) {
         case TPosition::A1: case TPosition::B1: case TPosition::C1: return rt::kL1;
         case TPosition::A2: return rt::kL0A;
         case TPosition::B2: return rt::kL0B;
         case TPosition::CO1: return rt::kL0C;
+        case TPosition::C2: return rt::kBT;
         case TPosition::VECIN: case TPosition::VECOUT: case TPosition::VECCALC: case TPosition::LCM: return rt::kUB;
         default: return rt::kNumSpaces;
     }
@@ -365,7 +367,7 @@ public:
         const bool cube = space != rt::kUB;
         if (cube != rt::is_aic()) {
             rt::fail(file_, line_, std::string("TPipe::InitBuffer: ") + rt::space_name(space) + " does not exist on the " +
-                                       s.core + " (UB is on the AIV; L1, L0A, L0B, L0C are on the AIC)");
+                                       s.core + " (UB is on the AIV; L1, L0A, L0B, L0C, BT are on the AIC)");
         }
         uint64_t& cursor = cube ? s.cursors[space] : s.pipe_cursor;
         const uint64_t usable = rt::space_usable(space);

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ascendsched.algo import algorithm, clip, compute, evaluate, placeholder, pow_, sigmoid, tanh
-from ascendsched.driver import approx_rtol, random_inputs
+from ascendsched.api.numerics import approx_rtol, random_inputs
 from ascendsched.errors import AlgorithmError
 from ascendsched.lower.pipeline import lower
 from ascendsched.schedule import Schedule

@@ -11,7 +11,7 @@ from ascendsched.algo.algorithm import algorithm
 from ascendsched.algo.expr import Const
 from ascendsched.algo.gemm_spec import match_gemm
 from ascendsched.algo.resize import axis_class, axis_classes, resize
-from ascendsched.driver import random_inputs
+from ascendsched.api.numerics import random_inputs
 from ascendsched.errors import AlgorithmError
 
 

@@ -3,7 +3,7 @@
 import re
 import textwrap
 
-from ascendsched.cli import load, main
+from ascendsched.api.cli import load, main
 
 KERNEL = textwrap.dedent('''
     from ascendsched.algo.library import vadd

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from ascendsched.cli import main
+from ascendsched.api.cli import main
 
 
 @pytest.mark.slow

@@ -9,8 +9,8 @@ import pytest
 
 from ascendsched.algo import evaluate
 from ascendsched.algo.algorithm import algorithm
-from ascendsched.algo.expr import compute, placeholder
-from ascendsched.driver import check
+from ascendsched.algo.tensor import compute, placeholder
+from ascendsched.api.check import check
 from ascendsched.errors import UnsupportedError
 from ascendsched.lower.ir import iter_instrs
 from ascendsched.lower.pipeline import lower

@@ -5,8 +5,8 @@ executed something names the reduced shape and cores."""
 import pytest
 
 from ascendsched.algo import library as L
-from ascendsched.cli import main
-from ascendsched.driver import CheckBudget, check
+from ascendsched.api.check import CheckBudget, check
+from ascendsched.api.cli import main
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.reduce import Reduction
@@ -60,7 +60,7 @@ def test_a_reduced_instance_of_other_structure_fails_the_check(monkeypatch):
     """A reduction that changed the tile (a bug in schedule/reduce.py) must not pass."""
     s = Schedule(L.vadd(2048 * 40)).split("z", "i", 2048).bind("z", "i_o", 4)
     wrong = Schedule(L.vadd(1024 * 12)).split("z", "i", 1024).bind("z", "i_o", 2)
-    monkeypatch.setattr("ascendsched.driver.reduce_instance", lambda sched: Reduction(s, wrong))
+    monkeypatch.setattr("ascendsched.api.check.reduce_instance", lambda sched: Reduction(s, wrong))
     vs = check(s, cpp=False, reduce=True)
     cmp = next(v for v in vs if v.check == "full IR == reduced IR")
     assert not cmp.ok and cmp.detail.startswith("buffer x_ub: full UB float16[2048]")

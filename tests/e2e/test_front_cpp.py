@@ -16,7 +16,7 @@ from ascendsched.algo import (
     where,
 )
 from ascendsched.algo import library as L
-from ascendsched.driver import check
+from ascendsched.api.check import check
 from ascendsched.schedule import Schedule
 
 

@@ -9,7 +9,8 @@ import pytest
 from ascendsched.algo import evaluate
 from ascendsched.algo import library as L
 from ascendsched.algo.gemm_spec import gemm_error, match_gemm
-from ascendsched.driver import check, random_inputs
+from ascendsched.api.check import check
+from ascendsched.api.numerics import random_inputs
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.ir import BLOCK_IDX, For, If, iter_instrs
 from ascendsched.lower.pass_log import PassLog

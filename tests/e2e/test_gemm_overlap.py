@@ -3,7 +3,8 @@ syncs leave MTE2, MTE1, M and FIX free to run at the same time (pairwise), every
 still needed, and the kernel checks clean. Single buffered, MTE1 and M serialise."""
 
 from ascendsched.algo import library as L
-from ascendsched.driver import random_inputs, sync_minimality
+from ascendsched.api.numerics import random_inputs
+from ascendsched.api.sync_minimality import sync_minimality
 from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.sim.checker import check_trace, concurrent_pipes

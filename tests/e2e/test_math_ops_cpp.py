@@ -4,7 +4,7 @@ ladder, emitted C++ included (one g++ build per kernel)."""
 import pytest
 
 from ascendsched.algo import algorithm, clip, compute, placeholder, sigmoid, tanh
-from ascendsched.driver import check
+from ascendsched.api.check import check
 from ascendsched.schedule import Schedule
 
 

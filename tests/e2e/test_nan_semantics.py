@@ -4,7 +4,8 @@ NaN operand gives NaN (fast rungs; the emitted C++ is in test_nan_semantics_cpp.
 import numpy as np
 
 from ascendsched.algo import evaluate
-from ascendsched.driver import check, compare
+from ascendsched.api.check import check
+from ascendsched.api.numerics import compare
 from tests.e2e.nan_cases import elementwise, nan_inputs, row_extremes
 
 

@@ -6,8 +6,8 @@ emit_ascendc/runtime/kernel_operator.h cites what they say), through ``check`` a
 import numpy as np
 import pytest
 
-from ascendsched.cli import main
-from ascendsched.driver import check
+from ascendsched.api.check import check
+from ascendsched.api.cli import main
 from tests.e2e.nan_cases import elementwise, nan_inputs, row_extremes
 
 pytestmark = pytest.mark.slow

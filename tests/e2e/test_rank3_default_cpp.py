@@ -3,7 +3,7 @@ ladder, emitted C++ included; the (4, 2048, 2048) kernels through their reduced 
 
 import pytest
 
-from ascendsched.driver import check
+from ascendsched.api.check import check
 from tests.schedule.test_defaults_rank3 import KERNELS
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ lowerings carry the ``slow`` mark."""
 
 import pytest
 
-from ascendsched.driver import DEFAULT_BUDGET, estimated_instrs
+from ascendsched.api.check import DEFAULT_BUDGET, estimated_instrs
 from ascendsched.lower.compare import structural_diff
 from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.reduce import reduce_instance

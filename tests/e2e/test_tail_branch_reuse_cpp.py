@@ -4,7 +4,7 @@ lifetimes), and the syncs derived from the planned bytes order the sharing."""
 
 import pytest
 
-from ascendsched.driver import check
+from ascendsched.api.check import check
 from tests.lower.test_exclusive_branches import _softmax_rows
 
 pytestmark = pytest.mark.slow

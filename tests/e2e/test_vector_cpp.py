@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ascendsched.driver import check
+from ascendsched.api.check import check
 from tests.kit.vector_cases import CASES, IDS, lowered
 
 pytestmark = pytest.mark.slow  # g++ builds and runs

@@ -5,7 +5,8 @@ store of the last one (MTE3) run while the vector unit works on this one."""
 import pytest
 
 from ascendsched.algo import library as L
-from ascendsched.driver import random_inputs, sync_minimality
+from ascendsched.api.numerics import random_inputs
+from ascendsched.api.sync_minimality import sync_minimality
 from ascendsched.lower.pipeline import lower
 from ascendsched.schedule import Schedule
 from ascendsched.sim.checker import check_trace, concurrent_pipes

@@ -5,7 +5,7 @@ and double-buffered / multi-core hand schedules."""
 import pytest
 
 from ascendsched.algo import library as L
-from ascendsched.driver import sync_minimality
+from ascendsched.api.sync_minimality import sync_minimality
 from ascendsched.schedule import Schedule
 from tests.kit.vector_cases import CASES, IDS
 

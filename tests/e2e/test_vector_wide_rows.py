@@ -10,7 +10,7 @@ from functools import cache
 import pytest
 
 from ascendsched.algo import library as L
-from ascendsched.driver import check
+from ascendsched.api.check import check
 from ascendsched.lower.ir import Kernel, iter_instrs
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.schedule_for import schedule_for

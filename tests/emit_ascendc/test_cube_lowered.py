@@ -1,5 +1,5 @@
 """GEMMs lowered by ascendsched itself (schedule -> build_gemm -> plan -> sync) through the whole
-verification ladder with the emitted C++: ``driver.check`` gives one verdict per rung (IR vs
+verification ladder with the emitted C++: ``api.check.check`` gives one verdict per rung (IR vs
 numpy, IR trace race check, g++ build with sanitizers, C++ run vs numpy, C++ trace == IR trace,
 C++ trace race check). Three kernels cover what the fixtures do not: a hand schedule with edge
 tiles, L1/L0/L0C double buffering, several Cube cores, a persistent loop and swizzle on bf16
@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from ascendsched.algo.library import batched_gemm, gemm
-from ascendsched.driver import check
+from ascendsched.api.check import check
 from ascendsched.schedule.gemm import GemmSchedule
 
 pytestmark = pytest.mark.slow  # g++ builds and runs

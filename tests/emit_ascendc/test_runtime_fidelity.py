@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from ascendsched.algo.library import gemm
-from ascendsched.driver import compile_kernel, random_inputs
+from ascendsched.api.compile import compile_kernel
+from ascendsched.api.numerics import random_inputs
 from ascendsched.dtypes import float16, float32
 from ascendsched.emit_ascendc.check import KernelAbort, build_cpu, build_source, run_cpu
 from ascendsched.emit_ascendc.project import _cpu_defines

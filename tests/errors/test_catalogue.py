@@ -34,8 +34,9 @@ from ascendsched.algo import (
     where,
 )
 from ascendsched.algo import library as L
-from ascendsched.cli import load, load_inputs
-from ascendsched.driver import check, user_inputs
+from ascendsched.api.check import check
+from ascendsched.api.cli import load, load_inputs
+from ascendsched.api.numerics import user_inputs
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule

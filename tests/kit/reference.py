@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ascendsched.algo import evaluate
-from ascendsched.driver import ATOL, RTOL, approx_rtol, random_inputs
+from ascendsched.api.numerics import ATOL, RTOL, approx_rtol, random_inputs
 from ascendsched.lower.pipeline import lower
 from ascendsched.sim.execute import run_kernel
 

@@ -198,7 +198,7 @@ def _tight_fallback_gemm():  # noqa: ANN202
 
 
 def test_tight_pair_fallback_stays_race_free() -> None:
-    from ascendsched.driver import random_inputs
+    from ascendsched.api.numerics import random_inputs
     from ascendsched.errors import BarrierFallbackWarning
     from ascendsched.lower.pipeline import lower
     sched = _tight_fallback_gemm()

@@ -156,7 +156,7 @@ def test_bound_softmax_with_a_tail_tile_double_buffered_fits() -> None:
 
 
 def test_bound_softmax_with_a_tail_passes_the_ir_rungs() -> None:
-    from ascendsched.driver import check
+    from ascendsched.api.check import check
 
     vs = check(_softmax_rows(9), cpp=False)
     assert [v.check for v in vs] == ["lower", "IR execution == numpy (y)", "IR trace race check"]

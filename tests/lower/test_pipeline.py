@@ -8,8 +8,9 @@ from dataclasses import replace
 import pytest
 
 from ascendsched.algo import library as L
-from ascendsched.cli import main
-from ascendsched.driver import compile_kernel, sync_minimality
+from ascendsched.api.cli import main
+from ascendsched.api.compile import compile_kernel
+from ascendsched.api.sync_minimality import sync_minimality
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.insert_sync import Placed
 from ascendsched.lower.ir import iter_instrs, view

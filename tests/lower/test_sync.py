@@ -258,7 +258,7 @@ def test_latest_source_of_a_tail_version_dependence() -> None:
     # of y_ub. The happens-before oracle must see that pair (isl's lexmax of the quasi-affine
     # relation returned tile 0 as the latest source, and a real race went unnoticed).
     from ascendsched.algo import algorithm, compute, placeholder
-    from ascendsched.driver import random_inputs
+    from ascendsched.api.numerics import random_inputs
     from ascendsched.lower.pipeline import lower
     from ascendsched.schedule import Schedule
     from ascendsched.sim.checker import check_trace

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from ascendsched.algo import library as L
 from ascendsched.algo.gemm_spec import gemm_error
-from ascendsched.driver import check, random_inputs
+from ascendsched.api.check import check
+from ascendsched.api.numerics import random_inputs
 from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.sim.checker import check_trace

@@ -13,7 +13,7 @@ from hypothesis import event, given, reject, settings
 from hypothesis import strategies as st
 
 from ascendsched.algo import library as L
-from ascendsched.driver import check
+from ascendsched.api.check import check
 from ascendsched.errors import CapacityError, SyncError
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.schedule_for import schedule_for

@@ -5,7 +5,7 @@ legal: the planner's CapacityError rejects the example."""
 
 from hypothesis import given, reject, settings
 
-from ascendsched.driver import check
+from ascendsched.api.check import check
 from ascendsched.errors import CapacityError
 from ascendsched.lower.pipeline import lower
 from ascendsched.sim.checker import check_trace

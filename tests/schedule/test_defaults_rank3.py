@@ -17,7 +17,7 @@ from ascendsched.algo import (
     reduce_sum,
     rsqrt,
 )
-from ascendsched.driver import check
+from ascendsched.api.check import check
 from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import plan_memory

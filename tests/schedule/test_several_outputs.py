@@ -75,7 +75,7 @@ def test_the_default_schedule_of_several_outputs_tiles_the_root_and_checks():
     """Issue 15: the default generator called compute_at on the second output (an error the
     user never caused); it now tiles the root output and lets the others ride in its tile."""
     from ascendsched.algo import algorithm, compute, placeholder, reduce_axis, reduce_max
-    from ascendsched.driver import check
+    from ascendsched.api.check import check
     from ascendsched.lower.schedule_for import schedule_for
 
     x = placeholder("x", (64, 1024), "float32")

@@ -3,7 +3,7 @@
 
 - Rsqrt.md:179 / Reciprocal.md:202 (asc-devkit docs): half results miss 双千分之一, float results
   miss 双万分之一 (definition: Mmad.md:242): the simulator must not be exact, and a check of
-  their outputs must allow their error (``driver.approx_rtol``).
+  their outputs must allow their error (``api.numerics.approx_rtol``).
 - ReduceRepeat.md:270 / ReduceDataBlock.md:183-191: WholeReduceSum sums each repeat as a binary
   tree of adjacent pairs.
 """
@@ -15,7 +15,7 @@ import pytest
 
 from ascendsched.algo import algorithm, compute, placeholder, rsqrt
 from ascendsched.algo import library as L
-from ascendsched.driver import RTOL, approx_rtol, compare
+from ascendsched.api.numerics import RTOL, approx_rtol, compare
 from ascendsched.dtypes import float16, float32
 from ascendsched.sim.precision import tree_sum
 from ascendsched.target import ASCEND_910B

@@ -133,7 +133,7 @@ def test_readme_softmax_overlaps_loads_and_stores_with_the_vector_work() -> None
     # bytes for the whole loop, so the e/y temporaries no longer sit on them and the loads and
     # stores of neighbouring tiles run beside the vector work (two tiles per core: the load
     # of the second and the store of the first are hidden)
-    from ascendsched.driver import random_inputs
+    from ascendsched.api.numerics import random_inputs
     from ascendsched.sim.checker import concurrent_pipes
     from ascendsched.sim.execute import run_kernel
     from tests.kit.reference import readme_softmax
@@ -200,7 +200,7 @@ def test_timeline_json_has_one_track_per_pipe_per_core(tmp_path) -> None:
 def test_cli_time_prints_modelled_figures_and_writes_the_timeline(tmp_path, capsys) -> None:
     from pathlib import Path
 
-    from ascendsched.cli import main
+    from ascendsched.api.cli import main
 
     example = Path(__file__).resolve().parents[2] / "examples" / "gemm.py"
     out = tmp_path / "t.json"

@@ -55,9 +55,9 @@ def add_parser(sub: Any) -> None:
 def resolve_space(args: argparse.Namespace) -> tuple[Any, str]:
     """The space to search and the code that rebuilds its algorithm in printed schedules."""
     from ascendsched.algo.algorithm import Algorithm
+    from ascendsched.api.cli import load
     from ascendsched.autotune.space import Space
     from ascendsched.autotune.spaces import default_space
-    from ascendsched.cli import load
 
     obj = load(args.target, accept=(Space,))
     func = args.target.rsplit(":", 1)[1]
@@ -128,7 +128,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                             comment=figures_comment(t.evaluation, res.speedup(t)),
                             with_imports=i == 1))
     if args.out:
-        from ascendsched.driver import compile_kernel
+        from ascendsched.api.compile import compile_kernel
 
         k, proj = compile_kernel(ranked[0].schedule, Path(args.out))
         print(f"wrote {proj.out_dir}: the best schedule's project ({k.block_dim} blocks)")

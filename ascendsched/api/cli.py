@@ -153,7 +153,7 @@ def load_inputs(path: Path) -> dict:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from ascendsched.driver import compile_kernel
+    from ascendsched.api.compile import compile_kernel
     from ascendsched.lower.pass_log import PassLog
     from ascendsched.lower.pipeline import lower
     from ascendsched.lower.schedule_for import schedule_for
@@ -180,7 +180,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from ascendsched.driver import compile_kernel
+    from ascendsched.api.compile import compile_kernel
 
     k, proj = compile_kernel(load(args.target), Path(args.output))
     print(f"wrote {proj.out_dir}: {proj.kernel_cpp.name}, {proj.host_main.name}, "
@@ -189,7 +189,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from ascendsched.driver import check
+    from ascendsched.api.check import check
 
     inputs = load_inputs(Path(args.inputs)) if args.inputs else None
     reduce = True if args.reduced else False if args.full else None
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--timeline", help="write a Chrome trace-event JSON (Perfetto) to this path")
     t.add_argument("--png", help="write a Gantt chart PNG to this path")
     t.set_defaults(fn=cmd_time)
-    from ascendsched.tune_cli import add_parser as add_tune
+    from ascendsched.api.tune_cli import add_parser as add_tune
 
     add_tune(sub)
     from ascendsched.benchmarks.bench import add_parser as add_bench

@@ -1,0 +1,126 @@
+"""The ladder's numbers: its inputs (random, or the user's checked) and its tolerances.
+
+``check`` (``check.py``) and the tests compare every executed output with the numpy reference
+through :func:`compare`: within ``RTOL``/``ATOL`` of the output's dtype, plus the documented
+error of the approximate vector instructions on its expression tree (:func:`approx_rtol`);
+integer outputs must be equal. NaN equals NaN, inf equals inf of the same sign.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.check import children
+from ascendsched.algo.expr import Expr, Load, Unary
+from ascendsched.algo.tensor import Tensor
+from ascendsched.dtypes import store
+from ascendsched.errors import InputError
+from ascendsched.target import DEFAULT_TARGET, Target
+
+# Tolerances of the numeric checks (reductions reassociate; elementwise ops are correctly
+# rounded). Outputs computed through an approximate instruction (target.approx_rel_error:
+# Rsqrt, Reciprocal) add that instruction's documented error, see ``approx_rtol``.
+RTOL = {"float16": 4e-3, "bfloat16": 2e-2, "float32": 2e-5}
+ATOL = {"float16": 2e-3, "bfloat16": 2e-2, "float32": 1e-5}
+
+
+def approx_rtol(algo: Algorithm, name: str, target: Target = DEFAULT_TARGET) -> float:
+    """The relative error the approximate vector instructions add to output ``name``: the sum,
+    over every occurrence on its expression tree (loads of producers included, once per load),
+    of ``target.approx_rel_error[(op, dtype)]``. First order: products, quotients and
+    same-sign sums pass a relative error on unchanged (rsqrt halves it); a difference of close
+    values can amplify it, which this bound does not cover."""
+    memo: dict[str, float] = {}
+
+    from ascendsched.lower.expand_math import expand_math
+
+    def of_tensor(t: Tensor) -> float:
+        if t.op is None:
+            return 0.0
+        if t.name not in memo:  # as lowered: tanh, sigmoid, pow in the instructions they become
+            memo[t.name] = of_expr(expand_math(t.op.body, target))
+        return memo[t.name]
+
+    def of_expr(e: Expr) -> float:
+        own = 0.0
+        if isinstance(e, Unary):
+            own = target.approx_rel_error.get((e.op, e.dtype.name), 0.0)
+        elif isinstance(e, Load):
+            own = of_tensor(e.tensor)
+        return own + sum(of_expr(c) for c in children(e))
+
+    (out,) = [t for t in algo.outputs if t.name == name]
+    return of_tensor(out)
+
+
+def random_inputs(algo: Algorithm, seed: int = 0) -> dict[str, np.ndarray]:
+    """One array per input of ``algo``, from ``seed``: uniform in [-2, 2] for floating-point
+    inputs (rounded to their dtype), integers in [-100, 100) otherwise."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for t in algo.inputs:
+        shape = tuple(int(s) for s in t.shape)
+        if t.dtype.is_float:
+            out[t.name] = rng.uniform(-2, 2, shape).astype(np.float32).astype(t.dtype.np)
+        else:
+            out[t.name] = rng.integers(-100, 100, shape).astype(t.dtype.np)
+    return out
+
+
+def compare(got: np.ndarray, want: np.ndarray, dtype: str, approx: float = 0.0) -> tuple[bool, str]:
+    """``got`` vs the reference within the tolerance of ``dtype`` plus ``approx`` (relative,
+    from :func:`approx_rtol`)."""
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    if dtype in RTOL:
+        # an approximate instruction's error is relative to its own value, which a later sum
+        # or difference may leave larger than the output element (tanh = 1 - 2 * reciprocal
+        # near 0): as an absolute term, it is taken relative to the output's largest value
+        finite = np.abs(w[np.isfinite(w)])
+        scale = float(finite.max()) if finite.size else 0.0
+        ok = bool(np.allclose(g, w, rtol=RTOL[dtype] + approx,
+                              atol=ATOL[dtype] + approx * scale, equal_nan=True))
+    else:
+        ok = bool(np.array_equal(g, w))
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(g - w)
+    diff = diff[~np.isnan(diff)]  # NaN == NaN and inf == inf leave NaN here
+    err = float(diff.max()) if diff.size else 0.0
+    nan = int(np.count_nonzero(np.isnan(g) != np.isnan(w)))
+    return ok, f"max abs error {err:.3g}" + (f", {nan} elements NaN in only one of the two"
+                                             if nan else "")
+
+
+def user_inputs(algo: Algorithm, inputs: Mapping[str, object]) -> dict[str, np.ndarray]:
+    """``inputs`` checked against ``algo``'s inputs (names, shapes, numbers) and converted to
+    their dtypes' storage. Any values are welcome: NaN, inf, rows of zeros."""
+    if not isinstance(inputs, Mapping):
+        raise InputError(f"inputs must map input names to arrays, e.g. {{'x': x}}, got "
+                         f"{type(inputs).__name__}")
+    want = {t.name: t for t in algo.inputs}
+    missing, extra = sorted(set(want) - set(inputs)), sorted(set(inputs) - set(want))
+    if missing or extra:
+        raise InputError(
+            f"inputs of '{algo.name}' are {', '.join(sorted(want))}; "
+            + (f"missing: {', '.join(missing)}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"unknown: {', '.join(map(str, extra))}" if extra else ""))
+    out = {}
+    for name, t in want.items():
+        arr = np.asarray(inputs[name])
+        shape = tuple(int(s) for s in t.shape)
+        if arr.dtype.kind not in "biuf":
+            raise InputError(f"input '{name}' holds {arr.dtype} values; give numbers "
+                             f"({t.dtype}{list(shape)})")
+        if arr.shape != shape:
+            raise InputError(f"input '{name}' has shape {list(arr.shape)} but '{algo.name}' "
+                             f"declares {t.dtype}{list(shape)}; reshape it or build the "
+                             f"algorithm with that shape")
+        if not t.dtype.is_float and arr.dtype.kind == "f" and not (
+                np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
+            raise InputError(f"input '{name}' is {t.dtype} but holds non-integer values; round "
+                             f"them first (np.rint(a).astype('{t.dtype.np}'))")
+        out[name] = store(t.dtype, arr)
+    return out

@@ -164,9 +164,7 @@ class SyncText:
             if x.loop_paths != s.loop_paths[:j + 1] or x.path[:-1] != y.path[:-1] or \
                     not all(_prefix(c, var) for c in x.conds):
                 continue  # a deeper loop, or Ifs that may skip an iteration between two runs
-            body, d = x.path[:-1], len(x.path) - 1
-            if not (len(s.path) > d and s.path[:d] == body and x.path[-1] > s.path[d]
-                    and len(t.path) > d and t.path[:d] == body and y.path[-1] < t.path[d]):
+            if not (_before(s.path, x.path) and _before(t.path, y.path, after=True)):
                 continue
             eid = _eid(x)
             if eid != _eid(y) or eid is None:
@@ -188,11 +186,10 @@ class SyncText:
             """x..y (x == y: a barrier) in a body inside the loop that holds s, after s's
             branch, or holds t, before t's branch: they run in the same iteration of the loop
             (and of every loop inside it around that body) as s, after it, or as t, before it."""
-            body, d = x.path[:-1], len(x.path) - 1
+            body = x.path[:-1]
             if len(body) <= len(loop) or body[:len(loop)] != loop:
                 return False  # not inside the loop's body
-            return (len(s.path) > d and s.path[:d] == body and x.path[-1] > s.path[d]) or \
-                (len(t.path) > d and t.path[:d] == body and y.path[-1] < t.path[d])
+            return _before(s.path, x.path) or _before(t.path, y.path, after=True)
 
         bars, ones, _ = self._menu(s.pipe, t.pipe, t.core)
         out = [key for key, x in bars if beside(x, x)]

@@ -115,9 +115,9 @@ def cache_key(sched: AnySchedule) -> str:
 
 def evaluate_schedule(sched: AnySchedule) -> Evaluation:
     """Lower ``sched`` (every pass) and model its time; an error record on any failure."""
-    from ascendsched.lower.insert_sync import sync_stats
     from ascendsched.lower.pass_log import PassLog
     from ascendsched.lower.pipeline import lower
+    from ascendsched.lower.sync_stats import sync_stats
     from ascendsched.sim.timing import model_time
 
     t0 = time.process_time()

@@ -145,9 +145,9 @@ def _timeline(sched: Any, path: Path) -> str:
 def sync_rows() -> list[SyncRow]:
     """sync_report.py's one-tile kernels: executed syncs and UB peak, and bishengir's."""
     from ascendsched.benchmarks.sync_report import BISHENGIR, one_tile
-    from ascendsched.lower.insert_sync import sync_stats
     from ascendsched.lower.pass_log import PassLog
     from ascendsched.lower.pipeline import lower
+    from ascendsched.lower.sync_stats import sync_stats
     from ascendsched.target import Scope
 
     out = []

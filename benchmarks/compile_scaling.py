@@ -118,6 +118,7 @@ def run(case: Case) -> dict[str, object]:
     from ascendsched.lower.ir import iter_instrs
     from ascendsched.lower.pass_log import PassLog
     from ascendsched.lower.pipeline import STEPS, SYNC_STEPS
+    from ascendsched.lower.sync_ir import Sync
 
     assert set(PASSES["sync"]) == set(SYNC_STEPS) and {
         n for ns in PASSES.values() for n in ns} <= set(STEPS) | {"emit"}
@@ -138,8 +139,8 @@ def run(case: Case) -> dict[str, object]:
         "cpu": t2 - t0, "schedule_s": t1 - t0, "lower_s": sum(cpu.get(n, 0.0) for n in STEPS),
         **{f"{col}_s": sum(cpu.get(n, 0.0) for n in steps) for col, steps in PASSES.items()},
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "statements": sum(1 for i in instrs if not i.is_sync),
-        "syncs": sum(1 for i in instrs if i.is_sync), "blocks": k.block_dim,
+        "statements": sum(1 for i in instrs if not isinstance(i, Sync)),
+        "syncs": sum(1 for i in instrs if isinstance(i, Sync)), "blocks": k.block_dim,
     }
 
 

@@ -13,9 +13,9 @@ import time
 
 from ascendsched.algo import library as L
 from ascendsched.api.sync_minimality import sync_minimality
-from ascendsched.lower.insert_sync import sync_stats
 from ascendsched.lower.pass_log import PassLog
 from ascendsched.lower.pipeline import lower
+from ascendsched.lower.sync_stats import sync_stats
 from ascendsched.schedule import Schedule
 from ascendsched.target import Scope
 

@@ -39,6 +39,15 @@ from ascendsched.lower.ir import (
     Region,
     Stmt,
     iter_instrs,
+)
+from ascendsched.lower.sync_ir import (
+    Barrier,
+    CrossSet,
+    CrossSync,
+    CrossWait,
+    SetFlag,
+    Sync,
+    WaitFlag,
     program_epilogue,
 )
 from ascendsched.target.model import CoreType, Pipe, Scope
@@ -51,8 +60,7 @@ def _uses_ffts(k: Kernel) -> bool:
     first argument (host: rtGetC2cCtrlAddr, runtime/rt_ffts.h) and calls SetSyncBaseAddr
     first (ASCEND_910B.md; catlass examples' kernels: ``uint64_t fftsAddr`` then
     ``AscendC::SetSyncBaseAddr(fftsAddr)``)."""
-    return any(i.op in ("cross_set", "cross_wait")
-               for prog in k.programs for i, _ in iter_instrs(prog.body))
+    return any(isinstance(i, CrossSync) for prog in k.programs for i, _ in iter_instrs(prog.body))
 
 
 def _cores(k: Kernel) -> tuple[CoreType, ...]:
@@ -153,7 +161,7 @@ class _KernelPrinter:
             if prog is not None:
                 self.emit("")
                 self._body(prog.body)
-                self._body(program_epilogue(CoreType.AIV))
+                self._body(program_epilogue(k, CoreType.AIV))
         else:
             for core in cores:
                 self.core = core
@@ -166,7 +174,7 @@ class _KernelPrinter:
                 self._core_buffers(core)
                 self.emit("")
                 self._body(k.program(core).body)
-                self._body(program_epilogue(core))
+                self._body(program_epilogue(k, core))
                 self.indent -= 1
                 self.emit("}")
         return "\n".join(head + self.lines + ["}", ""])
@@ -283,7 +291,10 @@ class _KernelPrinter:
         return f"({_cexpr(c.lhs)} {c.op} {c.rhs})"
 
     def _instr(self, i: Instr) -> None:
-        _OP_TABLE[i.op](self, i)  # a known op in its core's program (verified)
+        if isinstance(i, Sync):
+            _SYNC_TABLE[type(i)](self, i)  # type: ignore[operator]
+        else:
+            _OP_TABLE[i.op](self, i)  # a known op in its core's program (verified)
 
     # ---- operand expressions
     def _ub(self, r: Region, extra: str = "") -> str:
@@ -320,7 +331,7 @@ class _KernelPrinter:
         return rows, cols
 
     def _line(self, i: Instr, call: str, note: str = "") -> None:
-        comment = sync_comment(i.comment) if i.is_sync else i.comment
+        comment = sync_comment(i.comment) if isinstance(i, Sync) else i.comment
         text = comment + (f" ({note})" if note and comment else note)
         self.emit(call + _comment(text))
 
@@ -330,35 +341,28 @@ def _event(p: _KernelPrinter, i: Instr, src: Pipe, dst: Pipe) -> str:
     return f"HardEvent::{src}_{dst}"  # one the core has (verified)
 
 
-def _set_flag(p: _KernelPrinter, i: Instr) -> None:
-    dst = Pipe(i.attr("dst"))
-    eid = Affine.of(i.attr("event_id"))  # type: ignore[arg-type]
-    p._line(i, f"SetFlag<{_event(p, i, i.pipe, dst)}>({_cexpr(eid)});")
+def _set_flag(p: _KernelPrinter, i: SetFlag) -> None:
+    p._line(i, f"SetFlag<{_event(p, i, i.src, i.dst)}>({_cexpr(i.event_id)});")
 
 
-def _wait_flag(p: _KernelPrinter, i: Instr) -> None:
-    src = Pipe(i.attr("src"))
-    eid = Affine.of(i.attr("event_id"))  # type: ignore[arg-type]
-    p._line(i, f"WaitFlag<{_event(p, i, src, i.pipe)}>({_cexpr(eid)});")
+def _wait_flag(p: _KernelPrinter, i: WaitFlag) -> None:
+    p._line(i, f"WaitFlag<{_event(p, i, i.src, i.dst)}>({_cexpr(i.event_id)});")
 
 
-def _barrier(p: _KernelPrinter, i: Instr) -> None:
+def _barrier(p: _KernelPrinter, i: Barrier) -> None:
     p._line(i, f"PipeBarrier<PIPE_{i.pipe}>();")
 
 
-def _cross_set(p: _KernelPrinter, i: Instr) -> None:
-    p._line(i, f"CrossCoreSetFlag<{i.attr('mode', 2)}, PIPE_{i.pipe}>({i.attr('flag_id')});")
+def _cross_set(p: _KernelPrinter, i: CrossSet) -> None:
+    p._line(i, f"CrossCoreSetFlag<{i.mode}, PIPE_{i.pipe}>({i.flag_id});")
 
 
-def _cross_wait(p: _KernelPrinter, i: Instr) -> None:
+def _cross_wait(p: _KernelPrinter, i: CrossWait) -> None:
     # the template args carry the IR's mode and pipe (they do not change the 910B behaviour:
     # the wait blocks every pipe of the core, docs CrossCoreWaitFlag(ISASI))
-    p._line(i, f"CrossCoreWaitFlag<{i.attr('mode', 2)}, PIPE_{i.pipe}>({i.attr('flag_id')});")
+    p._line(i, f"CrossCoreWaitFlag<{i.mode}, PIPE_{i.pipe}>({i.flag_id});")
 
 
-_OP_TABLE = {
-    **CUBE_TEMPLATES,
-    **VECTOR_TEMPLATES,
-    "set_flag": _set_flag, "wait_flag": _wait_flag, "barrier": _barrier,
-    "cross_set": _cross_set, "cross_wait": _cross_wait,
-}
+_OP_TABLE = {**CUBE_TEMPLATES, **VECTOR_TEMPLATES}
+_SYNC_TABLE = {SetFlag: _set_flag, WaitFlag: _wait_flag, Barrier: _barrier,
+               CrossSet: _cross_set, CrossWait: _cross_wait}

@@ -1,6 +1,6 @@
 """Event-id allocation: fit every flag channel into the target's ids per HardEvent.
 
-Input: a kernel whose syncs carry ``channel``/``role`` attrs and channel-local event ids (0, or
+Input: a kernel whose syncs carry their ``channel`` and ``role`` and channel-local event ids (0, or
 ``k % 2`` for ping-pong). Per core and HardEvent (src, dst), each channel occupies the span of
 program text from its first to its last sync; channels whose spans overlap need different ids,
 a ping-pong channel two consecutive ones (``base + k % 2``). Spans are coloured greedily in
@@ -16,9 +16,10 @@ order of start. When the ids (``target.event_ids``) run out for a HardEvent:
    ``BarrierFallbackWarning``). PipeBarrier cannot order two pipes and PIPE_ALL is never used,
    so this is the last resort; adjacent tight pairs of one event share an id.
 
-Finally ``channel``/``role`` attrs are removed. Before/after::
+Finally ``channel`` and ``role`` are cleared. Before/after::
 
-    set MTE2->V id=0 [ch 3]; ... wait MTE2->V id=0 [ch 3]   ->  set MTE2->V id=2; ...
+    set_flag MTE2->V id=0 [ch 3, set]; ... wait_flag MTE2->V id=0 [ch 3, wait]
+    ->  set_flag MTE2->V id=2; ... wait_flag MTE2->V id=2
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ascendsched.lower.affine import Affine
 from ascendsched.lower.happens_before import SyncOracle, SyncProblem, unordered_dependences
 from ascendsched.lower.ir import Instr, Kernel, Stmt, StmtMutator, iter_instrs
 from ascendsched.lower.polyhedral import Dependences
+from ascendsched.lower.sync_ir import EventSync, SetFlag, Sync, SyncRole, WaitFlag
 from ascendsched.target.model import CoreType, Pipe, Target
 
 
@@ -48,7 +50,7 @@ class EventIdPressureWarning(AscendSchedWarning):
 def allocate_event_ids(kernel: Kernel, target: Target, *, verify: bool = True,
                        oracle: SyncOracle | None = None, dropped: frozenset = frozenset(),
                        deps: Dependences | None = None) -> Kernel:
-    """``kernel`` with every flag's event id within ``target.event_ids``; attrs cleaned.
+    """``kernel`` with every flag's event id within ``target.event_ids``; channels cleared.
 
     ``verify=False`` skips the check that shared ids cannot be set twice before a wait (for
     tests that break a synced kernel on purpose). ``oracle``/``dropped``: the happens-before
@@ -168,16 +170,17 @@ class _Chan:
     n_ids: int
     tight: bool
     comment: str
-    flags: list[tuple[str, int, tuple[int, ...]]] = field(default_factory=list)  # role,pos,path
-    instrs: list[Instr] = field(default_factory=list)
+    flags: list[tuple[SyncRole | None, int, tuple[int, ...]]] = field(
+        default_factory=list)  # role, pos, path
+    instrs: list[EventSync] = field(default_factory=list)
 
     def pair(self) -> tuple[tuple[int, tuple[int, ...]], tuple[int, tuple[int, ...]]] | None:
         """(set pos, path), (wait pos, path) of a plain pair (no prologue/epilogue)."""
-        roles = [r for r, _, _ in self.flags]
-        if sorted(roles) != ["set", "wait"]:
+        roles = sorted(str(r) for r, _, _ in self.flags)
+        if roles != ["set", "wait"]:
             return None
-        st = next((p, q) for r, p, q in self.flags if r == "set")
-        wt = next((p, q) for r, p, q in self.flags if r == "wait")
+        st = next((p, q) for r, p, q in self.flags if r == SyncRole.SET)
+        wt = next((p, q) for r, p, q in self.flags if r == SyncRole.WAIT)
         return st, wt
 
 
@@ -192,26 +195,24 @@ def _channels(kernel: Kernel) -> dict[int, _Chan]:
                 walk(s.body, core, path + (i,))
                 continue
             pos += 1
-            if s.op not in ("set_flag", "wait_flag"):
+            if not isinstance(s, EventSync):
                 continue
-            ch = s.attr("channel")
+            ch = s.channel
             if ch is None:
                 raise SyncError(f"flag without a channel: {s} (allocate_event_ids runs on "
                                 "insert_sync's output)")
-            src = s.pipe if s.op == "set_flag" else s.attr("src")
-            dst = s.attr("dst") if s.op == "set_flag" else s.pipe
-            eid = s.attr("event_id")
-            n = 2 if isinstance(eid, Affine) and (not eid.is_const or eid.const == 1) else 1
-            c = out.get(int(ch))
+            eid = s.event_id
+            n = 2 if not eid.is_const or eid.const == 1 else 1
+            c = out.get(ch)
             if c is None:
-                out[int(ch)] = _Chan(int(ch), core, src, dst, pos, pos, n, True, s.comment)
+                out[ch] = _Chan(ch, core, s.src, s.dst, pos, pos, n, True, s.comment)
             else:
                 c.end = pos
                 c.n_ids = max(c.n_ids, n)
-            if s.attr("role") in ("prologue", "epilogue"):
-                out[int(ch)].tight = False
-            out[int(ch)].flags.append((str(s.attr("role")), pos, path))
-            out[int(ch)].instrs.append(s)
+            if s.role in (SyncRole.PROLOGUE, SyncRole.EPILOGUE):
+                out[ch].tight = False
+            out[ch].flags.append((s.role, pos, path))
+            out[ch].instrs.append(s)
 
     for p in kernel.programs:
         walk(p.body, p.core, ())
@@ -242,10 +243,10 @@ def _sharing_problems(groups: dict[tuple[CoreType, Pipe, Pipe], list[_Chan]],
                 ids_b = {bases[b.channel] + i for i in range(b.n_ids)}
                 if not ids_a & ids_b:
                     continue
-                waits = tuple((i, Affine.of(i.attr("event_id")) + bases[a.channel])
-                              for i in a.instrs if i.op == "wait_flag")
-                sets = tuple((i, Affine.of(i.attr("event_id")) + bases[b.channel])
-                             for i in b.instrs if i.op == "set_flag")
+                waits = tuple((i, i.event_id + bases[a.channel])
+                              for i in a.instrs if isinstance(i, WaitFlag))
+                sets = tuple((i, i.event_id + bases[b.channel])
+                             for i in b.instrs if isinstance(i, SetFlag))
                 bad = oracle.shared_id_problem(waits, sets, dropped)
                 if bad is not None:
                     out.append(bad)
@@ -298,36 +299,28 @@ def _merge(kernel: Kernel, a: _Chan, b: _Chan) -> Kernel:
     keep_wait = a.channel if pa[1][0] < pb[1][0] else b.channel
     comment = "; ".join(dict.fromkeys(a.comment.split("; ") + b.comment.split("; ")))
 
-    def fn(s: Instr) -> tuple[Stmt, ...]:
-        keep = keep_set if s.op == "set_flag" else keep_wait
-        if s.attr("channel") != keep:
+    def fn(s: EventSync) -> tuple[Stmt, ...]:
+        keep = keep_set if isinstance(s, SetFlag) else keep_wait
+        if s.channel != keep:
             return ()
-        return (replace(_with(s, channel=a.channel), comment=comment),)
+        return (replace(s, channel=a.channel, comment=comment),)
 
     return _rewrite(kernel, {a.channel, b.channel}, fn)
 
 
 def _rewrite(kernel: Kernel, channels: set[int], fn) -> Kernel:  # noqa: ANN001
     class _M(StmtMutator):
-        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
-            if s.op in ("set_flag", "wait_flag") and s.attr("channel") in channels:
-                return fn(s)
-            return (s,)
+        def visit_EventSync(self, s: EventSync) -> tuple[Stmt, ...]:
+            return fn(s) if s.channel in channels else (s,)
 
     progs = tuple(replace(p, body=_M().visit_body(p.body)) for p in kernel.programs)
-    return replace(kernel, programs=progs)
+    return kernel.with_programs(progs)  # fresh ids for a tight pair's new waits
 
 
-def _with(s: Instr, **kv: object) -> Instr:
-    attrs = tuple((k, kv.pop(k)) if k in kv else (k, v) for k, v in s.attrs)
-    return replace(s, attrs=attrs + tuple(kv.items()))
-
-
-def _downgrade(s: Instr) -> tuple[Stmt, ...]:
-    eid = s.attr("event_id")
-    if s.attr("role") in ("prologue", "epilogue") and eid == Affine(1):
+def _downgrade(s: EventSync) -> tuple[Stmt, ...]:
+    if s.role in (SyncRole.PROLOGUE, SyncRole.EPILOGUE) and s.event_id == Affine(1):
         return ()
-    return (_with(s, event_id=Affine()),)
+    return (replace(s, event_id=Affine()),)
 
 
 def _tightener(fresh: int):  # noqa: ANN202 -- Instr -> tuple[Stmt, ...]
@@ -338,15 +331,13 @@ def _tightener(fresh: int):  # noqa: ANN202 -- Instr -> tuple[Stmt, ...]
     ordered."""
     extra = iter(range(fresh, fresh + 1000))
 
-    def tighten(s: Instr) -> tuple[Stmt, ...]:
-        role = s.attr("role")
-        if role not in ("set", "prologue"):
+    def tighten(s: EventSync) -> tuple[Stmt, ...]:
+        if not isinstance(s, SetFlag) or s.role not in (SyncRole.SET, SyncRole.PROLOGUE):
             return ()
-        ch = s.attr("channel") if role == "set" else next(extra)
-        st = _with(s, event_id=Affine(), role="set", channel=ch)
-        wait = Instr("wait_flag", s.attr("dst"), attrs=(
-            ("src", s.pipe), ("event_id", Affine()), ("channel", ch), ("role", "wait")),
-            comment=s.comment)
+        ch = s.channel if s.role == SyncRole.SET else next(extra)
+        st = replace(s, event_id=Affine(), role=SyncRole.SET, channel=ch)
+        wait = WaitFlag(s.dst, src=s.pipe, event_id=Affine(), channel=ch, role=SyncRole.WAIT,
+                        comment=s.comment)
         return (st, wait)
 
     return tighten
@@ -354,17 +345,13 @@ def _tightener(fresh: int):  # noqa: ANN202 -- Instr -> tuple[Stmt, ...]
 
 def _finish(kernel: Kernel, bases: dict[int, int], keep_channels: bool = False) -> Kernel:
     class _M(StmtMutator):
-        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
-            if not s.is_sync or s.attr("channel") is None:
+        def visit_Sync(self, s: Sync) -> tuple[Stmt, ...]:
+            if s.channel is None:
                 return (s,)
-            attrs = tuple((k, v) for k, v in s.attrs
-                          if keep_channels or k not in ("channel", "role"))
-            if s.op in ("set_flag", "wait_flag"):
-                eid = s.attr("event_id")
-                base = bases[int(s.attr("channel"))]
-                attrs = tuple((k, Affine.of(eid) + base if k == "event_id" else v)
-                              for k, v in attrs)
-            return (replace(s, attrs=attrs),)
+            out = s if keep_channels else replace(s, channel=None, role=None)
+            if isinstance(s, EventSync):
+                out = replace(out, event_id=s.event_id + bases[s.channel])
+            return (out,)
 
     progs = tuple(replace(p, body=_M().visit_body(p.body)) for p in kernel.programs)
     return replace(kernel, programs=progs)

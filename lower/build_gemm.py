@@ -175,9 +175,9 @@ class _Builder:
         if self.bias is not None:
             params += (GmTensor(self.bias, (sp.n,), acc),)
         params += (GmTensor(sp.c, cshape, out, "output"),)
-        return Kernel(name=sp.name, params=params, buffers=buffers, block_dim=t.cores,
-                      programs=(Program(CoreType.AIC, tuple(self._tiles())),),
-                      target=self.target, notes=tuple(str(self.s).splitlines()))
+        return Kernel.build(name=sp.name, params=params, buffers=buffers, block_dim=t.cores,
+                            programs=(Program(CoreType.AIC, tuple(self._tiles())),),
+                            target=self.target, notes=tuple(str(self.s).splitlines()))
 
     # ----------------------------------------------------------------- persistent loops
     def _tiles(self) -> list[Stmt]:

@@ -143,7 +143,7 @@ class _Builder(_Bounds, _TileMemory):
         params = tuple(GmTensor(t.name, tuple(t.shape), t.dtype) for t in self.algo.inputs)  # type: ignore[arg-type]
         params += tuple(GmTensor(o.name, tuple(o.shape), o.dtype, "output")  # type: ignore[arg-type]
                         for o in self.algo.outputs)
-        return Kernel(
+        return Kernel.build(
             name=self.algo.name, params=params, buffers=tuple(self.buffers.values()),
             block_dim=self.block_dim, programs=(Program(CoreType.AIV, tuple(body)),),
             target=self.t, notes=tuple(str(self.s).splitlines()),

@@ -24,13 +24,8 @@ from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.cube_ops import CUBE_OPS, cube_footprints, cube_params
 from ascendsched.lower.instances import InstrInfo, affine_text, coalesced, domain_text, loop_dims
-from ascendsched.lower.ir import (
-    BLOCK_IDX,
-    DMA_OPS,
-    VECTOR_OPS,
-    Kernel,
-    Region,
-)
+from ascendsched.lower.ir import BLOCK_IDX, DMA_OPS, VECTOR_OPS, Kernel, Region
+from ascendsched.lower.sync_ir import Sync
 
 BYTE = "__byte"
 
@@ -79,7 +74,7 @@ def region_space(kernel: Kernel, tensor: str) -> str:
 def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
     """One Access per (kind, space) of the instruction, regions of one kind united."""
     ins = info.instr
-    if ins.is_sync:
+    if isinstance(ins, Sync):
         return []
     acc: dict[tuple[str, str], list[tuple[str, Region, str, str]]] = {}
     hulls: dict[tuple[str, str], tuple[int, int]] = {}

@@ -16,7 +16,8 @@ May differ (they follow from the sizes):
 - comments and notes (they quote sizes and the schedule's core count).
 
 Must be equal: the tree of ``For``/``If``/``Instr`` (loop variables included), every op, pipe and
-non-GM attribute (event ids, flag ids, Cube tile parameters, vector functions and scalars), every
+non-GM attribute (Cube tile parameters, vector functions and scalars), the fields of every sync
+(pipes, event ids, flag ids and modes; not the sync passes' channels), every
 region's tensor, copy and element extents, the offsets and strides of on-chip regions, and the
 buffers (scope, dtype, size, copies, planned offsets).
 """
@@ -27,6 +28,7 @@ from collections.abc import Iterator
 
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.ir import Buffer, For, If, Instr, Kernel, Region, Stmt
+from ascendsched.lower.sync_ir import CrossSync, EventSync, Sync
 
 # Cube op parameters that are GM strides (lower/cube_ops.py: Nd2NzParams srcDValue and
 # srcNdMatrixStride, FixpipeParamsV220 dstStride and dstNdStride), so they follow the GM shapes.
@@ -116,6 +118,11 @@ def _instr_diffs(a: Instr, b: Instr, at: str, gm: frozenset[str]) -> Iterator[st
     if (a.op, a.pipe) != (b.op, b.pipe):
         yield f"{at}: op or pipe: full `[{a.pipe}] {a.op}`, reduced `[{b.pipe}] {b.op}`"
         return
+    if isinstance(a, Sync):
+        for (k, u), (_, v) in zip(_sync_fields(a), _sync_fields(b)):
+            if u != v:
+                yield f"{at}: {k}: full {u}, reduced {v}"
+        return
     if [k for k, _ in a.attrs] != [k for k, _ in b.attrs]:
         yield f"{at}: attributes: full {[k for k, _ in a.attrs]}, reduced {[k for k, _ in b.attrs]}"
         return
@@ -159,6 +166,15 @@ def _buffer_text(b: Buffer) -> str:
     return f"{b.scope} {b.dtype}[{b.elems}] x{b.copies} at {b.offsets}"
 
 
+def _sync_fields(s: Sync) -> tuple[tuple[str, object], ...]:
+    """What the emitted call of a sync depends on besides its pipe."""
+    if isinstance(s, EventSync):
+        return (("src", s.src), ("dst", s.dst), ("event_id", s.event_id))
+    if isinstance(s, CrossSync):
+        return (("flag_id", s.flag_id), ("mode", s.mode))
+    return ()
+
+
 def _kind(s: Stmt) -> tuple:
     if isinstance(s, For):
         return ("for", s.var)
@@ -172,4 +188,4 @@ def _label(s: Stmt) -> str:
         return f"for {s.var}"
     if isinstance(s, If):
         return f"if {' and '.join(map(str, s.conds))}"
-    return str(s).split("   # ")[0] if s.is_sync else f"[{s.pipe}] {s.op}"
+    return str(s).split("   # ")[0] if isinstance(s, Sync) else f"[{s.pipe}] {s.op}"

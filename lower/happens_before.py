@@ -44,6 +44,7 @@ Before/after::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import islpy as isl
 
@@ -53,6 +54,7 @@ from ascendsched.lower.instances import InstrInfo, kernel_instrs
 from ascendsched.lower.ir import Instr, Kernel
 from ascendsched.lower.polyhedral import Dependence, Dependences
 from ascendsched.lower.sync_chains import ChainRelations, point_text, union_of
+from ascendsched.lower.sync_ir import Barrier, EventSync, SetFlag, Sync, WaitFlag
 from ascendsched.lower.sync_text import Flag, flag_pair_levels
 from ascendsched.target.model import CoreType, Target
 
@@ -78,7 +80,7 @@ def unordered_dependences(kernel: Kernel, deps: Dependences | None, target: Targ
     """Dependences of ``deps`` that the syncs of ``kernel`` leave unordered, plus flag misuse:
     a (flag, id) whose sets and waits do not alternate, or a set that may fire before the
     previous wait of its id consumed the flag (double set). ``by_channel``: flags are told apart
-    by their ``channel`` attr as well as their HardEvent (before event-id allocation).
+    by their ``channel`` as well as their HardEvent (before event-id allocation).
     ``skip``: indices of dependences not to check; ``first_only``: stop at the first problem."""
     oracle = SyncOracle(kernel, deps, target, by_channel=by_channel)
     return oracle.problems(skip=skip, first_only=first_only)
@@ -115,34 +117,33 @@ class SyncOracle(ChainRelations):
         barriers: list[tuple[tuple, InstrInfo]] = []
         for info in infos:
             ins = info.instr
-            ch = ins.attr("channel")
-            if ins.op == "barrier":
+            if isinstance(ins, Barrier):
+                ch = ins.channel
                 barriers.append((("barrier", ch if ch is not None else f"S{info.id}"), info))
-            elif ins.op in ("set_flag", "wait_flag"):
-                src = ins.pipe if ins.op == "set_flag" else ins.attr("src")
-                dst = ins.attr("dst") if ins.op == "set_flag" else ins.pipe
-                key = ("flag", str(info.core), str(src), str(dst), ch if by_channel else None)
+            elif isinstance(ins, EventSync):
+                ch = ins.channel
+                key = ("flag", str(info.core), str(ins.src), str(ins.dst),
+                       ch if by_channel else None)
                 flags.setdefault(key, []).append(info)
         made: dict[tuple, Flag] = {}
         for key, group in flags.items():
             first = group[0].instr
-            src = first.pipe if first.op == "set_flag" else first.attr("src")
-            dst = first.attr("dst") if first.op == "set_flag" else first.pipe
-            chans = {i.instr.attr("channel") for i in group}
-            made[key] = Flag(key, group[0].core, src, dst,
-                             tuple(i for i in group if i.instr.op == "set_flag"),
-                             tuple(i for i in group if i.instr.op == "wait_flag"),
+            assert isinstance(first, EventSync)
+            chans = {_channel(i.instr) for i in group}
+            made[key] = Flag(key, group[0].core, first.src, first.dst,
+                             tuple(i for i in group if isinstance(i.instr, SetFlag)),
+                             tuple(i for i in group if isinstance(i.instr, WaitFlag)),
                              next(iter(chans)) if len(chans) == 1 else None)
         super().__init__(infos, target, made, barriers, max_hops)
-        # the analysed kernel's statements, found again in the placed one (Instr objects
-        # survive sync insertion)
-        placed = {id(i.instr): i for i in self.infos}
+        # the analysed kernel's statements, found again in the placed one by their ids (sync
+        # insertion keeps every instruction's id)
+        placed = self._by_id
         self.items: list[_Item] = []
         for n, d in enumerate(deps or ()):
             s, t = deps.info(d.src).instr, deps.info(d.dst).instr  # type: ignore[union-attr]
-            if id(s) not in placed or id(t) not in placed:
+            if s.id not in placed or t.id not in placed:
                 continue  # not an instruction of this kernel
-            src, dst = placed[id(s)], placed[id(t)]
+            src, dst = placed[s.id], placed[t.id]
             if src.pipe == dst.pipe and same_pipe_ordered(target, src.instr, dst.instr):
                 continue  # the hardware orders them: program order suffices
             rel = d.relation.set_tuple_name(isl.dim_type.in_, src.name).set_tuple_name(
@@ -169,13 +170,13 @@ class SyncOracle(ChainRelations):
                 or a.conds != b.conds for a, b in zip(mine, theirs, strict=True)):
             return
         same = {a.id for a, b in zip(mine, theirs, strict=True)
-                if a.instr.attr("event_id") == b.instr.attr("event_id")}
+                if _event_id(a.instr) == _event_id(b.instr)}
         for key, val in other._cache.items():
             if key[0] == "po" or (key[0] == "flag rel" and key[1] in same and key[2] in same):
                 self._cache[key] = val
 
         def ident(o: SyncOracle, f: Flag) -> tuple:
-            return tuple(sorted((i.id, str(i.instr.attr("event_id"))) for i in f.sets + f.waits))
+            return tuple(sorted((i.id, str(_event_id(i.instr))) for i in f.sets + f.waits))
 
         new = {ident(self, f): k for k, f in self.flags.items()}
         keys = {k: new.get(ident(other, f)) for k, f in other.flags.items()}
@@ -269,10 +270,10 @@ class SyncOracle(ChainRelations):
         the same id, before its wait consumed it: every (wait, later set) instance pair with
         equal ids (``waits``/``sets``: instructions of this kernel with their allocated ids)
         must be ordered by the syncs not in ``dropped``. None: it may not."""
-        where = {id(i.instr): i for i in self.infos}
+        where = self._by_id
         for w_ins, w_id in waits:
             for s_ins, s_id in sets:
-                w, s = where[id(w_ins)], where[id(s_ins)]
+                w, s = where[w_ins.id], where[s_ins.id]
                 key = ("shared id", w.id, s.id, w_id, s_id, dropped)
                 if key not in self._cache:
                     rel = self._po(w, s).intersect(self._id_eq(w, s, w_id, s_id))
@@ -286,8 +287,7 @@ class SyncOracle(ChainRelations):
                     return SyncProblem(
                         f"set {s.instr} may fire before wait {w.instr} (same id) consumed "
                         f"its flag: S{w.id} -> S{s.id} at {point_text(bad)}",
-                        channels=(s.instr.attr("channel"), w.instr.attr("channel")),
-                        double_set=True)
+                        channels=(_channel(s.instr), _channel(w.instr)), double_set=True)
         return None
 
     def _without_isl(self, s: InstrInfo, t: InstrInfo, items: list[_Item], dropped: frozenset
@@ -318,11 +318,16 @@ class SyncOracle(ChainRelations):
             used.add(key)
         return frozenset(used)
 
+    @cached_property
+    def _by_id(self) -> dict[int, InstrInfo]:
+        """The statements by their instruction's id."""
+        return {i.instr.id: i for i in self.infos}
+
     def knows(self, instr: Instr) -> bool:
-        """Whether ``instr`` (the object) is a statement of this oracle's kernel."""
-        if "_objects" not in self.__dict__:
-            self._objects = {id(i.instr) for i in self.infos}
-        return id(instr) in self._objects
+        """Whether ``instr`` is a statement of this oracle's kernel: the same object (a copy
+        with the same id and, say, another event id is not)."""
+        got = self._by_id.get(instr.id)
+        return got is not None and got.instr is instr
 
     # ----------------------------------------------------------------- checks
 
@@ -336,4 +341,14 @@ class SyncOracle(ChainRelations):
         return SyncProblem(
             f"set {f.name} ({s.instr.comment}) may fire before the previous wait consumed it: "
             f"S{w.id} -> S{s.id} at {where}",
-            channels=(s.instr.attr("channel"), w.instr.attr("channel")), double_set=True)
+            channels=(_channel(s.instr), _channel(w.instr)), double_set=True)
+
+
+def _channel(ins: Instr) -> int | None:
+    """The sync channel of ``ins`` (None: not a sync, or none)."""
+    return ins.channel if isinstance(ins, Sync) else None
+
+
+def _event_id(ins: Instr) -> object:
+    """The event id of a set or wait (None: another instruction)."""
+    return ins.event_id if isinstance(ins, EventSync) else None

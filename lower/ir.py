@@ -53,23 +53,26 @@ constructor sets ``M_MTE1`` event ids 0, 1, 2 on the AIC (asc-devkit impl/basic_
 kernel_tpipe_impl.h:100-113), so it releases them with ``TPipe::Destroy`` right after taking the
 buffers' LocalTensors (as catlass does, include/catlass/arch/resource.hpp:35-37): every event id
 of ``target.event_ids`` is then the kernel's own. Without the TPipe's destructor nothing drains
-the pipes at the end, so every AIC program ends with :func:`program_epilogue`, a
+the pipes at the end, so every AIC program ends with ``sync_ir.program_epilogue``, a
 ``PipeBarrier<PIPE_ALL>`` (docs 静态Tensor编程.md:183; catlass kernels end so, e.g.
 include/catlass/gemm/kernel/basic_matmul.hpp:140). It is not in ``Program.body``; the emitter
 prints it and the simulator runs it (a ``barrier ALL`` trace event after the body).
 
-Synchronisation (ordinary instructions):
-  ``set_flag``    pipe = source pipe, attrs dst (Pipe), event_id (Affine)
-  ``wait_flag``   pipe = destination pipe, attrs src (Pipe), event_id (Affine)
-  ``barrier``     pipe = the pipe to drain (``PipeBarrier<PIPE_X>``)
-  ``cross_set``   attrs mode, flag_id (``CrossCoreSetFlag<mode, pipe>``)
-  ``cross_wait``  attrs flag_id (``CrossCoreWaitFlag``)
+Synchronisation: ordinary instructions of their own types, subclasses of :class:`Instr`
+without regions or attrs (``lower/sync_ir.py``: ``SetFlag``, ``WaitFlag``, ``Barrier``,
+``CrossSet``, ``CrossWait``), so passes tell them apart with ``isinstance``.
+
+Instruction ids: every instruction in a kernel has an ``id`` unique in that kernel, which every
+pass keeps (``dataclasses.replace`` copies it), so passes and analyses find an instruction again
+by it. The kernel hands them out: ``Kernel.build`` numbers a freshly built kernel in program
+order, ``Kernel.with_programs`` gives an instruction a pass adds (``id`` left ``UNNUMBERED``) the
+next fresh id from ``Kernel.next_id``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Union
 
@@ -180,9 +183,13 @@ def view(tensor: str, offset: Affine | int, rows: int, row_stride: int, cols: in
 AttrValue = Union[int, float, str, bool, Pipe, Affine, Cond, None]
 
 
+UNNUMBERED = -1  # the id of an instruction not yet in a kernel
+
+
 @dataclass(frozen=True)
 class Instr:
-    """One AscendC-level operation on one pipe. ``comment`` ties it to the schedule/dependence."""
+    """One AscendC-level operation on one pipe. ``comment`` ties it to the schedule/dependence;
+    ``id`` names it within its kernel (module docstring, "Instruction ids")."""
 
     op: str
     pipe: Pipe
@@ -190,6 +197,7 @@ class Instr:
     reads: tuple[Region, ...] = ()
     attrs: tuple[tuple[str, AttrValue], ...] = ()
     comment: str = ""
+    id: int = field(default=UNNUMBERED, kw_only=True)
 
     def attr(self, name: str, default: AttrValue = None) -> AttrValue:
         for k, v in self.attrs:
@@ -197,9 +205,12 @@ class Instr:
                 return v
         return default
 
-    @property
-    def is_sync(self) -> bool:
-        return self.op in SYNC_OPS
+    def head(self) -> str:
+        """The printed form without the comment (``format_instr``); each sync type has its own."""
+        attrs = " ".join(f"{k}={v}" for k, v in self.attrs)
+        w = ", ".join(map(str, self.writes))
+        r = ", ".join(map(str, self.reads))
+        return f"[{self.pipe}] {self.op}{(' ' + attrs) if attrs else ''}  {w} <- {r}"
 
     def __str__(self) -> str:
         return format_instr(self)
@@ -238,7 +249,11 @@ class Program:
 
 @dataclass(frozen=True)
 class Kernel:
-    """A complete kernel. ``block_dim`` blocks run each program with ``block_idx`` bound."""
+    """A complete kernel. ``block_dim`` blocks run each program with ``block_idx`` bound.
+
+    ``next_id``: above the ``id`` of every instruction, where fresh ids start (module docstring,
+    "Instruction ids"); build kernels with :meth:`build`, add instructions with
+    :meth:`with_programs`."""
 
     name: str
     params: tuple[GmTensor, ...]
@@ -247,11 +262,39 @@ class Kernel:
     programs: tuple[Program, ...]
     target: Target
     notes: tuple[str, ...] = ()  # e.g. schedule text, warnings; printed as comments
+    next_id: int = 0
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.params] + [b.name for b in self.buffers]
         if len(names) != len(set(names)):
             raise InternalCompilerError(f"kernel {self.name}: duplicate tensor/buffer names")
+        seen: set[int] = set()
+        for p in self.programs:
+            for ins, _ in iter_instrs(p.body):
+                if ins.id in seen or not 0 <= ins.id < self.next_id:
+                    why = ("has no id" if ins.id == UNNUMBERED else
+                           f"has the id {ins.id} of another instruction" if ins.id in seen else
+                           f"has id {ins.id}, not below next_id {self.next_id}")
+                    raise InternalCompilerError(
+                        f"kernel {self.name}: `{ins}` in the {p.core} program {why} (build "
+                        "kernels with Kernel.build, add instructions with Kernel.with_programs)")
+                seen.add(ins.id)
+
+    @classmethod
+    def build(cls, name: str, params: tuple[GmTensor, ...], buffers: tuple[Buffer, ...],
+              block_dim: int, programs: tuple[Program, ...], target: Target,
+              notes: tuple[str, ...] = ()) -> Kernel:
+        """A kernel of freshly built programs: each instruction without an id gets one, in
+        program order, after the largest id already there."""
+        start = 1 + max((i.id for p in programs for i, _ in iter_instrs(p.body)), default=-1)
+        programs, next_id = _numbered(programs, start)
+        return cls(name, params, buffers, block_dim, programs, target, notes, next_id)
+
+    def with_programs(self, programs: tuple[Program, ...]) -> Kernel:
+        """This kernel with ``programs``, in which each instruction without an id (one a pass
+        added) gets a fresh one, from ``next_id`` on in program order."""
+        programs, next_id = _numbered(programs, self.next_id)
+        return replace(self, programs=programs, next_id=next_id)
 
     @cached_property
     def buffer_map(self) -> dict[str, Buffer]:
@@ -278,27 +321,44 @@ class Kernel:
         return None
 
     def replace_body(self, core: CoreType, body: tuple[Stmt, ...]) -> Kernel:
-        from dataclasses import replace
-
-        return replace(self, programs=tuple(
+        return self.with_programs(tuple(
             Program(p.core, body) if p.core == core else p for p in self.programs))
 
     def __str__(self) -> str:
         return format_kernel(self)
 
 
-def program_epilogue(core: CoreType) -> tuple[Instr, ...]:
-    """What every ``core`` program runs after its body (module docstring, "Program prologue
-    and epilogue"): a ``barrier ALL`` on the AIC, nothing on the AIV (its TPipe lives to the
-    end, and the destructor's ``TPipe::Destroy`` drains the pipes, kernel_tpipe_impl.h:80-86,
-    595-600)."""
-    if core == CoreType.AIC:
-        return (Instr("barrier", Pipe.ALL, comment="kernel end: drain every pipe (the TPipe was "
-                      "destroyed at the start)"),)
-    return ()
+def _numbered(programs: tuple[Program, ...], start: int) -> tuple[tuple[Program, ...], int]:
+    """``programs`` with ids ``start, start + 1, ...`` given to the instructions without one,
+    in program order, and the next fresh id."""
+    fresh = [start]
+
+    class _Number(StmtMutator):
+        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+            if s.id != UNNUMBERED:
+                return (s,)
+            fresh[0] += 1
+            return (replace(s, id=fresh[0] - 1),)
+
+    out = []
+    for p in programs:
+        body = _Number().visit_body(p.body)
+        out.append(p if body is p.body else Program(p.core, body))
+    return tuple(out), fresh[0]
 
 
-SYNC_OPS = frozenset(["set_flag", "wait_flag", "barrier", "cross_set", "cross_wait"])
+def copied(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """``body`` as new instructions (each id reset to ``UNNUMBERED``), for a second copy of
+    statements in a kernel or statements from another kernel: the kernel they go into
+    (``Kernel.with_programs``) gives them fresh ids."""
+
+    class _Unnumber(StmtMutator):
+        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+            return (s,) if s.id == UNNUMBERED else (replace(s, id=UNNUMBERED),)
+
+    return _Unnumber().visit_body(body)
+
+
 DMA_OPS = frozenset(["copy_gm_ub", "copy_ub_gm"])
 VECTOR_OPS = frozenset(["vec_binary", "vec_unary", "vec_scalar", "vec_dup", "vec_cast",
                         "vec_reduce", "vec_brcb", "vec_cmp", "vec_select"])
@@ -318,15 +378,17 @@ def iter_instrs(body: tuple[Stmt, ...], enclosing: tuple[For | If, ...] = ()
 class StmtMutator:
     """Rebuilds a statement tree bottom-up; a node is rebuilt only when a child changed.
 
-    Override ``visit_Instr`` / ``visit_For`` / ``visit_If``; each returns a tuple of statements
-    (so one node may become zero or several).
+    Override ``visit_Instr`` / ``visit_For`` / ``visit_If``, or the visitor of a sync type
+    (``visit_SetFlag``, ``visit_Sync``, ...: an instruction goes to the visitor of its nearest
+    type that has one); each returns a tuple of statements (so one node may become zero or
+    several).
     """
 
     def visit_body(self, body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
         changed = False
         for s in body:
-            new = getattr(self, f"visit_{type(s).__name__}")(s)
+            new = getattr(self, _visitor(type(self), type(s)))(s)
             if len(new) != 1 or new[0] is not s:
                 changed = True
             out.extend(new)
@@ -348,22 +410,17 @@ class StmtMutator:
         return (If(s.conds, body, s.comment),)
 
 
+def _visitor(mutator: type, node: type) -> str:
+    """The name of ``mutator``'s visitor for a ``node``: of its nearest type that has one."""
+    for cls in node.__mro__:
+        if hasattr(mutator, f"visit_{cls.__name__}"):
+            return f"visit_{cls.__name__}"
+    raise InternalCompilerError(f"{mutator.__name__} cannot visit a {node.__name__}")
+
+
 # --------------------------------------------------------------------------- printing
 def format_instr(i: Instr) -> str:
-    if i.op == "set_flag":
-        head = f"set_flag {i.pipe}->{i.attr('dst')} id={i.attr('event_id')}"
-    elif i.op == "wait_flag":
-        head = f"wait_flag {i.attr('src')}->{i.pipe} id={i.attr('event_id')}"
-    elif i.op == "barrier":
-        head = f"barrier {i.pipe}"
-    elif i.op in ("cross_set", "cross_wait"):
-        head = f"{i.op} {i.pipe} flag={i.attr('flag_id')} mode={i.attr('mode')}"
-    else:
-        attrs = " ".join(f"{k}={v}" for k, v in i.attrs)
-        w = ", ".join(map(str, i.writes))
-        r = ", ".join(map(str, i.reads))
-        head = f"[{i.pipe}] {i.op}{(' ' + attrs) if attrs else ''}  {w} <- {r}"
-    return head + (f"   # {i.comment}" if i.comment else "")
+    return i.head() + (f"   # {i.comment}" if i.comment else "")
 
 
 def format_body(body: tuple[Stmt, ...], indent: int = 0) -> list[str]:

@@ -29,11 +29,8 @@ from ascendsched.lower.instances import (
     loop_dims,
     program_order,
 )
-from ascendsched.lower.ir import (
-    BLOCK_IDX,
-    For,
-    Kernel,
-)
+from ascendsched.lower.ir import BLOCK_IDX, For, Kernel
+from ascendsched.lower.sync_ir import Sync
 from ascendsched.target.model import CoreType, Pipe
 
 
@@ -114,7 +111,7 @@ class Dependences:
     def __str__(self) -> str:
         lines = [f"dependences of {self.kernel}: {len(self.deps)}"]
         for i in self.instrs:
-            if not i.instr.is_sync:
+            if not isinstance(i.instr, Sync):
                 lines.append(f"  S{i.id}: {i.instr}")
         lines += [f"  {d}" for d in self.deps]
         return "\n".join(lines)

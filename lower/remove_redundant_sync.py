@@ -1,6 +1,6 @@
 """Remove syncs implied by others (transitivity through program order and other flags).
 
-Works on the kernel of ``insert_sync.place_syncs``: every sync carries an attr ``channel``;
+Works on the kernel of ``insert_sync.place_syncs``: every sync carries its ``channel``;
 a channel (a set/wait pair with its prologue/epilogue, or a barrier) is removed when every
 dependence stays ordered without it (``happens_before.unordered_dependences``). Barriers are
 tried first, then flag pairs by their set's position (an earlier set covers less). Before/after
@@ -19,6 +19,7 @@ from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.happens_before import SyncOracle
 from ascendsched.lower.ir import Instr, Kernel, Stmt, StmtMutator
 from ascendsched.lower.polyhedral import Dependences
+from ascendsched.lower.sync_ir import Barrier, SetFlag, Sync, SyncRole
 from ascendsched.target.model import Target
 
 
@@ -69,8 +70,8 @@ def drop_channels(kernel: Kernel, channels: frozenset[int]) -> Kernel:
     """``kernel`` without the sync instructions of ``channels``."""
 
     class _Drop(StmtMutator):
-        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
-            return () if s.is_sync and s.attr("channel") in channels else (s,)
+        def visit_Sync(self, s: Sync) -> tuple[Stmt, ...]:
+            return () if s.channel in channels else (s,)
 
     from dataclasses import replace
 
@@ -84,10 +85,10 @@ def channels_of(kernel: Kernel) -> tuple[int, ...]:
 
     def walk(body: tuple[Stmt, ...]) -> None:
         for s in body:
-            if isinstance(s, Instr):
-                if s.is_sync and s.attr("channel") is not None:
-                    seen.setdefault(int(s.attr("channel")), None)
-            else:
+            if isinstance(s, Sync):
+                if s.channel is not None:
+                    seen.setdefault(s.channel, None)
+            elif not isinstance(s, Instr):
                 walk(s.body)
 
     for p in kernel.programs:
@@ -105,13 +106,12 @@ def _candidates(kernel: Kernel) -> list[int]:
         for s in body:
             if isinstance(s, Instr):
                 counter += 1
-                ch = s.attr("channel")
-                if ch is None:
+                if not isinstance(s, Sync) or s.channel is None:
                     continue
-                if s.op == "barrier":
-                    pos.setdefault(int(ch), (0, counter))
-                elif s.op == "set_flag" and s.attr("role") == "set":
-                    pos[int(ch)] = (1, counter)
+                if isinstance(s, Barrier):
+                    pos.setdefault(s.channel, (0, counter))
+                elif isinstance(s, SetFlag) and s.role == SyncRole.SET:
+                    pos[s.channel] = (1, counter)
             else:
                 walk(s.body)
 

@@ -23,6 +23,7 @@ import islpy as isl
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.instances import InstrInfo, affine_text, coalesced, program_order
 from ascendsched.lower.ir import BLOCK_IDX
+from ascendsched.lower.sync_ir import EventSync, SetFlag, WaitFlag
 from ascendsched.lower.sync_text import Flag, SyncText, _apart, _shared, standard_pattern
 from ascendsched.target.model import Target
 
@@ -188,11 +189,11 @@ class ChainRelations(SyncText):
         set-first, wait-last within any enclosing iteration), so isl is asked only otherwise."""
         chans: dict[object, list[InstrInfo]] = {}
         for i in f.sets + f.waits:
-            chans.setdefault(i.instr.attr("channel"), []).append(i)
+            chans.setdefault(i.instr.channel, []).append(i)  # type: ignore[attr-defined]
         if None not in chans and _apart(list(chans.values())) and all(
                 standard_pattern(Flag(f.key, f.core, f.src, f.dst,
-                                        tuple(i for i in g if i.instr.op == "set_flag"),
-                                        tuple(i for i in g if i.instr.op == "wait_flag"), c))
+                                        tuple(i for i in g if isinstance(i.instr, SetFlag)),
+                                        tuple(i for i in g if isinstance(i.instr, WaitFlag)), c))
                 for c, g in chans.items()):
             return []
         return self.alternation_by_isl(f)
@@ -240,9 +241,9 @@ class ChainRelations(SyncText):
         got = self._cache.get(key)
         if got is None:
             got = self._po(a, b)
-            ea, eb = a.instr.attr("event_id"), b.instr.attr("event_id")
-            if ea is not None and eb is not None:
-                got = got.intersect(self._id_eq(a, b, Affine.of(ea), Affine.of(eb)))
+            ea, eb = a.instr, b.instr
+            if isinstance(ea, EventSync) and isinstance(eb, EventSync):
+                got = got.intersect(self._id_eq(a, b, ea.event_id, eb.event_id))
             self._cache[key] = got
         return got  # type: ignore[return-value]
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.instances import InstrInfo
+from ascendsched.lower.sync_ir import EventSync, SetFlag, Sync, SyncRole, WaitFlag
 from ascendsched.target.model import CoreType, Pipe
 
 
@@ -35,7 +36,7 @@ class Flag:
     dst: Pipe
     sets: tuple[InstrInfo, ...]
     waits: tuple[InstrInfo, ...]
-    channel: object  # the channel attr (None: several or none)
+    channel: object  # the syncs' channel (None: several or none)
 
     @property
     def name(self) -> str:
@@ -155,8 +156,8 @@ class SyncText:
             return []
         out = []
         for f in self._menu(s.pipe, t.pipe, t.core)[1]:
-            main_set = [x for x in f.sets if x.instr.attr("role") == "set"]
-            main_wait = [y for y in f.waits if y.instr.attr("role") == "wait"]
+            main_set = [x for x in f.sets if _role(x) == SyncRole.SET]
+            main_wait = [y for y in f.waits if _role(y) == SyncRole.WAIT]
             if len(main_set) != 1 or len(main_wait) != 1:
                 continue
             x, y = main_set[0], main_wait[0]
@@ -165,8 +166,8 @@ class SyncText:
                 continue  # a deeper loop, or Ifs that may skip an iteration between two runs
             if not (_before(s.path, x.path) and _before(t.path, y.path, after=True)):
                 continue
-            eid = x.instr.attr("event_id")
-            if eid != y.instr.attr("event_id") or not isinstance(eid, Affine):
+            eid = _eid(x)
+            if eid != _eid(y) or eid is None:
                 continue
             mod = _mod_id(eid)
             period = 1 if eid.is_const else mod[1] if mod and mod[0] == var else None
@@ -215,7 +216,7 @@ class SyncText:
         lo, hi, parent = s.path[c], t.path[c], s.path[:c]
         plain = self._cached(("plain", parent), lambda: {
             i.id: i.path[-1] for i in self.infos
-            if i.path[:-1] == parent and i.instr.is_sync and i.core == s.core})
+            if i.path[:-1] == parent and isinstance(i.instr, Sync) and i.core == s.core})
         out = [frozenset([key]) for key, x in self._menu(s.pipe, t.pipe, t.core)[0]
                if lo < plain.get(x.id, -1) < hi]
 
@@ -225,9 +226,9 @@ class SyncText:
                 for x in f.sets:
                     for y in f.waits:
                         i, j = plain.get(x.id, -1), plain.get(y.id, -1)
-                        if start < i < j < hi and x.instr.attr("event_id") == y.instr.attr(
-                                "event_id") and (Affine.of(x.instr.attr("event_id")).is_const
-                                                 or self._in_body_pair(f)):
+                        ex = _eid(x)
+                        if start < i < j < hi and ex is not None and ex == _eid(y) and (
+                                ex.is_const or self._in_body_pair(f)):
                             got.append((f.key, j))
             return got
 
@@ -309,8 +310,8 @@ class SyncText:
         source pipe at ``point`` (``_across``), or None if it does not."""
         if self._in_body_pair(f):
             return f.waits[0].path if _before(point, f.sets[0].path) else None
-        main = [x for x in f.sets if x.instr.attr("role") == "set"]
-        ends = [y.path for y in f.waits if y.instr.attr("role") == "epilogue"]
+        main = [x for x in f.sets if _role(x) == SyncRole.SET]
+        ends = [y.path for y in f.waits if _role(y) == SyncRole.EPILOGUE]
         if len(main) != 1 or not ends or not _before(point, main[0].path):
             return None
         return max(ends)
@@ -334,18 +335,17 @@ def standard_pattern(f: Flag) -> bool:
     construction: a set before its wait in one body (same id), or the carried pattern (wait
     before set in one body, inside a loop with one prologue set before it and one epilogue wait
     after it per id the body's id can take)."""
-    mains = [i for i in f.sets + f.waits if i.instr.attr("role") in ("set", "wait")]
+    mains = [i for i in f.sets + f.waits if _role(i) in (SyncRole.SET, SyncRole.WAIT)]
     if len(mains) != 2:
         return False
-    st = next((i for i in mains if i.instr.op == "set_flag"), None)
-    wt = next((i for i in mains if i.instr.op == "wait_flag"), None)
+    st = next((i for i in mains if isinstance(i.instr, SetFlag)), None)
+    wt = next((i for i in mains if isinstance(i.instr, WaitFlag)), None)
     if st is None or wt is None or st.path[:-1] != wt.path[:-1]:
         return False
-    eid = st.instr.attr("event_id")
-    if eid != wt.instr.attr("event_id"):
+    if _eid(st) != _eid(wt):
         return False
-    pro = sorted((i for i in f.sets if i.instr.attr("role") == "prologue"), key=lambda i: i.path)
-    epi = sorted((i for i in f.waits if i.instr.attr("role") == "epilogue"), key=lambda i: i.path)
+    pro = sorted((i for i in f.sets if _role(i) == SyncRole.PROLOGUE), key=lambda i: i.path)
+    epi = sorted((i for i in f.waits if _role(i) == SyncRole.EPILOGUE), key=lambda i: i.path)
     if len(pro) + len(epi) + 2 != len(f.sets) + len(f.waits):
         return False
     if st.path[-1] < wt.path[-1]:
@@ -389,8 +389,8 @@ def _id_values(group: list[InstrInfo]) -> frozenset[int] | None:
     and ``base + var % m``."""
     out: set[int] = set()
     for i in group:
-        eid = i.instr.attr("event_id")
-        if not isinstance(eid, Affine):
+        eid = _eid(i)
+        if eid is None:
             return None
         mod = _mod_id(eid)
         if eid.is_const:
@@ -418,8 +418,18 @@ def _carrying(s: InstrInfo, t: InstrInfo, var: str) -> int | None:
 
 
 def _const_id(i: InstrInfo) -> int | None:
-    eid = i.instr.attr("event_id")
-    return eid.const if isinstance(eid, Affine) and eid.is_const else None
+    eid = _eid(i)
+    return eid.const if eid is not None and eid.is_const else None
+
+
+def _eid(i: InstrInfo) -> Affine | None:
+    """The event id of a set or wait statement (None: another statement)."""
+    return i.instr.event_id if isinstance(i.instr, EventSync) else None
+
+
+def _role(i: InstrInfo) -> SyncRole | None:
+    """The role of a sync statement in its placement (None: none, or not a sync)."""
+    return i.instr.role if isinstance(i.instr, Sync) else None
 
 
 def _prefix(c: Cond, var: str) -> bool:
@@ -446,7 +456,7 @@ def flag_pair_levels(w: InstrInfo, s: InstrInfo) -> tuple[tuple[tuple[str, int],
     over-approximation: more to order, never less). Both ids ``base + var % m`` (one ``var``
     and ``m``): equal ids at a distance in ``var`` of at least ``m``."""
     common = _shared(w.loop_paths, s.loop_paths)
-    ew, es = Affine.of(w.instr.attr("event_id") or 0), Affine.of(s.instr.attr("event_id") or 0)
+    ew, es = _eid(w) or Affine(), _eid(s) or Affine()
     period = _mod_id(ew) if ew == es else None
     levels = tuple((v, period[1] if period and period[0] == v else 1)
                    for v in w.loop_vars[:common])

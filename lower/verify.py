@@ -29,9 +29,9 @@ Rules (the name in parentheses is the one the error gives):
   (stride); at most ``max_repeat`` rows of at most ``repeat_bytes`` (repeat),
   ``max_dma_block_count`` DMA rows; fn, round mode, scalar and value attrs (attr); the
   target's vector dtypes and casts (dtype); Brcb source and destination apart (overlap);
-* sync: legal HardEvents (event), event ids in ``target.event_ids``, cross-core mode 2 and
-  flag ids in ``target.cross_flag_ids`` (attr; ``events=False`` leaves HardEvents and the id
-  budgets to the trace checker);
+* sync (typed fields, checked when a sync is built): legal HardEvents (event), event ids in
+  ``target.event_ids``, cross-core mode 2 and flag ids in ``target.cross_flag_ids`` (attr;
+  ``events=False`` leaves HardEvents and the id budgets to the trace checker);
 * cube (lower/verify_cube.py): exactly the API params, bools and documented ranges from
   ``kernel.target.cube_param_ranges`` (params, checked before the regions), starts on the
   scope's alignment, regions equal to the params' footprint in the target's fractal geometry
@@ -46,26 +46,16 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Callable
 
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.cube_ops import CUBE_OPS
-from ascendsched.lower.ir import (
-    BLOCK_IDX,
-    DMA_OPS,
-    SYNC_OPS,
-    VECTOR_OPS,
-    For,
-    If,
-    Instr,
-    Kernel,
-    Stmt,
-)
+from ascendsched.lower.ir import BLOCK_IDX, DMA_OPS, VECTOR_OPS, For, If, Instr, Kernel, Stmt
+from ascendsched.lower.sync_ir import CrossSet, CrossSync, EventSync, Sync
 from ascendsched.lower.verify_cube import CUBE_CHECKS
 from ascendsched.lower.verify_site import Site, check_region, domain
 from ascendsched.lower.verify_vector import VECTOR_CHECKS
-from ascendsched.target.model import CoreType, Pipe
+from ascendsched.target.model import CoreType
 
 
 def verify(kernel: Kernel, *, planned: bool = False, events: bool = True) -> Kernel:
@@ -150,10 +140,13 @@ def _check_instr(site: Site, events: bool) -> None:
     if free:
         raise site.fail("variables", f"{', '.join(free)} not bound here (bound: "
                                      f"{', '.join(site.ranges)})")
-    if ins.op in SYNC_OPS:
-        if ins.writes or ins.reads:
-            raise site.fail("operands", f"{ins.op} takes no regions")
-        _SYNC[ins.op](site, events)
+    if isinstance(ins, EventSync):
+        _flag(site, ins, events)
+        return
+    if isinstance(ins, CrossSync):
+        _cross(site, ins, events)
+        return
+    if isinstance(ins, Sync):  # a Barrier: any pipe
         return
     rule = _RULES.get(ins.op)
     if rule is None:
@@ -182,35 +175,31 @@ def _vars(ins: Instr) -> frozenset[str]:
             out |= v.vars()
         elif isinstance(v, Cond):
             out |= v.lhs.vars()
+    if isinstance(ins, EventSync):
+        out |= ins.event_id.vars()
+    elif isinstance(ins, CrossSync):
+        out |= ins.flag_id.vars()
     return out
 
 
 # --------------------------------------------------------------------------- sync
-def _flag(site: Site, events: bool) -> None:
-    ins, t = site.ins, site.kernel.target
-    other = ins.attr("dst" if ins.op == "set_flag" else "src")
-    if not isinstance(other, Pipe):
-        raise site.fail("attr", "set_flag needs attr dst, wait_flag attr src (a Pipe)")
-    src, dst = (ins.pipe, other) if ins.op == "set_flag" else (other, ins.pipe)
-    if events and not t.is_legal_event(site.core, src, dst):
-        raise site.fail("event", f"HardEvent {src}_{dst} does not exist on the {site.core}")
-    _id_in(site, "event_id", t.event_ids if events else None)
+def _flag(site: Site, ins: EventSync, events: bool) -> None:
+    t = site.kernel.target
+    if events and not t.is_legal_event(site.core, ins.src, ins.dst):
+        raise site.fail("event", f"HardEvent {ins.src}_{ins.dst} does not exist on the "
+                                 f"{site.core}")
+    _id_in(site, "event_id", ins.event_id, t.event_ids if events else None)
 
 
-def _cross(site: Site, events: bool) -> None:
-    if site.ins.op == "cross_set" and site.ins.attr("mode", 2) != 2:
-        raise site.fail("attr", f"cross-core mode {site.ins.attr('mode')}: only mode 2 (one "
-                                "AIC with its AIVs) is modelled")
-    _id_in(site, "flag_id", site.kernel.target.cross_flag_ids if events else None)
+def _cross(site: Site, ins: CrossSync, events: bool) -> None:
+    if isinstance(ins, CrossSet) and ins.mode != 2:
+        raise site.fail("attr", f"cross-core mode {ins.mode}: only mode 2 (one AIC with its "
+                                "AIVs) is modelled")
+    _id_in(site, "flag_id", ins.flag_id, site.kernel.target.cross_flag_ids if events else None)
 
 
-def _id_in(site: Site, name: str, ids: tuple[int, ...] | None) -> None:
-    """Attr ``name`` is an int or Affine, with values in ``ids`` (None: any)."""
-    v = site.ins.attr(name)
-    if isinstance(v, int) and not isinstance(v, bool):
-        v = Affine(v)
-    if not isinstance(v, Affine):
-        raise site.fail("attr", f"attr {name} must be an int or Affine, not {v!r}")
+def _id_in(site: Site, name: str, v: Affine, ids: tuple[int, ...] | None) -> None:
+    """Field ``name`` (value ``v``) takes values in ``ids`` (None: any)."""
     if ids is None:
         return
     lo, hi = min(ids), max(ids)
@@ -220,11 +209,6 @@ def _id_in(site: Site, name: str, ids: tuple[int, ...] | None) -> None:
         raise site.fail("attr", f"{name} {v} may take values outside the target's "
                                 f"{', '.join(map(str, ids))}")
 
-
-_SYNC: dict[str, Callable[[Site, bool], None]] = {
-    "set_flag": _flag, "wait_flag": _flag, "barrier": lambda site, events: None,
-    "cross_set": _cross, "cross_wait": _cross,
-}
 
 _RULES = {**VECTOR_CHECKS, **CUBE_CHECKS}
 assert _RULES.keys() == DMA_OPS | VECTOR_OPS | CUBE_OPS

@@ -32,6 +32,7 @@ from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.cube_ops import CUBE_LOAD_OPS, cube_c0
 from ascendsched.lower.ir import VECTOR_OPS, Instr, Kernel, Region
+from ascendsched.lower.sync_ir import Sync
 from ascendsched.target.costs import GIB, CostModel, interp_cores
 from ascendsched.target.model import Pipe, Scope, Target
 
@@ -109,7 +110,7 @@ class CostTable:
         self.variant: set[int] = set()
 
     def cost(self, ins: Instr, env: dict[str, int]) -> Cost:
-        key = id(ins)
+        key = ins.id
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -122,7 +123,7 @@ class CostTable:
     def _price(self, ins: Instr, env: dict[str, int]) -> Cost:
         op, c, r = ins.op, self.c, self.r
         pipe = PIPE_INDEX[ins.pipe]
-        if ins.is_sync:
+        if isinstance(ins, Sync):
             return Cost(pipe, KIND_SYNC, 0.0, name=op)
         if op == "copy_gm_ub":
             gm = ins.reads[0]
@@ -243,7 +244,7 @@ class CostTable:
         if buf is None:
             return None
         if not bank_invariant(reg, buf.offsets, buf.dtype.bytes, self._period()):
-            self.variant.add(id(ins))
+            self.variant.add(ins.id)
         base = 0 if buf.offsets is None else buf.offsets[reg.copy.evaluate(env)]
         return base + reg.offset.evaluate(env) * buf.dtype.bytes
 

@@ -21,17 +21,8 @@ import numpy as np
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import AscendSchedError, InternalCompilerError
-from ascendsched.lower.affine import Affine
-from ascendsched.lower.ir import (
-    BLOCK_IDX,
-    For,
-    Instr,
-    Kernel,
-    Program,
-    Region,
-    Stmt,
-    program_epilogue,
-)
+from ascendsched.lower.ir import BLOCK_IDX, For, Instr, Kernel, Program, Region, Stmt
+from ascendsched.lower.sync_ir import CrossSet, CrossSync, EventSync, Sync, program_epilogue
 from ascendsched.sim.cube import CUBE_HANDLERS, POISON_BYTE, Storage
 from ascendsched.sim.trace import Interval, TraceEvent, merge_intervals
 from ascendsched.sim.vector import VECTOR_HANDLERS
@@ -280,7 +271,8 @@ class _Machine:
         seq = [0]
         env = {BLOCK_IDX: block}
         yield from self._run_body(prog.body, env, block, str(prog.core), seq)
-        yield from self._run_body(program_epilogue(prog.core), env, block, str(prog.core), seq)
+        yield from self._run_body(program_epilogue(self.k, prog.core), env, block,
+                                  str(prog.core), seq)
 
     def _run_body(self, body: tuple[Stmt, ...], env: dict[str, int], block: int, core: str,
                   seq: list[int]) -> Iterator[tuple[int, str, int]]:
@@ -298,20 +290,18 @@ class _Machine:
                    ) -> Iterator[tuple[int, str, int]]:
         cx = _Ctx(self, ins, env, block, core)
         src = dst = event_id = flag_id = None
-        if ins.op in ("set_flag", "wait_flag"):
-            other = ins.attr("dst" if ins.op == "set_flag" else "src")
-            src, dst = (ins.pipe, other) if ins.op == "set_flag" else (other, ins.pipe)
-            src, dst = str(src), str(dst)
-            event_id = _int_attr(cx, "event_id")
-        elif ins.op in ("cross_set", "cross_wait"):
-            flag_id = _int_attr(cx, "flag_id")
-            if ins.op == "cross_set":  # mode 2 (verified)
+        if isinstance(ins, EventSync):
+            src, dst = str(ins.src), str(ins.dst)
+            event_id = ins.event_id.evaluate(env)
+        elif isinstance(ins, CrossSync):
+            flag_id = ins.flag_id.evaluate(env)
+            if isinstance(ins, CrossSet):  # mode 2 (verified)
                 to = "AIV" if core == "AIC" else "AIC"
                 key = (block, to, flag_id)
                 self.cross[key] = self.cross.get(key, 0) + 1
             else:
                 yield (block, core, flag_id)
-        elif ins.op == "barrier":
+        elif isinstance(ins, Sync):  # a barrier
             pass
         else:  # a known op in its core's program, on its pipe (verified)
             _HANDLERS[ins.op](cx)
@@ -321,12 +311,6 @@ class _Machine:
             self.events.append(TraceEvent(
                 block, core, seq, ins.op, str(ins.pipe), _coalesce(cx.reads),
                 _coalesce(cx.writes), src, dst, event_id, flag_id, label))
-
-
-def _int_attr(cx: _Ctx, name: str) -> int:
-    """An int attr, or an Affine one's value here (one or the other: verified)."""
-    v = cx.ins.attr(name)
-    return v.evaluate(cx.env) if isinstance(v, Affine) else int(v)
 
 
 def _coalesce(ivs: list[Interval]) -> tuple[Interval, ...]:

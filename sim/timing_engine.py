@@ -28,6 +28,15 @@ import numpy as np
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.ir import BLOCK_IDX, VECTOR_OPS, For, If, Instr, Kernel, Stmt
+from ascendsched.lower.sync_ir import (
+    Barrier,
+    CrossSet,
+    CrossSync,
+    CrossWait,
+    EventSync,
+    SetFlag,
+    WaitFlag,
+)
 from ascendsched.sim.costs import (
     KIND_DMA,
     KIND_MMAD,
@@ -100,13 +109,13 @@ class CoreRun:
     def _body(self, body: tuple[Stmt, ...]) -> Iterator[tuple]:
         env = self.env
         for s in body:
-            if type(s) is Instr:
-                if s.op in ("cross_set", "cross_wait"):
-                    yield from self._cross(s)
-                else:
-                    self._instr(s)
-            elif type(s) is For:
+            kind = type(s)
+            if kind is For:
                 yield from self._for(s)
+            elif kind is CrossSet or kind is CrossWait:
+                yield from self._cross(s)
+            elif kind is not If:
+                self._instr(s)
             else:
                 self.t += self.issue_c
                 self.busy[0] += self.issue_c
@@ -154,8 +163,7 @@ class CoreRun:
         return t
 
     def _instr(self, s: Instr) -> None:
-        op = s.op
-        if op == "barrier" and s.pipe == Pipe.ALL:
+        if isinstance(s, Barrier) and s.pipe == Pipe.ALL:
             issue = self.t
             end = max(max(self.done), max(self.free), issue) + self.bar_c
             for i in range(NP):
@@ -166,14 +174,14 @@ class CoreRun:
         issue = self._issue(p)
         start = max(issue, self.free[p])
         self.ring[p].append(start)
-        if op == "set_flag":
+        if isinstance(s, SetFlag):
             fire = max(start, self.done[p]) + self.set_c  # later work of p need not wait
-            key = (p, PIPE_INDEX[s.attr("dst")], _val(s.attr("event_id"), self.env))
+            key = (p, PIPE_INDEX[s.dst], s.event_id.evaluate(self.env))
             self.flags.setdefault(key, deque()).append(fire)
-            self._record(p, start, fire, "set_flag", ("set", key))
+            self._record(p, start, fire, s.op, ("set", key))
             return
-        if op == "wait_flag":
-            key = (PIPE_INDEX[s.attr("src")], p, _val(s.attr("event_id"), self.env))
+        if isinstance(s, WaitFlag):
+            key = (PIPE_INDEX[s.src], p, s.event_id.evaluate(self.env))
             q = self.flags.get(key)
             if not q:
                 raise InternalCompilerError(
@@ -181,12 +189,12 @@ class CoreRun:
                     f"model needs every wait's set earlier in program order)")
             end = max(start, q.popleft()) + self.wait_c
             self.free[p] = end
-            self._record(p, start, end, "wait_flag", ("wait", key))
+            self._record(p, start, end, s.op, ("wait", key))
             return
-        if op == "barrier":
+        if isinstance(s, Barrier):
             end = max(start, self.done[p]) + self.bar_c
             self.free[p] = self.done[p] = end
-            self._record(p, start, end, "barrier")
+            self._record(p, start, end, s.op)
             return
         c = self.table.cost(s, self.env)
         if c.kind == KIND_PIPELINED:
@@ -217,16 +225,16 @@ class CoreRun:
         if self.rec is not None:
             self._record(p, start, end, c.name)
 
-    def _cross(self, s: Instr) -> Iterator[tuple]:
-        key = ("cross", _val(s.attr("flag_id"), self.env))
-        if s.op == "cross_set":
+    def _cross(self, s: CrossSync) -> Iterator[tuple]:
+        key = ("cross", s.flag_id.evaluate(self.env))
+        if isinstance(s, CrossSet):
             p = PIPE_INDEX[s.pipe]
             issue = self._issue(p)
             start = max(issue, self.free[p])
             fire = max(start, self.done[p]) + self.cross_c
             self.free[p] = fire
             self.cross.setdefault((self.name, key), deque()).append(fire)
-            self._record(p, start, fire, "cross_set", ("set", key))
+            self._record(p, start, fire, s.op, ("set", key))
             return
         other = [k for k in self.cross if k[1] == key and k[0] != self.name]
         while not any(self.cross[k] for k in other):
@@ -235,7 +243,7 @@ class CoreRun:
         src = next(k for k in other if self.cross[k])
         fire = self.cross[src].popleft()
         end = max(self.t, fire) + self.wait_c
-        self._record(PIPE_INDEX[Pipe.S], self.t, end, "cross_wait", ("wait", key))
+        self._record(PIPE_INDEX[Pipe.S], self.t, end, s.op, ("wait", key))
         self.t = end  # a cross-core wait blocks the whole core (ASCEND_910B.md)
         for i in range(NP):
             self.free[i] = max(self.free[i], end)
@@ -302,12 +310,6 @@ class CoreRun:
             self.counts[i] += k * (self.counts[i] - cnt0[i])
 
 
-def _val(a: object, env: dict[str, int]) -> int:
-    if isinstance(a, Affine):
-        return a.evaluate(env)
-    return int(a)  # type: ignore[arg-type]
-
-
 # ---------------------------------------------------------------------- static loop analysis
 def loop_infos(kernel: Kernel, body: tuple[Stmt, ...]) -> dict[int, LoopInfo]:
     """For every For: may it be extrapolated, and which values must its iterations repeat."""
@@ -350,12 +352,10 @@ def _loop_info(kernel: Kernel, loop: For, period: int) -> LoopInfo:
                 for c in s.conds:
                     add(c.lhs, c.evaluate)
                 visit(s.body)
-            elif s.op in ("cross_set", "cross_wait"):
+            elif isinstance(s, CrossSync):
                 ok = False
-            elif s.op in ("set_flag", "wait_flag"):
-                e = s.attr("event_id")
-                if isinstance(e, Affine):
-                    add(e, e.evaluate)
+            elif isinstance(s, EventSync):
+                add(s.event_id, s.event_id.evaluate)
             elif s.op in VECTOR_OPS:
                 for r in s.reads:
                     buf = kernel.buffer_map.get(r.tensor)
@@ -414,10 +414,9 @@ def block_signature(body: tuple[Stmt, ...], block: int, limit: int = 200_000) ->
                     sig.append(tuple(_cond_values(c, free, extents, block)))
                 if not visit(s.body):
                     return False
-            elif s.op in ("set_flag", "wait_flag", "cross_set", "cross_wait"):
-                a = s.attr("event_id") if s.op in ("set_flag", "wait_flag") else s.attr(
-                    "flag_id")
-                if isinstance(a, Affine) and BLOCK_IDX in a.vars():
+            elif isinstance(s, (EventSync, CrossSync)):
+                a = s.event_id if isinstance(s, EventSync) else s.flag_id
+                if BLOCK_IDX in a.vars():
                     return False
         return True
 

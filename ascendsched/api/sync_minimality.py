@@ -19,6 +19,7 @@ from ascendsched.lower.pass_log import PassLog
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.remove_redundant_sync import channels_of, drop_channels
 from ascendsched.lower.schedule_for import schedule_for
+from ascendsched.lower.sync_ir import Sync
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.sim.checker import check_trace
@@ -61,6 +62,6 @@ def sync_minimality(obj: Schedule | GemmSchedule | Algorithm, seed: int = 0) -> 
 def _channel_text(k: Kernel, ch: int) -> str:
     for p in k.programs:
         for ins, _ in iter_instrs(p.body):
-            if ins.is_sync and ins.attr("channel") == ch:
+            if isinstance(ins, Sync) and ins.channel == ch:
                 return str(ins)
     return f"channel {ch}"

@@ -15,6 +15,7 @@ from ascendsched.errors import UnsupportedError
 from ascendsched.lower.ir import iter_instrs
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.schedule_for import schedule_for
+from ascendsched.lower.sync_ir import SetFlag
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import Scope
@@ -89,8 +90,8 @@ def test_bias_syncs_are_derived() -> None:
     """The bias row's path GM -(MTE2)-> L1 -(MTE1)-> BT -(M)-> Mmad gets its flags from the
     dependence analysis, each one needed (dropping any makes a race)."""
     k = lower(_hand("bias + relu"))
-    pairs = {(str(i.pipe), str(i.attr("dst"))) for i, _ in iter_instrs(k.programs[0].body)
-             if i.op == "set_flag"}
+    pairs = {(str(i.pipe), str(i.dst)) for i, _ in iter_instrs(k.programs[0].body)
+             if isinstance(i, SetFlag)}
     assert {("MTE2", "MTE1"), ("MTE1", "M"), ("M", "MTE1")} <= pairs
     rep = sync_minimality(GemmSchedule(ALGOS["bias + relu"](64, 48, 64)).tile(32, 32, 32)
                           .split_k(16).buffer("l1").bind(1))

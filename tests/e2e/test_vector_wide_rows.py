@@ -14,6 +14,7 @@ from ascendsched.api.check import check
 from ascendsched.lower.ir import Kernel, iter_instrs
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.schedule_for import schedule_for
+from ascendsched.lower.sync_ir import Sync
 from ascendsched.schedule import Schedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.target import CoreType
@@ -63,7 +64,7 @@ def test_synced_statement_count_does_not_grow_with_the_row_width():
     def size(width: int) -> tuple[int, int]:
         k = lower(row_tiles(L.layernorm(8, width), 2, LAYERNORM))
         instrs = list(iter_instrs(k.program(CoreType.AIV).body))
-        return len(instrs), sum(1 for i, _ in instrs if i.is_sync)
+        return len(instrs), sum(1 for i, _ in instrs if isinstance(i, Sync))
 
     sizes = {w: size(w) for w in (1024, 2048, 4096)}
     assert len(set(sizes.values())) == 1, sizes

@@ -14,6 +14,7 @@ import pytest
 
 from ascendsched.emit_ascendc import KernelAbort, run_cpu
 from ascendsched.lower.ir import For, Kernel
+from ascendsched.lower.sync_ir import WaitFlag
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, traces_match
@@ -35,7 +36,7 @@ def _drop_first_wait(k: Kernel) -> Kernel:
     (at,) = [n for n, s in enumerate(top) if isinstance(s, For)]
     loop = top[at]
     body = tuple(s for s in loop.body
-                 if not (s.op == "wait_flag" and s.attr("src") == Pipe.MTE2 and s.pipe == Pipe.V))
+                 if not (isinstance(s, WaitFlag) and s.src == Pipe.MTE2 and s.dst == Pipe.V))
     assert len(body) == len(loop.body) - 1
     return k.replace_body(CoreType.AIV, (*top[:at], replace(loop, body=body), *top[at + 1:]))
 

@@ -18,7 +18,7 @@ import pytest
 from ascendsched.emit_ascendc import KernelAbort, emit_project, run_cpu
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.insert_sync import insert_sync
-from ascendsched.lower.ir import Kernel, Program
+from ascendsched.lower.ir import Kernel, Program, copied
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
@@ -153,9 +153,9 @@ def test_vector_op_in_the_aic_program_is_rejected(tmp_path):
     from tests.kit.ir import hand_plan, vadd_kernel
 
     v = hand_plan(vadd_kernel())
-    bad = replace(k, programs=(Program(CoreType.AIC, k.program(CoreType.AIC).body
-                                       + v.program(CoreType.AIV).body),
-                               v.program(CoreType.AIV)))
+    bad = k.with_programs((Program(CoreType.AIC, k.program(CoreType.AIC).body
+                                   + copied(v.program(CoreType.AIV).body)),
+                           Program(CoreType.AIV, copied(v.program(CoreType.AIV).body))))
     bad = replace(bad, params=bad.params + tuple(p for p in v.params),
                   buffers=bad.buffers + v.buffers)
     with pytest.raises(InternalCompilerError, match=r"in the AIC program breaks the IR contract "

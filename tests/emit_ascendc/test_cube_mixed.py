@@ -15,9 +15,11 @@ import pytest
 
 from ascendsched import dtypes as dt
 from ascendsched.emit_ascendc import KernelAbort, emit_project, run_cpu
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.insert_sync import insert_sync
 from ascendsched.lower.ir import GmTensor, Instr, Kernel, Program, StmtMutator, view
 from ascendsched.lower.polyhedral import analyze_dependences
+from ascendsched.lower.sync_ir import CrossSet, CrossWait
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.trace import Trace, traces_match
@@ -46,12 +48,12 @@ def mixed_kernel(*, drop_cross_set: bool = False) -> Kernel:
 
     aic_body = _ToWs().visit_body(aic_body)
     if not drop_cross_set:  # data ready: after the Fixpipe (FIX) of the tile
-        aic_body = aic_body + (Instr("cross_set", Pipe.FIX, attrs=(("mode", 2), ("flag_id", 0)),
-                                     comment="ws written (FIX) -> AIV may read it"),)
+        aic_body = aic_body + (CrossSet(Pipe.FIX, flag_id=Affine(0), mode=2,
+                                        comment="ws written (FIX) -> AIV may read it"),)
     ub = "t_ub"
     aiv_body = (
-        Instr("cross_wait", Pipe.MTE2, attrs=(("mode", 2), ("flag_id", 0)),
-              comment="wait for the AIC's Fixpipe of ws"),
+        CrossWait(Pipe.MTE2, flag_id=Affine(0), mode=2,
+                  comment="wait for the AIC's Fixpipe of ws"),
         Instr("copy_gm_ub", Pipe.MTE2, (view(ub, 0, M, 48, N),), (view("ws", 0, M, N, N),),
               comment="load the GEMM result"),
         set_flag(Pipe.MTE2, Pipe.V), wait_flag(Pipe.MTE2, Pipe.V),
@@ -66,8 +68,9 @@ def mixed_kernel(*, drop_cross_set: bool = False) -> Kernel:
     from ascendsched.lower.ir import Buffer
 
     ubuf = Buffer(ub, Scope.UB, dt.float32, M * 48, offsets=(0,))
-    return replace(aic, name="gemm_relu_mix", params=params, buffers=aic.buffers + (ubuf,),
-                   programs=(Program(CoreType.AIC, aic_body), Program(CoreType.AIV, aiv_body)))
+    return replace(aic, name="gemm_relu_mix", params=params, buffers=aic.buffers + (ubuf,)
+                   ).with_programs((Program(CoreType.AIC, aic_body),
+                                    Program(CoreType.AIV, aiv_body)))
 
 
 @pytest.fixture(scope="module")

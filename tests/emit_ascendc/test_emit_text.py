@@ -8,7 +8,7 @@ import pytest
 
 from ascendsched.emit_ascendc import emit_project
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.ir import Program
+from ascendsched.lower.ir import Program, copied
 from ascendsched.target import CoreType
 from tests.kit.hand import ops_kernel, sync_row_max_sub, sync_vadd
 from tests.kit.ir import hand_plan, row_max_sub_kernel, vadd_kernel
@@ -106,7 +106,7 @@ def test_vector_ops_in_an_aic_program_are_rejected(tmp_path):
     # the Cube core has no vector unit: an AIC program holding vector calls is refused
     k = hand_plan(vadd_kernel())
     aiv = k.program(CoreType.AIV)
-    k = replace(k, programs=(aiv, Program(CoreType.AIC, aiv.body)))
+    k = k.with_programs((aiv, Program(CoreType.AIC, copied(aiv.body))))
     with pytest.raises(InternalCompilerError, match=r"in the AIC program breaks the IR contract "
                        r"\(core\): copy_gm_ub runs on the AIV core, not in the AIC program"):
         emit_project(k, tmp_path)
@@ -120,13 +120,14 @@ def test_each_flag_comment_names_its_first_dependence_and_counts_the_rest(tmp_pa
     from ascendsched.algo import library as L
     from ascendsched.lower.ir import iter_instrs
     from ascendsched.lower.pipeline import lower
+    from ascendsched.lower.sync_ir import Sync
     from ascendsched.schedule import Schedule
 
     algo = L.softmax(16, 512)
     sched = Schedule(algo).split("y", "i", 4).compute_at("xf", "y", "i_o").compute_at(
         "mx", "y", "i_o").compute_at("e", "y", "i_o").compute_at("s", "y", "i_o")
     k = lower(sched)
-    syncs = [i for p in k.programs for i, _ in iter_instrs(p.body) if i.is_sync]
+    syncs = [i for p in k.programs for i, _ in iter_instrs(p.body) if isinstance(i, Sync)]
     many = [i for i in syncs if i.comment.count("; ") >= 2]
     assert many, "expected a sync ordering several dependences"
     src = emit_project(k, tmp_path).kernel_cpp.read_text()

@@ -221,7 +221,7 @@ def gemm_kernel(c: GemmCase) -> Kernel:
         body = (If((Cond(t, "<", tiles),), body),)
     a_shape = (c.k, c.m) if c.trans_a else (c.m, c.k)
     b_shape = (c.n, c.k) if c.trans_b else (c.k, c.n)
-    return Kernel(
+    return Kernel.build(
         name=c.name,
         params=(GmTensor("a", a_shape, a_dt), GmTensor("b", b_shape, a_dt),
                 GmTensor("c", (c.m, c.n), out, "output")),
@@ -362,7 +362,7 @@ def batched_kernel(batch: int = 3, m: int = 20, n: int = 24, k: int = 40,
                         quantPre="NoQuant", reluEn=False, unitFlag=0, ndNum=batch,
                         srcNdStride=mp * np_ // (R * R), dstNdStride=m * n),
     )
-    return Kernel(
+    return Kernel.build(
         name="batched",
         params=(GmTensor("a", (batch, m, k), f16), GmTensor("b", (batch, k, n), f16),
                 GmTensor("c", (batch, m, n), dt.float32, "output")),

@@ -134,7 +134,7 @@ def ops_kernel(rows: int = 16, cols: int = 20) -> Kernel:
         Buffer("m2_ub", Scope.UB, uint8, rows * 32, comment="mask rows 32 B apart"),
         Buffer("r_ub", Scope.UB, float32, max(rows, 8)),
     ]
-    return Kernel(
+    return Kernel.build(
         name="ops",
         params=(GmTensor("x", (rows, cols), float32),
                 GmTensor("y", (rows, cols), float32, "output"),

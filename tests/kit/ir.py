@@ -24,6 +24,7 @@ from ascendsched.lower.ir import (
     Stmt,
     view,
 )
+from ascendsched.lower.sync_ir import Barrier, SetFlag, WaitFlag
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope, Target
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def vadd_kernel(n: int = 8192, tile: int = 2048, copies: int = 1, blocks: int = 
         Instr("copy_ub_gm", Pipe.MTE3, (view("z", base, 1, n, tile),),
               (view("z_ub", 0, 1, tile, tile, copy=cp),), comment="store z tile"),
     )
-    return Kernel(
+    return Kernel.build(
         name="vadd",
         params=(GmTensor("x", (n,), float16), GmTensor("y", (n,), float16),
                 GmTensor("z", (n,), float16, "output")),
@@ -88,7 +89,7 @@ def row_max_sub_kernel(rows: int = 16, cols: int = 64) -> Kernel:
         Instr("copy_ub_gm", Pipe.MTE3, (view("y", 0, rows, cols, cols),),
               (view("y_ub", 0, rows, cols, cols),), comment="store y"),
     )
-    return Kernel(
+    return Kernel.build(
         name="row_max_sub",
         params=(GmTensor("x", (rows, cols), float32), GmTensor("y", (rows, cols), float32, "output")),
         buffers=(
@@ -107,7 +108,7 @@ def kernel(params: list[tuple[str, tuple[int, ...], DType, str]],
            buffers: list[tuple[str, DType, int]], body: tuple[Stmt, ...], *,
            blocks: int = 1, name: str = "t") -> Kernel:
     """An AIV kernel from (name, shape, dtype, kind) params and (name, dtype, elems) buffers."""
-    return Kernel(
+    return Kernel.build(
         name=name,
         params=tuple(GmTensor(n, s, d, k) for n, s, d, k in params),
         buffers=tuple(Buffer(n, Scope.UB, d, e) for n, d, e in buffers),
@@ -117,18 +118,16 @@ def kernel(params: list[tuple[str, tuple[int, ...], DType, str]],
     )
 
 
-def set_flag(src: Pipe, dst: Pipe, eid: int | Affine = 0, comment: str = "") -> Instr:
-    return Instr("set_flag", src, attrs=(("dst", dst), ("event_id", Affine.of(eid))),
-                 comment=comment)
+def set_flag(src: Pipe, dst: Pipe, eid: int | Affine = 0, comment: str = "") -> SetFlag:
+    return SetFlag(src, dst=dst, event_id=Affine.of(eid), comment=comment)
 
 
-def wait_flag(src: Pipe, dst: Pipe, eid: int | Affine = 0, comment: str = "") -> Instr:
-    return Instr("wait_flag", dst, attrs=(("src", src), ("event_id", Affine.of(eid))),
-                 comment=comment)
+def wait_flag(src: Pipe, dst: Pipe, eid: int | Affine = 0, comment: str = "") -> WaitFlag:
+    return WaitFlag(dst, src=src, event_id=Affine.of(eid), comment=comment)
 
 
-def barrier(pipe: Pipe, comment: str = "") -> Instr:
-    return Instr("barrier", pipe, comment=comment)
+def barrier(pipe: Pipe, comment: str = "") -> Barrier:
+    return Barrier(pipe, comment=comment)
 
 
 def synced_vadd(n: int = 8192, tile: int = 2048, copies: int = 1, blocks: int = 1) -> Kernel:
@@ -155,7 +154,7 @@ def synced_vadd(n: int = 8192, tile: int = 2048, copies: int = 1, blocks: int = 
     pro = tuple(s for i in ids for s in (set_flag(P.V, P.MTE2, i), set_flag(P.MTE3, P.V, i)))
     epi = tuple(s for i in ids for s in (wait_flag(P.V, P.MTE2, i), wait_flag(P.MTE3, P.V, i)))
     prog = (*pro, For("k", loop.extent, body, loop.comment), *epi)
-    return replace(k, programs=(Program(CoreType.AIV, prog),))
+    return k.with_programs((Program(CoreType.AIV, prog),))
 
 
 def hand_plan(k: Kernel, offsets: dict[str, tuple[int, ...]] | None = None, *,

@@ -9,6 +9,7 @@ from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.compare import affine_form, structural_diff
 from ascendsched.lower.ir import For, If, Instr, Kernel, StmtMutator
 from ascendsched.lower.pipeline import lower
+from ascendsched.lower.sync_ir import Barrier, SetFlag, WaitFlag
 from ascendsched.schedule import Schedule
 from ascendsched.target import Pipe
 
@@ -70,9 +71,8 @@ def test_same_kernel_and_kernel_with_other_sizes_pass(kernel):
 
 def test_event_id_difference_is_named(kernel):
     def other_id(s: Instr):
-        if s.op == "wait_flag" and s.attr("event_id") != Affine():
-            return (replace(s, attrs=tuple((k, Affine() if k == "event_id" else v)
-                                           for k, v in s.attrs)),)
+        if isinstance(s, WaitFlag) and s.event_id != Affine():
+            return (replace(s, event_id=Affine()),)
         return None
 
     msg = structural_diff(kernel, _edit(kernel, other_id))
@@ -81,9 +81,9 @@ def test_event_id_difference_is_named(kernel):
 
 
 def test_pipe_op_buffer_and_placement_differences_are_named(kernel):
-    barrier = Instr("barrier", Pipe.V)
+    barrier = Barrier(Pipe.V)
     cases = {
-        "op or pipe": lambda s: (replace(s, pipe=Pipe.MTE1),) if s.op == "set_flag" else None,
+        "op or pipe": lambda s: (replace(s, pipe=Pipe.MTE1),) if isinstance(s, SetFlag) else None,
         "only the reduced kernel has barrier V": lambda s: (barrier, s)
         if s.op.startswith("vec_") else None,
         "on-chip offset": lambda s: (replace(s, writes=(replace(s.writes[0], offset=Affine(64)),),),)
@@ -99,7 +99,8 @@ def test_pipe_op_buffer_and_placement_differences_are_named(kernel):
 def test_moved_sync_is_a_difference(kernel):
     body = kernel.programs[0].body
     swapped = (body[1], body[0]) + body[2:]
-    assert body[0].op == body[1].op == "set_flag" and str(body[0]) != str(body[1])
+    assert isinstance(body[0], SetFlag) and isinstance(body[1], SetFlag)
+    assert str(body[0]) != str(body[1])
     msg = structural_diff(kernel, kernel.replace_body(kernel.programs[0].core, swapped))
     assert msg is not None and "#0 set_flag" in msg
 

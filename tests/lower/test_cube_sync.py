@@ -21,6 +21,7 @@ from ascendsched.lower.remove_redundant_sync import (
     drop_channels,
     remove_redundant_sync,
 )
+from ascendsched.lower.sync_ir import Sync
 from ascendsched.sim.check_report import CheckReport
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
@@ -98,7 +99,7 @@ def test_synced_gemm_is_race_free_and_correct(name: str) -> None:
 
 
 def _sync_count(k: Kernel) -> int:
-    return sum(1 for p in k.programs for i, _ in iter_instrs(p.body) if i.is_sync)
+    return sum(1 for p in k.programs for i, _ in iter_instrs(p.body) if isinstance(i, Sync))
 
 
 @pytest.mark.parametrize("name", ["fp16_single", "fp16_kloop_db", "int8", "m_tail_1",
@@ -218,16 +219,15 @@ def test_a_fallback_that_drops_an_ordering_is_caught(monkeypatch: pytest.MonkeyP
     import ascendsched.lower.allocate_event_ids as alloc
     from ascendsched.errors import InternalCompilerError
     from ascendsched.lower.affine import Affine
-    from ascendsched.lower.ir import Instr
     from ascendsched.lower.pipeline import lower
+    from ascendsched.lower.sync_ir import EventSync, SetFlag, SyncRole, WaitFlag
 
-    def old_tighten(s: Instr) -> tuple:
-        if s.attr("role") != "set":
+    def old_tighten(s: EventSync) -> tuple:
+        if not isinstance(s, SetFlag) or s.role != SyncRole.SET:
             return ()
-        wait = Instr("wait_flag", s.attr("dst"), attrs=(
-            ("src", s.pipe), ("event_id", Affine()), ("channel", s.attr("channel")),
-            ("role", "wait")), comment=s.comment)
-        return (alloc._with(s, event_id=Affine()), wait)
+        wait = WaitFlag(s.dst, src=s.pipe, event_id=Affine(), channel=s.channel,
+                        role=SyncRole.WAIT, comment=s.comment)
+        return (replace(s, event_id=Affine()), wait)
 
     monkeypatch.setattr(alloc, "_tightener", lambda fresh: old_tighten)
     with warnings.catch_warnings():

@@ -60,7 +60,7 @@ def _tail_kernel(tail_cond: Cond = TAIL) -> Kernel:
     n = FULL * TILE + TILE // 2
     body = (If((Cond(Affine.of(T), "<", FULL),), _version(TILE, "a_ub"), "full tile"),
             If((tail_cond,), _version(TILE // 2, "b_ub"), "tail tile"))
-    return Kernel(
+    return Kernel.build(
         "tail", (GmTensor("x", (n,), float32), GmTensor("y", (n,), float32, "output")),
         tuple(Buffer(b, Scope.UB, float32, TILE) for b in ("x_ub", "a_ub", "b_ub", "c_ub")), 1,
         (Program(CoreType.AIV, (For(T, FULL + 1, body),)),), ASCEND_910B)
@@ -100,7 +100,7 @@ def test_a_value_handed_from_one_branch_to_the_next_iteration_lives_over_the_who
     loop = k.programs[0].body[0]
     full, tail = loop.body
     tail = If(tail.conds, (_exp("b_ub", "a_ub", TILE // 2),) + tail.body[1:], tail.comment)
-    k2 = Kernel(k.name, k.params, k.buffers, 1,
+    k2 = Kernel.build(k.name, k.params, k.buffers, 1,
                 (Program(CoreType.AIV, (For(T, loop.extent, (full, tail)),)),), k.target)
     lt = buffer_lifetimes(k2)
     assert lt.of("a_ub").spans == ((0, 7),) and "carried by loop t" in lt.of("a_ub").why

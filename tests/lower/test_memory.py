@@ -49,7 +49,7 @@ def test_loop_widening() -> None:
                   (view("mb_ub", 0, 1, 8, 8), view("mb_ub", 0, 1, 8, 8)), (("fn", "add"),))
     store = Instr("copy_ub_gm", Pipe.MTE3, (view("y", 0, 1, 8, 8),), (view("m_ub", 0, 1, 8, 8),))
     body = (tmp_w, For("k", 4, (load, acc, tmp_r)), store)
-    k2 = Kernel(k.name, k.params, k.buffers + (Buffer("u_ub", Scope.UB, f32, 8),), 1,
+    k2 = Kernel.build(k.name, k.params, k.buffers + (Buffer("u_ub", Scope.UB, f32, 8),), 1,
                 (Program(CoreType.AIV, (dup,) + body),), k.target)
     spans = _spans(k2)
     # positions: 0 dup m, 1 dup mb, [2 load x, 3 acc m, 4 y = mb + mb], 5 store m
@@ -80,7 +80,7 @@ def test_alignment_is_respected() -> None:
     odd = Buffer("odd_ub", Scope.UB, f16, 7)  # 14 bytes -> one 32-byte slot
     ins = Instr("vec_dup", Pipe.V, (view("odd_ub", 0, 1, 7, 7),), (), (("value", 0.0),))
     body = k.programs[0].body[0]
-    k2 = Kernel(k.name, k.params, (odd,) + k.buffers, 1,
+    k2 = Kernel.build(k.name, k.params, (odd,) + k.buffers, 1,
                 (Program(CoreType.AIV, (For(body.var, body.extent, (ins,) + body.body),)),),
                 k.target)
     plan = plan_memory(k2, buffer_lifetimes(k2), ASCEND_910B)
@@ -135,7 +135,7 @@ def _pipelined_kernel(elems: int = 20480) -> Kernel:
     )
     bufs = (Buffer("x_ub", Scope.UB, f16, elems, 2),) + tuple(
         Buffer(b, Scope.UB, f16, elems) for b in ("y_ub", "z_ub", "w_ub", "u_ub"))
-    return Kernel("pipelined", k.params, bufs, 1,
+    return Kernel.build("pipelined", k.params, bufs, 1,
                   (Program(CoreType.AIV, (For("k", 4, body),)),), k.target)
 
 

@@ -163,32 +163,32 @@ def test_dependences_of_the_planned_kernel() -> None:
 # its ping-pong pair (two prologue sets, id (i_o % 2) in the loop, two epilogue waits).
 VADD_PLACED = """
     program AIV:
-      set_flag V->MTE2 id=0   # x_ub[copy (i_o % 2)]: V read -> MTE2 write (WAR)
-      set_flag V->MTE2 id=1   # x_ub[copy (i_o % 2)]: V read -> MTE2 write (WAR)
-      set_flag V->MTE2 id=0   # y_ub: V read -> MTE2 write (WAR)
-      set_flag MTE3->V id=0   # z_ub: MTE3 read -> V write (WAR)
+      set_flag V->MTE2 id=0 [ch 4, prologue]   # x_ub[copy (i_o % 2)]: V read -> MTE2 write (WAR)
+      set_flag V->MTE2 id=1 [ch 4, prologue]   # x_ub[copy (i_o % 2)]: V read -> MTE2 write (WAR)
+      set_flag V->MTE2 id=0 [ch 5, prologue]   # y_ub: V read -> MTE2 write (WAR)
+      set_flag MTE3->V id=0 [ch 7, prologue]   # z_ub: MTE3 read -> V write (WAR)
       for i_o in 0..4:   # tiles of i (split by 64)
-        wait_flag V->MTE2 id=(i_o % 2)   # x_ub[copy (i_o % 2)]: V read -> MTE2 write (WAR)
-        barrier MTE2   # x_ub[copy (i_o % 2)]: MTE2 write -> MTE2 write (WAW)
+        wait_flag V->MTE2 id=(i_o % 2) [ch 4, wait]   # x_ub[copy (i_o % 2)]: V read -> MTE2 write (WAR)
+        barrier MTE2 [ch 0]   # x_ub[copy (i_o % 2)]: MTE2 write -> MTE2 write (WAW)
         [MTE2] copy_gm_ub  x_ub[copy (i_o % 2)]@(0)[1:64, 64:1] <- x@(64*i_o)[1:64, 64:1]   # load x tile into UB
-        wait_flag V->MTE2 id=0   # y_ub: V read -> MTE2 write (WAR)
-        barrier MTE2   # y_ub: MTE2 write -> MTE2 write (WAW)
+        wait_flag V->MTE2 id=0 [ch 5, wait]   # y_ub: V read -> MTE2 write (WAR)
+        barrier MTE2 [ch 1]   # y_ub: MTE2 write -> MTE2 write (WAW)
         [MTE2] copy_gm_ub  y_ub@(0)[1:64, 64:1] <- y@(64*i_o)[1:64, 64:1]   # load y tile into UB
-        set_flag MTE2->V id=0   # y_ub: MTE2 write -> V read (RAW); x_ub[copy (i_o % 2)]: MTE2 write -> V read (RAW)
-        wait_flag MTE2->V id=0   # y_ub: MTE2 write -> V read (RAW); x_ub[copy (i_o % 2)]: MTE2 write -> V read (RAW)
-        wait_flag MTE3->V id=0   # z_ub: MTE3 read -> V write (WAR)
-        barrier V   # z_ub: V write -> V write (WAW)
+        set_flag MTE2->V id=0 [ch 3, set]   # y_ub: MTE2 write -> V read (RAW); x_ub[copy (i_o % 2)]: MTE2 write -> V read (RAW)
+        wait_flag MTE2->V id=0 [ch 3, wait]   # y_ub: MTE2 write -> V read (RAW); x_ub[copy (i_o % 2)]: MTE2 write -> V read (RAW)
+        wait_flag MTE3->V id=0 [ch 7, wait]   # z_ub: MTE3 read -> V write (WAR)
+        barrier V [ch 2]   # z_ub: V write -> V write (WAW)
         [V] vec_binary fn=add  z_ub@(0)[1:128, 64:1] <- x_ub[copy (i_o % 2)]@(0)[1:128, 64:1], y_ub@(0)[1:128, 64:1]   # z: add
-        set_flag V->MTE2 id=(i_o % 2)   # x_ub[copy (i_o % 2)]: V read -> MTE2 write (WAR)
-        set_flag V->MTE2 id=0   # y_ub: V read -> MTE2 write (WAR)
-        set_flag V->MTE3 id=0   # z_ub: V write -> MTE3 read (RAW)
-        wait_flag V->MTE3 id=0   # z_ub: V write -> MTE3 read (RAW)
+        set_flag V->MTE2 id=(i_o % 2) [ch 4, set]   # x_ub[copy (i_o % 2)]: V read -> MTE2 write (WAR)
+        set_flag V->MTE2 id=0 [ch 5, set]   # y_ub: V read -> MTE2 write (WAR)
+        set_flag V->MTE3 id=0 [ch 6, set]   # z_ub: V write -> MTE3 read (RAW)
+        wait_flag V->MTE3 id=0 [ch 6, wait]   # z_ub: V write -> MTE3 read (RAW)
         [MTE3] copy_ub_gm  z@(64*i_o)[1:64, 64:1] <- z_ub@(0)[1:64, 64:1]   # store z tile to GM
-        set_flag MTE3->V id=0   # z_ub: MTE3 read -> V write (WAR)
-      wait_flag V->MTE2 id=0   # x_ub[copy (i_o % 2)]: V read -> MTE2 write (WAR)
-      wait_flag V->MTE2 id=1   # x_ub[copy (i_o % 2)]: V read -> MTE2 write (WAR)
-      wait_flag V->MTE2 id=0   # y_ub: V read -> MTE2 write (WAR)
-      wait_flag MTE3->V id=0   # z_ub: MTE3 read -> V write (WAR)
+        set_flag MTE3->V id=0 [ch 7, set]   # z_ub: MTE3 read -> V write (WAR)
+      wait_flag V->MTE2 id=0 [ch 4, epilogue]   # x_ub[copy (i_o % 2)]: V read -> MTE2 write (WAR)
+      wait_flag V->MTE2 id=1 [ch 4, epilogue]   # x_ub[copy (i_o % 2)]: V read -> MTE2 write (WAR)
+      wait_flag V->MTE2 id=0 [ch 5, epilogue]   # y_ub: V read -> MTE2 write (WAR)
+      wait_flag MTE3->V id=0 [ch 7, epilogue]   # z_ub: MTE3 read -> V write (WAR)
     """
 
 
@@ -216,23 +216,23 @@ def test_remove_redundant_syncs_drops_the_implied_ones() -> None:
     assert text(log.results["place syncs"].kernel) == expect(VADD_PLACED)
     assert text(after) == expect("""
         program AIV:
-          set_flag V->MTE2 id=0   # y_ub: V read -> MTE2 write (WAR)
-          set_flag MTE3->V id=0   # z_ub: MTE3 read -> V write (WAR)
+          set_flag V->MTE2 id=0 [ch 5, prologue]   # y_ub: V read -> MTE2 write (WAR)
+          set_flag MTE3->V id=0 [ch 7, prologue]   # z_ub: MTE3 read -> V write (WAR)
           for i_o in 0..4:   # tiles of i (split by 64)
             [MTE2] copy_gm_ub  x_ub[copy (i_o % 2)]@(0)[1:64, 64:1] <- x@(64*i_o)[1:64, 64:1]   # load x tile into UB
-            wait_flag V->MTE2 id=0   # y_ub: V read -> MTE2 write (WAR)
+            wait_flag V->MTE2 id=0 [ch 5, wait]   # y_ub: V read -> MTE2 write (WAR)
             [MTE2] copy_gm_ub  y_ub@(0)[1:64, 64:1] <- y@(64*i_o)[1:64, 64:1]   # load y tile into UB
-            set_flag MTE2->V id=0   # y_ub: MTE2 write -> V read (RAW); x_ub[copy (i_o % 2)]: MTE2 write -> V read (RAW)
-            wait_flag MTE2->V id=0   # y_ub: MTE2 write -> V read (RAW); x_ub[copy (i_o % 2)]: MTE2 write -> V read (RAW)
-            wait_flag MTE3->V id=0   # z_ub: MTE3 read -> V write (WAR)
+            set_flag MTE2->V id=0 [ch 3, set]   # y_ub: MTE2 write -> V read (RAW); x_ub[copy (i_o % 2)]: MTE2 write -> V read (RAW)
+            wait_flag MTE2->V id=0 [ch 3, wait]   # y_ub: MTE2 write -> V read (RAW); x_ub[copy (i_o % 2)]: MTE2 write -> V read (RAW)
+            wait_flag MTE3->V id=0 [ch 7, wait]   # z_ub: MTE3 read -> V write (WAR)
             [V] vec_binary fn=add  z_ub@(0)[1:128, 64:1] <- x_ub[copy (i_o % 2)]@(0)[1:128, 64:1], y_ub@(0)[1:128, 64:1]   # z: add
-            set_flag V->MTE2 id=0   # y_ub: V read -> MTE2 write (WAR)
-            set_flag V->MTE3 id=0   # z_ub: V write -> MTE3 read (RAW)
-            wait_flag V->MTE3 id=0   # z_ub: V write -> MTE3 read (RAW)
+            set_flag V->MTE2 id=0 [ch 5, set]   # y_ub: V read -> MTE2 write (WAR)
+            set_flag V->MTE3 id=0 [ch 6, set]   # z_ub: V write -> MTE3 read (RAW)
+            wait_flag V->MTE3 id=0 [ch 6, wait]   # z_ub: V write -> MTE3 read (RAW)
             [MTE3] copy_ub_gm  z@(64*i_o)[1:64, 64:1] <- z_ub@(0)[1:64, 64:1]   # store z tile to GM
-            set_flag MTE3->V id=0   # z_ub: MTE3 read -> V write (WAR)
-          wait_flag V->MTE2 id=0   # y_ub: V read -> MTE2 write (WAR)
-          wait_flag MTE3->V id=0   # z_ub: MTE3 read -> V write (WAR)
+            set_flag MTE3->V id=0 [ch 7, set]   # z_ub: MTE3 read -> V write (WAR)
+          wait_flag V->MTE2 id=0 [ch 5, epilogue]   # y_ub: V read -> MTE2 write (WAR)
+          wait_flag MTE3->V id=0 [ch 7, epilogue]   # z_ub: MTE3 read -> V write (WAR)
         """)
 
 
@@ -243,26 +243,26 @@ def test_allocate_event_ids_separates_overlapping_channels() -> None:
     before = lower(MUL_ADD_RELU, stop_after="remove redundant syncs")
     assert text(before, comments=False) == expect("""
         program AIV:
-          set_flag MTE3->MTE2 id=0
+          set_flag MTE3->MTE2 id=0 [ch 11, prologue]
           for i_o in 0..4:
-            wait_flag MTE3->MTE2 id=0
+            wait_flag MTE3->MTE2 id=0 [ch 11, wait]
             [MTE2] copy_gm_ub  a_ub@(0)[1:64, 64:1] <- a@(64*i_o)[1:64, 64:1]
             [MTE2] copy_gm_ub  b_ub@(0)[1:64, 64:1] <- b@(64*i_o)[1:64, 64:1]
-            set_flag MTE2->V id=0
+            set_flag MTE2->V id=0 [ch 6, set]
             [MTE2] copy_gm_ub  c_ub@(0)[1:64, 64:1] <- c@(64*i_o)[1:64, 64:1]
-            set_flag MTE2->V id=0
-            wait_flag MTE2->V id=0
+            set_flag MTE2->V id=0 [ch 7, set]
+            wait_flag MTE2->V id=0 [ch 6, wait]
             [V] vec_binary fn=mul  d_t1@(0)[1:128, 64:1] <- a_ub@(0)[1:128, 64:1], b_ub@(0)[1:128, 64:1]
-            wait_flag MTE2->V id=0
-            barrier V
+            wait_flag MTE2->V id=0 [ch 7, wait]
+            barrier V [ch 4, keep]
             [V] vec_binary fn=add  d_t2@(0)[1:128, 64:1] <- d_t1@(0)[1:128, 64:1], c_ub@(0)[1:128, 64:1]
-            barrier V
+            barrier V [ch 5, keep]
             [V] vec_unary fn=relu  d_ub@(0)[1:128, 64:1] <- d_t2@(0)[1:128, 64:1]
-            set_flag V->MTE3 id=0
-            wait_flag V->MTE3 id=0
+            set_flag V->MTE3 id=0 [ch 10, set]
+            wait_flag V->MTE3 id=0 [ch 10, wait]
             [MTE3] copy_ub_gm  d@(64*i_o)[1:64, 64:1] <- d_ub@(0)[1:64, 64:1]
-            set_flag MTE3->MTE2 id=0
-          wait_flag MTE3->MTE2 id=0
+            set_flag MTE3->MTE2 id=0 [ch 11, set]
+          wait_flag MTE3->MTE2 id=0 [ch 11, epilogue]
         """)
     after = lower(MUL_ADD_RELU, stop_after="allocate event ids")
     assert text(after, comments=False) == expect("""

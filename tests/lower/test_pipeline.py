@@ -18,6 +18,7 @@ from ascendsched.lower.pass_log import PassLog
 from ascendsched.lower.pipeline import STEPS, lower
 from ascendsched.lower.plan_memory import MemoryPlan
 from ascendsched.lower.remove_redundant_sync import Pruned
+from ascendsched.lower.sync_ir import Sync
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 from tests.kit.ir import vadd_kernel
@@ -27,7 +28,7 @@ GEMM = GemmSchedule(L.gemm(64, 64, 128)).tile(32, 32, 64).split_k(32).buffer("l1
 
 
 def _syncs(k) -> list:  # noqa: ANN001
-    return [i for p in k.programs for i, _ in iter_instrs(p.body) if i.is_sync]
+    return [i for p in k.programs for i, _ in iter_instrs(p.body) if isinstance(i, Sync)]
 
 
 @pytest.mark.parametrize("sched", [VADD, GEMM], ids=["vector", "cube"])
@@ -49,8 +50,8 @@ def test_the_sync_steps_share_one_oracle() -> None:
     assert isinstance(placed, Placed) and isinstance(pruned, Pruned)
     assert pruned.oracle is placed.oracle  # built once, by placement
     assert len(_syncs(pruned.kernel)) < len(_syncs(placed.kernel))
-    assert all(i.attr("channel") is not None for i in _syncs(pruned.kernel))
-    assert all(i.attr("channel") is None for i in _syncs(log.results["allocate event ids"]))
+    assert all(i.channel is not None for i in _syncs(pruned.kernel))
+    assert all(i.channel is None for i in _syncs(log.results["allocate event ids"]))
     assert log.text("place syncs") == str(placed.kernel)
 
 
@@ -119,5 +120,5 @@ def test_sync_minimality_reads_the_pruned_kernel_from_the_log() -> None:
     rep = sync_minimality(VADD)
     log = PassLog()
     lower(VADD, log=log)
-    channels = {i.attr("channel") for i in _syncs(log.results["remove redundant syncs"].kernel)}
+    channels = {i.channel for i in _syncs(log.results["remove redundant syncs"].kernel)}
     assert rep.needed + len(rep.removable) == len(channels) and rep.removable == ()

@@ -11,14 +11,16 @@ import pytest
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.allocate_event_ids import EventIdPressureWarning, allocate_event_ids
 from ascendsched.lower.happens_before import unordered_dependences
-from ascendsched.lower.insert_sync import insert_sync, place_syncs, sync_stats
-from ascendsched.lower.ir import For, If, Instr, Kernel, view
+from ascendsched.lower.insert_sync import insert_sync, place_syncs
+from ascendsched.lower.ir import For, If, Instr, Kernel, copied, view
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.remove_redundant_sync import (
     channels_of,
     drop_channels,
     remove_redundant_sync,
 )
+from ascendsched.lower.sync_ir import Barrier, EventSync, SetFlag, WaitFlag
+from ascendsched.lower.sync_stats import sync_stats
 from ascendsched.target import ASCEND_910B, Pipe, Target
 from tests.kit.ir import planned, row_max_sub_kernel, vadd_kernel
 
@@ -34,11 +36,11 @@ def _syncs(k: Kernel) -> list[str]:
     out = []
     for p in k.programs:
         for ins, _ in iter_instrs(p.body):
-            if ins.op == "set_flag":
-                out.append(f"set {ins.pipe}->{ins.attr('dst')} {ins.attr('event_id')}")
-            elif ins.op == "wait_flag":
-                out.append(f"wait {ins.attr('src')}->{ins.pipe} {ins.attr('event_id')}")
-            elif ins.op == "barrier":
+            if isinstance(ins, SetFlag):
+                out.append(f"set {ins.src}->{ins.dst} {ins.event_id}")
+            elif isinstance(ins, WaitFlag):
+                out.append(f"wait {ins.src}->{ins.dst} {ins.event_id}")
+            elif isinstance(ins, Barrier):
                 out.append(f"barrier {ins.pipe}")
     return out
 
@@ -81,7 +83,7 @@ def test_row_max_sub_barriers() -> None:
     # RAW); V->MTE3 before the store. The x_ub RAW of the sub rides on the first pair.
     assert _syncs(k) == ["set MTE2->V 0", "wait MTE2->V 0", "barrier V", "barrier V",
                          "set V->MTE3 0", "wait V->MTE3 0"]
-    comments = [i.comment for i, _ in _iter(k) if i.op == "barrier"]
+    comments = [i.comment for i, _ in _iter(k) if isinstance(i, Barrier)]
     assert "x_ub/y_ub: V read -> V write (WAR)" in comments[0]
 
 
@@ -164,8 +166,8 @@ def test_every_dependence_is_ordered_and_ids_in_budget() -> None:
         assert unordered_dependences(s, analyze_dependences(p), ASCEND_910B,
                                      by_channel=False) == ()
         for i, _ in _iter(s):
-            eid = i.attr("event_id")
-            if isinstance(eid, Affine):
+            if isinstance(i, EventSync):
+                eid = i.event_id
                 vals = {eid.evaluate({"k": j}) for j in range(2)}
                 assert vals <= set(ASCEND_910B.event_ids)
             assert i.pipe != Pipe.ALL
@@ -244,7 +246,7 @@ def test_sibling_loops_reusing_a_variable_with_other_extents() -> None:
     # 8-tile loop's k = 6 counted as "never ran" and placement raised SyncError).
     eight = vadd_kernel(n=2048 * 8, tile=2048)
     loop8 = eight.programs[0].body[0]
-    first = tuple(dataclasses.replace(i) for i in loop8.body)  # distinct Instr objects
+    first = copied(loop8.body)  # distinct instructions (fresh ids)
     both = eight.replace_body(eight.programs[0].core, (For("k", 7, first), loop8))
     k = _synced(both)
     assert _check(k).ok

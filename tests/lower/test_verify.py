@@ -11,6 +11,7 @@ import pytest
 from ascendsched.dtypes import bfloat16, float16, float32, int8, uint8
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.ir import (
+    UNNUMBERED,
     Affine,
     Buffer,
     Cond,
@@ -25,6 +26,7 @@ from ascendsched.lower.ir import (
     StmtMutator,
     view,
 )
+from ascendsched.lower.sync_ir import Barrier, CrossSet, CrossWait, SetFlag, WaitFlag
 from ascendsched.lower.verify import verify
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
 from tests.kit.cube import CASES, gemm_kernel, mutate
@@ -132,7 +134,7 @@ def test_op_core_pipe_operands() -> None:
     one = _with_instr(k, "vec_binary", lambda s: (replace(s, reads=s.reads[:1]),))
     _raises(one, "(operands): vec_binary takes 1 write and 2 read regions")
     vec = k.programs[0].body[0].body[2]
-    aic = replace(k, programs=k.programs + (Program(CoreType.AIC, (vec,)),))
+    aic = k.with_programs(k.programs + (Program(CoreType.AIC, (replace(vec, id=UNNUMBERED),)),))
     with pytest.raises(InternalCompilerError, match=re.escape(
             "in the AIC program breaks the IR contract (core): vec_binary runs on the AIV "
             "core, not in the AIC program")):
@@ -140,9 +142,8 @@ def test_op_core_pipe_operands() -> None:
 
 
 def test_sync_has_no_regions() -> None:
-    bad = Instr("barrier", Pipe.V, writes=(view("z_ub", 0, 1, 128, 128),))
-    k = _with_instr(vadd_kernel(), "vec_binary", lambda s: (bad, s))
-    _raises(k, "(operands): barrier takes no regions")
+    with pytest.raises(InternalCompilerError, match="barrier takes no regions and no attrs"):
+        Barrier(Pipe.V, writes=(view("z_ub", 0, 1, 128, 128),))
 
 
 # --------------------------------------------------------------------------- regions
@@ -280,9 +281,10 @@ def _instrs(k: Kernel) -> list[Instr]:
 
 
 # --------------------------------------------------------------------------- sync
-def _flag(op: str, src: Pipe, dst: Pipe, eid: object = 0) -> Instr:
-    other = ("dst", dst) if op == "set_flag" else ("src", src)
-    return Instr(op, src if op == "set_flag" else dst, attrs=(other, ("event_id", eid)))
+def _flag(op: str, src: Pipe, dst: Pipe, eid: int | Affine = 0) -> Instr:
+    if op == "set_flag":
+        return SetFlag(src, dst=dst, event_id=Affine.of(eid))
+    return WaitFlag(dst, src=src, event_id=Affine.of(eid))
 
 
 def test_sync_rules() -> None:
@@ -295,13 +297,23 @@ def test_sync_rules() -> None:
             "(attr): event_id 7 may take values outside the target's 0, 1, 2, 3, 4, 5")
     _raises(before_add(_flag("wait_flag", Pipe.MTE2, Pipe.V, Affine.of("k") + 3)),
             "(attr): event_id k + 3 may take values outside the target's 0, 1, 2, 3, 4, 5")
-    _raises(before_add(Instr("set_flag", Pipe.MTE2, attrs=(("event_id", 0),))),
-            "(attr): set_flag needs attr dst, wait_flag attr src (a Pipe)")
-    _raises(before_add(Instr("cross_set", Pipe.V, attrs=(("mode", 1), ("flag_id", 0)))),
+    _raises(before_add(CrossSet(Pipe.V, flag_id=Affine(0), mode=1)),
             "(attr): cross-core mode 1: only mode 2 (one AIC with its AIVs) is modelled")
-    _raises(before_add(Instr("cross_wait", Pipe.V, attrs=(("flag_id", 11),))),
+    _raises(before_add(CrossWait(Pipe.V, flag_id=Affine(11))),
             "(attr): flag_id 11 may take values outside the target's 0, 1, 2, 3, 4, 5, 6, 7, "
             "8, 9, 10")
+
+
+def test_sync_fields_are_typed() -> None:
+    """A sync's fields are checked when it is built (the verifier sees typed ones only)."""
+    with pytest.raises(InternalCompilerError, match="set_flag: dst must be a Pipe, not 'V'"):
+        SetFlag(Pipe.MTE2, dst="V")  # type: ignore[arg-type]
+    with pytest.raises(InternalCompilerError, match="wait_flag: event_id must be an Affine"):
+        WaitFlag(Pipe.V, src=Pipe.MTE2, event_id=0)  # type: ignore[arg-type]
+    with pytest.raises(InternalCompilerError, match="cross_wait: flag_id must be an Affine"):
+        CrossWait(Pipe.V, flag_id=3)  # type: ignore[arg-type]
+    with pytest.raises(InternalCompilerError, match="barrier: role must be a SyncRole"):
+        Barrier(Pipe.V, role="keep")  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- cube

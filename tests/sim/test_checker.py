@@ -59,7 +59,7 @@ def test_removing_one_wait_brings_back_the_war_race() -> None:
     loop = prog[i]
     body = tuple(s for s in loop.body if not (isinstance(s, Instr) and "z_ub free" in s.comment))
     prog = (*prog[:i], replace(loop, body=body), *prog[i + 1:])
-    k2 = replace(k, programs=(Program(CoreType.AIV, prog),))
+    k2 = k.with_programs((Program(CoreType.AIV, prog),))
     rep = check(k2)
     assert ("WAR", "UB:z_ub:0", "copy_ub_gm", "vec_binary") in race_kinds(rep)
     assert any(f.kind == "double set" for f in rep.flag_errors)  # MTE3->V never consumed
@@ -69,7 +69,7 @@ def test_barrier_all_orders_everything() -> None:
     k = vadd_kernel(4096, 2048)
     (loop,) = k.programs[0].body
     body = tuple(s for i in loop.body for s in (i, barrier(P.ALL)))
-    assert check(replace(k, programs=(Program(CoreType.AIV, (replace(loop, body=body),)),))).ok
+    assert check(k.with_programs((Program(CoreType.AIV, (replace(loop, body=body),)),))).ok
 
 
 # --------------------------------------------------------------------------- same pipe
@@ -113,7 +113,7 @@ def test_a_wait_does_not_order_its_own_pipe() -> None:
 def test_wait_without_set_is_a_deadlock() -> None:
     k = synced_vadd(4096, 2048)
     body = (wait_flag(P.V, P.MTE2, 3, "orphan"), *k.programs[0].body)
-    rep = check(replace(k, programs=(Program(CoreType.AIV, body),)))
+    rep = check(k.with_programs((Program(CoreType.AIV, body),)))
     orphan = [d for d in rep.deadlocks if "orphan" in d.event.label]
     assert orphan and "no matching set_flag V->MTE2 id=3" in orphan[0].reason
     assert any(f.kind == "wait without set" for f in rep.flag_errors)

@@ -247,7 +247,7 @@ def test_trace_matches_polyhedral_relations() -> None:
 
 # --------------------------------------------------------------------------- errors
 def _aic(instr_list: tuple, bufs: tuple, params: tuple = ()) -> Kernel:
-    return Kernel("t", params, bufs, 1, (Program(CoreType.AIC, instr_list),), ASCEND_910B)
+    return Kernel.build("t", params, bufs, 1, (Program(CoreType.AIC, instr_list),), ASCEND_910B)
 
 
 def _small() -> tuple[tuple, tuple]:
@@ -346,7 +346,7 @@ def test_overlapping_writes() -> None:
 
 def test_cube_op_in_aiv_program() -> None:
     bufs, params = _small()
-    k = Kernel("t", params, bufs, 1, (Program(CoreType.AIV, (_load(),)),), ASCEND_910B)
+    k = Kernel.build("t", params, bufs, 1, (Program(CoreType.AIV, (_load(),)),), ASCEND_910B)
     with pytest.raises(InternalCompilerError, match=r"buffer a_l1 in L1 belongs to the AIC, which "
                        r"has no program"):
         run_kernel(k, {"a": np.zeros((64, 64), np.float16)})

@@ -11,6 +11,7 @@ from ascendsched.algo.library import fused_mul_add_relu, gemm
 from ascendsched.dtypes import float16
 from ascendsched.lower.ir import Buffer, GmTensor, Instr, Kernel, Program, view
 from ascendsched.lower.pipeline import lower
+from ascendsched.lower.sync_ir import Barrier
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.sim.costs import PIPE_INDEX, core_rates
@@ -26,7 +27,7 @@ V, MTE2 = PIPE_INDEX[Pipe.V], PIPE_INDEX[Pipe.MTE2]
 def _kernel(body: tuple[Instr, ...], offsets: dict[str, int] | None = None, blocks: int = 1,
             n: int = 16384) -> Kernel:
     offsets = offsets or {"x_ub": 0, "y_ub": 33024, "z_ub": 66048}
-    return Kernel(
+    return Kernel.build(
         "t", (GmTensor("x", (n * blocks,), float16), GmTensor("z", (n * blocks,), float16,
                                                                "output")),
         tuple(Buffer(b, Scope.UB, float16, n, 1, offsets=(o,)) for b, o in offsets.items()),
@@ -82,7 +83,7 @@ def test_a_barrier_drains_its_pipe_and_the_next_op_pays_the_head_again() -> None
     two = _slices(_kernel((_add(8), _add(8))), V)
     assert two[1].start == pytest.approx(two[0].end)  # streaming: no gap, no second head
     assert two[1].end - two[1].start == pytest.approx(8 * C.slope("add", "float16"))
-    bar = [s for s in _slices(_kernel((_add(8), Instr("barrier", Pipe.V), _add(8))), V)
+    bar = [s for s in _slices(_kernel((_add(8), Barrier(Pipe.V), _add(8))), V)
            if s.name.startswith("vec")]
     assert bar[1].start >= bar[0].end + C.vec_tail
     assert bar[1].end - bar[1].start == pytest.approx(C.vec_head + 8)

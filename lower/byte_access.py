@@ -41,6 +41,9 @@ class Access:
     tensors: tuple[str, ...]  # region descriptions, e.g. "x_ub[copy (k % 2)]"
     hull: tuple[int, int]  # lowest and highest byte it may touch (an over-estimate)
     make_parts: Callable[[], tuple[tuple[str, isl.Map], ...]] = field(repr=False)
+    # every instance touches the same bytes (no loop variable or block index in any region's
+    # offset or copy, no instance condition): conflicts are decided on the byte sets alone
+    fixed: bool = False
 
     @cached_property
     def parts(self) -> tuple[tuple[str, isl.Map], ...]:
@@ -54,6 +57,16 @@ class Access:
         for _, p in self.parts[1:]:
             m = m.union(p)
         return coalesced(m)
+
+    @cached_property
+    def part_bytes(self) -> tuple[isl.Set, ...]:
+        """Per region, the bytes its instances touch (all instances alike when ``fixed``)."""
+        return tuple(m.range() for _, m in self.parts)
+
+    @cached_property
+    def byte_set(self) -> isl.Set:
+        """The bytes the instances touch, every region."""
+        return self.relation.range()
 
 
 def instr_accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
@@ -98,7 +111,9 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
             return tuple((n, _region_map(kernel, info, r, kind, when))
                          for n, r, kind, when in parts)
 
-        out.append(Access(info.id, k, s, names, hulls[(k, s)], make))
+        fixed = all(not when and not r.offset.vars() and r.copy.is_const
+                    for _, r, _, when in parts)
+        out.append(Access(info.id, k, s, names, hulls[(k, s)], make, fixed))
     return out
 
 

@@ -108,14 +108,7 @@ def program_order(a: InstrInfo, b: InstrInfo, cache: dict | None = None, *,
     loops and text order are shared (they differ only in their tuple names).
     ``domains=False``: the order alone, not restricted to the statements' instances (for
     intersecting with relations that are; shared by every pair with the same loop counts)."""
-    m = 0
-    while m < min(len(a.loop_paths), len(b.loop_paths)) and a.loop_paths[m] == b.loop_paths[m]:
-        m += 1
-    if a.id == b.id:
-        strict = True
-    else:
-        j = next(i for i, (x, y) in enumerate(zip(a.path, b.path)) if x != y)
-        strict = a.path[j] > b.path[j]  # a after b in the text: a later iteration only
+    m, strict = order_shape(a, b)
     if cache is None or (domains and (not a.domain_key or not b.domain_key)):
         return _program_order(a, b, m, strict, domains)
     key = ("po shape", a.domain_key, b.domain_key, m, strict) if domains else \
@@ -125,6 +118,19 @@ def program_order(a: InstrInfo, b: InstrInfo, cache: dict | None = None, *,
         got = cache[key] = _program_order(a, b, m, strict, domains)
     return got.set_tuple_name(isl.dim_type.in_, a.name).set_tuple_name(isl.dim_type.out,
                                                                       b.name)
+
+
+def order_shape(a: InstrInfo, b: InstrInfo) -> tuple[int, bool]:
+    """How ``a`` and ``b`` are ordered: their number of common loops, and whether ``a``
+    instances precede ``b`` ones only in a later iteration of a common loop (``a`` is ``b``
+    or comes after it in the text)."""
+    m = 0
+    while m < min(len(a.loop_paths), len(b.loop_paths)) and a.loop_paths[m] == b.loop_paths[m]:
+        m += 1
+    if a.id == b.id:
+        return m, True
+    j = next(i for i, (x, y) in enumerate(zip(a.path, b.path)) if x != y)
+    return m, a.path[j] > b.path[j]
 
 
 def _program_order(a: InstrInfo, b: InstrInfo, m: int, strict: bool, domains: bool = True

@@ -27,6 +27,7 @@ from ascendsched.lower.instances import (
     coalesced,
     kernel_instrs,
     loop_dims,
+    order_shape,
     program_order,
 )
 from ascendsched.lower.ir import BLOCK_IDX, For, Kernel
@@ -146,6 +147,14 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                 shared = _common_depth(s, d)
                 if not shared and s.id > d.id:
                     continue  # no common loop and the sink first in the text: never before
+                if sa.fixed and da.fixed:
+                    got = _fixed_pair(sa, da, s, d, shapes)
+                    if got is None:
+                        continue
+                    rel, (common, carried, indep), (src_t, dst_t) = got
+                    deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core, rel,
+                                           src_t, dst_t, common, carried, indep))
+                    continue
                 order = before.get((s.id, d.id))
                 if order is None:  # the access relations hold the domains already
                     order = before[(s.id, d.id)] = program_order(s, d, shapes, domains=False)
@@ -183,6 +192,41 @@ def flat_distance(d: Dependence, deps: Dependences, lo: int, hi: int) -> int:
         return 1
     low = deltas.dim_min_val(0)
     return int(low.to_python()) if low.is_int() else 1
+
+
+def _fixed_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
+                ) -> tuple[isl.Map, tuple, tuple[tuple[str, ...], tuple[str, ...]]] | None:
+    """The dependence of two accesses whose every instance touches the same bytes: none if
+    the byte sets are disjoint, else every pair in program order (the relation and its levels
+    depend only on the two domains and how the statements sit in the loop tree, so statements
+    of one body share them: computed once per shape in ``cache``)."""
+    if sa.byte_set.intersect(da.byte_set).is_empty():
+        return None
+    m, strict = order_shape(s, d)
+    key = ("fixed pair", s.domain_key, d.domain_key, m, strict) \
+        if s.domain_key and d.domain_key else ("fixed pair", s.id, d.id)
+    got = cache.get(key)
+    if got is None:
+        rel = program_order(s, d, cache)
+        if rel.is_empty():
+            got = cache[key] = (None, None)
+        else:
+            levels = _levels(s, d, rel, cache) if m else ((), (), True)
+            got = cache[key] = (coalesced(rel), levels)
+    rel, levels = got
+    if rel is None:
+        return None
+    rel = rel.set_tuple_name(isl.dim_type.in_, s.name).set_tuple_name(isl.dim_type.out, d.name)
+    if len(sa.parts) == 1 and len(da.parts) == 1:
+        return rel, levels, (sa.tensors, da.tensors)
+    src: list[str] = []
+    dst: list[str] = []
+    for (sn, _), sb in zip(sa.parts, sa.part_bytes, strict=True):
+        for (dn, _), db in zip(da.parts, da.part_bytes, strict=True):
+            if not sb.intersect(db).is_empty():
+                src.append(sn)
+                dst.append(dn)
+    return rel, levels, (tuple(dict.fromkeys(src)), tuple(dict.fromkeys(dst)))
 
 
 def _dims_primed(loops: tuple[For, ...]) -> str:

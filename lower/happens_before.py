@@ -95,8 +95,18 @@ class _Item:
     core: CoreType
     src: InstrInfo
     dst: InstrInfo
-    relation: isl.Map
+    given: isl.Map | None  # the relation (None: the dependence's, renamed on first use)
     dep: Dependence | None = None
+
+    @cached_property
+    def relation(self) -> isl.Map:
+        """The src -> dst instance pairs, in this kernel's statement names (most items are
+        settled by the program text and never need it)."""
+        if self.given is not None:
+            return self.given
+        assert self.dep is not None
+        return self.dep.relation.set_tuple_name(isl.dim_type.in_, self.src.name).set_tuple_name(
+            isl.dim_type.out, self.dst.name)
 
 
 class SyncOracle(ChainRelations):
@@ -146,9 +156,7 @@ class SyncOracle(ChainRelations):
             src, dst = placed[s.id], placed[t.id]
             if src.pipe == dst.pipe and same_pipe_ordered(target, src.instr, dst.instr):
                 continue  # the hardware orders them: program order suffices
-            rel = d.relation.set_tuple_name(isl.dim_type.in_, src.name).set_tuple_name(
-                isl.dim_type.out, dst.name)
-            self.items.append(_Item(("dep", n), src.core, src, dst, rel, d))
+            self.items.append(_Item(("dep", n), src.core, src, dst, None, d))
         for f in self.flags.values():
             for w in f.waits:
                 for s in f.sets:
@@ -294,7 +302,8 @@ class SyncOracle(ChainRelations):
                      ) -> frozenset | None:
         """The syncs that order every pair of ``items`` by the structure of the program text
         alone (``_straight_cover`` for the pairs in one iteration of every common loop,
-        ``_carried_cover`` per carrying loop), or None where isl must decide."""
+        ``_carried_cover``, ``_carried_flag_cover`` or ``_carried_drain_cover`` per carrying
+        loop), or None where isl must decide."""
         carried: dict[str, int] = {}  # carrying loop -> least distance of its pairs
         independent = False
         for it in items:
@@ -311,11 +320,13 @@ class SyncOracle(ChainRelations):
             used |= keys
         for var, distance in carried.items():
             key = self._carried_cover(s, t, var, dropped)
-            if key is None:
-                key = self._carried_flag_cover(s, t, var, distance, dropped)
-            if key is None:
+            keys = frozenset([key]) if key is not None else \
+                self._carried_flag_cover(s, t, var, distance, dropped)
+            if keys is None:
+                keys = self._carried_drain_cover(s, t, var, dropped)
+            if keys is None:
                 return None
-            used.add(key)
+            used |= keys
         return frozenset(used)
 
     @cached_property

@@ -10,6 +10,8 @@ half is ``sync_chains.py``). Read off the loop tree without building a relation:
 * ``_carried_cover``/``_carried_flag_cover``: a barrier or flag pair beside the source or the
   sink inside a carrying loop, or a carried pattern whose id period fits the dependence
   distance, orders every pair that loop carries;
+* ``_carried_drain_cover``: a chain draining the source's pipe onto the sink's inside the
+  carrying loop's body orders every pair that loop carries;
 * ``flag_pair_levels``: the loops that may carry a (wait, next set) pair of one flag.
 
 Each answer is exact or "unknown" (None), never a wrong "ordered": where the text does not
@@ -132,30 +134,38 @@ class SyncText:
         return None
 
     def _carried_flag_cover(self, s: InstrInfo, t: InstrInfo, var: str, distance: int,
-                            dropped: frozenset) -> tuple | None:
-        """A flag (key) that orders, without isl, every s -> t pair carried by the common loop
-        ``var`` at a distance of at least ``distance`` iterations, or None: the carried pattern
-        ``insert_sync`` places (``standard_pattern``), its wait and set in one body inside that
-        loop and no deeper one, under Ifs that hold for a prefix of its iterations (so they run
-        in consecutive iterations), the set after s's branch and the wait before t's, the id
-        constant or ``base + var % m`` with ``m <= distance``. Then the wait before t in
-        iteration k' meets the set of iteration k' - m (alternation; the prologue sets serve
-        the first m), which follows s of every iteration k <= k' - m on s's pipe; so every
-        pair with k' - k >= m."""
+                            dropped: frozenset) -> frozenset | None:
+        """The flags (keys) that order, without isl, every s -> t pair carried by the common
+        loop ``var`` at a distance of at least ``distance`` iterations, or None: the carried
+        pattern ``insert_sync`` places (``standard_pattern``), its wait and set in one body
+        inside that loop and no deeper one, under Ifs that hold for a prefix of its iterations
+        (so they run in consecutive iterations), the set after s's branch and the wait before
+        t's, the id constant or ``base + var % m`` with ``m <= distance``. Then the wait before
+        t in iteration k' meets the set of iteration k' - m (alternation; the prologue sets
+        serve the first m), which follows s of every iteration k <= k' - m on s's pipe; so
+        every pair with k' - k >= m.
+
+        *Relayed*: the carried flag may start on another pipe q if an in-body pair s's pipe ->
+        q has its set after s's branch and its wait in the carried set's body before that set:
+        in each iteration, q waits for that iteration's s work before it reaches the set
+        (the pair's body holds s, so every run of s is followed by a run of its wait). This is
+        how a double-buffered slot is reused: load -> use (in-body), use -> next load (carried)."""
         if distance < 1:
             return None
-        for key, period in self._cached(("carried flags", s.id, t.id, var),
-                                        lambda: self._carried_flags(s, t, var)):
-            if key not in dropped and period <= distance:
-                return key
+        for keys, period in self._cached(("carried flags", s.id, t.id, var),
+                                         lambda: self._carried_flags(s, t, var)):
+            if not keys & dropped and period <= distance:
+                return keys
         return None
 
-    def _carried_flags(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple[tuple, int]]:
+    def _carried_flags(self, s: InstrInfo, t: InstrInfo, var: str
+                       ) -> list[tuple[frozenset, int]]:
         j = _carrying(s, t, var)
         if j is None:
             return []
+        bars, direct, relays = self._menu(s.pipe, t.pipe, t.core)
         out = []
-        for f in self._menu(s.pipe, t.pipe, t.core)[1]:
+        for f in direct + relays:
             main_set = [x for x in f.sets if _role(x) == SyncRole.SET]
             main_wait = [y for y in f.waits if _role(y) == SyncRole.WAIT]
             if len(main_set) != 1 or len(main_wait) != 1:
@@ -164,16 +174,43 @@ class SyncText:
             if x.loop_paths != s.loop_paths[:j + 1] or x.path[:-1] != y.path[:-1] or \
                     not all(_prefix(c, var) for c in x.conds):
                 continue  # a deeper loop, or Ifs that may skip an iteration between two runs
-            if not (_before(s.path, x.path) and _before(t.path, y.path, after=True)):
+            if not _before(t.path, y.path, after=True):
                 continue
             eid = _eid(x)
             if eid != _eid(y) or eid is None:
                 continue
             mod = _mod_id(eid)
             period = 1 if eid.is_const else mod[1] if mod and mod[0] == var else None
-            if period is not None and self._standard(f):
-                out.append((f.key, period))
+            if period is None or not self._standard(f):
+                continue
+            if f.src == s.pipe:
+                if _before(s.path, x.path):
+                    out.append((frozenset([f.key]), period))
+                continue
+            for g in self._menu(s.pipe, f.src, t.core)[1]:  # relayed through pipe f.src
+                if self._in_body_pair(g) and _before(s.path, g.sets[0].path) and \
+                        _before(g.waits[0].path, x.path):
+                    out.append((frozenset([f.key, g.key]), period))
         return out
+
+    def _carried_drain_cover(self, s: InstrInfo, t: InstrInfo, var: str, dropped: frozenset
+                             ) -> frozenset | None:
+        """The syncs (keys) that order, without isl, every s -> t pair carried by the common
+        loop ``var``, or None: a chain that drains s's pipe onto t's inside the loop's body
+        (``_drained``: an in-body pair, a carried pattern nested deeper at its last epilogue
+        wait, a barrier). It completes in the iteration of s, so before every later one."""
+        def make() -> list[frozenset]:
+            j = _carrying(s, t, var)
+            if j is None:
+                return []
+            c = len(s.loop_paths[j])  # the loop's body is s.path[:c]
+            drained = self._cached(("drained", s.id, c), lambda: self._drained(s, c))
+            return [keys for pipe, _, keys in drained if pipe in (t.pipe, Pipe.ALL)]
+
+        for keys in self._cached(("carried drains", s.id, t.id, var), make):
+            if not keys & dropped:
+                return keys
+        return None
 
     def _beside(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple]:
         """Every barrier or in-body flag pair of ``_carried_cover``, whatever is dropped."""
@@ -292,8 +329,11 @@ class SyncText:
                         at = self._drain_point(f, point)
                         if at is not None:
                             step.append((f.dst, at, keys | {f.key}))
+                # a barrier of the pipe completes its work; after that (keys non-empty: a
+                # flag's wait or a barrier got here) only PIPE_ALL adds anything
                 step += [(x.pipe, x.path, keys | {k}) for k, x in bars if k not in keys
-                         and x.pipe in (pipe, Pipe.ALL) and _before(point, x.path)]
+                         and (x.pipe == Pipe.ALL or (x.pipe == pipe and not keys))
+                         and _before(point, x.path)]
             reached += [(p, at[c], k) for p, at, k in step]
             frontier = step
         return reached

@@ -85,18 +85,22 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     LocalTensor<float> s_part10 = ubuf.GetWithOffset<float>(512, 102432);
     // y_ub: float16[8, 1024] [8192] x2 at UB bytes [65568, 81952), [81952, 98336); tile of y (double buffered)
     LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(8192, 65568), ubuf.GetWithOffset<half>(8192, 81952)};
-    // y_t11: float32[8, 1024] [8200] x1 at UB bytes [0, 32800); temporary of y: (e[i, j] / s[i])
-    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(8200, 0);
-    // y_brcb12: float32[8, 8] [64] x1 at UB bytes [98336, 98592); s_ub broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb12 = ubuf.GetWithOffset<float>(64, 98336);
+    // y_t11: float32[8] [16] x1 at UB bytes [98336, 98400); temporary of y: 1, the dividend of 1 / s[i]
+    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(16, 98336);
+    // y_t12: float32[8] [16] x1 at UB bytes [98592, 98656); temporary of y: 1 / s[i]
+    LocalTensor<float> y_t12 = ubuf.GetWithOffset<float>(16, 98592);
+    // y_t13: float32[8, 1024] [8200] x1 at UB bytes [0, 32800); temporary of y: (e[i, j] / s[i])
+    LocalTensor<float> y_t13 = ubuf.GetWithOffset<float>(8200, 0);
+    // y_brcb14: float32[8, 8] [64] x1 at UB bytes [98336, 98592); y_t12 broadcast to one 32 B block per row (Brcb)
+    LocalTensor<float> y_brcb14 = ubuf.GetWithOffset<float>(64, 98336);
 
     for (int64_t i_o_k = 0; i_o_k < 2; ++i_o_k) {  // tiles i_o = i_o_k*4 + block_idx over 4 cores
         DataCopy(x_ub[i_o_k % 2], x_gm[8192*block_idx + 32768*i_o_k], DataCopyParams(8, 64, 0, 0));  // load x tile into UB (8 x 2048 B; lengths in 32 B blocks)
         SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
         WaitFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-        PipeBarrier<PIPE_V>();  // y_t11/xf_ub: V read -> V write (WAR)
+        PipeBarrier<PIPE_V>();  // y_t13/xf_ub: V read -> V write (WAR)
         Cast(xf_ub, x_ub[i_o_k % 2], RoundMode::CAST_NONE, 64, 128, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
-        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+118 more)
+        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+152 more)
         for (int64_t mx_r1 = 0; mx_r1 < 8; ++mx_r1) {  // rows of mx
             Max(mx_half1[512*mx_r1], xf_ub[1024*mx_r1], xf_ub[1024*mx_r1 + 64], 64, 8, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // mx: max of column pairs
         }
@@ -138,16 +142,19 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
         Copy(s_part10, s_half9, 64, 8, CopyRepeatParams(1, 1, 8, 16));  // s: sum partials = first chunk
         PipeBarrier<PIPE_V>();  // s_part10: V write -> V read (RAW) (+6 more)
         Add(s_part10, s_part10, s_half9[64], 64, 8, BinaryRepeatParams(1, 1, 1, 8, 8, 16));  // s: sum partials += a chunk
-        PipeBarrier<PIPE_V>();  // s_part10: V write -> V read (RAW) (+11 more)
+        PipeBarrier<PIPE_V>();  // s_part10: V write -> V read (RAW) (+24 more)
         WholeReduceSum(s_ub, s_part10, 64, 8, 1, 1, 8);  // s: sum over k2
-        PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+14 more)
-        Brcb(y_brcb12, s_ub, 1, BrcbRepeatParams(1, 8));  // y: broadcast s_ub per row
-        PipeBarrier<PIPE_V>();  // y_brcb12: V write -> V read (RAW) (+3 more)
+        Duplicate(y_t11, 1.0f, 8, 1, 1, 0);  // y: dup
+        PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+16 more)
+        Div(y_t12, y_t11, s_ub, 8, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // y: div
+        PipeBarrier<PIPE_V>();  // y_t12: V write -> V read (RAW) (+16 more)
+        Brcb(y_brcb14, y_t12, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t12 per row
+        PipeBarrier<PIPE_V>();  // y_brcb14: V write -> V read (RAW) (+3 more)
         for (int64_t y_r8 = 0; y_r8 < 8; ++y_r8) {  // rows of y
-            Div(y_t11[1024*y_r8], e_ub[1024*y_r8], y_brcb12[8*y_r8], 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: div
+            Mul(y_t13[1024*y_r8], e_ub[1024*y_r8], y_brcb14[8*y_r8], 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
         }
-        PipeBarrier<PIPE_V>();  // y_t11: V write -> V read (RAW) (+2 more)
-        Cast(y_ub[i_o_k % 2], y_t11, RoundMode::CAST_RINT, 64, 128, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
+        PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW) (+2 more)
+        Cast(y_ub[i_o_k % 2], y_t13, RoundMode::CAST_RINT, 64, 128, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
         SetFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
         WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
         DataCopy(y_gm[8192*block_idx + 32768*i_o_k], y_ub[i_o_k % 2], DataCopyParams(8, 64, 0, 0));  // store y tile to GM (8 x 2048 B; lengths in 32 B blocks)

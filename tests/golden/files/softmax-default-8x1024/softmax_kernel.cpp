@@ -71,8 +71,8 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     LocalTensor<float> e_t5 = ubuf.GetWithOffset<float>(1032, 0);
     // e_brcb6: float32[8, 8] [64] x1 at UB bytes [4128, 4384); mx_ub broadcast to one 32 B block per row (Brcb)
     LocalTensor<float> e_brcb6 = ubuf.GetWithOffset<float>(64, 4128);
-    // s_ub: float32[1] [8] x1 at UB bytes [4096, 4128); tile of s
-    LocalTensor<float> s_ub = ubuf.GetWithOffset<float>(8, 4096);
+    // s_ub: float32[1] [8] x1 at UB bytes [4160, 4192); tile of s
+    LocalTensor<float> s_ub = ubuf.GetWithOffset<float>(8, 4160);
     // s_half7: float32[1, 512] [512] x1 at UB bytes [4096, 6144); sum of column pairs of the rows of s
     LocalTensor<float> s_half7 = ubuf.GetWithOffset<float>(512, 4096);
     // s_half8: float32[1, 256] [256] x1 at UB bytes [6144, 7168); sum of column pairs of the rows of s
@@ -83,15 +83,19 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     LocalTensor<float> s_part10 = ubuf.GetWithOffset<float>(8, 4608);
     // y_ub: float16[1, 1024] [1024] x1 at UB bytes [4128, 6176); tile of y
     LocalTensor<half> y_ub = ubuf.GetWithOffset<half>(1024, 4128);
-    // y_t11: float32[1, 1024] [1032] x1 at UB bytes [0, 4128); temporary of y: (e[i, j] / s[i])
-    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(1032, 0);
-    // y_brcb12: float32[8, 8] [64] x1 at UB bytes [4128, 4384); s_ub broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb12 = ubuf.GetWithOffset<float>(64, 4128);
+    // y_t11: float32[1] [16] x1 at UB bytes [4096, 4160); temporary of y: 1, the dividend of 1 / s[i]
+    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(16, 4096);
+    // y_t12: float32[1] [16] x1 at UB bytes [4384, 4448); temporary of y: 1 / s[i]
+    LocalTensor<float> y_t12 = ubuf.GetWithOffset<float>(16, 4384);
+    // y_t13: float32[1, 1024] [1032] x1 at UB bytes [0, 4128); temporary of y: (e[i, j] / s[i])
+    LocalTensor<float> y_t13 = ubuf.GetWithOffset<float>(1032, 0);
+    // y_brcb14: float32[8, 8] [64] x1 at UB bytes [4128, 4384); y_t12 broadcast to one 32 B block per row (Brcb)
+    LocalTensor<float> y_brcb14 = ubuf.GetWithOffset<float>(64, 4128);
 
     for (int64_t i_o_k = 0; i_o_k < 1; ++i_o_k) {  // tiles i_o = i_o_k*8 + block_idx over 8 cores
         DataCopy(x_ub, x_gm[1024*block_idx + 8192*i_o_k], DataCopyParams(1, 64, 0, 0));  // load x tile into UB (1 x 2048 B; lengths in 32 B blocks)
-        SetFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW) (+21 more)
-        WaitFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW) (+21 more)
+        SetFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW) (+24 more)
+        WaitFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW) (+24 more)
         Cast(xf_ub, x_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
         PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+1 more)
         Max(mx_half1, xf_ub, xf_ub[64], 64, 8, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // mx: max of column pairs
@@ -115,18 +119,21 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
         Add(s_half8, s_half7, s_half7[64], 64, 4, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // s: add of column pairs
         PipeBarrier<PIPE_V>();  // s_half8: V write -> V read (RAW) (+13 more)
         Add(s_half9, s_half8, s_half8[64], 64, 2, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // s: add of column pairs
-        PipeBarrier<PIPE_V>();  // s_half9: V write -> V read (RAW) (+13 more)
+        PipeBarrier<PIPE_V>();  // s_half9: V write -> V read (RAW) (+12 more)
         WholeReduceSum(s_part10, s_half9, 64, 2, 1, 1, 8);  // s: sum of each 64-column chunk
-        PipeBarrier<PIPE_V>();  // s_part10: V write -> V read (RAW) (+17 more)
+        PipeBarrier<PIPE_V>();  // s_part10: V write -> V read (RAW) (+27 more)
         WholeReduceSum(s_ub, s_part10, 2, 1, 1, 1, 0);  // s: sum over k2
-        PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+14 more)
-        Brcb(y_brcb12, s_ub, 1, BrcbRepeatParams(1, 8));  // y: broadcast s_ub per row
-        PipeBarrier<PIPE_V>();  // y_brcb12: V write -> V read (RAW) (+23 more)
-        Div(y_t11, e_ub, y_brcb12, 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: div
-        PipeBarrier<PIPE_V>();  // y_t11: V write -> V read (RAW) (+1 more)
-        Cast(y_ub, y_t11, RoundMode::CAST_RINT, 64, 16, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
-        SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+10 more)
-        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+10 more)
+        Duplicate(y_t11, 1.0f, 1, 1, 1, 0);  // y: dup
+        PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+17 more)
+        Div(y_t12, y_t11, s_ub, 1, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // y: div
+        PipeBarrier<PIPE_V>();  // y_t12: V write -> V read (RAW) (+15 more)
+        Brcb(y_brcb14, y_t12, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t12 per row
+        PipeBarrier<PIPE_V>();  // y_brcb14: V write -> V read (RAW) (+27 more)
+        Mul(y_t13, e_ub, y_brcb14, 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
+        PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW) (+1 more)
+        Cast(y_ub, y_t13, RoundMode::CAST_RINT, 64, 16, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
+        SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+12 more)
+        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+12 more)
         DataCopy(y_gm[1024*block_idx + 8192*i_o_k], y_ub, DataCopyParams(1, 64, 0, 0));  // store y tile to GM (1 x 2048 B; lengths in 32 B blocks)
     }
 }

@@ -55,6 +55,18 @@ def test_rows_of_many_chunks_take_one_instruction_per_row():
     assert str(sub.reads[1].offset) == f"8*{r}"
 
 
+def test_float32_rows_of_whole_chunks_reduce_by_blockreduce_levels():
+    # 8 rows x 4096 fp32 back to back: BlockReduce 512 repeats (a loop of 2 calls of 255 and
+    # one of 2) -> 8 x 512 partials, BlockReduce 64 repeats -> 8 x 64, then one WholeReduce
+    # repeat per row
+    k = build_loop_nest(row_tiles(L.softmax(8, 4096), 8, SOFTMAX))
+    blk = [(i, lp) for i, lp in _only(k, "mx: max of each 32 B block")]
+    assert [i.reads[0].dims[0].extent * (lp[0].extent if lp else 1) for i, lp in blk] == [510, 2, 64]
+    assert all(i.writes[0].dims == (Dim(i.reads[0].dims[0].extent, 8), Dim(8, 1)) for i, _ in blk)
+    [(last, _)] = _only(k, "mx: max over k")
+    assert last.reads[0].dims == (Dim(8, 64), Dim(64, 1))
+
+
 def test_a_division_by_a_row_value_divides_once_per_row_and_multiplies_the_row():
     # y = e[i, j] / s[i] over 8 rows x 4096 fp32: one Div over the 8 row sums (1 / s, of a
     # Duplicate'd 1), then a Mul per row by the Brcb'd result: no Div repeat over the row

@@ -14,6 +14,8 @@ API units, verified against the AscendC sources (mirror-cann/asc-devkit):
       (include/basic_api/kernel_struct_binary.h, kernel_struct_unary.h)
   WholeReduce*: dstRepStride in units of one result (sizeof(T) for ORDER_ONLY_VALUE)
       (docs WholeReduceMax; include/basic_api/kernel_operator_vec_reduce_intf.h)
+  BlockReduce*(dst, src, repeatTime, mask, dstRepStride, srcBlkStride, srcRepStride):
+      dstRepStride in units of one repeat's 8 results (docs BlockReduceSum.md)
   Compare (910B): mask ignored, bits packed 256/sizeof(T) per repeat; Select
       VSEL_TENSOR_TENSOR_MODE consumes selMask contiguously, 256/sizeof(T) bits per repeat
       (docs Compare/Select; impl/basic_api/dav_c220/kernel_operator_vec_cmp_impl.h)
@@ -37,6 +39,7 @@ _UNARY = {"exp": "Exp", "ln": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "reciproca
           "abs": "Abs", "relu": "Relu"}
 _SCALAR = {"adds": "Adds", "muls": "Muls", "maxs": "Maxs", "mins": "Mins"}
 _REDUCE = {"sum": "WholeReduceSum", "max": "WholeReduceMax", "min": "WholeReduceMin"}
+_BLOCK_REDUCE = {"sum": "BlockReduceSum", "max": "BlockReduceMax", "min": "BlockReduceMin"}
 
 
 # --------------------------------------------------------------------------- op templates
@@ -139,6 +142,17 @@ def _vec_reduce(p: _KernelPrinter, i: Instr) -> None:
     p._line(i, f"{_REDUCE[fn]}({p._ub(d)}, {p._ub(s)}, {cols}, {rows}, {dst_rep}, 1, {sr}{order});")
 
 
+def _vec_block_reduce(p: _KernelPrinter, i: Instr) -> None:
+    d, s = i.writes[0], i.reads[0]
+    rows, cols = p._vec_shape(s)
+    _sb, sr = p._rep(s)
+    _drows, drs, dcols, _dcs = _dims2(d)
+    dst_rep = drs // dcols if rows > 1 else 1  # units of one repeat's 8 results
+    fn = str(i.attr("fn"))
+    p._line(i, f"{_BLOCK_REDUCE[fn]}({p._ub(d)}, {p._ub(s)}, {rows}, {cols}, {dst_rep}, 1, "
+               f"{sr});")
+
+
 def _vec_brcb(p: _KernelPrinter, i: Instr) -> None:
     d, s = i.writes[0], i.reads[0]
     n, _srs, _one, _ = _dims2(s)
@@ -202,5 +216,6 @@ VECTOR_TEMPLATES = {
     "copy_gm_ub": _dma, "copy_ub_gm": _dma,
     "vec_binary": _vec_binary, "vec_unary": _vec_unary, "vec_scalar": _vec_scalar,
     "vec_dup": _vec_dup, "vec_cast": _vec_cast, "vec_reduce": _vec_reduce,
+    "vec_block_reduce": _vec_block_reduce,
     "vec_brcb": _vec_brcb, "vec_cmp": _vec_cmp, "vec_select": _vec_select,
 }

@@ -34,6 +34,12 @@ source row stride of 0 re-reads the same row for every repeat.
                   The dst starts on sizeof(T) for sum, 2 * sizeof(T) for max/min (asc-devkit
                   docs ReduceRepeat.md:165-183; impl kernel_operator_vec_reduce_intf_impl.h:148,
                   177)
+  ``vec_block_reduce``  attrs fn in sum max min: src view ``(n, lanes)`` of whole 256-byte
+                  repeats (row stride a multiple of 32 B), dst view ``(n, 8)`` with a row stride
+                  of a multiple of 8; dst[r, b] = reduce(src[r, b*B : (b+1)*B]), B = 32 / elem
+                  bytes, a sum as a binary tree of adjacent pairs (``BlockReduceSum/Max/Min``;
+                  docs BlockReduceSum.md: dstRepStride in units of one repeat's 8 results, dst
+                  on 32 B for float, 16 B for half)
   ``vec_brcb``    src view ``(n, 1)``, dst view ``(n, B)`` with B = 32 / elem bytes and row
                   stride B: dst[r, :] = src[r, 0] (``Brcb``); n is a multiple of 8; src and
                   dst must not share bytes (docs Brcb.md:122)
@@ -361,7 +367,7 @@ def copied(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
 
 DMA_OPS = frozenset(["copy_gm_ub", "copy_ub_gm"])
 VECTOR_OPS = frozenset(["vec_binary", "vec_unary", "vec_scalar", "vec_dup", "vec_cast",
-                        "vec_reduce", "vec_brcb", "vec_cmp", "vec_select"])
+                        "vec_reduce", "vec_block_reduce", "vec_brcb", "vec_cmp", "vec_select"])
 
 
 # --------------------------------------------------------------------------- traversal

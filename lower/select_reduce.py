@@ -1,7 +1,9 @@
 """Row reductions on the vector path: the innermost axis of a stage body -> WholeReduce levels.
 
-A row reduction of whole chunks first halves the row with elementwise ops on chunk pairs
-(``_halve``, three levels at most) and leaves the rest to WholeReduce. A row still wider than one
+A float32 row reduction over rows of whole chunks lying back to back first reduces every
+32-byte block with BlockReduce (``_block_level``, 8x per level) while the rows are still whole
+chunks; other rows of whole chunks are first halved with elementwise ops on chunk pairs
+(``_halve``, three levels at most); WholeReduce does the rest. A row still wider than one
 256-byte repeat is reduced to a row of partials (``_partials``, per row or folded chunk by chunk,
 whichever issues fewer calls) until one WholeReduce repeat per row finishes it.
 """
@@ -17,7 +19,7 @@ from ascendsched.errors import UnsupportedError
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.ir import Dim, Instr, Region, Stmt
 from ascendsched.lower.vector_instrs import Val
-from ascendsched.schedule.ub_budget import halving_fits
+from ascendsched.schedule.ub_budget import block_reduces, halving_fits
 from ascendsched.target import Pipe
 
 HALVINGS = 3  # pairwise elementwise levels before WholeReduce in a row reduction (_halve)
@@ -50,12 +52,46 @@ class _Reductions:
                 f"inner result axes are whole")
         epr = self.t.repeat_bytes // body.dtype.bytes
         src, src_rs = body, rs
-        if cols % epr == 0 and (rows == 1 or rs >= cols):
+        if block_reduces(cols, body.dtype.bytes, self.t) and (rows == 1 or rs == cols):
+            while cols > epr and cols % epr == 0:
+                src, src_rs, cols = self._block_level(op, src, rows, cols)
+        elif cols % epr == 0 and (rows == 1 or rs >= cols):
             src, src_rs, cols = self._halve(op, body, rs, rows, cols // epr, epr)
         while cols > epr:
             src, src_rs, cols = self._partials(op, src, src_rs, rows, cols)
         self.v.instrs.extend(self._reduce_rows(op, out, 1, src, src_rs, cols, rows,
                                                f"{self.stage}: {op} over {self.dom[k].name}"))
+
+    def _block_level(self, op: str, src: Val, rows: int, cols: int) -> tuple[Val, int, int]:
+        """One BlockReduce level over rows of whole 256-byte chunks lying back to back: each
+        32-byte block -> one partial, so a row of ``cols`` becomes ``cols / B`` partials (B
+        elements per block), the partials of all rows again back to back.
+
+        float32 only: a BlockReduce repeat costs 1 cycle for float32 (vcgadd/vcgmax, KPP 910B1
+        table and PTO; SOURCES.md 2.5) and reduces 64 lanes to 8, where the pairwise halving
+        (``_halve``) needs three dependent levels for the same 8x and a WholeReduce repeat costs
+        3 (sum) or 7 (max/min) cycles; for float16 BlockReduce costs 7 per repeat, no gain.
+        AscendC's own softmax reduces its folded rows with two BlockReduceMax/Sum levels before
+        the broadcast (mirror-cann/asc-devkit @fa9586e2, impl/adv_api/detail/activation/
+        softmax/softmax_flash_base_impl/softmax_flash_basic_block_impl.h). Returns the
+        partials, their row stride and their columns."""
+        t = self.t
+        dt = src.dtype
+        epr = t.repeat_bytes // dt.bytes
+        per_rep = t.repeat_bytes // t.block_bytes  # results of one repeat
+        reps = rows * cols // epr
+        width = cols // epr * per_rep
+        self.v.temps += 1
+        name = f"{self.stage}_blk{self.v.temps}{self.v.suffix}"
+        self.b._alloc(name, dt, rows * width, 1, (rows, width),
+                      f"{op} of each 32 B block of the rows of {self.stage}")
+        what = f"{self.stage}: {op} of each 32 B block"
+        self.v.instrs.extend(self._span(reps, t.max_repeat, lambda r, n: [Instr(
+            "vec_block_reduce", Pipe.V,
+            (Region(name, r * per_rep, (Dim(n, per_rep), Dim(per_rep, 1))),),
+            (Region(src.buf, src.offset + r * epr, (Dim(n, epr), Dim(epr, 1)), src.copy),),
+            (("fn", op),), comment=what)], "p", f"repeats of {what}"))
+        return Val(name, Affine(), dt, Affine(), ()), width, width
 
     def _partials(self, op: str, src: Val, src_rs: int, rows: int, cols: int
                   ) -> tuple[Val, int, int]:

@@ -147,11 +147,31 @@ class _ExprGen(_VectorInstrs, _Reductions):
             out = self._dst(dst, b.varying(), dtype, str(e))
             self.vec("vec_scalar", out, (neg,), "adds", (("fn", "adds"), ("scalar", a.const)))
             return out
+        op = e.op
+        if op == "div" and _row_divisor(a, b, dtype):
+            b, op = self._reciprocal(b, str(e.b)), "mul"
         a, b = self.materialize_const(a, b), self.materialize_const(b, a)
         axes = tuple(sorted(set(a.varying()) | set(b.varying())))
         out = self._dst(dst, axes, dtype, str(e))
-        self.vec("vec_binary", out, (a, b), e.op, (("fn", e.op),))
+        self.vec("vec_binary", out, (a, b), op, (("fn", op),))
         return out
+
+    def _reciprocal(self, b: Val, what: str) -> Val:
+        """``1 / b`` for a divisor holding one value per row: Div of a Duplicate'd 1 by ``b``,
+        over the rows only (exact; the 910B ``Reciprocal`` is an approximation, docs
+        Reciprocal.md:202). The caller then multiplies the rows by it: a Div repeat costs 4
+        cycles where a Mul costs 1 (target/costs.py ``vec_slopes``), so a row of n repeats
+        costs ~n instead of ~4n. AscendC's own flash-softmax update divides the per-row values
+        once and multiplies the row by the Brcb'd result (mirror-cann/asc-devkit @fa9586e2,
+        impl/adv_api/detail/activation/softmax/softmax_flash_base_impl/
+        softmax_flash_basic_block_impl.h: ``Div(tmpBuffer3, tmpBuffer3, inSumTmp)`` then
+        ``Mul(tmpBuffer0[...], tmpBuffer0[...], tmpBuffer3, ..., {1, 1, 0, ...})``)."""
+        axes = b.varying()
+        one = self.temp(axes, b.dtype, f"1, the dividend of 1 / {what}")
+        self.vec_dup(one, 1.0)
+        inv = self.temp(axes, b.dtype, f"1 / {what}")
+        self.vec("vec_binary", inv, (one, b), "div", (("fn", "div"),))
+        return inv
 
     def unary(self, e: Unary, dst: Val | None) -> Val:
         x = self.value(e.x)
@@ -312,6 +332,17 @@ def cast_steps(src: DType, dst: DType, round_mode: str, target: Target, where: s
                 f"{', '.join(sorted(modes))}, not {mode!r}; use one of them")
         steps.append((db, mode))
     return steps
+
+
+def _row_divisor(a: Val, b: Val, dtype: DType) -> bool:
+    """``a / b`` where ``b`` holds one value per row of ``a`` (it does not vary along ``a``'s
+    innermost axis, e.g. ``e[i, j] / s[i]``): worth one reciprocal per row and a multiply.
+    float32 only: there the two roundings stay within the fp32 tolerances; a float16 row
+    would see 1 / b rounded to 11 bits."""
+    if dtype.name != "float32" or a.const is not None or b.const is not None:
+        return False
+    av, bv = a.varying(), b.varying()
+    return bool(av) and av[-1] not in bv and set(bv) < set(av)
 
 
 def _fold(op: str, a: float | int, b: float | int, dt: DType) -> float | int:

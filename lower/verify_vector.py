@@ -190,6 +190,28 @@ def _reduce(site: Site) -> None:
     _fn(site, REDUCE, {"max": "rmax", "min": "rmin"}, d)
 
 
+def _block_reduce(site: Site) -> None:
+    """BlockReduce: whole repeats in, 8 results per repeat out (ir.py ``vec_block_reduce``)."""
+    t = site.kernel.target
+    d = _vec(site, 0, "dst", dst=True, elem_row_stride=True, repeat_params=False)
+    s = _vec(site, 1, "src")
+    _same(site, d, s, shape=False)
+    per_rep = t.repeat_bytes // t.block_bytes
+    if s.cols * s.eb != t.repeat_bytes or s.cs != 1:
+        raise site.fail("shape", f"block reduce src rows must be whole {t.repeat_bytes} B "
+                                 f"repeats of stride 1, not {s.cols} x {s.eb} B")
+    if d.shape != (s.rows, per_rep) or d.cs != 1 or (d.rows > 1 and d.rs % per_rep):
+        raise site.fail("shape", f"block reduce dst view must be ({s.rows}, {per_rep}) with a "
+                                 f"row stride of a multiple of {per_rep}; got {d.shape} stride "
+                                 f"{d.rs}")
+    # docs BlockReduceSum.md: dst 32 B aligned for float, 16 B for half
+    align = min(t.block_bytes, 16 * d.eb // 2) if d.eb < 4 else t.block_bytes
+    if not aligned(site, d.region, align):
+        raise fail_unaligned(site, d, align, "BlockReduce dst")
+    _repeat(site, s.rows, s.cols, s)
+    _fn(site, REDUCE, {"max": "rmax", "min": "rmin"}, d)
+
+
 def reduce_dst_align(fn: str, eb: int) -> int:
     """WholeReduce dst alignment: sum sizeof(T) (asc-devkit docs ReduceRepeat.md:171-172,
     impl/basic_api/kernel_operator_vec_reduce_intf_impl.h:148); max/min 2 * sizeof(T): the
@@ -281,6 +303,7 @@ VECTOR_CHECKS: dict[str, OpRule] = {
     "vec_dup": OpRule(Pipe.V, 1, 0, _dup),
     "vec_cast": OpRule(Pipe.V, 1, 1, _cast),
     "vec_reduce": OpRule(Pipe.V, 1, 1, _reduce),
+    "vec_block_reduce": OpRule(Pipe.V, 1, 1, _block_reduce),
     "vec_brcb": OpRule(Pipe.V, 1, 1, _brcb),
     "vec_cmp": OpRule(Pipe.V, 1, 2, _compare),
     "vec_select": OpRule(Pipe.V, 1, 3, _select),

@@ -76,6 +76,15 @@ def halving_fits(rows: int, chunks: int, target: Target) -> bool:
         target.scope(Scope.UB).usable // HALVE_UB_SHARE
 
 
+def block_reduces(cols: int, eb: int, target: Target) -> bool:
+    """Whether a row reduction over rows of ``cols`` elements of ``eb`` bytes (lying back to
+    back) starts with BlockReduce levels (``lower/select_reduce.py`` ``_block_level``):
+    float32 rows of two or more whole 256-byte chunks. The lowering and this estimate ask the
+    same rule."""
+    per_rep = target.repeat_bytes // eb
+    return eb == 4 and cols % per_rep == 0 and cols > per_rep
+
+
 def halves_pairwise(rows: int, cols: int, eb: int, target: Target) -> bool:
     """Whether a row reduction over ``rows`` rows of ``cols`` elements of ``eb`` bytes starts
     with pairwise halving: whole 256-byte chunks, an even number of them, partials that fit."""
@@ -93,6 +102,8 @@ def reductions_halve(algo: Algorithm, tile: TileShape, target: Target) -> bool:
         if st.op is None or not isinstance(st.op.body, Reduce):
             continue
         eb = st.dtype.bytes
+        if block_reduces(tile.cols, eb, target):
+            continue  # BlockReduce levels at every height: no slower path to fall to
         if halves_pairwise(1, tile.cols, eb, target) and \
                 not halves_pairwise(tile.rows, tile.cols, eb, target):
             return False
@@ -304,10 +315,14 @@ class _Walk:
 
     def _partials(self, eb: int) -> int:
         """UB of a row reduction's partials (lower/select_reduce.py emit_reduce): the first
-        two halving levels (half, then a quarter of the rows' bytes) when ``_halve`` applies,
-        else one partial per 256-byte chunk."""
+        two BlockReduce levels (an eighth, then a 64th of the rows' bytes) when
+        ``_block_level`` applies, the first two halving levels (half, then a quarter of the
+        rows' bytes) when ``_halve`` applies, else one partial per 256-byte chunk."""
         n = self.tile.cols // (self.t.repeat_bytes // eb)
         rows = self.tile.rows
+        if block_reduces(self.tile.cols, eb, self.t):
+            first = rows * self.tile.cols * eb // self.t.elems_per_block(eb)
+            return first + _align(first // self.t.elems_per_block(eb), self.t.block_bytes)
         if halves_pairwise(rows, self.tile.cols, eb, self.t):
             return rows * (n // 2 + n // 4) * self.t.repeat_bytes
         return _align(rows * -(-self.tile.cols // REDUCE_LANES) * eb, self.t.block_bytes)

@@ -196,6 +196,9 @@ class CostTable:
         if ins.op == "vec_reduce":
             fn = "sum" if fn == "sum" else f"{fn}_reduce"
             repeats = ins.reads[0].dims[0].extent
+        elif ins.op == "vec_block_reduce":
+            fn = f"block_{fn}"
+            repeats = ins.reads[0].dims[0].extent
         elif ins.op == "vec_brcb":
             repeats = max(1, ins.reads[0].dims[0].extent // self.k.target.brcb_elems_per_repeat)
         elif ins.op == "vec_cmp":

@@ -174,6 +174,23 @@ def _vec_reduce(cx: _Ctx) -> None:
     _store_vec(cx, d, red(v, axis=1, keepdims=True).astype(v.dtype))
 
 
+def _vec_block_reduce(cx: _Ctx) -> None:
+    """BlockReduce: each 32 B block of each repeat -> one result (a sum as a binary tree of
+    adjacent pairs, docs BlockReduceSum.md)."""
+    fn = str(cx.ins.attr("fn"))
+    d = cx.operand(cx.ins.writes[0], "dst")
+    s = cx.operand(cx.ins.reads[0], "src")
+    (v,) = _compute_in(d.dtype, _load_vec(cx, s))
+    rows, lanes = v.shape
+    blocks = d.shape[1]
+    per = v.reshape(rows * blocks, lanes // blocks)
+    if fn == "sum":
+        out = tree_sum(per)
+    else:
+        out = {"max": np.max, "min": np.min}[fn](per, axis=1, keepdims=True).astype(v.dtype)
+    _store_vec(cx, d, out.reshape(rows, blocks))
+
+
 def _vec_brcb(cx: _Ctx) -> None:
     d = cx.operand(cx.ins.writes[0], "dst")
     s = cx.operand(cx.ins.reads[0], "src")
@@ -279,6 +296,7 @@ VECTOR_HANDLERS: dict[str, Callable[[_Ctx], None]] = {
     "vec_dup": _vec_dup,
     "vec_cast": _vec_cast,
     "vec_reduce": _vec_reduce,
+    "vec_block_reduce": _vec_block_reduce,
     "vec_brcb": _vec_brcb,
     "vec_cmp": _vec_cmp,
     "vec_select": _vec_select,

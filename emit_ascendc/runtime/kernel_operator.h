@@ -1210,6 +1210,81 @@ inline void WholeReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                          2 * sizeof(T), file_, line_);
 }
 
+// ---------------------------------------------------------------------------- BlockReduce
+// include/basic_api/kernel_operator_vec_reduce_intf.h; docs BlockReduceSum.md / BlockReduceMax.md:
+// each 32 B datablock of a repeat reduces to one element, so a repeat of 8 blocks writes 8
+// results; dstRepStride is in units of one repeat's results (8 elements: 16 B for half, 32 B
+// for float); dst starts on 32 B for float, 16 B for half; src on 32 B. A sum adds the block's
+// elements as a binary tree of adjacent pairs, every partial rounded to T (the doc's figure and
+// its half overflow example), as tree_sum does.
+namespace detail {
+template <typename T, typename F>
+inline void block_reduce(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t mask,
+                         int32_t repeatTime, int32_t dstRepStride, int32_t srcBlkStride, int32_t srcRepStride, F fold,
+                         const char* file_, int line_) {
+    const uint64_t lanes = rt::kRepeat / sizeof(T);
+    const uint64_t per = rt::kBlock / sizeof(T);
+    if (mask < 1 || repeatTime < 0) rt::fail(file_, line_, std::string(api) + ": mask and repeatTime must be positive");
+    if (static_cast<uint64_t>(mask) != lanes) {
+        rt::fail(file_, line_, std::string(api) + ": the CPU runtime models whole repeats only (mask " +
+                                   std::to_string(mask) + ", a repeat holds " + std::to_string(lanes) + ")");
+    }
+    check_level0(api, static_cast<uint64_t>(mask), lanes, static_cast<uint64_t>(repeatTime), file_, line_);
+    need_ub(api, "src", src.space_, file_, line_);
+    need_ub(api, "dst", dst.space_, file_, line_);
+    rt::check_align(file_, line_, api, "src", src.addr_, rt::kBlock);
+    rt::check_align(file_, line_, api, "dst", dst.addr_, sizeof(T) == 2 ? 16 : rt::kBlock);
+    Operand os = opnd("src", src, static_cast<uint64_t>(srcBlkStride), static_cast<uint64_t>(srcRepStride));
+    rt::Record rec;
+    rec.op = "vec_block_reduce";
+    rec.pipe = "V";
+    touch(rec.reads, os, static_cast<uint64_t>(repeatTime), static_cast<uint64_t>(mask), api, file_, line_);
+    const uint64_t blocks = lanes / per;
+    std::vector<T> out(static_cast<size_t>(repeatTime) * blocks);
+    std::vector<T> vals(static_cast<size_t>(per));
+    for (int32_t r = 0; r < repeatTime; ++r) {
+        for (uint64_t b = 0; b < blocks; ++b) {
+            for (uint64_t k = 0; k < per; ++k) vals[k] = rt::ub_load<T>(os.lane(r, b * per + k));
+            out[static_cast<size_t>(r) * blocks + b] = fold(vals);
+        }
+    }
+    for (int32_t r = 0; r < repeatTime; ++r) {
+        uint64_t a = dst.addr_ + static_cast<uint64_t>(r) * static_cast<uint64_t>(dstRepStride) * blocks * sizeof(T);
+        rt::check_ub(file_, line_, api, a, blocks * sizeof(T));
+        for (uint64_t b = 0; b < blocks; ++b) rt::ub_store<T>(a + b * sizeof(T), out[static_cast<size_t>(r) * blocks + b]);
+        rec.writes.push_back(rt::Access{"UB", a, a + blocks * sizeof(T)});
+    }
+    rec.label = rt::label(api, file_, line_);
+    rt::emit(rec);
+}
+}  // namespace detail
+
+template <typename T, bool isSetMask = true>
+inline void BlockReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                           const int32_t mask, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride, ASCENDSCHED_LOC) {
+    detail::block_reduce("BlockReduceSum", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
+                         [](const std::vector<T>& v) { return detail::tree_sum(v); }, file_, line_);
+}
+
+template <typename T, bool isSetMask = true>
+inline void BlockReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                           const int32_t mask, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride, ASCENDSCHED_LOC) {
+    detail::block_reduce("BlockReduceMax", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
+                         [](const std::vector<T>& v) { return detail::fold_lanes(v, [](auto a, auto b) { return detail::nan_max(a, b); }); },
+                         file_, line_);
+}
+
+template <typename T, bool isSetMask = true>
+inline void BlockReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
+                           const int32_t mask, const int32_t dstRepStride, const int32_t srcBlkStride,
+                           const int32_t srcRepStride, ASCENDSCHED_LOC) {
+    detail::block_reduce("BlockReduceMin", dst, src, mask, repeatTime, dstRepStride, srcBlkStride, srcRepStride,
+                         [](const std::vector<T>& v) { return detail::fold_lanes(v, [](auto a, auto b) { return detail::nan_min(a, b); }); },
+                         file_, line_);
+}
+
 // ---------------------------------------------------------------------------- Brcb
 // include/basic_api/kernel_operator_vec_brcb_intf.h: each repeat takes 8 consecutive src
 // elements and fills one 32 B dst block with each, block j of repeat r at

@@ -35,8 +35,10 @@ from tests.emit_ascendc.test_cube_mixed import mixed_kernel
 
 # The AscendC calls the emitter may print; each was checked to place no flag in its dav_c220
 # implementation (module docstring). A new call must be checked before it joins the list.
+# BlockReduceSum/Max/Min: SetMask, then vcgadd/vcgmax/vcgmin (asc-devkit @2e0db4c9,
+# impl/basic_api/dav_c220/kernel_operator_vec_reduce_impl.h, BlockReduce*Impl).
 NO_LIBRARY_FLAGS = frozenset({
-    "Abs", "Add", "Adds", "Brcb", "Cast", "CrossCoreSetFlag", "CrossCoreWaitFlag", "DataCopy",
+    "Abs", "Add", "Adds", "BlockReduceMax", "BlockReduceMin", "BlockReduceSum", "Brcb", "Cast", "CrossCoreSetFlag", "CrossCoreWaitFlag", "DataCopy",
     "DataCopyPad", "Destroy", "Div", "Duplicate", "Exp", "Fixpipe", "Get", "GetBlockIdx",
     "GetWithOffset", "InitBuffer",
     "Ln", "LoadData", "LoadDataWithTranspose", "Max", "Maxs", "Min", "Mins", "Mmad", "Mul",

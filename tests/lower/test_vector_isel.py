@@ -55,6 +55,29 @@ def test_rows_of_many_chunks_take_one_instruction_per_row():
     assert str(sub.reads[1].offset) == f"8*{r}"
 
 
+def test_float32_rows_of_whole_chunks_reduce_by_blockreduce_levels():
+    # 8 rows x 4096 fp32 back to back: BlockReduce 512 repeats (a loop of 2 calls of 255 and
+    # one of 2) -> 8 x 512 partials, BlockReduce 64 repeats -> 8 x 64, then one WholeReduce
+    # repeat per row
+    k = build_loop_nest(row_tiles(L.softmax(8, 4096), 8, SOFTMAX))
+    blk = [(i, lp) for i, lp in _only(k, "mx: max of each 32 B block")]
+    assert [i.reads[0].dims[0].extent * (lp[0].extent if lp else 1) for i, lp in blk] == [510, 2, 64]
+    assert all(i.writes[0].dims == (Dim(i.reads[0].dims[0].extent, 8), Dim(8, 1)) for i, _ in blk)
+    [(last, _)] = _only(k, "mx: max over k")
+    assert last.reads[0].dims == (Dim(8, 64), Dim(64, 1))
+
+
+def test_a_division_by_a_row_value_divides_once_per_row_and_multiplies_the_row():
+    # y = e[i, j] / s[i] over 8 rows x 4096 fp32: one Div over the 8 row sums (1 / s, of a
+    # Duplicate'd 1), then a Mul per row by the Brcb'd result: no Div repeat over the row
+    k = build_loop_nest(row_tiles(L.softmax(8, 4096), 8, SOFTMAX))
+    divs = [i for i, _ in _vector(k) if i.attr("fn") == "div"]
+    assert len(divs) == 1 and divs[0].writes[0].dims[-1].extent == 8
+    [(mul, loops)] = _only(k, "y: mul")
+    assert [lp.extent for lp in loops] == [8] and mul.writes[0].dims == (Dim(64, 64), Dim(64, 1))
+    assert mul.reads[1].dims == (Dim(64, 0), Dim(64, 0))
+
+
 def test_many_short_rows_take_one_instruction_per_chunk():
     # 64 rows x 128 fp32: 2 calls of 64 repeats (not 64 calls of 2 repeats)
     k = build_loop_nest(row_tiles(L.softmax(64, 128), 64, SOFTMAX))
@@ -113,7 +136,8 @@ def test_an_odd_number_of_chunks_puts_the_max_identity_between_the_partials_and_
     # 1000 = 15 x 64 + 40: max partials in slots 0..14, the tail's in slot 16 (two-element
     # alignment), slot 15 holds -inf; sum partials take slots 0..15 with no identity slot
     k = build_loop_nest(row_tiles(L.softmax(40, 1000), 8, SOFTMAX))
-    dups = {i.attr("value"): i for i, _ in _vector(k) if i.op == "vec_dup"}
+    dups = {i.attr("value"): i for i, _ in _vector(k)
+            if i.op == "vec_dup" and "identity" in i.comment}
     assert set(dups) == {-math.inf}
     assert all(str(d.writes[0].offset) == "8" and d.writes[0].dims == (Dim(8, 24), Dim(8, 1))
                for d in dups.values())

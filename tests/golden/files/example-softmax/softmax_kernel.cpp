@@ -49,105 +49,80 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 122912 B of 188160 B usable UB.
+    // Arena: 102944 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 122912);
+    pipe.InitBuffer(ubuf, 102944);
     // x_ub: float16[8, 1024] [8192] x2 at UB bytes [32800, 49184), [49184, 65568); tile of x (double buffered)
     LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(8192, 32800), ubuf.GetWithOffset<half>(8192, 49184)};
     // xf_ub: float32[8, 1024] [8192] x1 at UB bytes [0, 32768); tile of xf
     LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(8192, 0);
     // mx_ub: float32[8] [8] x1 at UB bytes [32768, 32800); tile of mx
     LocalTensor<float> mx_ub = ubuf.GetWithOffset<float>(8, 32768);
-    // mx_half1: float32[8, 512] [4096] x1 at UB bytes [98336, 114720); max of column pairs of the rows of mx
-    LocalTensor<float> mx_half1 = ubuf.GetWithOffset<float>(4096, 98336);
-    // mx_half2: float32[8, 256] [2048] x1 at UB bytes [114720, 122912); max of column pairs of the rows of mx
-    LocalTensor<float> mx_half2 = ubuf.GetWithOffset<float>(2048, 114720);
-    // mx_half3: float32[8, 128] [1024] x1 at UB bytes [98336, 102432); max of column pairs of the rows of mx
-    LocalTensor<float> mx_half3 = ubuf.GetWithOffset<float>(1024, 98336);
-    // mx_part4: float32[8, 64] [512] x1 at UB bytes [102432, 104480); max partials of the rows of mx
-    LocalTensor<float> mx_part4 = ubuf.GetWithOffset<float>(512, 102432);
+    // mx_blk1: float32[8, 128] [1024] x1 at UB bytes [98336, 102432); max of each 32 B block of the rows of mx
+    LocalTensor<float> mx_blk1 = ubuf.GetWithOffset<float>(1024, 98336);
+    // mx_blk2: float32[8, 16] [128] x1 at UB bytes [102432, 102944); max of each 32 B block of the rows of mx
+    LocalTensor<float> mx_blk2 = ubuf.GetWithOffset<float>(128, 102432);
     // e_ub: float32[8, 1024] [8192] x1 at UB bytes [0, 32768); tile of e
     LocalTensor<float> e_ub = ubuf.GetWithOffset<float>(8192, 0);
-    // e_t5: float32[8, 1024] [8200] x1 at UB bytes [0, 32800); temporary of e: (xf[i, j] - mx[i])
-    LocalTensor<float> e_t5 = ubuf.GetWithOffset<float>(8200, 0);
-    // e_brcb6: float32[8, 8] [64] x1 at UB bytes [98336, 98592); mx_ub broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> e_brcb6 = ubuf.GetWithOffset<float>(64, 98336);
+    // e_t3: float32[8, 1024] [8200] x1 at UB bytes [0, 32800); temporary of e: (xf[i, j] - mx[i])
+    LocalTensor<float> e_t3 = ubuf.GetWithOffset<float>(8200, 0);
+    // e_brcb4: float32[8, 8] [64] x1 at UB bytes [98336, 98592); mx_ub broadcast to one 32 B block per row (Brcb)
+    LocalTensor<float> e_brcb4 = ubuf.GetWithOffset<float>(64, 98336);
     // s_ub: float32[8] [8] x1 at UB bytes [32768, 32800); tile of s
     LocalTensor<float> s_ub = ubuf.GetWithOffset<float>(8, 32768);
-    // s_half7: float32[8, 512] [4096] x1 at UB bytes [98336, 114720); sum of column pairs of the rows of s
-    LocalTensor<float> s_half7 = ubuf.GetWithOffset<float>(4096, 98336);
-    // s_half8: float32[8, 256] [2048] x1 at UB bytes [114720, 122912); sum of column pairs of the rows of s
-    LocalTensor<float> s_half8 = ubuf.GetWithOffset<float>(2048, 114720);
-    // s_half9: float32[8, 128] [1024] x1 at UB bytes [98336, 102432); sum of column pairs of the rows of s
-    LocalTensor<float> s_half9 = ubuf.GetWithOffset<float>(1024, 98336);
-    // s_part10: float32[8, 64] [512] x1 at UB bytes [102432, 104480); sum partials of the rows of s
-    LocalTensor<float> s_part10 = ubuf.GetWithOffset<float>(512, 102432);
+    // s_blk5: float32[8, 128] [1024] x1 at UB bytes [98336, 102432); sum of each 32 B block of the rows of s
+    LocalTensor<float> s_blk5 = ubuf.GetWithOffset<float>(1024, 98336);
+    // s_blk6: float32[8, 16] [128] x1 at UB bytes [102432, 102944); sum of each 32 B block of the rows of s
+    LocalTensor<float> s_blk6 = ubuf.GetWithOffset<float>(128, 102432);
     // y_ub: float16[8, 1024] [8192] x2 at UB bytes [65568, 81952), [81952, 98336); tile of y (double buffered)
     LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(8192, 65568), ubuf.GetWithOffset<half>(8192, 81952)};
-    // y_t11: float32[8, 1024] [8200] x1 at UB bytes [0, 32800); temporary of y: (e[i, j] / s[i])
-    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(8200, 0);
-    // y_brcb12: float32[8, 8] [64] x1 at UB bytes [98336, 98592); s_ub broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb12 = ubuf.GetWithOffset<float>(64, 98336);
+    // y_t7: float32[8] [16] x1 at UB bytes [98336, 98400); temporary of y: 1, the dividend of 1 / s[i]
+    LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(16, 98336);
+    // y_t8: float32[8] [16] x1 at UB bytes [98592, 98656); temporary of y: 1 / s[i]
+    LocalTensor<float> y_t8 = ubuf.GetWithOffset<float>(16, 98592);
+    // y_t9: float32[8, 1024] [8200] x1 at UB bytes [0, 32800); temporary of y: (e[i, j] / s[i])
+    LocalTensor<float> y_t9 = ubuf.GetWithOffset<float>(8200, 0);
+    // y_brcb10: float32[8, 8] [64] x1 at UB bytes [98336, 98592); y_t8 broadcast to one 32 B block per row (Brcb)
+    LocalTensor<float> y_brcb10 = ubuf.GetWithOffset<float>(64, 98336);
 
     for (int64_t i_o_k = 0; i_o_k < 2; ++i_o_k) {  // tiles i_o = i_o_k*4 + block_idx over 4 cores
         DataCopy(x_ub[i_o_k % 2], x_gm[8192*block_idx + 32768*i_o_k], DataCopyParams(8, 64, 0, 0));  // load x tile into UB (8 x 2048 B; lengths in 32 B blocks)
         SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
         WaitFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-        PipeBarrier<PIPE_V>();  // y_t11/xf_ub: V read -> V write (WAR)
+        PipeBarrier<PIPE_V>();  // y_t9/xf_ub: V read -> V write (WAR)
         Cast(xf_ub, x_ub[i_o_k % 2], RoundMode::CAST_NONE, 64, 128, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
-        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+118 more)
-        for (int64_t mx_r1 = 0; mx_r1 < 8; ++mx_r1) {  // rows of mx
-            Max(mx_half1[512*mx_r1], xf_ub[1024*mx_r1], xf_ub[1024*mx_r1 + 64], 64, 8, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // mx: max of column pairs
+        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+84 more)
+        BlockReduceMax(mx_blk1, xf_ub, 128, 64, 1, 1, 8);  // mx: max of each 32 B block
+        PipeBarrier<PIPE_V>();  // mx_blk1: V write -> V read (RAW) (+1 more)
+        BlockReduceMax(mx_blk2, mx_blk1, 16, 64, 1, 1, 8);  // mx: max of each 32 B block
+        PipeBarrier<PIPE_V>();  // mx_blk2: V write -> V read (RAW) (+2 more)
+        WholeReduceMax(mx_ub, mx_blk2, 16, 8, 1, 1, 2, ReduceOrder::ORDER_ONLY_VALUE);  // mx: max over k
+        PipeBarrier<PIPE_V>();  // mx_ub: V write -> V read (RAW) (+4 more)
+        Brcb(e_brcb4, mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
+        PipeBarrier<PIPE_V>();  // e_brcb4: V write -> V read (RAW) (+3 more)
+        for (int64_t e_r1 = 0; e_r1 < 8; ++e_r1) {  // rows of e
+            Sub(e_t3[1024*e_r1], xf_ub[1024*e_r1], e_brcb4[8*e_r1], 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // e: sub
         }
-        PipeBarrier<PIPE_V>();  // mx_half1: V write -> V read (RAW) (+2 more)
-        for (int64_t mx_c2 = 0; mx_c2 < 4; ++mx_c2) {  // column pairs of mx
-            Max(mx_half2[64*mx_c2], mx_half1[128*mx_c2], mx_half1[128*mx_c2 + 64], 64, 8, BinaryRepeatParams(1, 1, 1, 32, 64, 64));  // mx: max of column pairs
+        PipeBarrier<PIPE_V>();  // e_t3: V write -> V read (RAW) (+10 more)
+        Exp(e_ub, e_t3, 64, 128, UnaryRepeatParams(1, 1, 8, 8));  // e: exp
+        PipeBarrier<PIPE_V>();  // e_ub: V write -> V read (RAW) (+6 more)
+        BlockReduceSum(s_blk5, e_ub, 128, 64, 1, 1, 8);  // s: sum of each 32 B block
+        PipeBarrier<PIPE_V>();  // s_blk5: V write -> V read (RAW) (+4 more)
+        BlockReduceSum(s_blk6, s_blk5, 16, 64, 1, 1, 8);  // s: sum of each 32 B block
+        PipeBarrier<PIPE_V>();  // s_blk6: V write -> V read (RAW) (+14 more)
+        WholeReduceSum(s_ub, s_blk6, 16, 8, 1, 1, 2);  // s: sum over k2
+        Duplicate(y_t7, 1.0f, 8, 1, 1, 0);  // y: dup
+        PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+10 more)
+        Div(y_t8, y_t7, s_ub, 8, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // y: div
+        PipeBarrier<PIPE_V>();  // y_t8: V write -> V read (RAW) (+14 more)
+        Brcb(y_brcb10, y_t8, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8 per row
+        PipeBarrier<PIPE_V>();  // y_brcb10: V write -> V read (RAW) (+3 more)
+        for (int64_t y_r2 = 0; y_r2 < 8; ++y_r2) {  // rows of y
+            Mul(y_t9[1024*y_r2], e_ub[1024*y_r2], y_brcb10[8*y_r2], 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
         }
-        PipeBarrier<PIPE_V>();  // mx_half2: V write -> V read (RAW) (+4 more)
-        for (int64_t mx_c3 = 0; mx_c3 < 2; ++mx_c3) {  // column pairs of mx
-            Max(mx_half3[64*mx_c3], mx_half2[128*mx_c3], mx_half2[128*mx_c3 + 64], 64, 8, BinaryRepeatParams(1, 1, 1, 16, 32, 32));  // mx: max of column pairs
-        }
-        PipeBarrier<PIPE_V>();  // mx_half3: V write -> V read (RAW) (+3 more)
-        Copy(mx_part4, mx_half3, 64, 8, CopyRepeatParams(1, 1, 8, 16));  // mx: max partials = first chunk
-        PipeBarrier<PIPE_V>();  // mx_part4: V write -> V read (RAW) (+2 more)
-        Max(mx_part4, mx_part4, mx_half3[64], 64, 8, BinaryRepeatParams(1, 1, 1, 8, 8, 16));  // mx: max partials += a chunk
-        PipeBarrier<PIPE_V>();  // mx_part4: V write -> V read (RAW) (+4 more)
-        WholeReduceMax(mx_ub, mx_part4, 64, 8, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);  // mx: max over k
-        PipeBarrier<PIPE_V>();  // mx_ub: V write -> V read (RAW) (+5 more)
-        Brcb(e_brcb6, mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
-        PipeBarrier<PIPE_V>();  // e_brcb6: V write -> V read (RAW) (+3 more)
-        for (int64_t e_r4 = 0; e_r4 < 8; ++e_r4) {  // rows of e
-            Sub(e_t5[1024*e_r4], xf_ub[1024*e_r4], e_brcb6[8*e_r4], 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // e: sub
-        }
-        PipeBarrier<PIPE_V>();  // e_t5: V write -> V read (RAW) (+15 more)
-        Exp(e_ub, e_t5, 64, 128, UnaryRepeatParams(1, 1, 8, 8));  // e: exp
-        PipeBarrier<PIPE_V>();  // e_ub: V write -> V read (RAW) (+8 more)
-        for (int64_t s_r5 = 0; s_r5 < 8; ++s_r5) {  // rows of s
-            Add(s_half7[512*s_r5], e_ub[1024*s_r5], e_ub[1024*s_r5 + 64], 64, 8, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // s: add of column pairs
-        }
-        PipeBarrier<PIPE_V>();  // s_half7: V write -> V read (RAW) (+9 more)
-        for (int64_t s_c6 = 0; s_c6 < 4; ++s_c6) {  // column pairs of s
-            Add(s_half8[64*s_c6], s_half7[128*s_c6], s_half7[128*s_c6 + 64], 64, 8, BinaryRepeatParams(1, 1, 1, 32, 64, 64));  // s: add of column pairs
-        }
-        PipeBarrier<PIPE_V>();  // s_half8: V write -> V read (RAW) (+11 more)
-        for (int64_t s_c7 = 0; s_c7 < 2; ++s_c7) {  // column pairs of s
-            Add(s_half9[64*s_c7], s_half8[128*s_c7], s_half8[128*s_c7 + 64], 64, 8, BinaryRepeatParams(1, 1, 1, 16, 32, 32));  // s: add of column pairs
-        }
-        PipeBarrier<PIPE_V>();  // s_half9: V write -> V read (RAW) (+10 more)
-        Copy(s_part10, s_half9, 64, 8, CopyRepeatParams(1, 1, 8, 16));  // s: sum partials = first chunk
-        PipeBarrier<PIPE_V>();  // s_part10: V write -> V read (RAW) (+6 more)
-        Add(s_part10, s_part10, s_half9[64], 64, 8, BinaryRepeatParams(1, 1, 1, 8, 8, 16));  // s: sum partials += a chunk
-        PipeBarrier<PIPE_V>();  // s_part10: V write -> V read (RAW) (+11 more)
-        WholeReduceSum(s_ub, s_part10, 64, 8, 1, 1, 8);  // s: sum over k2
-        PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+14 more)
-        Brcb(y_brcb12, s_ub, 1, BrcbRepeatParams(1, 8));  // y: broadcast s_ub per row
-        PipeBarrier<PIPE_V>();  // y_brcb12: V write -> V read (RAW) (+3 more)
-        for (int64_t y_r8 = 0; y_r8 < 8; ++y_r8) {  // rows of y
-            Div(y_t11[1024*y_r8], e_ub[1024*y_r8], y_brcb12[8*y_r8], 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: div
-        }
-        PipeBarrier<PIPE_V>();  // y_t11: V write -> V read (RAW) (+2 more)
-        Cast(y_ub[i_o_k % 2], y_t11, RoundMode::CAST_RINT, 64, 128, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
+        PipeBarrier<PIPE_V>();  // y_t9: V write -> V read (RAW) (+2 more)
+        Cast(y_ub[i_o_k % 2], y_t9, RoundMode::CAST_RINT, 64, 128, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
         SetFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
         WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
         DataCopy(y_gm[8192*block_idx + 32768*i_o_k], y_ub[i_o_k % 2], DataCopyParams(8, 64, 0, 0));  // store y tile to GM (8 x 2048 B; lengths in 32 B blocks)

@@ -56,14 +56,14 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 163872 B of 188160 B usable UB.
+    // Arena: 151584 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 163872);
-    // gamma_ub: float16[4096] [4096] x1 at UB bytes [147488, 155680); tile of gamma
-    LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(4096, 147488);
-    // beta_ub: float16[4096] [4096] x1 at UB bytes [155680, 163872); tile of beta
-    LocalTensor<half> beta_ub = ubuf.GetWithOffset<half>(4096, 155680);
+    pipe.InitBuffer(ubuf, 151584);
+    // gamma_ub: float16[4096] [4096] x1 at UB bytes [131104, 139296); tile of gamma
+    LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(4096, 131104);
+    // beta_ub: float16[4096] [4096] x1 at UB bytes [139296, 147488); tile of beta
+    LocalTensor<half> beta_ub = ubuf.GetWithOffset<half>(4096, 139296);
     // x_ub: float16[2, 4096] [8192] x2 at UB bytes [65568, 81952), [81952, 98336); tile of x (double buffered)
     LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(8192, 65568), ubuf.GetWithOffset<half>(8192, 81952)};
     // xf_ub: float32[2, 4096] [8192] x1 at UB bytes [0, 32768); tile of xf
@@ -72,50 +72,42 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     LocalTensor<float> d_ub = ubuf.GetWithOffset<float>(8192, 32800);
     // d_t1: float32[2] [16] x1 at UB bytes [32768, 32832); temporary of d: sum[float32](k<4096: xf[i, k])
     LocalTensor<float> d_t1 = ubuf.GetWithOffset<float>(16, 32768);
-    // d_half2: float32[2, 2048] [4096] x1 at UB bytes [32768, 49152); sum of column pairs of the rows of d
-    LocalTensor<float> d_half2 = ubuf.GetWithOffset<float>(4096, 32768);
-    // d_half3: float32[2, 1024] [2048] x1 at UB bytes [49152, 57344); sum of column pairs of the rows of d
-    LocalTensor<float> d_half3 = ubuf.GetWithOffset<float>(2048, 49152);
-    // d_half4: float32[2, 512] [1024] x1 at UB bytes [32768, 36864); sum of column pairs of the rows of d
-    LocalTensor<float> d_half4 = ubuf.GetWithOffset<float>(1024, 32768);
-    // d_part5: float32[2, 8] [16] x1 at UB bytes [36864, 36928); sum partials of the rows of d
-    LocalTensor<float> d_part5 = ubuf.GetWithOffset<float>(16, 36864);
-    // d_t6: float32[2] [16] x1 at UB bytes [32768, 32832); temporary of d: (sum[float32](k<4096: xf[i, k]) * 0.000244140625)
-    LocalTensor<float> d_t6 = ubuf.GetWithOffset<float>(16, 32768);
-    // d_brcb7: float32[8, 8] [64] x1 at UB bytes [131104, 131360); d_t6 broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> d_brcb7 = ubuf.GetWithOffset<float>(64, 131104);
+    // d_blk2: float32[2, 512] [1024] x1 at UB bytes [32768, 36864); sum of each 32 B block of the rows of d
+    LocalTensor<float> d_blk2 = ubuf.GetWithOffset<float>(1024, 32768);
+    // d_blk3: float32[2, 64] [128] x1 at UB bytes [36864, 37376); sum of each 32 B block of the rows of d
+    LocalTensor<float> d_blk3 = ubuf.GetWithOffset<float>(128, 36864);
+    // d_t4: float32[2] [16] x1 at UB bytes [32768, 32832); temporary of d: (sum[float32](k<4096: xf[i, k]) * 0.000244140625)
+    LocalTensor<float> d_t4 = ubuf.GetWithOffset<float>(16, 32768);
+    // d_brcb5: float32[8, 8] [64] x1 at UB bytes [147488, 147744); d_t4 broadcast to one 32 B block per row (Brcb)
+    LocalTensor<float> d_brcb5 = ubuf.GetWithOffset<float>(64, 147488);
     // y_ub: float16[2, 4096] [8192] x2 at UB bytes [98336, 114720), [114720, 131104); tile of y (double buffered)
     LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(8192, 98336), ubuf.GetWithOffset<half>(8192, 114720)};
-    // y_t8: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (d[i, k2] * d[i, k2])
-    LocalTensor<float> y_t8 = ubuf.GetWithOffset<float>(8200, 0);
-    // y_t9: float32[2] [16] x1 at UB bytes [64, 128); temporary of y: sum[float32](k2<4096: (d[i, k2] * d[i, k2]))
-    LocalTensor<float> y_t9 = ubuf.GetWithOffset<float>(16, 64);
-    // y_half10: float32[2, 2048] [4096] x1 at UB bytes [131104, 147488); sum of column pairs of the rows of y
-    LocalTensor<float> y_half10 = ubuf.GetWithOffset<float>(4096, 131104);
-    // y_half11: float32[2, 1024] [2048] x1 at UB bytes [0, 8192); sum of column pairs of the rows of y
-    LocalTensor<float> y_half11 = ubuf.GetWithOffset<float>(2048, 0);
-    // y_half12: float32[2, 512] [1024] x1 at UB bytes [8192, 12288); sum of column pairs of the rows of y
-    LocalTensor<float> y_half12 = ubuf.GetWithOffset<float>(1024, 8192);
-    // y_part13: float32[2, 8] [16] x1 at UB bytes [0, 64); sum partials of the rows of y
-    LocalTensor<float> y_part13 = ubuf.GetWithOffset<float>(16, 0);
-    // y_t14: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: (sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625)
-    LocalTensor<float> y_t14 = ubuf.GetWithOffset<float>(16, 0);
-    // y_t15: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: ((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05)
-    LocalTensor<float> y_t15 = ubuf.GetWithOffset<float>(16, 0);
-    // y_t16: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05))
-    LocalTensor<float> y_t16 = ubuf.GetWithOffset<float>(16, 0);
-    // y_t17: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (d[i, j] * rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05)))
-    LocalTensor<float> y_t17 = ubuf.GetWithOffset<float>(8200, 0);
-    // y_brcb18: float32[8, 8] [64] x1 at UB bytes [131104, 131360); y_t16 broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb18 = ubuf.GetWithOffset<float>(64, 131104);
-    // y_t19: float32[4096] [4104] x1 at UB bytes [32800, 49216); temporary of y: float32(gamma[j])
-    LocalTensor<float> y_t19 = ubuf.GetWithOffset<float>(4104, 32800);
-    // y_t20: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: ((d[i, j] * rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05))) * float32(gamma[j]))
-    LocalTensor<float> y_t20 = ubuf.GetWithOffset<float>(8200, 0);
-    // y_t21: float32[4096] [4104] x1 at UB bytes [32800, 49216); temporary of y: float32(beta[j])
-    LocalTensor<float> y_t21 = ubuf.GetWithOffset<float>(4104, 32800);
-    // y_t22: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (((d[i, j] * rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05))) * float32(gamma[j])) + float32(beta[j]))
-    LocalTensor<float> y_t22 = ubuf.GetWithOffset<float>(8200, 0);
+    // y_t6: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (d[i, k2] * d[i, k2])
+    LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(8200, 0);
+    // y_t7: float32[2] [16] x1 at UB bytes [512, 576); temporary of y: sum[float32](k2<4096: (d[i, k2] * d[i, k2]))
+    LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(16, 512);
+    // y_blk8: float32[2, 512] [1024] x1 at UB bytes [147488, 151584); sum of each 32 B block of the rows of y
+    LocalTensor<float> y_blk8 = ubuf.GetWithOffset<float>(1024, 147488);
+    // y_blk9: float32[2, 64] [128] x1 at UB bytes [0, 512); sum of each 32 B block of the rows of y
+    LocalTensor<float> y_blk9 = ubuf.GetWithOffset<float>(128, 0);
+    // y_t10: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: (sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625)
+    LocalTensor<float> y_t10 = ubuf.GetWithOffset<float>(16, 0);
+    // y_t11: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: ((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05)
+    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(16, 0);
+    // y_t12: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05))
+    LocalTensor<float> y_t12 = ubuf.GetWithOffset<float>(16, 0);
+    // y_t13: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (d[i, j] * rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05)))
+    LocalTensor<float> y_t13 = ubuf.GetWithOffset<float>(8200, 0);
+    // y_brcb14: float32[8, 8] [64] x1 at UB bytes [147488, 147744); y_t12 broadcast to one 32 B block per row (Brcb)
+    LocalTensor<float> y_brcb14 = ubuf.GetWithOffset<float>(64, 147488);
+    // y_t15: float32[4096] [4104] x1 at UB bytes [32800, 49216); temporary of y: float32(gamma[j])
+    LocalTensor<float> y_t15 = ubuf.GetWithOffset<float>(4104, 32800);
+    // y_t16: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: ((d[i, j] * rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05))) * float32(gamma[j]))
+    LocalTensor<float> y_t16 = ubuf.GetWithOffset<float>(8200, 0);
+    // y_t17: float32[4096] [4104] x1 at UB bytes [32800, 49216); temporary of y: float32(beta[j])
+    LocalTensor<float> y_t17 = ubuf.GetWithOffset<float>(4104, 32800);
+    // y_t18: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (((d[i, j] * rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05))) * float32(gamma[j])) + float32(beta[j]))
+    LocalTensor<float> y_t18 = ubuf.GetWithOffset<float>(8200, 0);
 
     DataCopy(gamma_ub, gamma_gm, DataCopyParams(1, 256, 0, 0));  // load gamma tile into UB (1 x 8192 B; lengths in 32 B blocks)
     DataCopy(beta_ub, beta_gm, DataCopyParams(1, 256, 0, 0));  // load beta tile into UB (1 x 8192 B; lengths in 32 B blocks)
@@ -129,78 +121,58 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
             DataCopy(x_ub[i_o_k % 2], x_gm[8192*block_idx + 393216*i_o_k], DataCopyParams(2, 256, 0, 0));  // load x tile into UB (2 x 8192 B; lengths in 32 B blocks)
             SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
             WaitFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-            PipeBarrier<PIPE_V>();  // y_t22/xf_ub: V read -> V write (WAR)
+            PipeBarrier<PIPE_V>();  // y_t18/xf_ub: V read -> V write (WAR)
             Cast(xf_ub, x_ub[i_o_k % 2], RoundMode::CAST_NONE, 64, 128, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
             SetFlag<HardEvent::V_MTE2>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
-            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+274 more)
+            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+195 more)
+            BlockReduceSum(d_blk2, xf_ub, 128, 64, 1, 1, 8);  // d: sum of each 32 B block
+            PipeBarrier<PIPE_V>();  // d_blk2: V write -> V read (RAW) (+2 more)
+            BlockReduceSum(d_blk3, d_blk2, 16, 64, 1, 1, 8);  // d: sum of each 32 B block
+            PipeBarrier<PIPE_V>();  // d_blk3: V write -> V read (RAW) (+4 more)
+            WholeReduceSum(d_t1, d_blk3, 64, 2, 1, 1, 8);  // d: sum over k
+            PipeBarrier<PIPE_V>();  // d_t1: V write -> V read (RAW) (+3 more)
+            Muls(d_t4, d_t1, 0.000244140625f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // d: muls
+            PipeBarrier<PIPE_V>();  // d_t4: V write -> V read (RAW) (+5 more)
+            Brcb(d_brcb5, d_t4, 1, BrcbRepeatParams(1, 8));  // d: broadcast d_t4 per row
+            PipeBarrier<PIPE_V>();  // d_brcb5: V write -> V read (RAW) (+4 more)
             for (int64_t d_r1 = 0; d_r1 < 2; ++d_r1) {  // rows of d
-                Add(d_half2[2048*d_r1], xf_ub[4096*d_r1], xf_ub[4096*d_r1 + 64], 64, 32, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // d: add of column pairs
-            }
-            PipeBarrier<PIPE_V>();  // d_half2: V write -> V read (RAW) (+2 more)
-            for (int64_t d_r2 = 0; d_r2 < 2; ++d_r2) {  // rows of d
-                Add(d_half3[1024*d_r2], d_half2[2048*d_r2], d_half2[2048*d_r2 + 64], 64, 16, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // d: add of column pairs
-            }
-            PipeBarrier<PIPE_V>();  // d_half3: V write -> V read (RAW) (+4 more)
-            for (int64_t d_r3 = 0; d_r3 < 2; ++d_r3) {  // rows of d
-                Add(d_half4[512*d_r3], d_half3[1024*d_r3], d_half3[1024*d_r3 + 64], 64, 8, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // d: add of column pairs
-            }
-            PipeBarrier<PIPE_V>();  // d_half4: V write -> V read (RAW) (+4 more)
-            WholeReduceSum(d_part5, d_half4, 64, 16, 1, 1, 8);  // d: sum of each 64-column chunk
-            PipeBarrier<PIPE_V>();  // d_part5: V write -> V read (RAW) (+7 more)
-            WholeReduceSum(d_t1, d_part5, 8, 2, 1, 1, 1);  // d: sum over k
-            PipeBarrier<PIPE_V>();  // d_t1: V write -> V read (RAW) (+4 more)
-            Muls(d_t6, d_t1, 0.000244140625f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // d: muls
-            PipeBarrier<PIPE_V>();  // d_t6: V write -> V read (RAW) (+9 more)
-            Brcb(d_brcb7, d_t6, 1, BrcbRepeatParams(1, 8));  // d: broadcast d_t6 per row
-            PipeBarrier<PIPE_V>();  // d_brcb7: V write -> V read (RAW) (+6 more)
-            for (int64_t d_r4 = 0; d_r4 < 2; ++d_r4) {  // rows of d
-                Sub(d_ub[4096*d_r4], xf_ub[4096*d_r4], d_brcb7[8*d_r4], 64, 64, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // d: sub
+                Sub(d_ub[4096*d_r1], xf_ub[4096*d_r1], d_brcb5[8*d_r1], 64, 64, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // d: sub
             }
             PipeBarrier<PIPE_V>();  // d_ub: V write -> V read (RAW) (+5 more)
-            Mul(y_t8, d_ub, d_ub, 64, 128, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
-            PipeBarrier<PIPE_V>();  // y_t8: V write -> V read (RAW) (+5 more)
-            for (int64_t y_r5 = 0; y_r5 < 2; ++y_r5) {  // rows of y
-                Add(y_half10[2048*y_r5], y_t8[4096*y_r5], y_t8[4096*y_r5 + 64], 64, 32, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // y: add of column pairs
+            Mul(y_t6, d_ub, d_ub, 64, 128, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
+            PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+5 more)
+            BlockReduceSum(y_blk8, y_t6, 128, 64, 1, 1, 8);  // y: sum of each 32 B block
+            PipeBarrier<PIPE_V>();  // y_blk8: V write -> V read (RAW) (+8 more)
+            BlockReduceSum(y_blk9, y_blk8, 16, 64, 1, 1, 8);  // y: sum of each 32 B block
+            PipeBarrier<PIPE_V>();  // y_blk9: V write -> V read (RAW) (+8 more)
+            WholeReduceSum(y_t7, y_blk9, 64, 2, 1, 1, 8);  // y: sum over k2
+            PipeBarrier<PIPE_V>();  // y_t7: V write -> V read (RAW) (+12 more)
+            Muls(y_t10, y_t7, 0.000244140625f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: muls
+            PipeBarrier<PIPE_V>();  // y_t10: V write -> V read (RAW) (+14 more)
+            Adds(y_t11, y_t10, 1e-05f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: adds
+            PipeBarrier<PIPE_V>();  // y_t11: V write -> V read (RAW) (+13 more)
+            Rsqrt(y_t12, y_t11, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: rsqrt
+            PipeBarrier<PIPE_V>();  // y_t12: V write -> V read (RAW) (+20 more)
+            Brcb(y_brcb14, y_t12, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t12 per row
+            PipeBarrier<PIPE_V>();  // y_brcb14: V write -> V read (RAW) (+8 more)
+            for (int64_t y_r2 = 0; y_r2 < 2; ++y_r2) {  // rows of y
+                Mul(y_t13[4096*y_r2], d_ub[4096*y_r2], y_brcb14[8*y_r2], 64, 64, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
             }
-            PipeBarrier<PIPE_V>();  // y_half10: V write -> V read (RAW) (+8 more)
-            for (int64_t y_r6 = 0; y_r6 < 2; ++y_r6) {  // rows of y
-                Add(y_half11[1024*y_r6], y_half10[2048*y_r6], y_half10[2048*y_r6 + 64], 64, 16, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // y: add of column pairs
+            PipeBarrier<PIPE_V>();  // d_ub/y_t15: V read -> V write (WAR) (+27 more)
+            Cast(y_t15, gamma_ub, RoundMode::CAST_NONE, 64, 64, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
+            PipeBarrier<PIPE_V>();  // y_t15: V write -> V read (RAW) (+7 more)
+            for (int64_t y_r3 = 0; y_r3 < 2; ++y_r3) {  // rows of y
+                Mul(y_t16[4096*y_r3], y_t13[4096*y_r3], y_t15, 64, 64, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
             }
-            PipeBarrier<PIPE_V>();  // y_half11: V write -> V read (RAW) (+8 more)
-            for (int64_t y_r7 = 0; y_r7 < 2; ++y_r7) {  // rows of y
-                Add(y_half12[512*y_r7], y_half11[1024*y_r7], y_half11[1024*y_r7 + 64], 64, 8, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // y: add of column pairs
-            }
-            PipeBarrier<PIPE_V>();  // y_half12: V write -> V read (RAW) (+12 more)
-            WholeReduceSum(y_part13, y_half12, 64, 16, 1, 1, 8);  // y: sum of each 64-column chunk
-            PipeBarrier<PIPE_V>();  // y_part13: V write -> V read (RAW) (+12 more)
-            WholeReduceSum(y_t9, y_part13, 8, 2, 1, 1, 1);  // y: sum over k2
-            PipeBarrier<PIPE_V>();  // y_t9: V write -> V read (RAW) (+15 more)
-            Muls(y_t14, y_t9, 0.000244140625f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: muls
-            PipeBarrier<PIPE_V>();  // y_t14: V write -> V read (RAW) (+17 more)
-            Adds(y_t15, y_t14, 1e-05f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: adds
-            PipeBarrier<PIPE_V>();  // y_t15: V write -> V read (RAW) (+14 more)
-            Rsqrt(y_t16, y_t15, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: rsqrt
-            PipeBarrier<PIPE_V>();  // y_t16: V write -> V read (RAW) (+26 more)
-            Brcb(y_brcb18, y_t16, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t16 per row
-            PipeBarrier<PIPE_V>();  // y_brcb18: V write -> V read (RAW) (+12 more)
-            for (int64_t y_r8 = 0; y_r8 < 2; ++y_r8) {  // rows of y
-                Mul(y_t17[4096*y_r8], d_ub[4096*y_r8], y_brcb18[8*y_r8], 64, 64, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
-            }
-            PipeBarrier<PIPE_V>();  // d_ub/y_t19: V read -> V write (WAR) (+35 more)
-            Cast(y_t19, gamma_ub, RoundMode::CAST_NONE, 64, 64, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
-            PipeBarrier<PIPE_V>();  // y_t19: V write -> V read (RAW) (+11 more)
-            for (int64_t y_r9 = 0; y_r9 < 2; ++y_r9) {  // rows of y
-                Mul(y_t20[4096*y_r9], y_t17[4096*y_r9], y_t19, 64, 64, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
-            }
-            PipeBarrier<PIPE_V>();  // y_t19/y_t21: V read -> V write (WAR) (+40 more)
-            Cast(y_t21, beta_ub, RoundMode::CAST_NONE, 64, 64, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
-            PipeBarrier<PIPE_V>();  // y_t21: V write -> V read (RAW) (+11 more)
-            for (int64_t y_r10 = 0; y_r10 < 2; ++y_r10) {  // rows of y
-                Add(y_t22[4096*y_r10], y_t20[4096*y_r10], y_t21, 64, 64, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: add
+            PipeBarrier<PIPE_V>();  // y_t15/y_t17: V read -> V write (WAR) (+32 more)
+            Cast(y_t17, beta_ub, RoundMode::CAST_NONE, 64, 64, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
+            PipeBarrier<PIPE_V>();  // y_t17: V write -> V read (RAW) (+9 more)
+            for (int64_t y_r4 = 0; y_r4 < 2; ++y_r4) {  // rows of y
+                Add(y_t18[4096*y_r4], y_t16[4096*y_r4], y_t17, 64, 64, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: add
             }
             WaitFlag<HardEvent::MTE3_V>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
-            PipeBarrier<PIPE_V>();  // y_t22: V write -> V read (RAW) (+2 more)
-            Cast(y_ub[i_o_k % 2], y_t22, RoundMode::CAST_RINT, 64, 128, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
+            PipeBarrier<PIPE_V>();  // y_t18: V write -> V read (RAW) (+2 more)
+            Cast(y_ub[i_o_k % 2], y_t18, RoundMode::CAST_RINT, 64, 128, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
             SetFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
             WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
             DataCopy(y_gm[8192*block_idx + 393216*i_o_k], y_ub[i_o_k % 2], DataCopyParams(2, 256, 0, 0));  // store y tile to GM (2 x 8192 B; lengths in 32 B blocks)

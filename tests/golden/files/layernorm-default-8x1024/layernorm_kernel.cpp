@@ -54,124 +54,108 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 14368 B of 188160 B usable UB.
+    // Arena: 12864 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 14368);
-    // gamma_ub: float16[1024] [1024] x1 at UB bytes [0, 2048); tile of gamma
-    LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(1024, 0);
-    // beta_ub: float16[1024] [1024] x1 at UB bytes [2048, 4096); tile of beta
-    LocalTensor<half> beta_ub = ubuf.GetWithOffset<half>(1024, 2048);
+    pipe.InitBuffer(ubuf, 12864);
+    // gamma_ub: float16[1024] [1024] x1 at UB bytes [8256, 10304); tile of gamma
+    LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(1024, 8256);
+    // beta_ub: float16[1024] [1024] x1 at UB bytes [10304, 12352); tile of beta
+    LocalTensor<half> beta_ub = ubuf.GetWithOffset<half>(1024, 10304);
     // x_ub: float16[1, 1024] [1024] x1 at UB bytes [4096, 6144); tile of x
     LocalTensor<half> x_ub = ubuf.GetWithOffset<half>(1024, 4096);
-    // xf_ub: float32[1, 1024] [1024] x1 at UB bytes [6144, 10240); tile of xf
-    LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(1024, 6144);
-    // d_ub: float32[1, 1024] [1024] x1 at UB bytes [6144, 10240); tile of d
-    LocalTensor<float> d_ub = ubuf.GetWithOffset<float>(1024, 6144);
-    // d_t1: float32[1] [16] x1 at UB bytes [10272, 10336); temporary of d: sum[float32](k<1024: xf[i, k])
-    LocalTensor<float> d_t1 = ubuf.GetWithOffset<float>(16, 10272);
-    // d_half2: float32[1, 512] [512] x1 at UB bytes [4096, 6144); sum of column pairs of the rows of d
-    LocalTensor<float> d_half2 = ubuf.GetWithOffset<float>(512, 4096);
-    // d_half3: float32[1, 256] [256] x1 at UB bytes [10240, 11264); sum of column pairs of the rows of d
-    LocalTensor<float> d_half3 = ubuf.GetWithOffset<float>(256, 10240);
-    // d_half4: float32[1, 128] [128] x1 at UB bytes [4096, 4608); sum of column pairs of the rows of d
-    LocalTensor<float> d_half4 = ubuf.GetWithOffset<float>(128, 4096);
-    // d_part5: float32[1, 2] [8] x1 at UB bytes [10240, 10272); sum partials of the rows of d
-    LocalTensor<float> d_part5 = ubuf.GetWithOffset<float>(8, 10240);
-    // d_t6: float32[1] [16] x1 at UB bytes [10336, 10400); temporary of d: (sum[float32](k<1024: xf[i, k]) * 0.0009765625)
-    LocalTensor<float> d_t6 = ubuf.GetWithOffset<float>(16, 10336);
-    // d_brcb7: float32[8, 8] [64] x1 at UB bytes [10400, 10656); d_t6 broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> d_brcb7 = ubuf.GetWithOffset<float>(64, 10400);
-    // y_ub: float16[1, 1024] [1024] x1 at UB bytes [6144, 8192); tile of y
-    LocalTensor<half> y_ub = ubuf.GetWithOffset<half>(1024, 6144);
-    // y_t8: float32[1, 1024] [1032] x1 at UB bytes [10240, 14368); temporary of y: (d[i, k2] * d[i, k2])
-    LocalTensor<float> y_t8 = ubuf.GetWithOffset<float>(1032, 10240);
-    // y_t9: float32[1] [16] x1 at UB bytes [10336, 10400); temporary of y: sum[float32](k2<1024: (d[i, k2] * d[i, k2]))
-    LocalTensor<float> y_t9 = ubuf.GetWithOffset<float>(16, 10336);
-    // y_half10: float32[1, 512] [512] x1 at UB bytes [4096, 6144); sum of column pairs of the rows of y
-    LocalTensor<float> y_half10 = ubuf.GetWithOffset<float>(512, 4096);
-    // y_half11: float32[1, 256] [256] x1 at UB bytes [11264, 12288); sum of column pairs of the rows of y
-    LocalTensor<float> y_half11 = ubuf.GetWithOffset<float>(256, 11264);
-    // y_half12: float32[1, 128] [128] x1 at UB bytes [10656, 11168); sum of column pairs of the rows of y
-    LocalTensor<float> y_half12 = ubuf.GetWithOffset<float>(128, 10656);
-    // y_part13: float32[1, 2] [8] x1 at UB bytes [10400, 10432); sum partials of the rows of y
-    LocalTensor<float> y_part13 = ubuf.GetWithOffset<float>(8, 10400);
-    // y_t14: float32[1] [16] x1 at UB bytes [10272, 10336); temporary of y: (sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625)
-    LocalTensor<float> y_t14 = ubuf.GetWithOffset<float>(16, 10272);
-    // y_t15: float32[1] [16] x1 at UB bytes [4608, 4672); temporary of y: ((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05)
-    LocalTensor<float> y_t15 = ubuf.GetWithOffset<float>(16, 4608);
-    // y_t16: float32[1] [16] x1 at UB bytes [4096, 4160); temporary of y: rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05))
-    LocalTensor<float> y_t16 = ubuf.GetWithOffset<float>(16, 4096);
-    // y_t17: float32[1, 1024] [1032] x1 at UB bytes [10240, 14368); temporary of y: (d[i, j] * rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05)))
-    LocalTensor<float> y_t17 = ubuf.GetWithOffset<float>(1032, 10240);
-    // y_brcb18: float32[8, 8] [64] x1 at UB bytes [4672, 4928); y_t16 broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb18 = ubuf.GetWithOffset<float>(64, 4672);
-    // y_t19: float32[1024] [1032] x1 at UB bytes [4928, 9056); temporary of y: float32(gamma[j])
-    LocalTensor<float> y_t19 = ubuf.GetWithOffset<float>(1032, 4928);
-    // y_t20: float32[1, 1024] [1032] x1 at UB bytes [10240, 14368); temporary of y: ((d[i, j] * rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05))) * float32(gamma[j]))
-    LocalTensor<float> y_t20 = ubuf.GetWithOffset<float>(1032, 10240);
-    // y_t21: float32[1024] [1032] x1 at UB bytes [4928, 9056); temporary of y: float32(beta[j])
-    LocalTensor<float> y_t21 = ubuf.GetWithOffset<float>(1032, 4928);
-    // y_t22: float32[1, 1024] [1032] x1 at UB bytes [10240, 14368); temporary of y: (((d[i, j] * rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05))) * float32(gamma[j])) + float32(beta[j]))
-    LocalTensor<float> y_t22 = ubuf.GetWithOffset<float>(1032, 10240);
+    // xf_ub: float32[1, 1024] [1024] x1 at UB bytes [0, 4096); tile of xf
+    LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(1024, 0);
+    // d_ub: float32[1, 1024] [1024] x1 at UB bytes [4128, 8224); tile of d
+    LocalTensor<float> d_ub = ubuf.GetWithOffset<float>(1024, 4128);
+    // d_t1: float32[1] [16] x1 at UB bytes [4096, 4160); temporary of d: sum[float32](k<1024: xf[i, k])
+    LocalTensor<float> d_t1 = ubuf.GetWithOffset<float>(16, 4096);
+    // d_blk2: float32[1, 128] [128] x1 at UB bytes [4096, 4608); sum of each 32 B block of the rows of d
+    LocalTensor<float> d_blk2 = ubuf.GetWithOffset<float>(128, 4096);
+    // d_blk3: float32[1, 16] [16] x1 at UB bytes [4608, 4672); sum of each 32 B block of the rows of d
+    LocalTensor<float> d_blk3 = ubuf.GetWithOffset<float>(16, 4608);
+    // d_t4: float32[1] [16] x1 at UB bytes [4096, 4160); temporary of d: (sum[float32](k<1024: xf[i, k]) * 0.0009765625)
+    LocalTensor<float> d_t4 = ubuf.GetWithOffset<float>(16, 4096);
+    // d_brcb5: float32[8, 8] [64] x1 at UB bytes [12352, 12608); d_t4 broadcast to one 32 B block per row (Brcb)
+    LocalTensor<float> d_brcb5 = ubuf.GetWithOffset<float>(64, 12352);
+    // y_ub: float16[1, 1024] [1024] x1 at UB bytes [4128, 6176); tile of y
+    LocalTensor<half> y_ub = ubuf.GetWithOffset<half>(1024, 4128);
+    // y_t6: float32[1, 1024] [1032] x1 at UB bytes [0, 4128); temporary of y: (d[i, k2] * d[i, k2])
+    LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(1032, 0);
+    // y_t7: float32[1] [16] x1 at UB bytes [64, 128); temporary of y: sum[float32](k2<1024: (d[i, k2] * d[i, k2]))
+    LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(16, 64);
+    // y_blk8: float32[1, 128] [128] x1 at UB bytes [12352, 12864); sum of each 32 B block of the rows of y
+    LocalTensor<float> y_blk8 = ubuf.GetWithOffset<float>(128, 12352);
+    // y_blk9: float32[1, 16] [16] x1 at UB bytes [0, 64); sum of each 32 B block of the rows of y
+    LocalTensor<float> y_blk9 = ubuf.GetWithOffset<float>(16, 0);
+    // y_t10: float32[1] [16] x1 at UB bytes [0, 64); temporary of y: (sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625)
+    LocalTensor<float> y_t10 = ubuf.GetWithOffset<float>(16, 0);
+    // y_t11: float32[1] [16] x1 at UB bytes [0, 64); temporary of y: ((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05)
+    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(16, 0);
+    // y_t12: float32[1] [16] x1 at UB bytes [0, 64); temporary of y: rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05))
+    LocalTensor<float> y_t12 = ubuf.GetWithOffset<float>(16, 0);
+    // y_t13: float32[1, 1024] [1032] x1 at UB bytes [0, 4128); temporary of y: (d[i, j] * rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05)))
+    LocalTensor<float> y_t13 = ubuf.GetWithOffset<float>(1032, 0);
+    // y_brcb14: float32[8, 8] [64] x1 at UB bytes [12352, 12608); y_t12 broadcast to one 32 B block per row (Brcb)
+    LocalTensor<float> y_brcb14 = ubuf.GetWithOffset<float>(64, 12352);
+    // y_t15: float32[1024] [1032] x1 at UB bytes [4128, 8256); temporary of y: float32(gamma[j])
+    LocalTensor<float> y_t15 = ubuf.GetWithOffset<float>(1032, 4128);
+    // y_t16: float32[1, 1024] [1032] x1 at UB bytes [0, 4128); temporary of y: ((d[i, j] * rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05))) * float32(gamma[j]))
+    LocalTensor<float> y_t16 = ubuf.GetWithOffset<float>(1032, 0);
+    // y_t17: float32[1024] [1032] x1 at UB bytes [4128, 8256); temporary of y: float32(beta[j])
+    LocalTensor<float> y_t17 = ubuf.GetWithOffset<float>(1032, 4128);
+    // y_t18: float32[1, 1024] [1032] x1 at UB bytes [0, 4128); temporary of y: (((d[i, j] * rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05))) * float32(gamma[j])) + float32(beta[j]))
+    LocalTensor<float> y_t18 = ubuf.GetWithOffset<float>(1032, 0);
 
     DataCopy(gamma_ub, gamma_gm, DataCopyParams(1, 64, 0, 0));  // load gamma tile into UB (1 x 2048 B; lengths in 32 B blocks)
     DataCopy(beta_ub, beta_gm, DataCopyParams(1, 64, 0, 0));  // load beta tile into UB (1 x 2048 B; lengths in 32 B blocks)
     for (int64_t i_o_k = 0; i_o_k < 1; ++i_o_k) {  // tiles i_o = i_o_k*8 + block_idx over 8 cores
         DataCopy(x_ub, x_gm[1024*block_idx + 8192*i_o_k], DataCopyParams(1, 64, 0, 0));  // load x tile into UB (1 x 2048 B; lengths in 32 B blocks)
-        SetFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW) (+16 more)
-        WaitFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW) (+16 more)
+        SetFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW) (+15 more)
+        WaitFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW) (+15 more)
         Cast(xf_ub, x_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
-        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+1 more)
-        Add(d_half2, xf_ub, xf_ub[64], 64, 8, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // d: add of column pairs
-        PipeBarrier<PIPE_V>();  // d_half2: V write -> V read (RAW) (+2 more)
-        Add(d_half3, d_half2, d_half2[64], 64, 4, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // d: add of column pairs
-        PipeBarrier<PIPE_V>();  // d_half3: V write -> V read (RAW) (+3 more)
-        Add(d_half4, d_half3, d_half3[64], 64, 2, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // d: add of column pairs
-        PipeBarrier<PIPE_V>();  // d_half4: V write -> V read (RAW) (+4 more)
-        WholeReduceSum(d_part5, d_half4, 64, 2, 1, 1, 8);  // d: sum of each 64-column chunk
-        PipeBarrier<PIPE_V>();  // d_part5: V write -> V read (RAW) (+3 more)
-        WholeReduceSum(d_t1, d_part5, 2, 1, 1, 1, 0);  // d: sum over k
+        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+2 more)
+        BlockReduceSum(d_blk2, xf_ub, 16, 64, 1, 1, 8);  // d: sum of each 32 B block
+        PipeBarrier<PIPE_V>();  // d_blk2: V write -> V read (RAW) (+2 more)
+        BlockReduceSum(d_blk3, d_blk2, 2, 64, 1, 1, 8);  // d: sum of each 32 B block
+        PipeBarrier<PIPE_V>();  // d_blk3: V write -> V read (RAW) (+5 more)
+        WholeReduceSum(d_t1, d_blk3, 16, 1, 1, 1, 0);  // d: sum over k
         PipeBarrier<PIPE_V>();  // d_t1: V write -> V read (RAW) (+3 more)
-        Muls(d_t6, d_t1, 0.0009765625f, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // d: muls
-        PipeBarrier<PIPE_V>();  // d_t6: V write -> V read (RAW) (+4 more)
-        Brcb(d_brcb7, d_t6, 1, BrcbRepeatParams(1, 8));  // d: broadcast d_t6 per row
-        PipeBarrier<PIPE_V>();  // d_brcb7: V write -> V read (RAW) (+10 more)
-        Sub(d_ub, xf_ub, d_brcb7, 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // d: sub
-        PipeBarrier<PIPE_V>();  // d_ub: V write -> V read (RAW) (+11 more)
-        Mul(y_t8, d_ub, d_ub, 64, 16, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
-        PipeBarrier<PIPE_V>();  // y_t8: V write -> V read (RAW) (+3 more)
-        Add(y_half10, y_t8, y_t8[64], 64, 8, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // y: add of column pairs
-        PipeBarrier<PIPE_V>();  // y_half10: V write -> V read (RAW) (+6 more)
-        Add(y_half11, y_half10, y_half10[64], 64, 4, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // y: add of column pairs
-        PipeBarrier<PIPE_V>();  // y_half11: V write -> V read (RAW) (+8 more)
-        Add(y_half12, y_half11, y_half11[64], 64, 2, BinaryRepeatParams(1, 1, 1, 8, 16, 16));  // y: add of column pairs
-        PipeBarrier<PIPE_V>();  // y_half12: V write -> V read (RAW) (+9 more)
-        WholeReduceSum(y_part13, y_half12, 64, 2, 1, 1, 8);  // y: sum of each 64-column chunk
-        PipeBarrier<PIPE_V>();  // y_part13: V write -> V read (RAW) (+9 more)
-        WholeReduceSum(y_t9, y_part13, 2, 1, 1, 1, 0);  // y: sum over k2
-        PipeBarrier<PIPE_V>();  // y_t9: V write -> V read (RAW) (+8 more)
-        Muls(y_t14, y_t9, 0.0009765625f, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: muls
-        PipeBarrier<PIPE_V>();  // y_t14: V write -> V read (RAW) (+9 more)
-        Adds(y_t15, y_t14, 1e-05f, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: adds
+        Muls(d_t4, d_t1, 0.0009765625f, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // d: muls
+        PipeBarrier<PIPE_V>();  // d_t4: V write -> V read (RAW) (+6 more)
+        Brcb(d_brcb5, d_t4, 1, BrcbRepeatParams(1, 8));  // d: broadcast d_t4 per row
+        PipeBarrier<PIPE_V>();  // d_brcb5: V write -> V read (RAW) (+4 more)
+        Sub(d_ub, xf_ub, d_brcb5, 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // d: sub
+        PipeBarrier<PIPE_V>();  // d_ub: V write -> V read (RAW) (+4 more)
+        Mul(y_t6, d_ub, d_ub, 64, 16, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
+        PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+4 more)
+        BlockReduceSum(y_blk8, y_t6, 16, 64, 1, 1, 8);  // y: sum of each 32 B block
+        PipeBarrier<PIPE_V>();  // y_blk8: V write -> V read (RAW) (+7 more)
+        BlockReduceSum(y_blk9, y_blk8, 2, 64, 1, 1, 8);  // y: sum of each 32 B block
+        PipeBarrier<PIPE_V>();  // y_blk9: V write -> V read (RAW) (+7 more)
+        WholeReduceSum(y_t7, y_blk9, 16, 1, 1, 1, 0);  // y: sum over k2
+        PipeBarrier<PIPE_V>();  // y_t7: V write -> V read (RAW) (+10 more)
+        Muls(y_t10, y_t7, 0.0009765625f, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: muls
+        PipeBarrier<PIPE_V>();  // y_t10: V write -> V read (RAW) (+12 more)
+        Adds(y_t11, y_t10, 1e-05f, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: adds
+        PipeBarrier<PIPE_V>();  // y_t11: V write -> V read (RAW) (+11 more)
+        Rsqrt(y_t12, y_t11, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: rsqrt
+        PipeBarrier<PIPE_V>();  // y_t12: V write -> V read (RAW) (+18 more)
+        Brcb(y_brcb14, y_t12, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t12 per row
+        PipeBarrier<PIPE_V>();  // y_brcb14: V write -> V read (RAW) (+8 more)
+        Mul(y_t13, d_ub, y_brcb14, 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
+        PipeBarrier<PIPE_V>();  // d_ub/y_t15: V read -> V write (WAR) (+26 more)
+        Cast(y_t15, gamma_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
         PipeBarrier<PIPE_V>();  // y_t15: V write -> V read (RAW) (+8 more)
-        Rsqrt(y_t16, y_t15, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: rsqrt
-        PipeBarrier<PIPE_V>();  // y_t16: V write -> V read (RAW) (+26 more)
-        Brcb(y_brcb18, y_t16, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t16 per row
-        PipeBarrier<PIPE_V>();  // y_brcb18: V write -> V read (RAW) (+9 more)
-        Mul(y_t17, d_ub, y_brcb18, 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
-        PipeBarrier<PIPE_V>();  // d_ub/y_t19: V read -> V write (WAR) (+39 more)
-        Cast(y_t19, gamma_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
-        PipeBarrier<PIPE_V>();  // y_t19: V write -> V read (RAW) (+10 more)
-        Mul(y_t20, y_t17, y_t19, 64, 16, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
-        PipeBarrier<PIPE_V>();  // y_t19/y_t21: V read -> V write (WAR) (+43 more)
-        Cast(y_t21, beta_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
-        PipeBarrier<PIPE_V>();  // y_t21: V write -> V read (RAW) (+20 more)
-        Add(y_t22, y_t20, y_t21, 64, 16, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: add
-        PipeBarrier<PIPE_V>();  // y_t22: V write -> V read (RAW) (+1 more)
-        Cast(y_ub, y_t22, RoundMode::CAST_RINT, 64, 16, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
-        SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+4 more)
-        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+4 more)
+        Mul(y_t16, y_t13, y_t15, 64, 16, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
+        PipeBarrier<PIPE_V>();  // y_t15/y_t17: V read -> V write (WAR) (+30 more)
+        Cast(y_t17, beta_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
+        PipeBarrier<PIPE_V>();  // y_t17: V write -> V read (RAW) (+19 more)
+        Add(y_t18, y_t16, y_t17, 64, 16, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: add
+        PipeBarrier<PIPE_V>();  // y_t18: V write -> V read (RAW) (+1 more)
+        Cast(y_ub, y_t18, RoundMode::CAST_RINT, 64, 16, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
+        SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+5 more)
+        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+5 more)
         DataCopy(y_gm[1024*block_idx + 8192*i_o_k], y_ub, DataCopyParams(1, 64, 0, 0));  // store y tile to GM (1 x 2048 B; lengths in 32 B blocks)
     }
 }

@@ -73,10 +73,14 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     LocalTensor<float> s_part4 = ubuf.GetWithOffset<float>(64, 0);
     // y_ub: float16[4, 1000] [4032] x2 at UB bytes [48160, 56224), [56224, 64288); tile of y (double buffered)
     LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(4032, 48160), ubuf.GetWithOffset<half>(4032, 56224)};
-    // y_t5: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of y: (e[i, j] / s[i])
-    LocalTensor<float> y_t5 = ubuf.GetWithOffset<float>(4008, 0);
-    // y_brcb6: float32[8, 8] [64] x1 at UB bytes [64288, 64544); s_ub broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb6 = ubuf.GetWithOffset<float>(64, 64288);
+    // y_t5: float32[4] [16] x1 at UB bytes [0, 64); temporary of y: 1, the dividend of 1 / s[i]
+    LocalTensor<float> y_t5 = ubuf.GetWithOffset<float>(16, 0);
+    // y_t6: float32[4] [16] x1 at UB bytes [0, 64); temporary of y: 1 / s[i]
+    LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(16, 0);
+    // y_t7: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of y: (e[i, j] / s[i])
+    LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(4008, 0);
+    // y_brcb8: float32[8, 8] [64] x1 at UB bytes [64288, 64544); y_t6 broadcast to one 32 B block per row (Brcb)
+    LocalTensor<float> y_brcb8 = ubuf.GetWithOffset<float>(64, 64288);
 
     SetFlag<HardEvent::V_MTE2>(0);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     SetFlag<HardEvent::V_MTE2>(1);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
@@ -93,9 +97,9 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
             }
             Cast(xf_ub[960], x_ub[i_o_k % 2][960], RoundMode::CAST_NONE, 40, 4, UnaryRepeatParams(1, 1, 125, 63));  // xf: cast
             SetFlag<HardEvent::V_MTE2>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
-            PipeBarrier<PIPE_V>();  // y_t5/mx_part1: V read -> V write (WAR)
+            PipeBarrier<PIPE_V>();  // y_t7/mx_part1: V read -> V write (WAR)
             Duplicate(mx_part1[8], -std::numeric_limits<float>::infinity(), 8, 4, 1, 3);  // mx: max identity in the slot before the tail's
-            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+58 more)
+            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+88 more)
             for (int64_t mx_r2 = 0; mx_r2 < 4; ++mx_r2) {  // rows of mx
                 WholeReduceMax(mx_part1[24*mx_r2], xf_ub[1000*mx_r2], 64, 15, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);  // mx: max of each 64-column chunk
             }
@@ -117,21 +121,25 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
                 WholeReduceSum(s_part4[16*s_r4], e_ub[1000*s_r4], 64, 15, 1, 1, 8);  // s: sum of each 64-column chunk
             }
             WholeReduceSum(s_part4[15], e_ub[960], 40, 4, 16, 1, 125);  // s: sum of the 40-column tails
-            PipeBarrier<PIPE_V>();  // s_part4: V write -> V read (RAW) (+6 more)
+            PipeBarrier<PIPE_V>();  // s_part4: V write -> V read (RAW) (+7 more)
             WholeReduceSum(s_ub, s_part4, 16, 4, 1, 1, 2);  // s: sum over k2
-            PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+13 more)
-            Brcb(y_brcb6, s_ub, 1, BrcbRepeatParams(1, 8));  // y: broadcast s_ub per row
-            PipeBarrier<PIPE_V>();  // y_brcb6: V write -> V read (RAW) (+11 more)
+            PipeBarrier<PIPE_V>();  // s_part4/y_t5: V read -> V write (WAR) (+12 more)
+            Duplicate(y_t5, 1.0f, 4, 1, 1, 0);  // y: dup
+            PipeBarrier<PIPE_V>();  // y_t5: V write -> V read (RAW) (+7 more)
+            Div(y_t6, y_t5, s_ub, 4, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // y: div
+            PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+15 more)
+            Brcb(y_brcb8, y_t6, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t6 per row
+            PipeBarrier<PIPE_V>();  // y_brcb8: V write -> V read (RAW) (+13 more)
             for (int64_t y_r5 = 0; y_r5 < 4; ++y_r5) {  // rows of y
-                Div(y_t5[1000*y_r5], e_ub[1000*y_r5], y_brcb6[8*y_r5], 64, 15, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: div
+                Mul(y_t7[1000*y_r5], e_ub[1000*y_r5], y_brcb8[8*y_r5], 64, 15, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
             }
-            Div(y_t5[960], e_ub[960], y_brcb6, 40, 4, BinaryRepeatParams(1, 1, 0, 125, 125, 1));  // y: div
+            Mul(y_t7[960], e_ub[960], y_brcb8, 40, 4, BinaryRepeatParams(1, 1, 0, 125, 125, 1));  // y: mul
             WaitFlag<HardEvent::MTE3_V>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
-            PipeBarrier<PIPE_V>();  // y_t5: V write -> V read (RAW) (+3 more)
+            PipeBarrier<PIPE_V>();  // y_t7: V write -> V read (RAW) (+3 more)
             for (int64_t y_r6 = 0; y_r6 < 4; ++y_r6) {  // rows of y
-                Cast(y_ub[i_o_k % 2][1008*y_r6], y_t5[1000*y_r6], RoundMode::CAST_RINT, 64, 15, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
+                Cast(y_ub[i_o_k % 2][1008*y_r6], y_t7[1000*y_r6], RoundMode::CAST_RINT, 64, 15, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
             }
-            Cast(y_ub[i_o_k % 2][960], y_t5[960], RoundMode::CAST_RINT, 40, 4, UnaryRepeatParams(1, 1, 63, 125));  // y: cast
+            Cast(y_ub[i_o_k % 2][960], y_t7[960], RoundMode::CAST_RINT, 40, 4, UnaryRepeatParams(1, 1, 63, 125));  // y: cast
             SetFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
             WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
             DataCopyPad(y_gm[4000*block_idx + 28000*i_o_k], y_ub[i_o_k % 2], DataCopyExtParams(4, 2000, 0, 0, 0));  // store y tile to GM (4 x 2000 B; GM gap in bytes, UB gap in blocks)

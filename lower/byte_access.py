@@ -24,7 +24,7 @@ from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.cube_ops import CUBE_OPS, cube_footprints, cube_params
 from ascendsched.lower.instances import InstrInfo, affine_text, coalesced, domain_text, loop_dims
-from ascendsched.lower.ir import BLOCK_IDX, DMA_OPS, VECTOR_OPS, Kernel, Region
+from ascendsched.lower.ir import BLOCK_IDX, DMA_OPS, VECTOR_OPS, Instr, Kernel, Region
 from ascendsched.lower.sync_ir import Sync
 
 BYTE = "__byte"
@@ -115,6 +115,32 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
                     for _, r, _, when in parts)
         out.append(Access(info.id, k, s, names, hulls[(k, s)], make, fixed))
     return out
+
+
+def shared_copy(kernel: Kernel, space: str, sides: tuple[tuple[Instr, tuple[str, ...]], ...]
+                ) -> tuple[str, int] | None:
+    """``(var, m)`` when every region the ``sides`` (an instruction, the region descriptions of
+    a dependence on its side) touch in ``space`` is one buffer's copy ``var % m``, and the
+    buffer's copies occupy disjoint bytes: then two instances that conflict there have equal
+    ``var % m`` (the same copy). None otherwise."""
+    found: set[tuple[str, Affine]] = set()
+    for ins, names in sides:
+        for r in ins.reads + ins.writes:
+            if _describe(kernel, r) in names and region_space(kernel, r.tensor) == space:
+                found.add((r.tensor, r.copy))
+    if len(found) != 1:
+        return None
+    (tensor, copy), = found
+    buf = kernel.buffer_map.get(tensor)
+    mods = copy.mods
+    if buf is None or copy.terms or copy.divs or copy.const or len(mods) != 1 or mods[0][2] != 1:
+        return None
+    span = -(-buf.nbytes // kernel.target.block_bytes) * kernel.target.block_bytes
+    bases = sorted(buf.offsets if buf.offsets is not None else
+                   tuple(c * span for c in range(buf.copies)))
+    if any(b - a < span for a, b in zip(bases, bases[1:], strict=False)):
+        return None  # copies that share bytes
+    return mods[0][0], mods[0][1]
 
 
 def _region_hull(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> tuple[int, int]:

@@ -49,13 +49,14 @@ from functools import cached_property
 import islpy as isl
 
 from ascendsched.lower.affine import Affine
+from ascendsched.lower.byte_access import shared_copy
 from ascendsched.lower.cube_ops import same_pipe_ordered
 from ascendsched.lower.instances import InstrInfo, kernel_instrs
 from ascendsched.lower.ir import Instr, Kernel
 from ascendsched.lower.polyhedral import Dependence, Dependences
 from ascendsched.lower.sync_chains import ChainRelations, point_text, union_of
 from ascendsched.lower.sync_ir import Barrier, EventSync, SetFlag, Sync, WaitFlag
-from ascendsched.lower.sync_text import Flag, flag_pair_levels
+from ascendsched.lower.sync_text import Flag, _mod_id, flag_pair_levels
 from ascendsched.target.model import CoreType, Target
 
 MAX_HOPS = 3
@@ -302,8 +303,8 @@ class SyncOracle(ChainRelations):
                      ) -> frozenset | None:
         """The syncs that order every pair of ``items`` by the structure of the program text
         alone (``_straight_cover`` for the pairs in one iteration of every common loop,
-        ``_carried_cover``, ``_carried_flag_cover`` or ``_carried_drain_cover`` per carrying
-        loop), or None where isl must decide."""
+        ``_carried_cover``, ``_carried_flag_cover``, ``_carried_drain_cover`` or
+        ``_hoisted_cover`` per carrying loop), or None where isl must decide."""
         carried: dict[str, int] = {}  # carrying loop -> least distance of its pairs
         independent = False
         for it in items:
@@ -325,9 +326,26 @@ class SyncOracle(ChainRelations):
             if keys is None:
                 keys = self._carried_drain_cover(s, t, var, dropped)
             if keys is None:
+                keys = self._hoisted_cover(s, t, var, self._same_copy(s, t, items), dropped)
+            if keys is None:
                 return None
             used |= keys
         return frozenset(used)
+
+    def _same_copy(self, s: InstrInfo, t: InstrInfo, items: list[_Item]
+                   ) -> tuple[str, int] | None:
+        """``(u, m)`` when every pair of ``items`` has equal ``u % m`` on both sides: the
+        dependences touch one copy ``u % m`` of a buffer whose copies are disjoint, or the
+        double-set items' flag has the id ``base + u % m`` on both sides. None: not known."""
+        def one(it: _Item) -> tuple[str, int] | None:
+            if it.dep is None:
+                ew, es = _event_id(s.instr), _event_id(t.instr)
+                return _mod_id(ew) if isinstance(ew, Affine) and ew == es else None
+            d = it.dep
+            return shared_copy(self.kernel, d.space, ((s.instr, d.src_tensors),
+                                                      (t.instr, d.dst_tensors)))
+        got = {one(it) for it in items}
+        return got.pop() if len(got) == 1 else None
 
     @cached_property
     def _by_id(self) -> dict[int, InstrInfo]:

@@ -12,6 +12,8 @@ half is ``sync_chains.py``). Read off the loop tree without building a relation:
   distance, orders every pair that loop carries;
 * ``_carried_drain_cover``: a chain draining the source's pipe onto the sink's inside the
   carrying loop's body orders every pair that loop carries;
+* ``_hoisted_cover``: a carried pattern hoisted out of the carrying loop orders the pairs that
+  touch the same buffer copy (its id is that copy);
 * ``flag_pair_levels``: the loops that may carry a (wait, next set) pair of one flag.
 
 Each answer is exact or "unknown" (None), never a wrong "ordered": where the text does not
@@ -211,6 +213,62 @@ class SyncText:
             if not keys & dropped:
                 return keys
         return None
+
+    def _hoisted_cover(self, s: InstrInfo, t: InstrInfo, var: str,
+                       same: tuple[str, int] | None, dropped: frozenset) -> frozenset | None:
+        """The flags (keys) that order, without isl, every s -> t pair carried by the common
+        loop ``var`` when every pair has equal ``u % m`` on both sides (``same`` = (u, m): the
+        same buffer copy, or for a double-set item the same id; None: not known), or None: the
+        carried pattern (``standard_pattern``) with its set after s and its wait before t in
+        one body ``X`` inside that loop, its prologue and epilogue hoisted out of the loop, id
+        ``base + u % m`` (or a constant), directly from s's pipe or relayed by an in-body pair
+        (``_carried_flag_cover``). Per id, the pattern alternates over every run of ``X`` in one
+        run of the prologue's body: the wait in t's run B meets the set of the last run before
+        B with that id. s's run A comes before B (the loop carries the pair) and has the same
+        id, so that set is A's or a later one, issued after s on s's pipe (or on the relay
+        pipe after its wait for s)."""
+        for keys, mod in self._cached(("hoisted", s.id, t.id, var),
+                                      lambda: self._hoisted(s, t, var)):
+            if (mod is None or mod == same) and not keys & dropped:
+                return keys
+        return None
+
+    def _hoisted(self, s: InstrInfo, t: InstrInfo, var: str
+                 ) -> list[tuple[frozenset, tuple[str, int] | None]]:
+        j = _carrying(s, t, var)
+        if j is None:
+            return []
+        loop = s.loop_paths[j]
+        _, direct, relays = self._menu(s.pipe, t.pipe, t.core)
+        out: list[tuple[frozenset, tuple[str, int] | None]] = []
+        for f in direct + relays:
+            main_set = [x for x in f.sets if _role(x) == SyncRole.SET]
+            main_wait = [y for y in f.waits if _role(y) == SyncRole.WAIT]
+            pro = [x for x in f.sets if _role(x) == SyncRole.PROLOGUE]
+            if len(main_set) != 1 or len(main_wait) != 1 or not pro:
+                continue
+            x, y = main_set[0], main_wait[0]
+            body, outer = x.path[:-1], pro[0].path[:-1]
+            if y.path[:-1] != body or body[:len(loop)] != loop or \
+                    len(outer) >= len(loop) or loop[:len(outer)] != outer:
+                continue  # not inside the loop, or the prologue not hoisted out of it
+            if not _before(t.path, y.path, after=True) or not self._standard(f):
+                continue
+            eid = _eid(x)
+            if eid is None or eid != _eid(y):
+                continue
+            mod = None if eid.is_const else _mod_id(eid)
+            if not eid.is_const and (mod is None or mod[0] not in x.loop_vars):
+                continue
+            if f.src == s.pipe:
+                if _before(s.path, x.path):
+                    out.append((frozenset([f.key]), mod))
+                continue
+            for g in self._menu(s.pipe, f.src, t.core)[1]:  # relayed through pipe f.src
+                if self._in_body_pair(g) and _before(s.path, g.sets[0].path) and \
+                        _before(g.waits[0].path, x.path):
+                    out.append((frozenset([f.key, g.key]), mod))
+        return out
 
     def _beside(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple]:
         """Every barrier or in-body flag pair of ``_carried_cover``, whatever is dropped."""

@@ -168,31 +168,21 @@ class SyncText:
         bars, direct, relays = self._menu(s.pipe, t.pipe, t.core)
         out = []
         for f in direct + relays:
-            main_set = [x for x in f.sets if _role(x) == SyncRole.SET]
-            main_wait = [y for y in f.waits if _role(y) == SyncRole.WAIT]
-            if len(main_set) != 1 or len(main_wait) != 1:
+            main = _main_pair(f)
+            if main is None:
                 continue
-            x, y = main_set[0], main_wait[0]
-            if x.loop_paths != s.loop_paths[:j + 1] or x.path[:-1] != y.path[:-1] or \
+            x, y = main
+            if x.loop_paths != s.loop_paths[:j + 1] or \
                     not all(_prefix(c, var) for c in x.conds):
                 continue  # a deeper loop, or Ifs that may skip an iteration between two runs
             if not _before(t.path, y.path, after=True):
                 continue
             eid = _eid(x)
-            if eid != _eid(y) or eid is None:
-                continue
             mod = _mod_id(eid)
             period = 1 if eid.is_const else mod[1] if mod and mod[0] == var else None
             if period is None or not self._standard(f):
                 continue
-            if f.src == s.pipe:
-                if _before(s.path, x.path):
-                    out.append((frozenset([f.key]), period))
-                continue
-            for g in self._menu(s.pipe, f.src, t.core)[1]:  # relayed through pipe f.src
-                if self._in_body_pair(g) and _before(s.path, g.sets[0].path) and \
-                        _before(g.waits[0].path, x.path):
-                    out.append((frozenset([f.key, g.key]), period))
+            out += [(keys, period) for keys in self._reaching(s, f, x, t.core)]
         return out
 
     def _carried_drain_cover(self, s: InstrInfo, t: InstrInfo, var: str, dropped: frozenset
@@ -242,33 +232,35 @@ class SyncText:
         _, direct, relays = self._menu(s.pipe, t.pipe, t.core)
         out: list[tuple[frozenset, tuple[str, int] | None]] = []
         for f in direct + relays:
-            main_set = [x for x in f.sets if _role(x) == SyncRole.SET]
-            main_wait = [y for y in f.waits if _role(y) == SyncRole.WAIT]
+            main = _main_pair(f)
             pro = [x for x in f.sets if _role(x) == SyncRole.PROLOGUE]
-            if len(main_set) != 1 or len(main_wait) != 1 or not pro:
+            if main is None or not pro:
                 continue
-            x, y = main_set[0], main_wait[0]
+            x, y = main
             body, outer = x.path[:-1], pro[0].path[:-1]
-            if y.path[:-1] != body or body[:len(loop)] != loop or \
-                    len(outer) >= len(loop) or loop[:len(outer)] != outer:
+            if body[:len(loop)] != loop or len(outer) >= len(loop) or \
+                    loop[:len(outer)] != outer:
                 continue  # not inside the loop, or the prologue not hoisted out of it
             if not _before(t.path, y.path, after=True) or not self._standard(f):
                 continue
             eid = _eid(x)
-            if eid is None or eid != _eid(y):
-                continue
+            assert eid is not None
             mod = None if eid.is_const else _mod_id(eid)
             if not eid.is_const and (mod is None or mod[0] not in x.loop_vars):
                 continue
-            if f.src == s.pipe:
-                if _before(s.path, x.path):
-                    out.append((frozenset([f.key]), mod))
-                continue
-            for g in self._menu(s.pipe, f.src, t.core)[1]:  # relayed through pipe f.src
-                if self._in_body_pair(g) and _before(s.path, g.sets[0].path) and \
-                        _before(g.waits[0].path, x.path):
-                    out.append((frozenset([f.key, g.key]), mod))
+            out += [(keys, mod) for keys in self._reaching(s, f, x, t.core)]
         return out
+
+    def _reaching(self, s: InstrInfo, f: Flag, x: InstrInfo, core: CoreType
+                  ) -> list[frozenset]:
+        """The syncs by which ``f``'s set ``x`` is issued after s's work in the same run of
+        x's body: ``f`` itself from s's pipe with s before x, or relayed by an in-body pair
+        from s's pipe to f's, its set after s and its wait before x."""
+        if f.src == s.pipe:
+            return [frozenset([f.key])] if _before(s.path, x.path) else []
+        return [frozenset([f.key, g.key]) for g in self._menu(s.pipe, f.src, core)[1]
+                if self._in_body_pair(g) and _before(s.path, g.sets[0].path)
+                and _before(g.waits[0].path, x.path)]
 
     def _beside(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple]:
         """Every barrier or in-body flag pair of ``_carried_cover``, whatever is dropped."""
@@ -505,6 +497,19 @@ def _mod_id(eid: Affine) -> tuple[str, int] | None:
     if eid.terms or eid.divs or len(eid.mods) != 1 or eid.mods[0][2] != 1:
         return None
     return eid.mods[0][0], eid.mods[0][1]
+
+
+def _main_pair(f: Flag) -> tuple[InstrInfo, InstrInfo] | None:
+    """The one main set and main wait of a placed flag, in one body with one id, else None."""
+    sets = [x for x in f.sets if _role(x) == SyncRole.SET]
+    waits = [y for y in f.waits if _role(y) == SyncRole.WAIT]
+    if len(sets) != 1 or len(waits) != 1:
+        return None
+    x, y = sets[0], waits[0]
+    eid = _eid(x)
+    if x.path[:-1] != y.path[:-1] or eid is None or eid != _eid(y):
+        return None
+    return x, y
 
 
 def _carrying(s: InstrInfo, t: InstrInfo, var: str) -> int | None:

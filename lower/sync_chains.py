@@ -24,11 +24,12 @@ from ascendsched.lower.affine import Affine
 from ascendsched.lower.instances import InstrInfo, affine_text, coalesced, program_order
 from ascendsched.lower.ir import BLOCK_IDX
 from ascendsched.lower.sync_ir import EventSync, SetFlag, WaitFlag
-from ascendsched.lower.sync_text import Flag, SyncText, _apart, _shared, standard_pattern
+from ascendsched.lower.sync_text import Flag, _apart, _shared, standard_pattern
+from ascendsched.lower.sync_text_carried import CarriedText
 from ascendsched.target.model import Target
 
 
-class ChainRelations(SyncText):
+class ChainRelations(CarriedText):
     """Instance relations of one kernel's statements and syncs, cached (see the module doc)."""
 
     def __init__(self, infos: tuple[InstrInfo, ...], target: Target, flags: dict[tuple, Flag],

@@ -11,6 +11,7 @@ compare equal::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ascendsched.errors import InternalCompilerError
@@ -118,6 +119,23 @@ class Affine:
             )
         except KeyError as e:
             raise InternalCompilerError(f"affine {self} uses unbound variable {e}") from None
+
+    def bounds(self, ranges: Mapping[str, tuple[int, int]]) -> tuple[int, int]:
+        """Lowest and highest value over variable ranges (inclusive; an over-estimate where
+        terms are not independent)."""
+        lo = hi = self.const
+        for v, c in self.terms:
+            a, b = ranges[v]
+            lo, hi = lo + min(c * a, c * b), hi + max(c * a, c * b)
+        for v, m, c in self.mods:
+            a, b = ranges[v]
+            ma, mb = (a, b) if 0 <= a and b < m else (0, m - 1)
+            lo, hi = lo + min(c * ma, c * mb), hi + max(c * ma, c * mb)
+        for num, d, c in self.divs:
+            a, b = num.bounds(ranges)
+            qa, qb = a // d, b // d
+            lo, hi = lo + min(c * qa, c * qb), hi + max(c * qa, c * qb)
+        return lo, hi
 
     def substitute(self, var: str, value: Affine) -> Affine:
         """Replace ``var`` by ``value`` (mod terms of ``var`` need a constant value)."""

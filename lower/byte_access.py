@@ -149,7 +149,7 @@ def _region_hull(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> tuple
     ranges = {BLOCK_IDX: (0, kernel.block_dim - 1)}
     ranges.update({f.var: (0, f.extent - 1) for f in info.loops})
     affine_text(r.offset, frozenset(ranges), f"region {r} of S{info.id} ({info.instr.op})")
-    lo, hi = _interval(r.offset, ranges)
+    lo, hi = r.offset.bounds(ranges)
     for d in r.dims:
         span = (d.extent - 1) * d.stride
         lo, hi = lo + min(span, 0), hi + max(span, 0)
@@ -161,23 +161,6 @@ def _region_hull(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> tuple
         bases = [b for b, _ in _copy_bases(kernel, r, frozenset(ranges), f"region {r}")]
         return blo + min(bases), bhi + max(bases)
     return blo, bhi
-
-
-def _interval(e: Affine, ranges: dict[str, tuple[int, int]]) -> tuple[int, int]:
-    """Bounds of a quasi-affine expression over variable ranges."""
-    lo = hi = e.const
-    for v, c in e.terms:
-        a, b = ranges[v]
-        lo, hi = lo + min(c * a, c * b), hi + max(c * a, c * b)
-    for v, m, c in e.mods:
-        a, b = ranges[v]
-        ma, mb = (a, b) if 0 <= a and b < m else (0, m - 1)
-        lo, hi = lo + min(c * ma, c * mb), hi + max(c * ma, c * mb)
-    for a_, d, c in e.divs:
-        a, b = _interval(a_, ranges)
-        qa, qb = a // d, b // d
-        lo, hi = lo + min(c * qa, c * qb), hi + max(c * qa, c * qb)
-    return lo, hi
 
 
 def conflicting_regions(sa: Access, da: Access, rel: isl.Map

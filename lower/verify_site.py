@@ -6,7 +6,7 @@ bounds, 2-D views, alignment)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -43,7 +43,7 @@ class Domain:
             if c.lhs.mods or c.lhs.divs or not c.lhs.terms:
                 continue
             form = Affine(0, c.lhs.terms)
-            lo, hi = out.get(form) or _interval(form, self.bounds)
+            lo, hi = out.get(form) or form.bounds(self.bounds)
             rhs = c.rhs - c.lhs.const
             if c.op in ("<", "<=", "=="):
                 hi = min(hi, rhs - (c.op == "<"))
@@ -55,7 +55,7 @@ class Domain:
     def interval(self, e: Affine) -> tuple[int, int]:
         """Bounds of ``e``: over the variable ranges, narrowed where ``e`` is a multiple of a
         bounded form plus terms of other variables (a superset of the values it takes)."""
-        lo, hi = _interval(e, self.bounds)
+        lo, hi = e.bounds(self.bounds)
         for form, flo, fhi in self.forms:
             v0, c0 = form.terms[0]
             k, r = divmod(dict(e.terms).get(v0, 0), c0)
@@ -64,7 +64,7 @@ class Domain:
             rest = e - form * k
             if not rest.vars().isdisjoint(form.vars()):
                 continue
-            rlo, rhi = _interval(rest, self.bounds)
+            rlo, rhi = rest.bounds(self.bounds)
             lo, hi = max(lo, rlo + min(k * flo, k * fhi)), min(hi, rhi + max(k * flo, k * fhi))
         return lo, hi
 
@@ -159,7 +159,7 @@ class Site:
         """Whether some instance gives ``e`` a value outside ``[lo, hi]``: the interval over
         the loop ranges, then (cached) the narrowed one and the instances themselves (a small
         domain) or isl."""
-        a, b = _interval(e, self.domain.bounds)
+        a, b = e.bounds(self.domain.bounds)
         return not (lo <= a and b <= hi) and _leaves(self.domain, e, lo, hi)
 
     def misaligned(self, e: Affine, scale: int, align: int) -> bool:
@@ -264,20 +264,3 @@ def aligned(site: Site, r: Region, align: int) -> bool:
 def fail_unaligned(site: Site, o: View, align: int, what: str) -> InternalCompilerError:
     return site.fail("alignment", f"{what} {o.tensor} starts at element offset "
                                   f"{o.region.offset} ({o.eb} B each), not {align}-byte aligned")
-
-
-def _interval(e: Affine, ranges: Mapping[str, tuple[int, int]]) -> tuple[int, int]:
-    """Bounds of a quasi-affine expression over variable ranges."""
-    lo = hi = e.const
-    for v, c in e.terms:
-        a, b = ranges[v]
-        lo, hi = lo + min(c * a, c * b), hi + max(c * a, c * b)
-    for v, m, c in e.mods:
-        a, b = ranges[v]
-        ma, mb = (a, b) if 0 <= a and b < m else (0, m - 1)
-        lo, hi = lo + min(c * ma, c * mb), hi + max(c * ma, c * mb)
-    for num, d, c in e.divs:
-        a, b = _interval(num, ranges)
-        qa, qb = a // d, b // d
-        lo, hi = lo + min(c * qa, c * qb), hi + max(c * qa, c * qb)
-    return lo, hi

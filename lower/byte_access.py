@@ -44,6 +44,10 @@ class Access:
     # every instance touches the same bytes (no loop variable or block index in any region's
     # offset or copy, no instance condition): conflicts are decided on the byte sets alone
     fixed: bool = False
+    # every block that runs the instruction touches the same bytes: no block index in a
+    # region, no instance condition, and no domain condition ties the loops the regions use
+    # to the block index or to other loops (the domain is a product of the two)
+    block_free: bool = False
 
     @cached_property
     def parts(self) -> tuple[tuple[str, isl.Map], ...]:
@@ -113,7 +117,10 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
 
         fixed = all(not when and not r.offset.vars() and r.copy.is_const
                     for _, r, _, when in parts)
-        out.append(Access(info.id, k, s, names, hulls[(k, s)], make, fixed))
+        used = frozenset().union(*(r.offset.vars() | r.copy.vars() for _, r, _, _ in parts))
+        block_free = BLOCK_IDX not in used and not any(when for *_, when in parts) and all(
+            c.lhs.vars() <= used or not c.lhs.vars() & used for c in info.conds)
+        out.append(Access(info.id, k, s, names, hulls[(k, s)], make, fixed, block_free))
     return out
 
 

@@ -14,9 +14,10 @@ vadd fixture::
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 
 import islpy as isl
 
@@ -60,12 +61,17 @@ class Dependence:
     src_pipe: Pipe
     dst_pipe: Pipe
     core: CoreType
-    relation: isl.Map
     src_tensors: tuple[str, ...]
     dst_tensors: tuple[str, ...]
     common_loops: tuple[str, ...]
     carried: tuple[tuple[str, int], ...]
     loop_independent: bool
+    make_relation: Callable[[], isl.Map] = field(repr=False)
+
+    @cached_property
+    def relation(self) -> isl.Map:
+        """src -> dst instance pairs (built on first use where the analysis did not need it)."""
+        return self.make_relation()
 
     def distance(self, var: str) -> int | None:
         """Minimum distance of the pairs carried by loop ``var`` (None: not carried there)."""
@@ -152,8 +158,18 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                     if got is None:
                         continue
                     rel, (common, carried, indep), (src_t, dst_t) = got
-                    deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core, rel,
-                                           src_t, dst_t, common, carried, indep))
+                    deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core,
+                                           src_t, dst_t, common, carried, indep,
+                                           lambda rel=rel: rel))
+                    continue
+                if not shared and sa.block_free and da.block_free:
+                    regions = _apart_pair(sa, da, s, d, shapes)
+                    if regions is None:
+                        continue
+                    deps.append(Dependence(
+                        kind, space, s.id, d.id, s.pipe, d.pipe, core, *regions, (), (), True,
+                        lambda sa=sa, da=da, s=s, d=d: coalesced(sa.relation.apply_range(
+                            da.relation.reverse()).intersect(program_order(s, d, shapes)))))
                     continue
                 order = before.get((s.id, d.id))
                 if order is None:  # the access relations hold the domains already
@@ -166,8 +182,9 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                 common, carried, indep = _levels(s, d, rel, shapes) if shared else \
                     ((), (), True)
                 src_t, dst_t = conflicting_regions(sa, da, rel)
-                deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core,
-                                       coalesced(rel), src_t, dst_t, common, carried, indep))
+                rel = coalesced(rel)
+                deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core, src_t,
+                                       dst_t, common, carried, indep, lambda rel=rel: rel))
     deps.sort(key=lambda x: (x.src, x.dst, x.kind.value, x.space))
     return Dependences(kernel.name, instrs, accesses, tuple(deps))
 
@@ -192,6 +209,45 @@ def flat_distance(d: Dependence, deps: Dependences, lo: int, hi: int) -> int:
         return 1
     low = deltas.dim_min_val(0)
     return int(low.to_python()) if low.is_int() else 1
+
+
+def _apart_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
+                ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """Whether two accesses of statements with no common loop, s first in the text, conflict
+    (their conflicting region descriptions, or None), when each touches the same bytes in
+    every block that runs it (``Access.block_free``): every s instance precedes every d
+    instance of its block, so they conflict iff their byte sets meet and some block runs
+    both. Decided on byte and block sets; the relation is built only if asked for."""
+    if sa.byte_set.intersect(da.byte_set).is_empty():
+        return None
+    if _blocks(s, cache).intersect(_blocks(d, cache)).is_empty():
+        return None
+    if len(sa.parts) == 1 and len(da.parts) == 1:
+        return sa.tensors, da.tensors
+    return _meeting_parts(sa, da)
+
+
+def _blocks(info: InstrInfo, cache: dict) -> isl.Set:
+    """The blocks that run some instance of ``info``."""
+    key = ("blocks", info.id)
+    got = cache.get(key)
+    if got is None:
+        dom = info.domain
+        got = cache[key] = dom.project_out(isl.dim_type.set, 1, dom.dim(isl.dim_type.set) - 1
+                                           ).set_tuple_name("B")
+    return got
+
+
+def _meeting_parts(sa: Access, da: Access) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The region descriptions of two accesses whose byte sets meet, part by part."""
+    src: list[str] = []
+    dst: list[str] = []
+    for (sn, _), sb in zip(sa.parts, sa.part_bytes, strict=True):
+        for (dn, _), db in zip(da.parts, da.part_bytes, strict=True):
+            if not sb.intersect(db).is_empty():
+                src.append(sn)
+                dst.append(dn)
+    return tuple(dict.fromkeys(src)), tuple(dict.fromkeys(dst))
 
 
 def _fixed_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
@@ -219,14 +275,7 @@ def _fixed_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
     rel = rel.set_tuple_name(isl.dim_type.in_, s.name).set_tuple_name(isl.dim_type.out, d.name)
     if len(sa.parts) == 1 and len(da.parts) == 1:
         return rel, levels, (sa.tensors, da.tensors)
-    src: list[str] = []
-    dst: list[str] = []
-    for (sn, _), sb in zip(sa.parts, sa.part_bytes, strict=True):
-        for (dn, _), db in zip(da.parts, da.part_bytes, strict=True):
-            if not sb.intersect(db).is_empty():
-                src.append(sn)
-                dst.append(dn)
-    return rel, levels, (tuple(dict.fromkeys(src)), tuple(dict.fromkeys(dst)))
+    return rel, levels, _meeting_parts(sa, da)
 
 
 def _dims_primed(loops: tuple[For, ...]) -> str:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import islpy as isl
 import pytest
 
+from ascendsched.algo import library as L
 from ascendsched.errors import NotAffineError
 from ascendsched.lower.affine import Affine
+from ascendsched.lower.byte_access import instr_accesses
 from ascendsched.lower.instances import kernel_instrs
 from ascendsched.lower.ir import For, Instr, Kernel, view
+from ascendsched.lower.pipeline import lower
 from ascendsched.lower.polyhedral import DepKind, analyze_dependences
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.target import Pipe
 from tests.kit.ir import row_max_sub_kernel, vadd_kernel
 
@@ -93,3 +99,36 @@ def test_unbound_variable_is_not_affine() -> None:
 
 def test_dependence_kinds_are_strings() -> None:
     assert str(DepKind.WAR) == "WAR"
+
+
+def _general(kernel: Kernel, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN202
+    """The dependences of ``kernel`` with the byte-set shortcuts off (every pair joined)."""
+    from ascendsched.lower import polyhedral
+
+    plain = polyhedral.instr_accesses
+    with monkeypatch.context() as m:
+        m.setattr(polyhedral, "instr_accesses", lambda k, info: [
+            replace(a, fixed=False, block_free=False) for a in plain(k, info)])
+        return analyze_dependences(kernel)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: lower(schedule_for(L.gemm(300, 200, 520)), stop_after="apply memory plan"),
+    lambda: lower(schedule_for(L.layernorm(100, 512)), stop_after="apply memory plan"),
+    lambda: lower(schedule_for(L.softmax(9, 6144)), stop_after="apply memory plan"),
+], ids=["gemm tile classes", "layernorm rows", "softmax wide rows"])
+def test_byte_set_shortcuts_find_the_same_dependences(make, monkeypatch) -> None:  # noqa: ANN001
+    # accesses touching the same bytes in every instance (or every block) are decided on byte
+    # sets, without joining their relations: the dependences, their levels, regions and
+    # relations are exactly those of the general analysis
+    k = make()
+    fast, general = analyze_dependences(k), _general(k, monkeypatch)
+
+    def key(d):  # noqa: ANN001, ANN202
+        return (d.kind, d.space, d.src, d.dst, d.src_tensors, d.dst_tensors, d.common_loops,
+                d.carried, d.loop_independent)
+
+    assert [key(d) for d in fast] == [key(d) for d in general]
+    assert all(a.relation.is_equal(b.relation) for a, b in zip(fast, general, strict=True))
+    shortcut = [a for i in fast.instrs for a in instr_accesses(k, i) if a.fixed or a.block_free]
+    assert len(shortcut) >= 3

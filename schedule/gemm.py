@@ -23,6 +23,7 @@ moving to the next N column, so cores working at the same time share A and B til
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -144,6 +145,9 @@ class GemmTiling:
     swizzle: Swizzle
 
 
+_SPECS: weakref.WeakKeyDictionary[Algorithm, GemmSpec] = weakref.WeakKeyDictionary()
+
+
 @dataclass(frozen=True, eq=False)
 class GemmSchedule:
     """A GEMM algorithm plus an ordered tuple of Cube scheduling directives."""
@@ -157,7 +161,11 @@ class GemmSchedule:
 
     @cached_property
     def spec(self) -> GemmSpec:
-        return match_gemm(self.algo)
+        # every directive makes a new schedule of the same algorithm: match it once
+        got = _SPECS.get(self.algo)
+        if got is None:
+            got = _SPECS[self.algo] = match_gemm(self.algo)
+        return got
 
     @property
     def geometry(self) -> CubeGeometry:

@@ -6,6 +6,4 @@ change fixed it; its tests build the smallest schedule or IR that showed the bug
 fixed behaviour. A test that pins a feature belongs with that feature (``tests/lower``,
 ``tests/schedule``, ...), not here; a bug found through a feature's test gets its own module
 here once the feature test no longer shows it directly.
-
-Empty so far: no existing test exists only to pin an earlier bug.
 """

@@ -43,6 +43,7 @@ Before/after::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -285,11 +286,16 @@ class SyncOracle(ChainRelations):
                 w, s = where[w_ins.id], where[s_ins.id]
                 key = ("shared id", w.id, s.id, w_id, s_id, dropped)
                 if key not in self._cache:
-                    rel = self._po(w, s).intersect(self._id_eq(w, s, w_id, s_id))
+                    # the text first (flag_pair_levels with these ids), then isl
+                    levels, independent = flag_pair_levels(w, s, ids=(w_id, s_id))
+                    same = _mod_id(w_id) if w_id == s_id else None
                     bad = None
-                    if not rel.is_empty():
-                        rem, _ = self._cover(rel, w, s, dropped, frozenset())
-                        bad = None if rem.is_empty() else rem
+                    if self._text_cover(w, s, dict(levels), independent, lambda same=same: same,
+                                        dropped) is None:
+                        rel = self._po(w, s).intersect(self._id_eq(w, s, w_id, s_id))
+                        if not rel.is_empty():
+                            rem, _ = self._cover(rel, w, s, dropped, frozenset())
+                            bad = None if rem.is_empty() else rem
                     self._cache[key] = bad
                 bad = self._cache[key]
                 if bad is not None:
@@ -313,6 +319,15 @@ class SyncOracle(ChainRelations):
             independent |= same
             for v, d in levels:
                 carried[v] = min(d, carried.get(v, d))
+        return self._text_cover(s, t, carried, independent,
+                                lambda: self._same_copy(s, t, items), dropped)
+
+    def _text_cover(self, s: InstrInfo, t: InstrInfo, carried: dict[str, int],
+                    independent: bool, same: Callable[[], tuple[str, int] | None],
+                    dropped: frozenset) -> frozenset | None:
+        """``_without_isl`` for s -> t pairs carried by the loops of ``carried`` (each with
+        its least distance) and, if ``independent`` (or no loop carries any), in one iteration
+        of every common loop; ``same``: the ``_hoisted_cover`` argument, asked for if needed."""
         used: set = set()
         if not carried or independent:
             keys = self._straight_cover(s, t, dropped)
@@ -326,7 +341,7 @@ class SyncOracle(ChainRelations):
             if keys is None:
                 keys = self._carried_drain_cover(s, t, var, dropped)
             if keys is None:
-                keys = self._hoisted_cover(s, t, var, self._same_copy(s, t, items), dropped)
+                keys = self._hoisted_cover(s, t, var, same(), dropped)
             if keys is None:
                 return None
             used |= keys

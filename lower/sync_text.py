@@ -383,14 +383,16 @@ def _shared(a: tuple, b: tuple) -> int:
     return n
 
 
-def flag_pair_levels(w: InstrInfo, s: InstrInfo) -> tuple[tuple[tuple[str, int], ...], bool]:
+def flag_pair_levels(w: InstrInfo, s: InstrInfo, ids: tuple[Affine, Affine] | None = None
+                     ) -> tuple[tuple[tuple[str, int], ...], bool]:
     """For a (wait, later set) pair of one flag with equal ids (a double-set item): the common
     loops that may carry its instance pairs, each with a lower bound on their distance, and
     whether pairs in one iteration of every common loop may exist, from the text alone (an
     over-approximation: more to order, never less). Both ids ``base + var % m`` (one ``var``
-    and ``m``): equal ids at a distance in ``var`` of at least ``m``."""
+    and ``m``): equal ids at a distance in ``var`` of at least ``m``. ``ids``: the two ids to
+    use instead of the statements' own (a wait and a set of two channels given one id)."""
     common = _shared(w.loop_paths, s.loop_paths)
-    ew, es = _eid(w) or Affine(), _eid(s) or Affine()
+    ew, es = ids if ids is not None else (_eid(w) or Affine(), _eid(s) or Affine())
     period = _mod_id(ew) if ew == es else None
     levels = tuple((v, period[1] if period and period[0] == v else 1)
                    for v in w.loop_vars[:common])

@@ -11,7 +11,7 @@ import pytest
 from ascendsched.algo import library as L
 from ascendsched.lower.byte_access import shared_copy
 from ascendsched.lower.happens_before import SyncOracle, unordered_dependences
-from ascendsched.lower.insert_sync import place_syncs
+from ascendsched.lower.insert_sync import insert_sync, place_syncs
 from ascendsched.lower.instances import InstrInfo
 from ascendsched.lower.ir import For
 from ascendsched.lower.pipeline import lower
@@ -299,3 +299,37 @@ def test_sibling_tile_classes_are_settled_by_the_text() -> None:
             if oracle._without_isl(oracle.infos[sid], oracle.infos[tid], items,
                                    frozenset()) is None]
     assert not left, left
+
+
+@pytest.mark.parametrize("name, least", [("gemm default tails in m n k", 100),
+                                         ("layernorm rows db tails", 3)])
+def test_shared_ids_the_text_settles_isl_confirms(name: str, least: int,
+                                                   monkeypatch) -> None:  # noqa: ANN001
+    # channels given one event id: every (wait of one, later set of the other) pair the text
+    # settles (flag_pair_levels with the allocated ids, then the same rules) is covered by isl
+    # with only the syncs the text named
+    from ascendsched.lower.sync_text import _mod_id
+
+    checked = []
+    real = SyncOracle.shared_id_problem
+
+    def both(self, waits, sets, dropped):  # noqa: ANN001, ANN202
+        every = frozenset(self.flags) | frozenset(k for k, _ in self.barriers)
+        for w_ins, w_id in waits:
+            for s_ins, s_id in sets:
+                w, s = self._by_id[w_ins.id], self._by_id[s_ins.id]
+                levels, independent = flag_pair_levels(w, s, ids=(w_id, s_id))
+                same = _mod_id(w_id) if w_id == s_id else None
+                keys = self._text_cover(w, s, dict(levels), independent, lambda same=same: same,
+                                        dropped)
+                if keys is not None:
+                    rel = self._po(w, s).intersect(self._id_eq(w, s, w_id, s_id))
+                    rest, _ = self._cover(rel, w, s, dropped | (every - keys), frozenset())
+                    assert rest.is_empty(), (str(w.instr), str(s.instr), keys)
+                    checked.append(keys)
+        return real(self, waits, sets, dropped)
+
+    monkeypatch.setattr(SyncOracle, "shared_id_problem", both)
+    planned = _TEXT_CASES[name]()
+    insert_sync(planned, analyze_dependences(planned), ASCEND_910B)
+    assert len(checked) >= least

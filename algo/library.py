@@ -7,7 +7,7 @@ from float16 inputs (the 910B vector unit reduces float32 best) and store float1
 from __future__ import annotations
 
 from ascendsched.algo.algorithm import Algorithm, algorithm
-from ascendsched.algo.ops import exp, maximum, reduce_max, reduce_sum, relu, rsqrt
+from ascendsched.algo.ops import exp, maximum, reduce_max, reduce_sum, relu, rsqrt, tanh
 from ascendsched.algo.tensor import compute, placeholder, reduce_axis
 
 
@@ -186,6 +186,48 @@ def gemm_dequant(m: int = 256, n: int = 256, k: int = 256, *, relu: bool = False
         return (v.astype("float32") * scale[j]).astype("float16")
 
     return algorithm("gemm_dequant", compute("D", (m, n), deq))
+
+
+def _gemm_acc(m: int, n: int, k: int, dtype: str = "float16"):  # noqa: ANN202 -- Tensor
+    a = placeholder("A", (m, k), dtype)
+    b = placeholder("B", (k, n), dtype)
+    kk = reduce_axis(k, "k")
+    return compute("C", (m, n), lambda i, j: reduce_sum(
+        a[i, kk].astype("float32") * b[kk, j].astype("float32"), kk))
+
+
+def gelu_tanh(x):  # noqa: ANN001, ANN201 -- Expr
+    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+def gemm_gelu(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float16") -> Algorithm:
+    """C = A x B (float32 accumulation), D = float16(gelu(C)): GELU needs the Vector cores
+    (a mixed Cube + Vector kernel, ``GemmSchedule`` picks it)."""
+    c = _gemm_acc(m, n, k, dtype)
+    return algorithm("gemm_gelu", compute("D", (m, n), lambda i, j:
+                                          gelu_tanh(c[i, j]).astype(dtype)))
+
+
+def gemm_row_scale(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float16"
+                   ) -> Algorithm:
+    """C = A x B (float32), D[i, j] = float16(C[i, j] * s[i]) with a float32 row scale s:
+    the Fixpipe scales only columns, so this runs on the Vector cores."""
+    c = _gemm_acc(m, n, k, dtype)
+    s = placeholder("s", (m,), "float32")
+    return algorithm("gemm_row_scale", compute("D", (m, n), lambda i, j:
+                                               (c[i, j] * s[i]).astype(dtype)))
+
+
+def gemm_residual(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float16"
+                  ) -> Algorithm:
+    """C = A x B (float32), D = float16(C + R) with R an (M, N) float16 residual: the
+    Vector cores add it."""
+    c = _gemm_acc(m, n, k, dtype)
+    r = placeholder("R", (m, n), dtype)
+    return algorithm("gemm_residual", compute("D", (m, n), lambda i, j:
+                                              (c[i, j] + r[i, j].astype("float32"))
+                                              .astype(dtype)))
 
 
 VECTOR_KERNELS = {

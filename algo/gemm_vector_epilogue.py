@@ -103,10 +103,15 @@ def split_vector_epilogue(algo: Algorithm) -> GemmSplit:
         raise UnsupportedError(f"{where}: stage '{c.name}' holds {len(sums)} reductions; the "
                                f"GEMM stage holds one sum over k")
     acc = sums[0]
-    if len(out.shape) != 2 or len(c.shape) != 2:
+    if len(c.shape) != 2:
         raise UnsupportedError(
-            f"{where}: a Vector epilogue after a batched GEMM is not implemented yet (output "
-            f"'{out.name}' has shape {list(out.shape)}); only (M, N) GEMMs take one")
+            f"{where}: a Vector epilogue after a batched GEMM is not implemented yet ('{c.name}' "
+            f"has shape {list(c.shape)}); only (M, N) GEMMs take one")
+    if tuple(out.shape) != tuple(c.shape):
+        raise UnsupportedError(
+            f"{where}: output '{out.name}' has shape {list(out.shape)}, not the GEMM's "
+            f"{list(c.shape)}; a Vector epilogue is elementwise over the GEMM result (row "
+            f"reductions such as softmax after a GEMM are not implemented yet)")
     names = {t.name for t in algo.tensors}
     cube_name = c.name if c.op.body is acc else _fresh(f"{c.name}_acc", names)
     ws = _fresh(f"{c.name}_ws", names | {cube_name})

@@ -104,7 +104,7 @@ def plan_cross_sync(kernel: Kernel, target: Target) -> CrossPlan:
             key = (si.core, si.pipe, di.core)
             found.setdefault(key, []).append((d, si, di, f"{sa.space}: {si.core} {si.pipe} "
                                               f"{si.instr.op} -> {di.core} {di.pipe} "
-                                              f"{di.instr.op} ({kind})"))
+                                              f"{di.instr.op} ({kind})", sa, da))
     chans = []
     ids = target.cross_flag_ids
     if len(found) > len(ids):
@@ -118,9 +118,16 @@ def plan_cross_sync(kernel: Kernel, target: Target) -> CrossPlan:
                             f"with {d} sets, over the {target.cross_flag_max_pending} a flag "
                             f"counts; use fewer workspace copies")
         first = min(deps, key=lambda x: x[2].id)[2]
+        # placed by access, not by instance: every access of the channel's kind to its space
+        # (a tile whose slot nobody used before still waits where the others do)
+        kinds = {(x[4].space, x[4].kind, x[5].kind) for x in deps}
+        sources = {i.instr.id for i, a in acc if i.core == src and i.pipe == pipe
+                   and any(a.space == sp and a.kind == k for sp, k, _ in kinds)}
+        sinks = {i.instr.id for i, a in acc if i.core == dst
+                 and any(a.space == sp and a.kind == k for sp, _, k in kinds)}
         chans.append(CrossChannel(
-            ids[n], src, dst, pipe, first.pipe, d, frozenset(x[1].instr.id for x in deps),
-            frozenset(x[2].instr.id for x in deps), "; ".join(dict.fromkeys(x[3] for x in deps))))
+            ids[n], src, dst, pipe, first.pipe, d, frozenset(sources), frozenset(sinks),
+            "; ".join(dict.fromkeys(x[3] for x in deps))))
     return CrossPlan(kernel.name, tuple(chans))
 
 

@@ -1,0 +1,66 @@
+"""GEMM + Vector epilogue as one mixed kernel (issue 13 point 3, first slice), end to end: the
+emitted AscendC reads as one MIX kernel with a comment per cross-core flag, and (slow) the whole
+check ladder with g++ passes for GELU, row scale and residual epilogues, default and hand
+schedules, shapes with tails in M, N and K."""
+
+from __future__ import annotations
+
+import pytest
+
+from ascendsched.algo import library as L
+from ascendsched.api.check import check
+from ascendsched.emit_ascendc.project import emit_project
+from ascendsched.lower.pipeline import lower
+from ascendsched.schedule.gemm import GemmSchedule
+
+# 33 x 47 x 70 and 100 x 130 x 90: tails in M, N and K for every tile below
+HAND = {
+    "gelu": lambda: GemmSchedule(L.gemm_gelu(33, 47, 70)).tile(32, 32, 32).split_k(16)
+    .buffer("l0", 2).epilogue_on("vector", rows=8),
+    "gelu_100x130x90": lambda: GemmSchedule(L.gemm_gelu(100, 130, 90)).tile(64, 64, 64)
+    .buffer("l1", 2).bind(2).buffer("workspace", 3),
+    "row_scale": lambda: GemmSchedule(L.gemm_row_scale(100, 130, 90)).tile(32, 64, 32)
+    .bind(3).swizzle(2, "m").buffer("workspace", 3),
+    "residual": lambda: GemmSchedule(L.gemm_residual(100, 130, 90)).tile(64, 32, 64).bind(2)
+    .buffer("workspace", 1),
+}
+DEFAULT = {
+    "gelu": lambda: L.gemm_gelu(33, 47, 70),
+    "gelu_100x130x90": lambda: L.gemm_gelu(100, 130, 90),
+    "row_scale": lambda: L.gemm_row_scale(100, 130, 90),
+    "row_scale_33x47x70": lambda: L.gemm_row_scale(33, 47, 70),
+}
+
+
+def test_the_emitted_mix_kernel_reads_well(tmp_path) -> None:  # noqa: ANN001
+    k = lower(HAND["row_scale"]())
+    src = emit_project(k, tmp_path).kernel_source
+    aic, aiv = src.index("if ASCEND_IS_AIC {"), src.index("if ASCEND_IS_AIV {")
+    assert "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);" in src
+    assert "GlobalTensor<float> C_ws_gm;  // workspace float32[9, 2048]" in src
+    assert ("CrossCoreWaitFlag<2, PIPE_FIX>(1);  // slot free (of 3 tiles back): C_ws: AIV MTE2 "
+            "copy_gm_ub -> AIC FIX fixpipe (WAR)") in src[aic:aiv]
+    assert ("CrossCoreSetFlag<2, PIPE_FIX>(0);  // data ready: C_ws: AIC FIX fixpipe -> AIV "
+            "MTE2 copy_gm_ub (RAW)") in src[aic:aiv]
+    assert ("CrossCoreSetFlag<2, PIPE_MTE2>(1);  // slot free 1 of 3 before the tiles: C_ws: "
+            "AIV MTE2 copy_gm_ub -> AIC FIX fixpipe (WAR)") in src[aiv:]
+    assert "CrossCoreWaitFlag<2, PIPE_MTE2>(0);  // data ready" in src[aiv:]
+    # per tile loop (one per Fixpipe) a wait and a set on each core; 3 initial free slots
+    # (AIV) and 3 final waits (AIC)
+    assert src.count("CrossCore") == 4 * src[aic:aiv].count("Fixpipe<") + 2 * 3
+
+
+@pytest.mark.slow  # g++ builds and runs
+@pytest.mark.parametrize("name", list(HAND))
+def test_cpp_ladder_hand(name: str) -> None:
+    bad = [str(v) for v in check(HAND[name]()) if not v.ok]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.slow  # g++ builds and runs
+@pytest.mark.parametrize("name", list(DEFAULT))
+def test_cpp_ladder_default(name: str) -> None:
+    verdicts = check(DEFAULT[name]())
+    bad = [str(v) for v in verdicts if not v.ok]
+    assert not bad, "\n".join(bad)
+    assert "C++ trace race check" in [v.check for v in verdicts]

@@ -10,7 +10,9 @@ import functools
 import numpy as np
 import pytest
 
+from ascendsched.algo import algorithm, compute, placeholder, reduce_axis, reduce_sum
 from ascendsched.algo.library import gemm_gelu, gemm_row_scale
+from ascendsched.algo.ops import exp, relu
 from ascendsched.api.check import check
 from ascendsched.api.numerics import random_inputs, vector_epilogue_error
 from ascendsched.api.sync_minimality import sync_minimality
@@ -100,6 +102,32 @@ def test_ir_rungs_of_the_ladder(sched) -> None:  # noqa: ANN001
     verdicts = check(sched, cpp=False, kernel=k)
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
     assert [v.check for v in verdicts][1:] == ["IR execution == numpy (D)", "IR trace race check"]
+
+
+def _other(kind: str):  # noqa: ANN202 -- Algorithm; 50 x 70 x 64, default schedules
+    m, n, kk = 50, 70, 64
+    k = reduce_axis(kk, "k")
+    int8 = kind == "int8 row dequant"
+    acc = "int32" if int8 else "float32"
+    a = placeholder("A", (m, kk), "int8" if int8 else "float16")
+    b = placeholder("B", (n, kk) if kind == "B^T exp" else (kk, n), a.dtype)
+    c = compute("C", (m, n), lambda i, j: reduce_sum(a[i, k].astype(acc) * (
+        b[j, k] if kind == "B^T exp" else b[k, j]).astype(acc), k, dtype=acc))
+    if kind == "column scale relu":
+        v = placeholder("v", (n,), "float32")
+        d = compute("D", (m, n), lambda i, j: relu(c[i, j] * v[j]).astype("float16"))
+    elif int8:
+        s = placeholder("s", (m,), "float32")
+        d = compute("D", (m, n), lambda i, j: (c[i, j].astype("float32") * s[i]).astype("float16"))
+    else:
+        d = compute("D", (m, n), lambda i, j: exp(c[i, j] * 0.01).astype("float16"))
+    return algorithm(kind.replace(" ", "_").replace("^", ""), d)
+
+
+@pytest.mark.parametrize("kind", ["column scale relu", "int8 row dequant", "B^T exp"])
+def test_ir_rungs_of_other_epilogues(kind: str) -> None:
+    verdicts = check(_other(kind), cpp=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 
 @pytest.mark.parametrize("sched", [GELU, SCALE], ids=["gelu", "row_scale"])

@@ -148,7 +148,7 @@ def leave_to_cross(deps: Dependences, plan: CrossPlan, kernel: Kernel) -> Depend
             for c2 in plan.channels:
                 if (c1.src_core == s.core == c2.dst_core and c1.dst_core == c2.src_core
                         and s.instr.id in c1.sources and t.instr.id in c2.sinks
-                        and _wait_before_set(c1, c2, kernel, time)):
+                        and _wait_before_set(c1, c2, kernel)):
                     d = time.min_distance(s, t, dep.relation)
                     ordered = ordered or (d is not None and d >= c1.distance + c2.distance)
         if not ordered:
@@ -277,11 +277,10 @@ def _min_delta(t: isl.Map) -> int | None:
     return int(low.to_python()) if low.is_int() else None
 
 
-def _wait_before_set(c1: CrossChannel, c2: CrossChannel, kernel: Kernel, time: _Time) -> bool:
+def _wait_before_set(c1: CrossChannel, c2: CrossChannel, kernel: Kernel) -> bool:
     """In each iteration of the relaying core, c1's wait comes before c2's set: both sit in
     the loop body, the wait before the first child with a c1 sink, the set after the last
     child with a c2 source; so c1's sinks must not come after c2's sources."""
-    del time
     p = kernel.program(c1.dst_core)
     assert p is not None
     for s in p.body:

@@ -400,6 +400,12 @@ class GemmSchedule:
             "      Mmad L0C += L0A x L0B   # C = A x B on the first K step",
             f"  L0C -> GM (Fixpipe NZ -> ND, {self.spec.acc_dtype} -> {self.spec.out_dtype}), "
             f"{t.l0c_copies} L0C copies"]
+        epi = self.vector_epilogue
+        if epi is not None:
+            lines[-1] += f", into workspace slot (iteration % {self.copies('workspace')})"
+            lines.append(f"  on the block's Vector core: {epi}, "
+                         + (f"{self.epilogue_rows} rows per step" if self.epilogue_rows
+                            else "as many rows per step as UB holds"))
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from ascendsched.algo import algorithm, compute, placeholder, reduce_axis, reduce_sum
 from ascendsched.algo import library as L
+from ascendsched.algo.ops import exp
 from ascendsched.api.check import check
 from ascendsched.emit_ascendc.project import emit_project
 from ascendsched.lower.pipeline import lower
@@ -48,6 +50,21 @@ def test_the_emitted_mix_kernel_reads_well(tmp_path) -> None:  # noqa: ANN001
     # per tile loop (one per Fixpipe) a wait and a set on each core; 3 initial free slots
     # (AIV) and 3 final waits (AIC)
     assert src.count("CrossCore") == 4 * src[aic:aiv].count("Fixpipe<") + 2 * 3
+
+
+def test_a_large_mixed_kernel_is_checked_through_its_reduced_instance() -> None:
+    """An epilogue inlined into the GEMM stage (its sum under exp), 4 cores, 3 slots: the
+    reduced instance keeps the Vector epilogue, its step rows and the workspace slots."""
+    m, n, kk = 300, 200, 64
+    a, b = placeholder("A", (m, kk)), placeholder("B", (kk, n))
+    k = reduce_axis(kk, "k")
+    d = compute("D", (m, n), lambda i, j: exp(reduce_sum(
+        a[i, k].astype("float32") * b[k, j].astype("float32"), k) * 0.01).astype("float16"))
+    s = (GemmSchedule(algorithm("g", d)).tile(32, 32, 32).bind(4).epilogue_on("vector", rows=8)
+         .buffer("workspace", 3))
+    verdicts = check(s, cpp=False, reduce=True)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+    assert "on gemm 172 x 104 x 64 on 2 cores" in str(verdicts[-1])
 
 
 @pytest.mark.slow  # g++ builds and runs

@@ -10,7 +10,8 @@ replaced by a placeholder of the accumulator (the GM workspace the Cube writes):
 
 The Vector part must be elementwise over the output's (i, j): every stage has the output's
 shape and reads tensors only at plain axes, so one output tile needs exactly the same tile of
-the workspace, and of every 2-D input, and the tile's rows (columns) of a row (column) vector.
+the workspace, and of every 2-D input, and the tile's rows (columns) of a row (column) vector
+(after a batched GEMM, each of those per batch or shared by the batches).
 ``VectorEpilogue.tile_algorithm`` is that part at the size of one tile (``resize.py``), and
 ``inputs`` says which output axis each input dimension follows. No hardware knowledge here.
 """
@@ -41,8 +42,8 @@ from ascendsched.errors import UnsupportedError
 
 @dataclass(frozen=True)
 class EpilogueInput:
-    """An input of the Vector part; ``axes[d]`` is the output axis (0: rows i, 1: columns j)
-    its dimension ``d`` follows."""
+    """An input of the Vector part; ``axes[d]`` is the output axis its dimension ``d`` follows
+    (rows i, columns j: 0, 1; after a batched GEMM batch, i, j: 0, 1, 2)."""
 
     name: str
     axes: tuple[int, ...]
@@ -59,13 +60,18 @@ class VectorEpilogue:
     inputs: tuple[EpilogueInput, ...]
 
     @property
-    def shape(self) -> tuple[int, int]:
-        o = self.algo.outputs[0]
-        return int(o.shape[0]), int(o.shape[1])
+    def rank(self) -> int:
+        """2, or 3 after a batched GEMM (axis 0 the batch)."""
+        return len(self.algo.outputs[0].shape)
 
     def tile_algorithm(self, rows: int, cols: int) -> Algorithm:
-        """The Vector part for one ``rows x cols`` output tile (same names, tile sizes)."""
-        return resize(self.algo, {(self.output, 0): rows, (self.output, 1): cols})
+        """The Vector part for one ``rows x cols`` output tile of one batch (same names, tile
+        sizes; a batch axis of size 1)."""
+        r = self.rank
+        sizes = {(self.output, r - 2): rows, (self.output, r - 1): cols}
+        if r == 3:
+            sizes[(self.output, 0)] = 1
+        return resize(self.algo, sizes)
 
     def __str__(self) -> str:
         return f"vector epilogue {self.output} = f({self.workspace}, " \
@@ -103,10 +109,9 @@ def split_vector_epilogue(algo: Algorithm) -> GemmSplit:
         raise UnsupportedError(f"{where}: stage '{c.name}' holds {len(sums)} reductions; the "
                                f"GEMM stage holds one sum over k")
     acc = sums[0]
-    if len(c.shape) != 2:
-        raise UnsupportedError(
-            f"{where}: a Vector epilogue after a batched GEMM is not implemented yet ('{c.name}' "
-            f"has shape {list(c.shape)}); only (M, N) GEMMs take one")
+    if len(c.shape) not in (2, 3):
+        raise UnsupportedError(f"{where}: GEMM stage '{c.name}' has rank {len(c.shape)}; "
+                               f"GEMM outputs are (M, N) or (batch, M, N)")
     if tuple(out.shape) != tuple(c.shape):
         raise UnsupportedError(
             f"{where}: output '{out.name}' has shape {list(out.shape)}, not the GEMM's "

@@ -230,6 +230,21 @@ def gemm_residual(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float1
                                               .astype(dtype)))
 
 
+def batched_gemm_row_scale(batch: int = 4, m: int = 128, n: int = 128, k: int = 128,
+                           dtype: str = "float16", *, shared_b: bool = False) -> Algorithm:
+    """C[b] = A[b] x B[b] (float32; ``shared_b``: one B), D[b, i, j] = float16(C[b, i, j] *
+    s[b, i]) with a float32 scale per batch and row: a Vector epilogue after a batched GEMM."""
+    a = placeholder("A", (batch, m, k), dtype)
+    b = placeholder("B", (k, n) if shared_b else (batch, k, n), dtype)
+    s = placeholder("s", (batch, m), "float32")
+    kk = reduce_axis(k, "k")
+    c = compute("C", (batch, m, n), lambda p, i, j: reduce_sum(
+        a[p, i, kk].astype("float32")
+        * (b[kk, j] if shared_b else b[p, kk, j]).astype("float32"), kk))
+    return algorithm("batched_gemm_row_scale", compute(
+        "D", (batch, m, n), lambda p, i, j: (c[p, i, j] * s[p, i]).astype(dtype)))
+
+
 VECTOR_KERNELS = {
     "vadd": vadd,
     "mul_add_relu": fused_mul_add_relu,

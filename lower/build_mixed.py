@@ -110,7 +110,7 @@ def epilogue_schedule(sched: GemmSchedule, epi: VectorEpilogue, rows: int, cols:
         if st.name != out:
             s = s.compute_inline(st.name)
     if r < rows:
-        s = s.split(out, algo.outputs[0].op.axes[0].name, r)  # type: ignore[union-attr]
+        s = s.split(out, algo.outputs[0].op.axes[-2].name, r)  # type: ignore[union-attr]
         for t in _tensors(algo):
             s = s.buffer(t, 2)
     return s
@@ -198,8 +198,10 @@ def _relocated(body: tuple[Stmt, ...], vk: Kernel, epi: VectorEpilogue, cl: _Cla
     assert tile is not None
     t = cube.t
     origin = (tile.mi * t.tm, tile.ni * t.tn)
+    if epi.rank == 3:
+        origin = (tile.b,) + origin
     follows = {i.name: i.axes for i in epi.inputs}
-    follows[epi.output] = (0, 1)
+    follows[epi.output] = tuple(range(epi.rank))
     glob = {p.name: p for p in (GmTensor(n, tuple(epi.algo.tensor(n).shape),  # type: ignore[arg-type]
                                          epi.algo.tensor(n).dtype) for n in follows)}
 
@@ -217,7 +219,7 @@ def _relocated(body: tuple[Stmt, ...], vk: Kernel, epi: VectorEpilogue, cl: _Cla
         off = Affine()
         for d, part in enumerate(idx):
             off = off + (origin[follows[r.tensor][d]] + part) * gstr[d]
-        dims = r.dims if len(g.shape) == 1 else (Dim(r.dims[0].extent, gstr[0]), r.dims[1])
+        dims = r.dims if len(g.shape) == 1 else (Dim(r.dims[0].extent, gstr[-2]), r.dims[1])
         return Region(r.tensor, off, dims, r.copy)
 
     def walk(stmts: tuple[Stmt, ...], extents: dict[str, int]) -> tuple[Stmt, ...]:
@@ -241,24 +243,30 @@ def _relocated(body: tuple[Stmt, ...], vk: Kernel, epi: VectorEpilogue, cl: _Cla
 
 def _split_offset(r: Region, shape: tuple[int, ...], extents: dict[str, int]) -> list[Affine]:
     """A tile-local GM region's element offset as an index per dimension (row-major
-    ``shape``), checked to keep each column index inside the row for every loop value."""
+    ``shape``), checked to keep each index below its dimension for every loop value (the
+    region's rows along the second-to-last, its columns along the last)."""
     if r.offset.mods or r.offset.divs:
         raise InternalCompilerError(f"epilogue region {r}: offset is not a plain affine sum")
-    if len(shape) == 1:
-        return [r.offset]
-    if len(shape) != 2:
-        raise InternalCompilerError(f"epilogue region {r}: rank {len(shape)}")
-    w = int(shape[1])
-    rq, cq = divmod(r.offset.const, w)
-    row, col = Affine(rq), Affine(cq)
-    hi = cq
-    for v, c in r.offset.terms:
-        q, m = divmod(c, w)
-        row, col = row + Affine.of(v) * q, col + Affine.of(v) * m
-        hi += m * (extents.get(v, 1) - 1)
-    if hi + r.dims[-1].extent > w:
-        raise InternalCompilerError(f"epilogue region {r}: columns reach {hi + r.dims[-1].extent}"
-                                    f" > the row of {w}; the offset does not split into rows "
-                                    f"and columns")
-    return [row, col]
-
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * int(shape[d + 1])
+    idx, hi = [], []
+    const = r.offset.const
+    terms = dict(r.offset.terms)
+    for st in strides:
+        q, const = divmod(const, st)
+        part, top = Affine(q), q
+        for v, c in list(terms.items()):
+            qv, terms[v] = divmod(c, st)
+            part = part + Affine.of(v) * qv
+            top += qv * (extents.get(v, 1) - 1)
+        idx.append(part)
+        hi.append(top)
+    span = [d.extent for d in r.dims[-len(shape):]] if len(r.dims) >= len(shape) else \
+        [1] * (len(shape) - len(r.dims)) + [d.extent for d in r.dims]
+    for d, n in enumerate(shape):
+        if hi[d] + span[d] > int(n):
+            raise InternalCompilerError(f"epilogue region {r}: dimension {d} reaches "
+                                        f"{hi[d] + span[d]} > {n}; the offset does not split "
+                                        f"into the tensor's dimensions")
+    return idx

@@ -1,7 +1,7 @@
 """GEMM + Vector epilogue as one mixed kernel (issue 13 point 3, first slice), end to end: the
 emitted AscendC reads as one MIX kernel with a comment per cross-core flag, and (slow) the whole
-check ladder with g++ passes for GELU, row scale and residual epilogues, default and hand
-schedules, shapes with tails in M, N and K."""
+check ladder with g++ passes for GELU, row scale and residual epilogues and a batched GEMM with a
+per-batch row scale, default and hand schedules, shapes with tails in M, N and K."""
 
 from __future__ import annotations
 
@@ -25,12 +25,17 @@ HAND = {
     .bind(3).swizzle(2, "m").buffer("workspace", 3),
     "residual": lambda: GemmSchedule(L.gemm_residual(100, 130, 90)).tile(64, 32, 64).bind(2)
     .buffer("workspace", 1),
+    "batched_row_scale": lambda: GemmSchedule(L.batched_gemm_row_scale(3, 40, 50, 30))
+    .tile(32, 32, 32).bind(2).epilogue_on("vector", rows=8).buffer("workspace", 3),
+    "batched_row_scale_shared_b": lambda: GemmSchedule(L.batched_gemm_row_scale(
+        2, 33, 47, 70, shared_b=True)).tile(16, 32, 32).buffer("l1", 2).bind(3),
 }
 DEFAULT = {
     "gelu": lambda: L.gemm_gelu(33, 47, 70),
     "gelu_100x130x90": lambda: L.gemm_gelu(100, 130, 90),
     "row_scale": lambda: L.gemm_row_scale(100, 130, 90),
     "row_scale_33x47x70": lambda: L.gemm_row_scale(33, 47, 70),
+    "batched_row_scale": lambda: L.batched_gemm_row_scale(3, 40, 50, 30),
 }
 
 
@@ -50,6 +55,12 @@ def test_the_emitted_mix_kernel_reads_well(tmp_path) -> None:  # noqa: ANN001
     # per tile loop (one per Fixpipe) a wait and a set on each core; 3 initial free slots
     # (AIV) and 3 final waits (AIC)
     assert src.count("CrossCore") == 4 * src[aic:aiv].count("Fixpipe<") + 2 * 3
+
+
+@pytest.mark.parametrize("name", ["batched_row_scale", "batched_row_scale_shared_b"])
+def test_batched_ir_rungs(name: str) -> None:
+    verdicts = check(HAND[name](), cpp=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 
 def test_a_large_mixed_kernel_is_checked_through_its_reduced_instance() -> None:

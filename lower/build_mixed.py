@@ -25,7 +25,7 @@ from ascendsched.algo.gemm_vector_epilogue import VectorEpilogue
 from ascendsched.errors import CapacityError, InternalCompilerError
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.build_gemm import _Builder as _GemmBuilder
-from ascendsched.lower.build_gemm import _Tile
+from ascendsched.lower.build_gemm import _Tile, capacity_hint
 from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.cube_ops import make_cube_instr
 from ascendsched.lower.ir import (
@@ -81,6 +81,22 @@ def build_mixed(sched: GemmSchedule, target: Target | None = None) -> Kernel:
         name=sched.algo.name, params=params, buffers=aic.buffers + tuple(buffers.values()),
         block_dim=t.cores, target=target, notes=aic.notes,
         programs=(aic.program(CoreType.AIC), Program(CoreType.AIV, tuple(aiv_body))))
+
+
+def mixed_capacity_hint(sched: GemmSchedule, err: CapacityError) -> CapacityError:
+    """``capacity_hint`` of the Cube path, and for UB the Vector epilogue's step that sized
+    its buffers and the way out."""
+    msg = str(err)
+    if ": UB buffers need" not in msg:
+        return capacity_hint(sched, err)
+    rows, t = sched.epilogue_rows, sched.tiling
+    asked = f", rows={rows}" if rows else ""
+    return CapacityError(
+        f"{msg}\nIn GEMM schedule ({sched.spec}): the Vector epilogue's step of "
+        f"{rows or 'as many rows as UB was estimated to hold'} x {t.tn} columns (its loads, its "
+        f"output and its temporaries), from .epilogue_on('vector'{asked}) and the tile's "
+        f"n={t.tn}. Try .epilogue_on('vector', rows={max(1, (rows or t.tm) // 2)}) or a "
+        f"smaller tile n")
 
 
 def epilogue_schedule(sched: GemmSchedule, epi: VectorEpilogue, rows: int, cols: int,

@@ -32,7 +32,7 @@ from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.build_gemm import build_gemm, capacity_hint
 from ascendsched.lower.build_loop_nest import build_loop_nest
-from ascendsched.lower.build_mixed import build_mixed
+from ascendsched.lower.build_mixed import build_mixed, mixed_capacity_hint
 from ascendsched.lower.cross_core_sync import insert_cross_sync, leave_to_cross, plan_cross_sync
 from ascendsched.lower.insert_sync import place_syncs
 from ascendsched.lower.ir import Kernel
@@ -86,7 +86,8 @@ def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
             plan = plan_memory(k, lifetimes, target)
         except CapacityError as e:
             if isinstance(sched, GemmSchedule):
-                raise capacity_hint(sched, e) from None
+                hint = capacity_hint if sched.vector_epilogue is None else mixed_capacity_hint
+                raise hint(sched, e) from None
             raise
         step("memory plan", plan)
         k = step("apply memory plan", apply_memory_plan(k, plan))

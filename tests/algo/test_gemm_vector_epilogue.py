@@ -107,3 +107,14 @@ def test_relu_after_a_scale_is_not_a_fixpipe_step_but_runs_on_the_vector() -> No
     s = GemmSchedule(algorithm("g", d))
     assert s.vector_epilogue is not None
     assert s.vector_epilogue.inputs[1] == EpilogueInput("v", (1,))
+
+
+def test_a_vector_step_over_ub_names_epilogue_on_and_the_fix() -> None:
+    from ascendsched.errors import CapacityError
+    from ascendsched.lower.pipeline import lower
+
+    s = GemmSchedule(gemm_gelu(256, 512, 64)).tile(128, 256, 64).epilogue_on("vector", rows=128)
+    with pytest.raises(CapacityError, match=r"(?s)UB buffers need .*the Vector epilogue's step of 128 "
+                       r"x 256 columns .* from \.epilogue_on\('vector', rows=128\) .* Try "
+                       r"\.epilogue_on\('vector', rows=64\) or a smaller tile n"):
+        lower(s, stop_after="memory plan")

@@ -2,8 +2,8 @@
 each dim 1..160) under random Cube schedules, workspace copies, cores and Vector step rows:
 lowered to one mixed kernel, the IR run equals numpy (the accumulator bound carried through
 the epilogue) and the trace checker finds no race, deadlock or flag error; the derived
-channels are data ready (distance 0) and, when a block reuses a slot, slot free (distance =
-the workspace copies)."""
+channels are data ready (distance 0) and, when a block reuses a slot, slot free (a distance
+that is a multiple of the workspace copies)."""
 
 from __future__ import annotations
 
@@ -64,4 +64,8 @@ def test_random_mixed_kernels_pass_the_ir_ladder(sched: GemmSchedule) -> None:
     plan = log.results["cross-core plan"]
     copies = sched.copies("workspace")
     got = [(c.src_core, c.distance) for c in plan.channels]
-    assert got in ([(CoreType.AIC, 0)], [(CoreType.AIC, 0), (CoreType.AIV, copies)]), str(plan)
+    assert got[0] == (CoreType.AIC, 0), str(plan)
+    # a slot is reused only a multiple of the copies iterations later (slot = iteration mod
+    # copies); more when guarded-off iterations of a class lie between (they set and wait too)
+    assert len(got) == 1 or (got[1][0] == CoreType.AIV and got[1][1] >= copies
+                             and got[1][1] % copies == 0 and len(got) == 2), str(plan)

@@ -8,10 +8,12 @@ replaced by a placeholder of the accumulator (the GM workspace the Cube writes):
     ->  cube:   C_acc[i, j] = sum[float32](k: A[i, k] * B[k, j])
         vector: C_ws (M, N) float32;  C[i, j] = C_ws[i, j];  D[i, j] = gelu(C[i, j]) * s[i]
 
-The Vector part must be elementwise over the output's (i, j): every stage has the output's
-shape and reads tensors only at plain axes, so one output tile needs exactly the same tile of
-the workspace, and of every 2-D input, and the tile's rows (columns) of a row (column) vector
-(after a batched GEMM, each of those per batch or shared by the batches).
+The Vector part works on whole rows of the output: every stage has the output's shape
+(elementwise) or its rows' (a reduction along each row, e.g. softmax's max and sum) and reads
+tensors only at plain axes (a reduce variable in the last subscript), so one output tile needs
+exactly the same tile of the workspace, and of every 2-D input, and the tile's rows (columns)
+of a row (column) vector (after a batched GEMM, each of those per batch or shared by the
+batches); with a row reduction a tile must hold whole rows (``rowwise``).
 ``VectorEpilogue.tile_algorithm`` is that part at the size of one tile (``resize.py``), and
 ``inputs`` says which output axis each input dimension follows. No hardware knowledge here.
 """
@@ -31,6 +33,7 @@ from ascendsched.algo.expr import (
     IndexArith,
     Load,
     Reduce,
+    ReduceVar,
     Select,
     Unary,
 )
@@ -58,6 +61,7 @@ class VectorEpilogue:
     workspace: str
     output: str
     inputs: tuple[EpilogueInput, ...]
+    rowwise: tuple[str, ...] = ()  # stages that reduce along rows: a tile must hold whole rows
 
     @property
     def rank(self) -> int:
@@ -115,8 +119,8 @@ def split_vector_epilogue(algo: Algorithm) -> GemmSplit:
     if tuple(out.shape) != tuple(c.shape):
         raise UnsupportedError(
             f"{where}: output '{out.name}' has shape {list(out.shape)}, not the GEMM's "
-            f"{list(c.shape)}; a Vector epilogue is elementwise over the GEMM result (row "
-            f"reductions such as softmax after a GEMM are not implemented yet)")
+            f"{list(c.shape)}; a Vector epilogue computes the GEMM result's shape (elementwise, "
+            f"or through row reductions such as softmax)")
     names = {t.name for t in algo.tensors}
     cube_name = c.name if c.op.body is acc else _fresh(f"{c.name}_acc", names)
     ws = _fresh(f"{c.name}_ws", names | {cube_name})
@@ -134,17 +138,21 @@ def split_vector_epilogue(algo: Algorithm) -> GemmSplit:
                         if e is acc else None, new)
             new[t.name] = Tensor(t.name, t.shape, t.dtype, ComputeOp(axes, body))
     vec = Algorithm(algo.name, (new[out.name],))
-    _check_elementwise(vec, where, cube_name)
+    rowwise = _check_rowwise(vec, where, cube_name)
+    rank = len(out.shape)
     inputs = []
     for t in vec.inputs:
         for st in vec.stages:
             for ld in (e for e in walk(st.op.body) if isinstance(e, Load)):  # type: ignore[union-attr]
                 if ld.tensor is t:
                     sa = st.op.axes  # type: ignore[union-attr]
-                    follows = tuple(next(n for n, a in enumerate(sa) if a is ix)
+                    # a stage's axis follows the output axis of its position (a row vector's
+                    # axes are the output's leading ones); a reduce variable runs along j
+                    follows = tuple(rank - 1 if isinstance(ix, ReduceVar) else
+                                    next(n for n, a in enumerate(sa) if a is ix)
                                     for ix in ld.indices)
         inputs.append(EpilogueInput(t.name, follows))
-    return GemmSplit(cube, VectorEpilogue(vec, ws, out.name, tuple(inputs)))
+    return GemmSplit(cube, VectorEpilogue(vec, ws, out.name, tuple(inputs), rowwise))
 
 
 def upstream_of(c: Tensor) -> set[Tensor]:
@@ -198,31 +206,45 @@ def _map(e: Expr, fn, new: dict[str, Tensor]) -> Expr:  # noqa: ANN001 -- Expr -
     raise AssertionError(e)
 
 
-def _check_elementwise(vec: Algorithm, where: str, cube: str) -> None:
+def _check_rowwise(vec: Algorithm, where: str, cube: str) -> tuple[str, ...]:
+    """Check that every stage of the Vector part computes the output's shape elementwise, or
+    a row vector (the output's shape without its last axis) reducing along whole rows, and
+    reads tensors only at its own axes (a reduce variable in the last subscript, over a whole
+    row). Returns the reducing stages."""
     out = vec.outputs[0]
+    n = int(out.shape[-1])
+    rowwise: list[str] = []
     for st in vec.stages:
         assert st.op is not None
         axes = st.op.axes
-        if tuple(st.shape) != tuple(out.shape):
+        row = tuple(st.shape) == tuple(out.shape[:-1])
+        if tuple(st.shape) != tuple(out.shape) and not row:
             raise UnsupportedError(
-                f"{where}: stage '{st.name}' after the GEMM has shape {list(st.shape)}, not the "
-                f"output's {list(out.shape)}; a Vector epilogue is elementwise over the GEMM "
-                f"result (row reductions such as softmax after a GEMM are not implemented yet)")
+                f"{where}: stage '{st.name}' after the GEMM has shape {list(st.shape)}, neither "
+                f"the output's {list(out.shape)} nor its rows' {list(out.shape[:-1])}; a Vector "
+                f"epilogue works on whole rows of the GEMM result")
         for e in walk(st.op.body):
             if isinstance(e, Reduce):
-                raise UnsupportedError(
-                    f"{where}: stage '{st.name}' reduces ({e}) after the GEMM; a Vector "
-                    f"epilogue is elementwise (row reductions such as softmax after a GEMM "
-                    f"are not implemented yet)")
+                if not row or len(e.axes) != 1 or int(e.axes[0].extent) != n:
+                    raise UnsupportedError(
+                        f"{where}: stage '{st.name}' reduces ({e}) after the GEMM; a Vector "
+                        f"epilogue reduces only whole rows: a stage of shape "
+                        f"{list(out.shape[:-1])} reducing one axis of extent {n}")
+                rowwise.append(st.name)
             if not isinstance(e, Load):
                 continue
-            plain = [next((n for n, a in enumerate(axes) if a is ix), None) for ix in e.indices]
+            plain = [next((k for k, a in enumerate(axes) if a is ix), None) for ix in e.indices]
+            last = e.indices[-1] if e.indices else None
+            if isinstance(last, ReduceVar) and int(last.extent) == n and int(e.tensor.shape[-1]) == n:
+                plain[-1] = len(axes)  # the row being reduced
             ok = None not in plain and len(set(plain)) == len(plain) and (
-                e.tensor.is_placeholder or plain == list(range(len(axes))))
+                e.tensor.is_placeholder or plain == list(range(len(e.indices))))
             if not ok:
                 raise UnsupportedError(
                     f"{where}: stage '{st.name}' reads {e.tensor.name}"
                     f"[{', '.join(map(str, e.indices))}]; after the GEMM '{cube}' a Vector "
                     f"epilogue reads tensors only at the output's own axes "
                     f"({', '.join(a.name for a in axes)}): a matrix [i, j], a row vector [i] "
-                    f"or a column vector [j]")
+                    f"or a column vector [j] (a whole row through a reduce variable in the "
+                    f"last subscript)")
+    return tuple(dict.fromkeys(rowwise))

@@ -230,6 +230,25 @@ def gemm_residual(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float1
                                               .astype(dtype)))
 
 
+def gemm_softmax(m: int = 128, n: int = 256, k: int = 128, dtype: str = "float16"
+                 ) -> Algorithm:
+    """Attention scores and their row softmax ("minicv"): S = Q x K^T-like product Q (M, K) x
+    Kt (K, N) in float32, P = float16(exp(S - max_j S) / sum_j exp(S - max_j S)). The
+    softmax runs on the Vector cores over tiles of whole rows, in the same kernel."""
+    q = placeholder("Q", (m, k), dtype)
+    kt = placeholder("Kt", (k, n), dtype)
+    kk = reduce_axis(k, "k")
+    s = compute("S", (m, n), lambda i, j: reduce_sum(
+        q[i, kk].astype("float32") * kt[kk, j].astype("float32"), kk))
+    k1 = reduce_axis(n, "k1")
+    mx = compute("mx", (m,), lambda i: reduce_max(s[i, k1], k1))
+    e = compute("e", (m, n), lambda i, j: exp(s[i, j] - mx[i]))
+    k2 = reduce_axis(n, "k2")
+    sm = compute("sm", (m,), lambda i: reduce_sum(e[i, k2], k2))
+    return algorithm("gemm_softmax", compute("P", (m, n), lambda i, j:
+                                             (e[i, j] / sm[i]).astype(dtype)))
+
+
 def batched_gemm_row_scale(batch: int = 4, m: int = 128, n: int = 128, k: int = 128,
                            dtype: str = "float16", *, shared_b: bool = False) -> Algorithm:
     """C[b] = A[b] x B[b] (float32; ``shared_b``: one B), D[b, i, j] = float16(C[b, i, j] *

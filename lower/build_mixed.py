@@ -44,7 +44,7 @@ from ascendsched.lower.ir import (
 )
 from ascendsched.schedule.gemm import GemmSchedule, TileClass
 from ascendsched.schedule.schedule import Schedule
-from ascendsched.schedule.ub_budget import TileShape, tile_bytes
+from ascendsched.schedule.ub_budget import TileShape, computed_per_tile, tile_bytes
 from ascendsched.target import CoreType, Scope, Target
 
 
@@ -102,7 +102,8 @@ def mixed_capacity_hint(sched: GemmSchedule, err: CapacityError) -> CapacityErro
 def epilogue_schedule(sched: GemmSchedule, epi: VectorEpilogue, rows: int, cols: int,
                       target: Target) -> Schedule:
     """The Vector schedule of one ``rows x cols`` tile of the epilogue: its stages inlined
-    into the output, the rows split by ``epilogue_on(..., rows=r)`` (default: the most rows
+    into the output (row reductions and stages read twice computed per step, as the default
+    Vector schedule does), the rows split by ``epilogue_on(..., rows=r)`` (default: the most rows
     whose UB tiles fit, double buffered when a tile takes several steps)."""
     algo = epi.tile_algorithm(rows, cols)
     out = algo.outputs[0].name
@@ -122,13 +123,15 @@ def epilogue_schedule(sched: GemmSchedule, epi: VectorEpilogue, rows: int, cols:
     else:
         r = min(want, rows)
     s = Schedule(algo, target=target)
-    for st in algo.stages:
-        if st.name != out:
-            s = s.compute_inline(st.name)
     if r < rows:
         s = s.split(out, algo.outputs[0].op.axes[-2].name, r)  # type: ignore[union-attr]
         for t in _tensors(algo):
             s = s.buffer(t, 2)
+    per_tile = computed_per_tile(algo)  # row reductions and shared stages: per step
+    for st in algo.stages:
+        if st.name != out:
+            s = s.compute_at(st.name, out, s.legal_compute_at(out)[0]) \
+                if st.name in per_tile else s.compute_inline(st.name)
     return s
 
 

@@ -8,7 +8,7 @@ import pytest
 from ascendsched.algo import algorithm, compute, placeholder, reduce_axis, reduce_sum
 from ascendsched.algo.gemm_spec import match_gemm
 from ascendsched.algo.gemm_vector_epilogue import EpilogueInput, split_vector_epilogue
-from ascendsched.algo.library import gemm_epilogue, gemm_gelu, gemm_row_scale
+from ascendsched.algo.library import gemm_epilogue, gemm_gelu, gemm_row_scale, gemm_softmax
 from ascendsched.algo.ops import exp, reduce_max, relu
 from ascendsched.errors import ScheduleError, UnsupportedError
 from ascendsched.schedule.gemm import GemmSchedule
@@ -58,9 +58,17 @@ def _row_max(c):  # noqa: ANN001, ANN202
     return compute("D", (M,), lambda i: reduce_max(e[i, n], n))
 
 
+def _col_sum(c):  # noqa: ANN001, ANN202
+    m = reduce_axis(M, "m")
+    s = compute("S", (N,), lambda j: reduce_sum(c[m, j], m))
+    return compute("D", (M, N), lambda i, j: c[i, j] - s[j])
+
+
 @pytest.mark.parametrize("body, match", [
-    (_row_max, r"output 'D' has shape \[33\], not the GEMM's \[33, 47\].*softmax after a "
-               r"GEMM are not implemented yet"),
+    (_row_max, r"output 'D' has shape \[33\], not the GEMM's \[33, 47\]; a Vector epilogue "
+               r"computes the GEMM result's shape"),
+    (_col_sum, r"stage 'S' after the GEMM has shape \[47\], neither the output's \[33, 47\] "
+               r"nor its rows' \[33\]"),
     (lambda c: compute("D", (M, N), lambda i, j: c[i, j] - c[0, j]),
      r"stage 'D' reads C\[0, j\]; after the GEMM 'C' a Vector epilogue reads tensors only at "
      r"the output's own axes"),
@@ -118,3 +126,14 @@ def test_a_vector_step_over_ub_names_epilogue_on_and_the_fix() -> None:
                        r"x 256 columns .* from \.epilogue_on\('vector', rows=128\) .* Try "
                        r"\.epilogue_on\('vector', rows=64\) or a smaller tile n"):
         lower(s, stop_after="memory plan")
+
+
+def test_softmax_after_a_gemm_reduces_whole_rows_and_needs_tiles_of_whole_rows() -> None:
+    s = GemmSchedule(gemm_softmax(40, 100, 64))
+    epi = s.vector_epilogue
+    assert epi is not None and epi.rowwise == ("mx", "sm")
+    assert [t.name for t in epi.algo.stages] == ["S", "mx", "e", "sm", "P"]
+    with pytest.raises(ScheduleError, match=r"tile\(m=32, n=64, k=32\): the Vector epilogue "
+                       r"reduces along rows \(stage 'mx'\), so a tile must hold whole rows of "
+                       r"100 columns; try tile\(32, 112, 32\)"):
+        s.tile(32, 64, 32)

@@ -1,7 +1,8 @@
 """GEMM + Vector epilogue as one mixed kernel (issue 13 point 3, first slice), end to end: the
 emitted AscendC reads as one MIX kernel with a comment per cross-core flag, and (slow) the whole
-check ladder with g++ passes for GELU, row scale and residual epilogues and a batched GEMM with a
-per-batch row scale, default and hand schedules, shapes with tails in M, N and K."""
+check ladder with g++ passes for GELU, row scale and residual epilogues, a batched GEMM with a
+per-batch row scale and a row softmax of GEMM scores ("minicv", tiles of whole rows), default
+and hand schedules, shapes with tails in M, N and K."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ HAND = {
     .buffer("workspace", 1),
     "batched_row_scale": lambda: GemmSchedule(L.batched_gemm_row_scale(3, 40, 50, 30))
     .tile(32, 32, 32).bind(2).epilogue_on("vector", rows=8).buffer("workspace", 3),
+    "softmax": lambda: GemmSchedule(L.gemm_softmax(40, 100, 70)).tile(16, 112, 32).bind(2)
+    .epilogue_on("vector", rows=8),
     "batched_row_scale_shared_b": lambda: GemmSchedule(L.batched_gemm_row_scale(
         2, 33, 47, 70, shared_b=True)).tile(16, 32, 32).buffer("l1", 2).bind(3),
 }
@@ -36,6 +39,7 @@ DEFAULT = {
     "row_scale": lambda: L.gemm_row_scale(100, 130, 90),
     "row_scale_33x47x70": lambda: L.gemm_row_scale(33, 47, 70),
     "batched_row_scale": lambda: L.batched_gemm_row_scale(3, 40, 50, 30),
+    "softmax": lambda: L.gemm_softmax(100, 130, 90),
 }
 
 
@@ -57,8 +61,8 @@ def test_the_emitted_mix_kernel_reads_well(tmp_path) -> None:  # noqa: ANN001
     assert src.count("CrossCore") == 4 * src[aic:aiv].count("Fixpipe<") + 2 * 3
 
 
-@pytest.mark.parametrize("name", ["batched_row_scale", "batched_row_scale_shared_b"])
-def test_batched_ir_rungs(name: str) -> None:
+@pytest.mark.parametrize("name", ["batched_row_scale", "batched_row_scale_shared_b", "softmax"])
+def test_batched_and_softmax_ir_rungs(name: str) -> None:
     verdicts = check(HAND[name](), cpp=False)
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 

@@ -1,5 +1,5 @@
-"""Random GEMMs followed by a Vector epilogue (GELU, row scale, column scale + ReLU, residual;
-each dim 1..160) under random Cube schedules, workspace copies, cores and Vector step rows:
+"""Random GEMMs followed by a Vector epilogue (GELU, row scale, column scale + ReLU, residual,
+row softmax; each dim 1..160) under random Cube schedules, workspace copies, cores and Vector step rows:
 lowered to one mixed kernel, the IR run equals numpy (the accumulator bound carried through
 the epilogue) and the trace checker finds no race, deadlock or flag error; the derived
 channels are data ready (distance 0) and, when a block reuses a slot, slot free (a distance
@@ -32,14 +32,18 @@ def _column_scale_relu(m: int, n: int, k: int):  # noqa: ANN202 -- Algorithm
 
 
 EPILOGUES = {"gelu": L.gemm_gelu, "row_scale": L.gemm_row_scale,
-             "residual": L.gemm_residual, "column_scale_relu": _column_scale_relu}
+             "residual": L.gemm_residual, "column_scale_relu": _column_scale_relu,
+             "softmax": L.gemm_softmax}
 
 
 @st.composite
 def mixed_cases(draw) -> GemmSchedule:
     m, n, k = (draw(st.integers(1, 160), label=x) for x in "mnk")
-    algo = EPILOGUES[draw(st.sampled_from(sorted(EPILOGUES)))](m, n, k)
+    kind = draw(st.sampled_from(sorted(EPILOGUES)))
+    algo = EPILOGUES[kind](m, n, k)
     tm, tn, tk = (draw(st.sampled_from([16, 32, 64]), label=f"tile {x}") for x in "mnk")
+    if kind == "softmax":  # reduces along rows: tiles of whole rows
+        tn = -(-n // 16) * 16
     s = GemmSchedule(algo).tile(tm, tn, tk)
     if draw(st.booleans()):
         s = s.buffer("l1", 2)

@@ -8,7 +8,9 @@ instances on the two cores that touch the same GM bytes, at least one writing, o
 meaning, and measures each pair's distance in *iterations* (counted densely over the skeleton's
 loops, per block). Per (source core, source pipe, sink core) one *channel* of counting flags
 orders all its dependences: in every iteration the source core sets after the part holding its
-sources, the sink core waits before the part holding its sinks, and a channel whose least
+sources, the sink core waits before the part holding its sinks (sources and sinks: every access
+of the channel's kind to its GM space on that core, so iterations whose instances happen not to
+conflict, e.g. a slot's first use, keep the same shape), and a channel whose least
 distance is ``d`` > 0 starts with ``d`` sets before the loops (the sink's first ``d`` waits
 need no source) and ends with ``d`` waits after them. The k-th wait consumes the k-th set
 (the flag id is a counter: asc-devkit docs/zh/api/SIMD-API/基础API/同步控制/核间同步/
@@ -25,6 +27,9 @@ A dependence inside one core that a chain of channels orders (X -> Y at distance
 Y -> X at d2, the Y wait before the Y set in each iteration, distance >= d1 + d2: the AIC's
 WAW on a slot it writes again S tiles later) needs no intra-core sync: ``leave_to_cross``
 removes it before ``place_syncs``. ``insert_cross_sync`` runs last, after event-id allocation.
+The dependences come from the same isl building blocks as ``polyhedral.py`` (statement
+instances, byte access relations); the placement is this pass's own, not ``insert_sync``'s
+(whose program-order reasoning holds within one core only).
 Sets pending on one flag stay at most the channel's ``d`` plus the iterations the source may
 run ahead; ``d`` must be within ``target.cross_flag_max_pending`` ("同一flagId的计数器最多
 设置15次", same doc).

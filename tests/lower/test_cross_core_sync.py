@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 
 from ascendsched.algo import algorithm, compute, placeholder, reduce_axis, reduce_sum
-from ascendsched.algo.library import gemm_gelu, gemm_row_scale
+from ascendsched.algo.library import (
+    batched_gemm_row_scale,
+    gemm_gelu,
+    gemm_row_scale,
+    gemm_softmax,
+)
 from ascendsched.algo.ops import exp, relu
 from ascendsched.api.check import check
 from ascendsched.api.numerics import random_inputs, vector_epilogue_error
@@ -159,8 +164,15 @@ def test_the_epilogue_reference_catches_a_wrong_answer() -> None:
     assert not ok and "first at [32, 46]" in msg
 
 
-@pytest.mark.slow  # ~35 s: one simulated trace per sync channel
-@pytest.mark.parametrize("sched", [GELU, SCALE], ids=["gelu", "row_scale"])
+SOFTMAX = (GemmSchedule(gemm_softmax(40, 100, 70)).tile(16, 112, 32).bind(2)
+           .epilogue_on("vector", rows=8))
+BATCHED = (GemmSchedule(batched_gemm_row_scale(3, 40, 50, 30)).tile(32, 32, 32).bind(2)
+           .epilogue_on("vector", rows=8).buffer("workspace", 3))
+
+
+@pytest.mark.slow  # ~10 to 35 s each: one simulated trace per sync channel
+@pytest.mark.parametrize("sched", [GELU, SCALE, SOFTMAX, BATCHED],
+                         ids=["gelu", "row_scale", "softmax", "batched_row_scale"])
 def test_every_sync_of_a_mixed_kernel_is_needed(sched) -> None:  # noqa: ANN001
     m = sync_minimality(sched)
     assert not m.removable, str(m)

@@ -14,8 +14,9 @@ step), ReLU, a per-column ``scale[j]`` after an int32 -> float32 cast (Fixpipe d
 and the cast to the output dtype (Fixpipe ``quantPre``). A ReLU after that cast is accepted too:
 round-to-nearest-even is monotone and keeps 0, so it commutes with the cast. Whether the target
 runs the combination (dtypes, modes) is again the lowering's question; a step outside this
-repertoire (exp, GELU, a scalar multiple, ...) raises UnsupportedError naming the stage: it
-would need a Vector epilogue (a mixed Cube + Vector kernel), which is not implemented yet.
+repertoire (exp, GELU, a scalar multiple, ...) raises UnsupportedError naming the stage; a
+``GemmSchedule`` then runs the steps after the sum on the Vector cores instead (a mixed kernel,
+``gemm_vector_epilogue.py``).
 """
 
 from __future__ import annotations
@@ -147,8 +148,7 @@ def _not_on_fixpipe(where: str, stage: str, e: object, why: str = "") -> Unsuppo
         + "; the Cube core's Fixpipe applies only a dtype cast, ReLU (max(x, 0)) and a "
         "per-column int32 -> float16 dequantisation scale[j], and the Mmad bias table adds "
         "bias[j]: anything else needs a Vector epilogue (a mixed Cube + Vector kernel), which "
-        "is not implemented yet. Compute the GEMM in its own algorithm and the rest on the "
-        "Vector path")
+        "a GemmSchedule picks by itself (or with .epilogue_on('vector'))")
 
 
 def walk(e: Expr) -> list[Expr]:

@@ -7,7 +7,7 @@ from float16 inputs (the 910B vector unit reduces float32 best) and store float1
 from __future__ import annotations
 
 from ascendsched.algo.algorithm import Algorithm, algorithm
-from ascendsched.algo.ops import exp, maximum, reduce_max, reduce_sum, relu, rsqrt
+from ascendsched.algo.ops import exp, maximum, reduce_max, reduce_sum, relu, rsqrt, tanh
 from ascendsched.algo.tensor import compute, placeholder, reduce_axis
 
 
@@ -186,6 +186,82 @@ def gemm_dequant(m: int = 256, n: int = 256, k: int = 256, *, relu: bool = False
         return (v.astype("float32") * scale[j]).astype("float16")
 
     return algorithm("gemm_dequant", compute("D", (m, n), deq))
+
+
+def _gemm_acc(m: int, n: int, k: int, dtype: str = "float16"):  # noqa: ANN202 -- Tensor
+    a = placeholder("A", (m, k), dtype)
+    b = placeholder("B", (k, n), dtype)
+    kk = reduce_axis(k, "k")
+    return compute("C", (m, n), lambda i, j: reduce_sum(
+        a[i, kk].astype("float32") * b[kk, j].astype("float32"), kk))
+
+
+def gelu_tanh(x):  # noqa: ANN001, ANN201 -- Expr
+    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+def gemm_gelu(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float16") -> Algorithm:
+    """C = A x B (float32 accumulation), D = float16(gelu(C)): GELU needs the Vector cores
+    (a mixed Cube + Vector kernel, ``GemmSchedule`` picks it)."""
+    c = _gemm_acc(m, n, k, dtype)
+    return algorithm("gemm_gelu", compute("D", (m, n), lambda i, j:
+                                          gelu_tanh(c[i, j]).astype(dtype)))
+
+
+def gemm_row_scale(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float16"
+                   ) -> Algorithm:
+    """C = A x B (float32), D[i, j] = float16(C[i, j] * s[i]) with a float32 row scale s:
+    the Fixpipe scales only columns, so this runs on the Vector cores."""
+    c = _gemm_acc(m, n, k, dtype)
+    s = placeholder("s", (m,), "float32")
+    return algorithm("gemm_row_scale", compute("D", (m, n), lambda i, j:
+                                               (c[i, j] * s[i]).astype(dtype)))
+
+
+def gemm_residual(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float16"
+                  ) -> Algorithm:
+    """C = A x B (float32), D = float16(C + R) with R an (M, N) float16 residual: the
+    Vector cores add it."""
+    c = _gemm_acc(m, n, k, dtype)
+    r = placeholder("R", (m, n), dtype)
+    return algorithm("gemm_residual", compute("D", (m, n), lambda i, j:
+                                              (c[i, j] + r[i, j].astype("float32"))
+                                              .astype(dtype)))
+
+
+def gemm_softmax(m: int = 128, n: int = 256, k: int = 128, dtype: str = "float16"
+                 ) -> Algorithm:
+    """Attention scores and their row softmax ("minicv"): S = Q x K^T-like product Q (M, K) x
+    Kt (K, N) in float32, P = float16(exp(S - max_j S) / sum_j exp(S - max_j S)). The
+    softmax runs on the Vector cores over tiles of whole rows, in the same kernel."""
+    q = placeholder("Q", (m, k), dtype)
+    kt = placeholder("Kt", (k, n), dtype)
+    kk = reduce_axis(k, "k")
+    s = compute("S", (m, n), lambda i, j: reduce_sum(
+        q[i, kk].astype("float32") * kt[kk, j].astype("float32"), kk))
+    k1 = reduce_axis(n, "k1")
+    mx = compute("mx", (m,), lambda i: reduce_max(s[i, k1], k1))
+    e = compute("e", (m, n), lambda i, j: exp(s[i, j] - mx[i]))
+    k2 = reduce_axis(n, "k2")
+    sm = compute("sm", (m,), lambda i: reduce_sum(e[i, k2], k2))
+    return algorithm("gemm_softmax", compute("P", (m, n), lambda i, j:
+                                             (e[i, j] / sm[i]).astype(dtype)))
+
+
+def batched_gemm_row_scale(batch: int = 4, m: int = 128, n: int = 128, k: int = 128,
+                           dtype: str = "float16", *, shared_b: bool = False) -> Algorithm:
+    """C[b] = A[b] x B[b] (float32; ``shared_b``: one B), D[b, i, j] = float16(C[b, i, j] *
+    s[b, i]) with a float32 scale per batch and row: a Vector epilogue after a batched GEMM."""
+    a = placeholder("A", (batch, m, k), dtype)
+    b = placeholder("B", (k, n) if shared_b else (batch, k, n), dtype)
+    s = placeholder("s", (batch, m), "float32")
+    kk = reduce_axis(k, "k")
+    c = compute("C", (batch, m, n), lambda p, i, j: reduce_sum(
+        a[p, i, kk].astype("float32")
+        * (b[kk, j] if shared_b else b[p, kk, j]).astype("float32"), kk))
+    return algorithm("batched_gemm_row_scale", compute(
+        "D", (batch, m, n), lambda p, i, j: (c[p, i, j] * s[p, i]).astype(dtype)))
 
 
 VECTOR_KERNELS = {

@@ -9,9 +9,12 @@ it on request and dumps it (``NNN_<step>.txt``). The steps, in order (``STEPS``)
     memory plan             byte offsets per scope
     apply memory plan       Kernel with Buffer.offsets
     dependences             RAW/WAR/WAW on the planned bytes
+    cross-core plan         a mixed kernel's cross-core flag channels (cross_core_sync.py);
+                            intra-core dependences they order leave ``dependences``
     place syncs             Placed: kernel with every needed sync, its happens-before oracle
     remove redundant syncs  Pruned: kernel without implied syncs, the same oracle
     allocate event ids      Kernel whose event ids fit the target's budget
+    cross-core syncs        the planned cross-core flags in both programs
     verify final            the IR contract again, with the memory plan
 
 Emission (``emit_project``, one layer up) is the step after these: ``ascendsched.api.compile.
@@ -29,6 +32,8 @@ from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.build_gemm import build_gemm, capacity_hint
 from ascendsched.lower.build_loop_nest import build_loop_nest
+from ascendsched.lower.build_mixed import build_mixed, mixed_capacity_hint
+from ascendsched.lower.cross_core_sync import insert_cross_sync, leave_to_cross, plan_cross_sync
 from ascendsched.lower.insert_sync import place_syncs
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.lifetimes import buffer_lifetimes
@@ -44,8 +49,8 @@ from ascendsched.target import Target
 T = TypeVar("T")
 
 STEPS = ("build", "verify built", "lifetimes", "memory plan", "apply memory plan",
-         "dependences", "place syncs", "remove redundant syncs", "allocate event ids",
-         "verify final")
+         "dependences", "cross-core plan", "place syncs", "remove redundant syncs",
+         "allocate event ids", "cross-core syncs", "verify final")
 SYNC_STEPS = ("place syncs", "remove redundant syncs", "allocate event ids")
 
 
@@ -81,7 +86,8 @@ def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
             plan = plan_memory(k, lifetimes, target)
         except CapacityError as e:
             if isinstance(sched, GemmSchedule):
-                raise capacity_hint(sched, e) from None
+                hint = capacity_hint if sched.vector_epilogue is None else mixed_capacity_hint
+                raise hint(sched, e) from None
             raise
         step("memory plan", plan)
         k = step("apply memory plan", apply_memory_plan(k, plan))
@@ -89,6 +95,11 @@ def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
         # buffer placed in space another buffer left dead gets the WAR dependence that reuse
         # creates.
         deps = step("dependences", analyze_dependences(k))
+        # Ordering restriction: the cross-core channels are planned before the intra-core
+        # syncs, which then leave alone the dependences a chain of channels orders; the flags
+        # themselves go in last, so no intra-core pass sees (or prunes) them.
+        cross = step("cross-core plan", plan_cross_sync(k, target))
+        deps = leave_to_cross(deps, cross, k)
         placed = step("place syncs", place_syncs(k, deps, target))
         # The oracle built by placement answers every later question on these statements:
         # pruning and allocation reuse it instead of rebuilding it.
@@ -96,6 +107,7 @@ def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
             placed.kernel, deps, target, settled_by=placed.settled_by, oracle=placed.oracle))
         k = step("allocate event ids", allocate_event_ids(
             pruned.kernel, target, oracle=pruned.oracle, dropped=pruned.dropped, deps=deps))
+        k = step("cross-core syncs", insert_cross_sync(k, cross))
         return step("verify final", verify(k, planned=True))
     except _Stop:
         assert made is not None
@@ -103,8 +115,11 @@ def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
 
 
 def build(sched: Schedule | GemmSchedule, target: Target) -> Kernel:
-    """The loop nest of a schedule: ``build_gemm`` for the Cube path, else ``build_loop_nest``."""
+    """The loop nest of a schedule: ``build_gemm`` for the Cube path (``build_mixed`` when its
+    epilogue runs on the Vector cores), else ``build_loop_nest``."""
     if isinstance(sched, GemmSchedule):
+        if sched.vector_epilogue is not None:
+            return build_mixed(sched, target)
         return build_gemm(sched, target)
     return build_loop_nest(sched, target)
 

@@ -29,7 +29,8 @@ from functools import cached_property
 
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.gemm_spec import GemmSpec, match_gemm
-from ascendsched.errors import ScheduleError
+from ascendsched.algo.gemm_vector_epilogue import GemmSplit, VectorEpilogue, split_vector_epilogue
+from ascendsched.errors import ScheduleError, UnsupportedError
 from ascendsched.target import DEFAULT_TARGET, Target
 from ascendsched.target.model import Scope
 
@@ -63,8 +64,19 @@ class Swizzle:
     direction: str  # "m" | "n"
 
 
-GemmDirective = L1Tile | SplitK | CubeBuffering | CubeBind | Swizzle
-LEVELS = ("l1", "l0", "l0c")
+@dataclass(frozen=True)
+class EpilogueOn:
+    """Where the steps after the sum run: ``"fixpipe"`` (the Cube core's way out) or
+    ``"vector"`` (the AIV of each block, through a GM workspace); ``rows``: output rows per
+    Vector step (None: as many of the tile's rows as UB holds)."""
+
+    unit: str
+    rows: int | None = None
+
+
+GemmDirective = L1Tile | SplitK | CubeBuffering | CubeBind | Swizzle | EpilogueOn
+LEVELS = ("l1", "l0", "l0c", "workspace")
+EPILOGUE_UNITS = ("fixpipe", "vector")
 
 
 @dataclass(frozen=True)
@@ -145,7 +157,26 @@ class GemmTiling:
     swizzle: Swizzle
 
 
+# every directive makes a new schedule of the same algorithm: match and split it once
 _SPECS: weakref.WeakKeyDictionary[Algorithm, GemmSpec] = weakref.WeakKeyDictionary()
+_SPLITS: weakref.WeakKeyDictionary[Algorithm, GemmSplit] = weakref.WeakKeyDictionary()
+
+
+def _matched(algo: Algorithm) -> GemmSpec:
+    """``match_gemm(algo)``, once per algorithm (an UnsupportedError is raised each time)."""
+    got = _SPECS.get(algo)
+    if got is None:
+        got = _SPECS[algo] = match_gemm(algo)
+    return got
+
+
+def _split(algo: Algorithm) -> GemmSplit:
+    """``split_vector_epilogue(algo)``, once per algorithm: its Cube part is then one
+    algorithm object, matched once too."""
+    got = _SPLITS.get(algo)
+    if got is None:
+        got = _SPLITS[algo] = split_vector_epilogue(algo)
+    return got
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,12 +191,48 @@ class GemmSchedule:
         _ = self.spec  # UnsupportedError now, not at lowering
 
     @cached_property
+    def split(self) -> GemmSplit | None:
+        """The Cube and Vector parts when the epilogue runs on the Vector cores (a mixed
+        kernel), else None. Steps the Fixpipe can apply stay there unless
+        ``epilogue_on("vector")`` asks otherwise; any other step puts the whole epilogue on
+        the Vector cores."""
+        unit = self.epilogue_unit
+        if unit == "vector":
+            return _split(self.algo)
+        try:
+            _matched(self.algo)
+            return None
+        except UnsupportedError as e:
+            if unit == "fixpipe":
+                raise
+            try:
+                split = _split(self.algo)
+                _matched(split.cube)
+            except UnsupportedError:
+                raise e from None
+            return split
+
+    @cached_property
     def spec(self) -> GemmSpec:
-        # every directive makes a new schedule of the same algorithm: match it once
-        got = _SPECS.get(self.algo)
-        if got is None:
-            got = _SPECS[self.algo] = match_gemm(self.algo)
-        return got
+        """The GEMM the Cube core runs (with a Vector epilogue: the sum alone, stored as the
+        accumulator into the workspace)."""
+        split = self.split
+        return _matched(split.cube if split is not None else self.algo)
+
+    @property
+    def vector_epilogue(self) -> VectorEpilogue | None:
+        return self.split.epilogue if self.split is not None else None
+
+    @property
+    def epilogue_unit(self) -> str | None:
+        """``epilogue_on``'s unit, or None when not given."""
+        d = self._epilogue()
+        return d.unit if d is not None else None
+
+    @property
+    def epilogue_rows(self) -> int | None:
+        d = self._epilogue()
+        return d.rows if d is not None else None
 
     @property
     def geometry(self) -> CubeGeometry:
@@ -185,6 +252,13 @@ class GemmSchedule:
                     f"{name}={max(gran, _round_up(v, gran) if isinstance(v, int) else gran)}")
         if any(isinstance(d, L1Tile) for d in self.directives):
             raise ScheduleError("tile(): the L1 tile is already set; give tile() once")
+        epi = self.vector_epilogue
+        whole = _round_up(sp.n, self._n_granule())
+        if epi is not None and epi.rowwise and n < whole:
+            raise ScheduleError(
+                f"tile(m={m}, n={n}, k={k}): the Vector epilogue reduces along rows (stage "
+                f"'{epi.rowwise[0]}'), so a tile must hold whole rows of {sp.n} columns; try "
+                f"tile({m}, {whole}, {k})")
         return self._add(L1Tile(m, n, k))
 
     def split_k(self, k0: int) -> GemmSchedule:
@@ -204,12 +278,41 @@ class GemmSchedule:
 
     def buffer(self, level: str, copies: int = 2) -> GemmSchedule:
         """Copies of the L1 tiles (``"l1"``), of the L0A/L0B slices (``"l0"``) or of the L0C
-        tile (``"l0c"``); 2 = double buffering (MTE2/MTE1/M/FIX overlap)."""
+        tile (``"l0c"``); 2 = double buffering (MTE2/MTE1/M/FIX overlap). ``"workspace"``:
+        the GM slots between the Cube and the Vector epilogue (default 2: the Cube computes
+        tile i+1 while the Vector core finishes tile i), at most the cross-core flag's
+        pending sets (the slot-free flag starts with one set per slot)."""
         if level not in LEVELS:
             raise ScheduleError(f"buffer({level!r}): the level is one of {', '.join(LEVELS)}")
-        if copies not in (1, 2):
+        if level == "workspace":
+            cap = self.target.cross_flag_max_pending
+            if not isinstance(copies, int) or isinstance(copies, bool) or not 1 <= copies <= cap:
+                raise ScheduleError(
+                    f"buffer('workspace', copies={copies!r}): the slot-free cross-core flag "
+                    f"starts with one set per slot and {self.target.name} counts at most {cap} "
+                    f"pending sets per flag; use 1 <= copies <= {cap}")
+            if self.vector_epilogue is None:
+                raise ScheduleError(
+                    f"buffer('workspace', {copies}): GEMM '{self.algo.name}' has no Vector "
+                    f"epilogue, so no workspace; add .epilogue_on('vector') first")
+        elif copies not in (1, 2):
             raise ScheduleError(f"buffer({level!r}, copies={copies}): 1 or 2 copies")
         return self._add(CubeBuffering(level, copies))
+
+    def epilogue_on(self, unit: str, rows: int | None = None) -> GemmSchedule:
+        """Run the steps after the sum on ``"vector"`` (each block's AIV reads the Cube's tile
+        from a GM workspace slot; ``rows`` output rows per Vector step) or on ``"fixpipe"``
+        (only a cast, ReLU and a bias; the default when the Fixpipe can apply them)."""
+        if unit not in EPILOGUE_UNITS:
+            raise ScheduleError(f"epilogue_on({unit!r}): the unit is one of "
+                                f"{', '.join(map(repr, EPILOGUE_UNITS))}")
+        if self._epilogue() is not None:
+            raise ScheduleError("epilogue_on(): already set; give epilogue_on() once")
+        if rows is not None and (unit != "vector" or not isinstance(rows, int)
+                                 or isinstance(rows, bool) or rows < 1):
+            raise ScheduleError(f"epilogue_on({unit!r}, rows={rows!r}): rows is a positive int "
+                                f"and only for the 'vector' unit")
+        return self._add(EpilogueOn(unit, rows))
 
     def bind(self, cores: int) -> GemmSchedule:
         """Spread the output tiles over ``cores`` Cube cores; each core loops over its tiles
@@ -232,7 +335,7 @@ class GemmSchedule:
 
     # ----------------------------------------------------------------- queries
     def copies(self, level: str) -> int:
-        n = 1
+        n = 2 if level == "workspace" else 1
         for d in self.directives:
             if isinstance(d, CubeBuffering) and d.level == level:
                 n = d.copies
@@ -327,6 +430,12 @@ class GemmSchedule:
             "      Mmad L0C += L0A x L0B   # C = A x B on the first K step",
             f"  L0C -> GM (Fixpipe NZ -> ND, {self.spec.acc_dtype} -> {self.spec.out_dtype}), "
             f"{t.l0c_copies} L0C copies"]
+        epi = self.vector_epilogue
+        if epi is not None:
+            lines[-1] += f", into workspace slot (iteration % {self.copies('workspace')})"
+            lines.append(f"  on the block's Vector core: {epi}, "
+                         + (f"{self.epilogue_rows} rows per step" if self.epilogue_rows
+                            else "as many rows per step as UB holds"))
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -348,11 +457,17 @@ class GemmSchedule:
                 lines.append(f"  .bind({d.cores})")
             elif isinstance(d, Swizzle):
                 lines.append(f"  .swizzle({d.width}, {d.direction!r})")
+            elif isinstance(d, EpilogueOn):
+                rows = f", rows={d.rows}" if d.rows is not None else ""
+                lines.append(f"  .epilogue_on({d.unit!r}{rows})")
         return "\n".join(lines)
 
     # ----------------------------------------------------------------- helpers
     def _add(self, d: GemmDirective) -> GemmSchedule:
         return replace(self, directives=self.directives + (d,))
+
+    def _epilogue(self) -> EpilogueOn | None:
+        return next((d for d in self.directives if isinstance(d, EpilogueOn)), None)
 
     def _tile(self) -> L1Tile:
         for d in self.directives:

@@ -40,8 +40,11 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
     mp, np_, kp = _round_up(sp.m, mg), _round_up(sp.n, ng), _round_up(sp.k, c0)
     cands: list[tuple[tuple, GemmSchedule]] = []
     seen: set[str] = set()
+    # a Vector epilogue that reduces along rows (softmax) needs tiles of whole rows
+    rowwise = base.vector_epilogue is not None and base.vector_epilogue.rowwise
+    tns = {np_} if rowwise else {min(_round_up(x, ng), np_) for x in TILE_MN}
     for tm in sorted({min(_round_up(x, mg), mp) for x in TILE_MN}, reverse=True):
-        for tn in sorted({min(_round_up(x, ng), np_) for x in TILE_MN}, reverse=True):
+        for tn in sorted(tns, reverse=True):
             tiles = sp.batch * -(-sp.m // tm) * -(-sp.n // tn)
             cores = min(tiles, target.num_aic)
             multi_tile = tiles > cores

@@ -47,11 +47,13 @@ import numpy as np
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.check import children
 from ascendsched.algo.expr import Reduce
+from ascendsched.algo.gemm_epilogue import is_matmul_stage, walk
 from ascendsched.algo.resize import axis_class, resize
 from ascendsched.errors import InternalCompilerError
 from ascendsched.schedule.gemm import (
     CubeBind,
     CubeBuffering,
+    EpilogueOn,
     GemmSchedule,
     L1Tile,
     SplitK,
@@ -302,11 +304,12 @@ def _gemm_candidate(sched: GemmSchedule, batch: int, m: int, n: int, k: int,
     """``sched``'s directives on the GEMM resized to (batch, m, n, k), bound to ``cores``
     (None: unbound; the facts take the core count as an argument)."""
     sp = sched.spec
-    out = sched.algo.tensor(sp.gemm_stage)  # the sum; epilogue stages resize with it
+    stage = sp.gemm_stage if sched.vector_epilogue is None else next(
+        t.name for t in sched.algo.stages if is_matmul_stage(t))  # the original's sum stage
+    out = sched.algo.tensor(stage)  # the sum; epilogue stages resize with it
     assert out.op is not None
     axes = [a.name for a in out.op.axes]
-    body = out.op.body.x if not isinstance(out.op.body, Reduce) else out.op.body
-    assert isinstance(body, Reduce)
+    body = next(e for e in walk(out.op.body) if isinstance(e, Reduce))  # under any epilogue
     sizes = {(out.name, axes[-2]): m, (out.name, axes[-1]): n,
              (out.name, body.axes[0].name): k}
     if sp.batched:
@@ -324,6 +327,8 @@ def _gemm_candidate(sched: GemmSchedule, batch: int, m: int, n: int, k: int,
             s = s.swizzle(d.width, d.direction)
         elif isinstance(d, CubeBind):
             s = s.bind(cores) if cores is not None else s
+        elif isinstance(d, EpilogueOn):
+            s = s.epilogue_on(d.unit, d.rows)
         else:
             raise InternalCompilerError(f"reduce_instance: unknown GEMM directive {d!r}")
     return s

@@ -235,8 +235,11 @@ def _run_block(kernel: Kernel, progs: list, table: CostTable, loops: dict, block
     runs = [CoreRun(p.body, table, {BLOCK_IDX: block}, loops[p.core], cross, fast=fast,
                     record=record, name=str(p.core)) for p in progs]
     gens = {r.name: r.run() for r in runs}
+    def state() -> tuple:  # a core that consumed a flag and set another moves its clock
+        return (sum(len(v) for v in cross.values()),) + tuple(r.t for r in runs)
+
     while gens:
-        before = sum(len(v) for v in cross.values())
+        before = state()
         progressed = False
         for name in list(gens):
             try:
@@ -244,7 +247,7 @@ def _run_block(kernel: Kernel, progs: list, table: CostTable, loops: dict, block
             except StopIteration:
                 del gens[name]
                 progressed = True
-        if gens and not progressed and sum(len(v) for v in cross.values()) == before:
+        if gens and not progressed and state() == before:
             raise InternalCompilerError(f"kernel {kernel.name} block {block}: cross-core waits "
                                         f"that no set releases ({', '.join(gens)})")
     return runs

@@ -25,7 +25,13 @@ import numpy as np
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.evaluate import evaluate
 from ascendsched.algo.gemm_spec import gemm_error
-from ascendsched.api.numerics import approx_rtol, compare, random_inputs, user_inputs
+from ascendsched.api.numerics import (
+    approx_rtol,
+    compare,
+    random_inputs,
+    user_inputs,
+    vector_epilogue_error,
+)
 from ascendsched.emit_ascendc.check import build_cpu, run_cpu
 from ascendsched.emit_ascendc.project import emit_project
 from ascendsched.errors import AscendSchedError
@@ -166,7 +172,12 @@ def _ladder(sched: Schedule | GemmSchedule, k: Kernel, work_dir: Path | None, sa
         out.append(Verdict(check, ok, detail, instance))
 
     inputs = given if given is not None else random_inputs(algo, seed)
-    if isinstance(sched, GemmSchedule):
+    if isinstance(sched, GemmSchedule) and sched.vector_epilogue is not None:
+        spec, epi = sched.spec, sched.vector_epilogue
+
+        def against_ref(name: str, got: np.ndarray, dtype: str) -> tuple[bool, str]:
+            return vector_epilogue_error(spec, epi, inputs, got, k.target)
+    elif isinstance(sched, GemmSchedule):
         # numpy matmul (evaluate() would build the M x N x K product) and a K-scaled bound
         spec = sched.spec
 

@@ -15,6 +15,8 @@ import numpy as np
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.check import children
 from ascendsched.algo.expr import Expr, Load, Unary
+from ascendsched.algo.gemm_spec import GemmSpec
+from ascendsched.algo.gemm_vector_epilogue import VectorEpilogue
 from ascendsched.algo.tensor import Tensor
 from ascendsched.dtypes import store
 from ascendsched.errors import InputError
@@ -124,3 +126,47 @@ def user_inputs(algo: Algorithm, inputs: Mapping[str, object]) -> dict[str, np.n
                              f"them first (np.rint(a).astype('{t.dtype.np}'))")
         out[name] = store(t.dtype, arr)
     return out
+
+
+def vector_epilogue_error(spec: GemmSpec, epi: VectorEpilogue, inputs: Mapping[str, np.ndarray],
+                          got: np.ndarray, target: Target = DEFAULT_TARGET) -> tuple[bool, str]:
+    """``got`` (a GEMM's Vector epilogue output) against the reference: the accumulator from
+    numpy matmul (``gemm_reference``), the epilogue evaluated on it. The accumulator's error
+    bound ``K * 2^-23 * |A| |B|`` (hardware summation order) is carried through the epilogue
+    by evaluating it at the accumulator plus and minus that bound; on top, the output dtype's
+    tolerance and the approximate instructions' error, as :func:`compare`."""
+    from ascendsched.algo.evaluate import evaluate
+    from ascendsched.algo.gemm_spec import gemm_reference
+
+    acc = gemm_reference(spec, dict(inputs))
+    a = np.abs(np.asarray(inputs[spec.a], np.float64))
+    b = np.abs(np.asarray(inputs[spec.b], np.float64))
+    bound = spec.k * 2.0 ** -23 * (np.swapaxes(a, -1, -2) if spec.trans_a else a) @ (
+        np.swapaxes(b, -1, -2) if spec.trans_b else b)
+    rest = {t.name: inputs[t.name] for t in epi.algo.inputs if t.name != epi.workspace}
+
+    def at(c: np.ndarray) -> np.ndarray:
+        v = evaluate(epi.algo, {**rest, epi.workspace: store(spec.acc_dtype, c)})[epi.output]
+        return v.astype(np.float64)
+
+    ref = at(acc.astype(np.float64))
+    if not spec.acc_dtype.is_float:
+        return compare(got, ref, epi.algo.outputs[0].dtype.name)
+    with np.errstate(invalid="ignore", over="ignore"):
+        sens = np.maximum(np.abs(at(acc + bound) - ref), np.abs(at(acc - bound) - ref))
+    dtype = epi.algo.outputs[0].dtype.name
+    approx = approx_rtol(epi.algo, epi.output, target)
+    finite = np.abs(ref[np.isfinite(ref)])
+    scale = float(finite.max()) if finite.size else 0.0
+    g = np.asarray(got, np.float64)
+    with np.errstate(invalid="ignore"):
+        err = np.abs(g - ref)
+        ok = err <= np.nan_to_num(sens) + ATOL[dtype] + approx * scale \
+            + (RTOL[dtype] + approx) * np.abs(ref)
+    ok |= np.isnan(g) & np.isnan(ref)
+    worst = float(np.nanmax(err)) if err.size else 0.0
+    if not ok.all():
+        at_ = np.argwhere(~ok)[0].tolist()
+        return False, (f"{int((~ok).sum())} of {ok.size} elements beyond the bound, first at "
+                       f"{at_}: got {g[tuple(at_)]}, want {ref[tuple(at_)]}")
+    return True, f"max abs error {worst:.3g} (accumulator bound carried through the epilogue)"

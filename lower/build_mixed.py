@@ -1,0 +1,291 @@
+"""GEMM schedule with a Vector epilogue -> one mixed kernel: an AIC and an AIV program.
+
+The AIC program is the Cube path's (``build_gemm.py``) with each L0C tile written by the
+Fixpipe, unconverted, into a GM workspace slot instead of the output. The AIV program walks
+the same tiles in the same loops (one persistent loop per tile class, the same guard) and per
+tile runs the Vector part of the algorithm (``algo/gemm_vector_epilogue.py``) at that tile's
+size, lowered by the Vector path (``build_loop_nest``) and moved to the tile: its workspace
+reads to the slot, its other GM accesses to the tile's rows and columns. Per block::
+
+    AIC: for t in 0..iters:  if tile < count:  ...Mmad...; [FIX] fixpipe ws[slot] <- c_l0
+    AIV: for t in 0..iters:  if tile < count:  [MTE2] ws[slot] -> UB; vector epilogue;
+                                               [MTE3] UB -> D tile
+
+with ``slot = (iteration of the block, over all classes) mod copies``. No cross-core flags
+yet: ``cross_core_sync.py`` derives them from the workspace dependences of the two programs.
+One AIV per AIC (``KERNEL_TYPE_MIX_AIC_1_1``): the two AIVs of a block do not split a tile yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.gemm_vector_epilogue import VectorEpilogue
+from ascendsched.errors import CapacityError, InternalCompilerError
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.build_gemm import _Builder as _GemmBuilder
+from ascendsched.lower.build_gemm import _Tile, capacity_hint
+from ascendsched.lower.build_loop_nest import build_loop_nest
+from ascendsched.lower.cube_ops import make_cube_instr
+from ascendsched.lower.ir import (
+    BLOCK_IDX,
+    Buffer,
+    Dim,
+    For,
+    GmTensor,
+    If,
+    Instr,
+    Kernel,
+    Program,
+    Region,
+    Stmt,
+    copied,
+)
+from ascendsched.schedule.gemm import GemmSchedule, TileClass
+from ascendsched.schedule.schedule import Schedule
+from ascendsched.schedule.ub_budget import TileShape, computed_per_tile, tile_bytes
+from ascendsched.target import CoreType, Scope, Target
+
+
+def build_mixed(sched: GemmSchedule, target: Target | None = None) -> Kernel:
+    """Lower a GEMM schedule whose epilogue runs on the Vector cores to an unsynchronised,
+    unplanned mixed kernel (module docstring)."""
+    epi = sched.vector_epilogue
+    if epi is None:
+        raise InternalCompilerError(f"build_mixed: {sched.spec} has no Vector epilogue")
+    target = target or sched.target
+    cube = _CubeBuilder(sched, target)
+    aic = cube.build()
+    aiv_body: list[Stmt] = []
+    buffers: dict[str, Buffer] = {}
+    multi = len(cube.classes) > 1
+    for n, tc in enumerate(cube.classes):
+        sub = epilogue_schedule(sched, epi, tc.cls.mv, tc.cls.nv, target)
+        vk = build_loop_nest(sub, target)
+        suffix = f"_{n}" if multi else ""
+        body = _relocated(copied(vk.program(CoreType.AIV).body), vk, epi, tc, cube, suffix)
+        for b in vk.buffers:
+            buffers[b.name + suffix] = replace(b, name=b.name + suffix)
+        aiv_body.append(tc.wrap(body))
+    sp, t = cube.sp, cube.t
+    out = epi.algo.outputs[0]
+    params = tuple(p for p in aic.params if p.kind == "input")
+    params += tuple(GmTensor(i.name, tuple(epi.algo.tensor(i.name).shape),  # type: ignore[arg-type]
+                             epi.algo.tensor(i.name).dtype)
+                    for i in epi.inputs if i.name != epi.workspace)
+    params += (GmTensor(out.name, tuple(out.shape), out.dtype, "output"),  # type: ignore[arg-type]
+               GmTensor(epi.workspace, (t.cores * cube.slots, t.tm * t.tn), sp.acc_dtype,
+                        "workspace"))
+    return Kernel.build(
+        name=sched.algo.name, params=params, buffers=aic.buffers + tuple(buffers.values()),
+        block_dim=t.cores, target=target, notes=aic.notes,
+        programs=(aic.program(CoreType.AIC), Program(CoreType.AIV, tuple(aiv_body))))
+
+
+def mixed_capacity_hint(sched: GemmSchedule, err: CapacityError) -> CapacityError:
+    """``capacity_hint`` of the Cube path, and for UB the Vector epilogue's step that sized
+    its buffers and the way out."""
+    msg = str(err)
+    if ": UB buffers need" not in msg:
+        return capacity_hint(sched, err)
+    rows, t = sched.epilogue_rows, sched.tiling
+    asked = f", rows={rows}" if rows else ""
+    return CapacityError(
+        f"{msg}\nIn GEMM schedule ({sched.spec}): the Vector epilogue's step of "
+        f"{rows or 'as many rows as UB was estimated to hold'} x {t.tn} columns (its loads, its "
+        f"output and its temporaries), from .epilogue_on('vector'{asked}) and the tile's "
+        f"n={t.tn}. Try .epilogue_on('vector', rows={max(1, (rows or t.tm) // 2)}) or a "
+        f"smaller tile n")
+
+
+def epilogue_schedule(sched: GemmSchedule, epi: VectorEpilogue, rows: int, cols: int,
+                      target: Target) -> Schedule:
+    """The Vector schedule of one ``rows x cols`` tile of the epilogue: its stages inlined
+    into the output (row reductions and stages read twice computed per step, as the default
+    Vector schedule does), the rows split by ``epilogue_on(..., rows=r)`` (default: the most rows
+    whose UB tiles fit, double buffered when a tile takes several steps)."""
+    algo = epi.tile_algorithm(rows, cols)
+    out = algo.outputs[0].name
+    usable = target.scope(Scope.UB).usable
+    want = sched.epilogue_rows
+
+    def fits(r: int, copies: int) -> bool:
+        return tile_bytes(algo, TileShape(r, cols), copies, target) <= usable
+
+    if want is None:
+        r = next((r for r in range(rows, 0, -1) if fits(r, 2 if r < rows else 1)), 0)
+        if r == 0:
+            raise CapacityError(
+                f"In GEMM schedule ({sched.spec}): one row of the Vector epilogue's tile "
+                f"({cols} columns of {', '.join(i.name for i in epi.inputs)} and "
+                f"{out}) does not fit the {target.name} UB ({usable} B); try a smaller tile n")
+    else:
+        r = min(want, rows)
+    s = Schedule(algo, target=target)
+    if r < rows:
+        s = s.split(out, algo.outputs[0].op.axes[-2].name, r)  # type: ignore[union-attr]
+        for t in _tensors(algo):
+            s = s.buffer(t, 2)
+    per_tile = computed_per_tile(algo)  # row reductions and shared stages: per step
+    for st in algo.stages:
+        if st.name != out:
+            s = s.compute_at(st.name, out, s.legal_compute_at(out)[0]) \
+                if st.name in per_tile else s.compute_inline(st.name)
+    return s
+
+
+def _tensors(algo: Algorithm) -> list[str]:
+    return [t.name for t in algo.inputs] + [o.name for o in algo.outputs]
+
+
+# --------------------------------------------------------------------------- the Cube side
+class _ClassLoop:
+    """One tile class as both programs run it: loop variable, trips, guard, tile, and the
+    dense iteration number (over all classes) of its first trip."""
+
+    def __init__(self, cls: TileClass, var: str, iters: int, base: int) -> None:
+        self.cls, self.var, self.iters, self.base = cls, var, iters, base
+        self.conds: tuple = ()
+        self.tile: _Tile | None = None
+
+    def wrap(self, body: tuple[Stmt, ...]) -> For:
+        inner: tuple[Stmt, ...] = (If(self.conds, body, f"{self.cls.label}: tile exists"),) \
+            if self.conds else body
+        return For(self.var, self.iters, inner, f"persistent over {self.cls.label} tiles")
+
+
+class _CubeBuilder(_GemmBuilder):
+    """``build_gemm``'s builder with the Fixpipe writing workspace slots, each class loop
+    kept as a loop (one trip included) so both programs share the loop skeleton."""
+
+    def __init__(self, sched: GemmSchedule, target: Target) -> None:
+        super().__init__(sched, target)
+        self.slots = sched.copies("workspace")
+        self.ws = sched.vector_epilogue.workspace  # type: ignore[union-attr]
+        self.classes: list[_ClassLoop] = []
+        self.iters_total = 0
+
+    def _class_loop(self, c: TileClass, var: str, base: int) -> list[Stmt]:
+        count = self.sp.batch * c.rows * c.cols
+        iters = -(-count // self.t.cores)
+        cl = _ClassLoop(c, var, iters, self.iters_total)
+        self.classes.append(cl)
+        self.iters_total += iters
+        got = super()._class_loop(c, var, base)
+        if len(got) == 1 and isinstance(got[0], For):
+            loop = got[0]
+            body = loop.body
+        else:
+            loop, body = None, tuple(got)
+        if len(body) == 1 and isinstance(body[0], If):  # the guard of the last trip
+            cl.conds = body[0].conds
+            body = body[0].body
+        return [cl.wrap(body) if loop is None else replace(loop, body=cl.wrap(body).body)]
+
+    def _tile_body(self, tile: _Tile) -> list[Stmt]:
+        self.classes[-1].tile = tile
+        return super()._tile_body(tile)
+
+    def slot_base(self, cl: _ClassLoop) -> Affine:
+        """Element offset of this iteration's workspace slot."""
+        t = self.t
+        it = (Affine.of(cl.var) if cl.iters > 1 else Affine()) + cl.base
+        slot = it.modulo(self.slots) if self.slots > 1 else Affine()
+        blk = Affine.of(BLOCK_IDX) if t.cores > 1 else Affine()
+        return (blk * self.slots + slot) * (t.tm * t.tn)
+
+    def _fixpipe(self, tile: _Tile, ccopy: Affine) -> list[Stmt]:
+        sp = self.sp
+        mp = -(-self._mmad_mn(tile)[0] // self.rows) * self.rows
+        return [make_cube_instr(
+            "fixpipe", ((self.ws, self.slot_base(self.classes[-1]), 0, sp.acc_dtype),
+                        ("c_l0", 0, ccopy, sp.acc_dtype)),
+            target=self.target, comment=f"C tile {tile.mv} x {tile.nv} -> workspace slot "
+            f"(NZ -> ND, {sp.acc_dtype}, for the Vector epilogue)",
+            nSize=tile.nv, mSize=tile.mv, srcStride=mp, dstStride=tile.nv, quantPre=self.quant,
+            reluEn=False, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0)]
+
+
+# --------------------------------------------------------------------------- the Vector side
+def _relocated(body: tuple[Stmt, ...], vk: Kernel, epi: VectorEpilogue, cl: _ClassLoop,
+               cube: _CubeBuilder, suffix: str) -> tuple[Stmt, ...]:
+    """The tile kernel's body moved to the class's tile: GM regions of the workspace to this
+    iteration's slot, of the other tensors to the tile's rows and columns; buffers renamed
+    with ``suffix``; loop variables must not meet the class loop's."""
+    tile = cl.tile
+    assert tile is not None
+    t = cube.t
+    origin = (tile.mi * t.tm, tile.ni * t.tn)
+    if epi.rank == 3:
+        origin = (tile.b,) + origin
+    follows = {i.name: i.axes for i in epi.inputs}
+    follows[epi.output] = tuple(range(epi.rank))
+    glob = {p.name: p for p in (GmTensor(n, tuple(epi.algo.tensor(n).shape),  # type: ignore[arg-type]
+                                         epi.algo.tensor(n).dtype) for n in follows)}
+
+    def region(r: Region, extents: dict[str, int]) -> Region:
+        if r.tensor in vk.buffer_map:
+            return replace(r, tensor=r.tensor + suffix)
+        local = vk.param_map[r.tensor]
+        if r.tensor == epi.workspace:  # the slot holds the tile densely, as the tile kernel
+            return replace(r, offset=r.offset + cube.slot_base(cl))
+        idx = _split_offset(r, local.shape, extents)
+        g = glob[r.tensor]
+        gstr = [1] * len(g.shape)
+        for d in range(len(g.shape) - 2, -1, -1):
+            gstr[d] = gstr[d + 1] * int(g.shape[d + 1])
+        off = Affine()
+        for d, part in enumerate(idx):
+            off = off + (origin[follows[r.tensor][d]] + part) * gstr[d]
+        dims = r.dims if len(g.shape) == 1 else (Dim(r.dims[0].extent, gstr[-2]), r.dims[1])
+        return Region(r.tensor, off, dims, r.copy)
+
+    def walk(stmts: tuple[Stmt, ...], extents: dict[str, int]) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for s in stmts:
+            if isinstance(s, For):
+                if s.var == cl.var:
+                    raise InternalCompilerError(f"epilogue loop {s.var} clashes with the tile "
+                                                f"loop of {cl.cls.label}")
+                out.append(replace(s, body=walk(s.body, {**extents, s.var: s.extent})))
+            elif isinstance(s, If):
+                out.append(replace(s, body=walk(s.body, extents)))
+            else:
+                assert isinstance(s, Instr)
+                out.append(replace(s, writes=tuple(region(r, extents) for r in s.writes),
+                                   reads=tuple(region(r, extents) for r in s.reads)))
+        return tuple(out)
+
+    return walk(body, {})
+
+
+def _split_offset(r: Region, shape: tuple[int, ...], extents: dict[str, int]) -> list[Affine]:
+    """A tile-local GM region's element offset as an index per dimension (row-major
+    ``shape``), checked to keep each index below its dimension for every loop value (the
+    region's rows along the second-to-last, its columns along the last)."""
+    if r.offset.mods or r.offset.divs:
+        raise InternalCompilerError(f"epilogue region {r}: offset is not a plain affine sum")
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * int(shape[d + 1])
+    idx, hi = [], []
+    const = r.offset.const
+    terms = dict(r.offset.terms)
+    for st in strides:
+        q, const = divmod(const, st)
+        part, top = Affine(q), q
+        for v, c in list(terms.items()):
+            qv, terms[v] = divmod(c, st)
+            part = part + Affine.of(v) * qv
+            top += qv * (extents.get(v, 1) - 1)
+        idx.append(part)
+        hi.append(top)
+    span = [d.extent for d in r.dims[-len(shape):]] if len(r.dims) >= len(shape) else \
+        [1] * (len(shape) - len(r.dims)) + [d.extent for d in r.dims]
+    for d, n in enumerate(shape):
+        if hi[d] + span[d] > int(n):
+            raise InternalCompilerError(f"epilogue region {r}: dimension {d} reaches "
+                                        f"{hi[d] + span[d]} > {n}; the offset does not split "
+                                        f"into the tensor's dimensions")
+    return idx

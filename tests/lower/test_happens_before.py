@@ -111,30 +111,43 @@ def test_what_the_text_settles_isl_confirms(name: str, stage: str) -> None:
     assert settled >= len(groups) // 3, (settled, len(groups))
 
 
+def _checked_carried(name: str, candidates):  # noqa: ANN001, ANN202
+    """For every item of ``_TEXT_CASES[name]`` placed and every loop that may carry it, the
+    key sets ``candidates(oracle, item, var, distance)`` names, each first checked by isl (the
+    pairs that loop carries are covered by those syncs alone): (oracle, item, var, distance,
+    keys)."""
+    planned = _TEXT_CASES[name]()
+    deps = analyze_dependences(planned)
+    oracle = SyncOracle(place_syncs(planned, deps, ASCEND_910B).kernel, deps, ASCEND_910B)
+    every = frozenset(oracle.flags) | frozenset(key for key, _ in oracle.barriers)
+    for it in oracle.items:
+        s, t = it.src, it.dst
+        levels = it.dep.carried if it.dep is not None else flag_pair_levels(s, t)[0]
+        for var, distance in levels:
+            for keys in candidates(oracle, it, var, distance):
+                j = [f.var for f in s.loops].index(var)
+                rest, _ = oracle._cover(_carried_at(it.relation, s, t, j), s, t, every - keys,
+                                        frozenset())
+                assert rest.is_empty(), (str(it.dep or it.key), var, keys)
+                yield oracle, it, var, distance, keys
+
+
+def _others_fail(oracle, it, var: str, distance: int) -> bool:  # noqa: ANN001
+    """Whether the rules before the drain and hoisted ones leave the carried pairs open."""
+    none = frozenset()
+    return oracle._carried_cover(it.src, it.dst, var, none) is None and \
+        oracle._carried_flag_cover(it.src, it.dst, var, distance, none) is None
+
+
 def test_a_reused_double_buffer_slot_is_settled_by_the_text() -> None:
     # load_l0a writes a_l0[copy kk % 2] again two kk iterations later (same-pipe WAW, distance
     # 2): nothing orders it directly; the in-body MTE1 -> M pair (load, then mmad) relays it to
     # the carried M -> MTE1 pattern (mmad done, next load of that slot). The text proves it
-    # (sync_text._carried_flags, relayed), and isl agrees pair for pair on every candidate
-    planned = _TEXT_CASES["gemm default tails in m n k"]()
-    deps = analyze_dependences(planned)
-    k = place_syncs(planned, deps, ASCEND_910B).kernel
-    oracle = SyncOracle(k, deps, ASCEND_910B)
-    every = frozenset(oracle.flags) | frozenset(key for key, _ in oracle.barriers)
-    relayed = 0
-    for it in oracle.items:
-        if it.dep is None or it.src.pipe != it.dst.pipe:
-            continue
-        for var, distance in it.dep.carried:
-            j = [f.var for f in it.src.loops].index(var)
-            for keys, period in oracle._carried_flags(it.src, it.dst, var):
-                if period > distance or len(keys) < 2:
-                    continue
-                relayed += 1
-                rest, _ = oracle._cover(_carried_at(it.relation, it.src, it.dst, j), it.src,
-                                        it.dst, every - keys, frozenset())
-                assert rest.is_empty(), (str(it.dep), var, keys)
-    assert relayed >= 10, relayed
+    # (sync_text_carried._carried_flags, relayed), and isl agrees on every candidate
+    relayed = [x for x in _checked_carried("gemm default tails in m n k", lambda o, it, v, d: [
+        keys for keys, period in o._carried_flags(it.src, it.dst, v)
+        if period <= d and len(keys) == 2 and it.src.pipe == it.dst.pipe])]
+    assert len(relayed) >= 10
 
 
 @pytest.mark.parametrize("name", ["mul_add_relu db tail", "gemm trans l0 db"])
@@ -143,26 +156,9 @@ def test_a_drain_inside_the_carrying_loop_orders_what_it_carries(name: str) -> N
     # (an in-body pair, or a deeper carried pattern at its last epilogue wait) completes in the
     # source's iteration: every pair that loop carries is ordered. Pairs only this rule settles
     # exist, and isl agrees on each
-    planned = _TEXT_CASES[name]()
-    deps = analyze_dependences(planned)
-    k = place_syncs(planned, deps, ASCEND_910B).kernel
-    oracle = SyncOracle(k, deps, ASCEND_910B)
-    every = frozenset(oracle.flags) | frozenset(key for key, _ in oracle.barriers)
-    only = 0
-    for it in oracle.items:
-        if it.dep is None:
-            continue
-        for var, distance in it.dep.carried:
-            keys = oracle._carried_drain_cover(it.src, it.dst, var, frozenset())
-            if keys is None:
-                continue
-            j = [f.var for f in it.src.loops].index(var)
-            rest, _ = oracle._cover(_carried_at(it.relation, it.src, it.dst, j), it.src,
-                                    it.dst, every - keys, frozenset())
-            assert rest.is_empty(), (str(it.dep), var, keys)
-            only += oracle._carried_cover(it.src, it.dst, var, frozenset()) is None and \
-                oracle._carried_flag_cover(it.src, it.dst, var, distance, frozenset()) is None
-    assert only >= 1
+    got = list(_checked_carried(name, lambda o, it, v, d: [
+        k for k in [o._carried_drain_cover(it.src, it.dst, v, frozenset())] if k is not None]))
+    assert sum(_others_fail(o, it, v, d) for o, it, v, d, _ in got) >= 1
 
 
 @pytest.mark.parametrize("name", ["gemm edges 3 cores", "gemm default tails in m n k"])
@@ -171,25 +167,14 @@ def test_a_pattern_hoisted_out_of_the_carrying_loop_orders_pairs_on_one_copy(nam
     # the kt loop: a pair carried by kt on the same copy kk % 2 of a_l0 meets the set of the
     # last kk run with that id, which is the source's or later (sync_text._hoisted_cover).
     # Dependences and double-set items only this rule settles exist, and isl agrees on each
-    planned = _TEXT_CASES[name]()
-    deps = analyze_dependences(planned)
-    k = place_syncs(planned, deps, ASCEND_910B).kernel
-    oracle = SyncOracle(k, deps, ASCEND_910B)
-    every = frozenset(oracle.flags) | frozenset(key for key, _ in oracle.barriers)
+    def hoisted(o, it, v, d):  # noqa: ANN001, ANN202
+        k = o._hoisted_cover(it.src, it.dst, v, o._same_copy(it.src, it.dst, [it]), frozenset())
+        return [] if k is None else [k]
+
     only = {True: 0, False: 0}
-    for it in oracle.items:
-        s, t, none = it.src, it.dst, frozenset()
-        levels = it.dep.carried if it.dep is not None else flag_pair_levels(s, t)[0]
-        for var, distance in levels:
-            keys = oracle._hoisted_cover(s, t, var, oracle._same_copy(s, t, [it]), none)
-            if keys is None:
-                continue
-            j = [f.var for f in s.loops].index(var)
-            rest, _ = oracle._cover(_carried_at(it.relation, s, t, j), s, t, every - keys, none)
-            assert rest.is_empty(), (str(it.dep or it.key), var, keys)
-            only[it.dep is not None] += oracle._carried_cover(s, t, var, none) is None and \
-                oracle._carried_flag_cover(s, t, var, distance, none) is None and \
-                oracle._carried_drain_cover(s, t, var, none) is None
+    for o, it, v, d, _ in _checked_carried(name, hoisted):
+        only[it.dep is not None] += _others_fail(o, it, v, d) and \
+            o._carried_drain_cover(it.src, it.dst, v, frozenset()) is None
     assert only[True] >= 4 and only[False] >= 4, only
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sympy
 
 from ascendsched.algo.expr import (
@@ -42,6 +44,23 @@ def children(e: Expr) -> tuple[Expr, ...]:
     if isinstance(e, Reduce):
         return (e.body,)
     return ()
+
+
+def with_children(e: Expr, kids: tuple[Expr, ...]) -> Expr:
+    """``e`` with its direct sub-expressions (``children``) replaced by ``kids``."""
+    if kids == children(e):
+        return e
+    if isinstance(e, Load):
+        return replace(e, indices=kids)
+    if isinstance(e, (Binary, Compare, IndexArith)):
+        return replace(e, a=kids[0], b=kids[1])
+    if isinstance(e, (Unary, Cast)):
+        return replace(e, x=kids[0])
+    if isinstance(e, Select):
+        return replace(e, cond=kids[0], a=kids[1], b=kids[2])
+    if isinstance(e, Reduce):
+        return replace(e, body=kids[0])
+    raise AssertionError(e)
 
 
 def _check(name: str, axes: set[IndexVar], bound: frozenset[ReduceVar], e: Expr,

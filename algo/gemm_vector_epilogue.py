@@ -20,22 +20,16 @@ batches); with a row reduction a tile must hold whole rows (``rowwise``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 
 from ascendsched.algo.algorithm import Algorithm
-from ascendsched.algo.check import children
+from ascendsched.algo.check import children, with_children
 from ascendsched.algo.expr import (
-    Binary,
-    Cast,
-    Compare,
     Expr,
-    IndexArith,
     Load,
     Reduce,
     ReduceVar,
-    Select,
-    Unary,
 )
 from ascendsched.algo.gemm_epilogue import is_matmul_stage, walk
 from ascendsched.algo.resize import resize
@@ -194,16 +188,7 @@ def _map(e: Expr, fn, new: dict[str, Tensor]) -> Expr:  # noqa: ANN001 -- Expr -
     kids = children(e)
     if not kids:
         return e
-    k = tuple(_map(x, fn, new) for x in kids)
-    if isinstance(e, (Binary, Compare, IndexArith)):
-        return replace(e, a=k[0], b=k[1])
-    if isinstance(e, (Unary, Cast)):
-        return replace(e, x=k[0])
-    if isinstance(e, Select):
-        return replace(e, cond=k[0], a=k[1], b=k[2])
-    if isinstance(e, Reduce):
-        return replace(e, body=k[0])
-    raise AssertionError(e)
+    return with_children(e, tuple(_map(x, fn, new) for x in kids))
 
 
 def _check_rowwise(vec: Algorithm, where: str, cube: str) -> tuple[str, ...]:

@@ -24,22 +24,15 @@ No syncs and no addresses yet: later passes add them.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ascendsched.algo.check import children
+from ascendsched.algo.check import children, with_children
 from ascendsched.algo.expr import (
-    Binary,
-    Cast,
-    Compare,
     Expr,
-    IndexArith,
     IndexVar,
     Load,
-    Reduce,
-    Select,
-    Unary,
 )
 from ascendsched.algo.tensor import Tensor
 from ascendsched.errors import ScheduleError, UnsupportedError
@@ -288,7 +281,7 @@ class _Builder(_Bounds, _TileMemory):
         if not kids:
             return e
         new = tuple(self._inline(c) for c in kids)
-        return _rebuild(e, new)
+        return with_children(e, new)
 
 
 def _combo_comment(axes: tuple[str, ...], ver: dict[str, str]) -> str:
@@ -301,20 +294,4 @@ def _subst(e: Expr, mapping: dict) -> Expr:
     kids = children(e)
     if not kids:
         return e
-    return _rebuild(e, tuple(_subst(c, mapping) for c in kids))
-
-
-def _rebuild(e: Expr, kids: tuple[Expr, ...]) -> Expr:
-    if kids == children(e):
-        return e
-    if isinstance(e, Load):
-        return replace(e, indices=kids)
-    if isinstance(e, (Binary, Compare, IndexArith)):
-        return replace(e, a=kids[0], b=kids[1])
-    if isinstance(e, (Unary, Cast)):
-        return replace(e, x=kids[0])
-    if isinstance(e, Select):
-        return replace(e, cond=kids[0], a=kids[1], b=kids[2])
-    if isinstance(e, Reduce):
-        return replace(e, body=kids[0])
-    raise AssertionError(e)
+    return with_children(e, tuple(_subst(c, mapping) for c in kids))

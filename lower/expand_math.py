@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ascendsched.algo.check import children
+from ascendsched.algo.check import children, with_children
 from ascendsched.algo.expr import Binary, Cast, Const, Expr, Unary
 from ascendsched.dtypes import DType, float32, store
 from ascendsched.target import Target
@@ -34,9 +34,7 @@ def expand_math(e: Expr, target: Target) -> Expr:
     kids = children(e)
     new = tuple(expand_math(c, target) for c in kids)
     if new != kids:
-        from ascendsched.lower.build_loop_nest import _rebuild
-
-        e = _rebuild(e, new)
+        e = with_children(e, new)
     if isinstance(e, Unary) and e.op in _UNARY:
         return _UNARY[e.op](e.x, e.dtype)
     if isinstance(e, Binary) and e.op == "pow":

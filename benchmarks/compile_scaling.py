@@ -28,6 +28,10 @@ GEMM_SIZES = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 40
 # tails in M (any sequence length), in every dimension, and a thin M: more tile classes
 TAIL_GEMM_SIZES = [(17, 4096, 4096), (1000, 4096, 4096), (4000, 4096, 4096), (1000, 1000, 1000)]
 BATCHED_SIZES = [(8, 512, 512, 128), (32, 1024, 1024, 128), (64, 2048, 2048, 128)]  # attention
+# mixed Cube + Vector kernels (a GEMM, then a Vector epilogue): GELU, a row scale, a row softmax
+MIXED = {"gemm_gelu": [(512, 512, 512), (1024, 1024, 1024), (4096, 4096, 4096)],
+         "gemm_row_scale": [(512, 512, 512), (1024, 1024, 1024), (4096, 4096, 4096)],
+         "gemm_softmax": [(512, 512, 128), (1024, 1024, 128), (4096, 1024, 128)]}
 VECTOR_KERNELS = ("vadd", "mul_add_relu", "bias_add", "softmax", "rmsnorm", "layernorm")
 ROWS = (64, 1024, 16384)
 COLS = (256, 4096, 16384)
@@ -61,6 +65,8 @@ def cases(quick: bool) -> list[Case]:
         out.append(Case("gemm_int8", (m, n, k), "default"))
     for shape in BATCHED_SIZES[::2] if quick else BATCHED_SIZES:
         out.append(Case("batched_gemm", shape, "default"))
+    for name, shapes in MIXED.items():
+        out += [Case(name, shape, "default") for shape in (shapes[::2] if quick else shapes)]
     rows = ROWS[::2] if quick else ROWS
     cols = COLS[::2] if quick else COLS
     for name in VECTOR_KERNELS:
@@ -84,6 +90,8 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
         return schedule_for(L.gemm_int8(*case.shape))
     if case.kernel == "batched_gemm":
         return schedule_for(L.batched_gemm(*case.shape))
+    if case.kernel in MIXED:
+        return schedule_for(getattr(L, case.kernel)(*case.shape))
     if case.kernel == "gemm":
         algo = L.gemm(*case.shape)
         if case.schedule.startswith("default"):
@@ -209,7 +217,7 @@ def main() -> None:
         for r in rs:
             shapes.setdefault((r["statements"], r["syncs"]), []).append(r["cpu"])
         same = max(max(v) / max(min(v), 1e-9) for v in shapes.values())
-        print(f"  {kern:<14}{sched:<40}{lo:>7.3f} -> {hi:>7.3f}  (max {worst:.3f}, "
+        print(f"  {kern:<16}{sched:<40}{lo:>7.3f} -> {hi:>7.3f}  (max {worst:.3f}, "
               f"x{worst / max(min(r['cpu'] for r in rs), 1e-9):.2f} max/min; "
               f"{len(shapes)} structures, x{same:.2f} within one)")
     if args.csv:

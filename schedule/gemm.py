@@ -23,6 +23,7 @@ moving to the next N column, so cores working at the same time share A and B til
 
 from __future__ import annotations
 
+import copy
 import weakref
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -158,15 +159,23 @@ class GemmTiling:
 
 
 # every directive makes a new schedule of the same algorithm: match and split it once
-_SPECS: weakref.WeakKeyDictionary[Algorithm, GemmSpec] = weakref.WeakKeyDictionary()
+_SPECS: weakref.WeakKeyDictionary[Algorithm, GemmSpec | UnsupportedError] = \
+    weakref.WeakKeyDictionary()
 _SPLITS: weakref.WeakKeyDictionary[Algorithm, GemmSplit] = weakref.WeakKeyDictionary()
 
 
 def _matched(algo: Algorithm) -> GemmSpec:
-    """``match_gemm(algo)``, once per algorithm (an UnsupportedError is raised each time)."""
+    """``match_gemm(algo)``, once per algorithm; an algorithm that is not a plain GEMM (one
+    with a Vector epilogue) raises a copy of its first UnsupportedError every time."""
     got = _SPECS.get(algo)
     if got is None:
-        got = _SPECS[algo] = match_gemm(algo)
+        try:
+            got = match_gemm(algo)
+        except UnsupportedError as e:
+            got = e
+        _SPECS[algo] = got
+    if isinstance(got, UnsupportedError):
+        raise copy.copy(got)
     return got
 
 

@@ -103,7 +103,7 @@ def requirements(d: Dependence, deps: Dependences, kernel: Kernel, target: Targe
         # odd inner extent can make the flattened distance 1 at the boundary; the happens-
         # before check in place_syncs catches that and falls back to one id.)
         dist = carried.get(var, 1)
-        if outer is not None:
+        if outer is not None and d.src_pipe != d.dst_pipe:  # (a barrier has no ids)
             dist = max(dist, flat_distance(d, deps, outer_j, j))
         return [Requirement(d.core, d.src_pipe, d.dst_pipe, cp, a, b, outer or loop, var,
                      2 if dist >= 2 else 1)]

@@ -51,26 +51,26 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 151616 B of 188160 B usable UB.
+    // Arena: 151840 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 151616);
+    pipe.InitBuffer(ubuf, 151840);
     // gamma_ub: float16[4096] [4096] x1 at UB bytes [0, 8192); tile of gamma
     LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(4096, 0);
-    // x_ub: float16[2, 4096] [8192] x2 at UB bytes [81984, 98368), [98368, 114752); tile of x (double buffered)
-    LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(8192, 81984), ubuf.GetWithOffset<half>(8192, 98368)};
+    // x_ub: float16[2, 4096] [8192] x2 at UB bytes [82208, 98592), [98592, 114976); tile of x (double buffered)
+    LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(8192, 82208), ubuf.GetWithOffset<half>(8192, 98592)};
     // xf_ub: float32[2, 4096] [8192] x1 at UB bytes [32800, 65568); tile of xf
     LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(8192, 32800);
     // ss_ub: float32[2] [8] x1 at UB bytes [512, 544); tile of ss
     LocalTensor<float> ss_ub = ubuf.GetWithOffset<float>(8, 512);
     // ss_t1: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of ss: (xf[i, k] * xf[i, k])
     LocalTensor<float> ss_t1 = ubuf.GetWithOffset<float>(8200, 0);
-    // ss_blk2: float32[2, 512] [1024] x1 at UB bytes [147520, 151616); sum of each 32 B block of the rows of ss
-    LocalTensor<float> ss_blk2 = ubuf.GetWithOffset<float>(1024, 147520);
+    // ss_blk2: float32[2, 512] [1024] x1 at UB bytes [147744, 151840); sum of each 32 B block of the rows of ss
+    LocalTensor<float> ss_blk2 = ubuf.GetWithOffset<float>(1024, 147744);
     // ss_blk3: float32[2, 64] [128] x1 at UB bytes [0, 512); sum of each 32 B block of the rows of ss
     LocalTensor<float> ss_blk3 = ubuf.GetWithOffset<float>(128, 0);
-    // y_ub: float16[2, 4096] [8192] x2 at UB bytes [114752, 131136), [131136, 147520); tile of y (double buffered)
-    LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(8192, 114752), ubuf.GetWithOffset<half>(8192, 131136)};
+    // y_ub: float16[2, 4096] [8192] x2 at UB bytes [114976, 131360), [131360, 147744); tile of y (double buffered)
+    LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(8192, 114976), ubuf.GetWithOffset<half>(8192, 131360)};
     // y_t4: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: (ss[i] * 0.000244140625)
     LocalTensor<float> y_t4 = ubuf.GetWithOffset<float>(16, 0);
     // y_t5: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: ((ss[i] * 0.000244140625) + 1e-06)
@@ -79,10 +79,10 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
     LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(16, 0);
     // y_t7: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (xf[i, j] * rsqrt(((ss[i] * 0.000244140625) + 1e-06)))
     LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(8200, 0);
-    // y_brcb8: float32[8, 8] [64] x1 at UB bytes [147520, 147776); y_t6 broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb8 = ubuf.GetWithOffset<float>(64, 147520);
-    // y_t1_once: float32[4096] [4104] x1 at UB bytes [65568, 81984); temporary of y (computed once, before the tile loops): float32(gamma[j])
-    LocalTensor<float> y_t1_once = ubuf.GetWithOffset<float>(4104, 65568);
+    // y_brcb8: float32[8, 8] [64] x1 at UB bytes [147744, 148000); y_t6 broadcast to one 32 B block per row (Brcb)
+    LocalTensor<float> y_brcb8 = ubuf.GetWithOffset<float>(64, 147744);
+    // y_t1_once: float32[4096] [4104] x1 at UB bytes [65792, 82208); temporary of y (computed once, before the tile loops): float32(gamma[j])
+    LocalTensor<float> y_t1_once = ubuf.GetWithOffset<float>(4104, 65792);
     // y_t9: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: ((xf[i, j] * rsqrt(((ss[i] * 0.000244140625) + 1e-06))) * float32(gamma[j]))
     LocalTensor<float> y_t9 = ubuf.GetWithOffset<float>(8200, 0);
 

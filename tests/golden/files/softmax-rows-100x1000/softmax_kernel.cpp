@@ -49,10 +49,10 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 64544 B of 188160 B usable UB.
+    // Arena: 64576 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 64544);
+    pipe.InitBuffer(ubuf, 64576);
     // x_ub: float16[4, 1000] [4032] x2 at UB bytes [32032, 40096), [40096, 48160); tile of x (double buffered)
     LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(4032, 32032), ubuf.GetWithOffset<half>(4032, 40096)};
     // xf_ub: float32[4, 1000] [4000] x1 at UB bytes [16032, 32032); tile of xf
@@ -65,8 +65,8 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     LocalTensor<float> e_ub = ubuf.GetWithOffset<float>(4000, 16032);
     // e_t2: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of e: (xf[i, j] - mx[i])
     LocalTensor<float> e_t2 = ubuf.GetWithOffset<float>(4008, 0);
-    // e_brcb3: float32[8, 8] [64] x1 at UB bytes [64288, 64544); mx_ub broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> e_brcb3 = ubuf.GetWithOffset<float>(64, 64288);
+    // e_brcb3: float32[8, 8] [64] x1 at UB bytes [64320, 64576); mx_ub broadcast to one 32 B block per row (Brcb)
+    LocalTensor<float> e_brcb3 = ubuf.GetWithOffset<float>(64, 64320);
     // s_ub: float32[4] [8] x1 at UB bytes [256, 288); tile of s
     LocalTensor<float> s_ub = ubuf.GetWithOffset<float>(8, 256);
     // s_part4: float32[4, 16] [64] x1 at UB bytes [0, 256); sum partials of the rows of s
@@ -79,8 +79,8 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(16, 0);
     // y_t7: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of y: (e[i, j] / s[i])
     LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(4008, 0);
-    // y_brcb8: float32[8, 8] [64] x1 at UB bytes [64288, 64544); y_t6 broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb8 = ubuf.GetWithOffset<float>(64, 64288);
+    // y_brcb8: float32[8, 8] [64] x1 at UB bytes [64320, 64576); y_t6 broadcast to one 32 B block per row (Brcb)
+    LocalTensor<float> y_brcb8 = ubuf.GetWithOffset<float>(64, 64320);
 
     SetFlag<HardEvent::V_MTE2>(0);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     SetFlag<HardEvent::V_MTE2>(1);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)

@@ -135,6 +135,13 @@ def invariant_inputs(algo: Algorithm, tile: TileShape, target: Target) -> frozen
     return _Walk(algo, tile, 1, target).invariant()
 
 
+def input_deps(algo: Algorithm, target: Target) -> dict[Tensor, frozenset[int]]:
+    """Each input of ``algo`` -> the output axes (indices) its values vary along, as the
+    default schedule computes stages (``gamma[j]`` of LayerNorm: the last axis only)."""
+    out = root_output(algo)
+    return _Walk(algo, TileShape(1, int(out.shape[-1])), 1, target).input_deps()
+
+
 class _Walk:
     def __init__(self, algo: Algorithm, tile: TileShape, copies: int, target: Target) -> None:
         self.algo, self.tile, self.copies, self.t = algo, tile, copies, target

@@ -75,14 +75,14 @@ def bank_invariant(reg: Region, offsets: tuple[int, ...] | None, eb: int, period
 
 @dataclass(frozen=True)
 class ReadTogether:
-    """Two UB buffer copies one vector instruction reads in the same repeats: each side's
-    byte offset inside its buffer copy (constant modulo the bank period), per-repeat span and
-    step; how many repeats the instruction runs per execution, and how often it runs."""
+    """Two UB buffer copies one vector instruction reads in the same repeats: per sampled
+    instance of its enclosing loops, each side's byte offset inside its buffer copy; each
+    side's per-repeat (span, step); repeats per execution, and executions in all."""
 
     a: _Key
     b: _Key
-    a_off: int
-    b_off: int
+    a_offs: tuple[int, ...]
+    b_offs: tuple[int, ...]
     a_span: tuple[int, int]  # (span, step)
     b_span: tuple[int, int]
     repeats: int
@@ -90,46 +90,68 @@ class ReadTogether:
 
     def extra_beats(self, a_addr: int, b_addr: int, block: int, groups: int) -> float:
         """Beats beyond one per repeat, over all runs, with the copies at these addresses."""
-        fa = Footprint(a_addr + self.a_off, *self.a_span)
-        fb = Footprint(b_addr + self.b_off, *self.b_span)
-        bs = beats([fa, fb], self.repeats, block, groups)
-        return sum(b - 1 for b in bs) / len(bs) * self.repeats * self.runs
+        extra = 0.0
+        for oa, ob in zip(self.a_offs, self.b_offs):
+            fa = Footprint(a_addr + oa, *self.a_span)
+            fb = Footprint(b_addr + ob, *self.b_span)
+            bs = beats([fa, fb], self.repeats, block, groups)
+            extra += sum(b - 1 for b in bs) / len(bs)
+        return extra / len(self.a_offs) * self.repeats * self.runs
+
+
+SAMPLES = 64  # loop instances sampled per instruction (each loop's first ``groups`` values)
 
 
 def read_together(kernel: Kernel, target: Target) -> dict[_Key, list[ReadTogether]]:
     """Every pair of UB buffer copies a V instruction reads as two sources, by each copy
-    (both directions), for the memory planner to keep apart in the bank groups. A source
-    whose copy varies, or whose offset modulo the bank period varies with the loops, is left
-    out (its groups change from run to run)."""
+    (both directions), for the memory planner to keep apart in the bank groups. Offsets that
+    move with the enclosing loops (a Brcb'd block per row) are sampled over the loops' first
+    ``groups`` values, the period of any 32-byte-multiple step; a source whose copy varies,
+    or whose offset moves with another variable, is left out."""
     if target.costs is None:
         return {}
-    period = target.costs.ub_bank_groups * target.block_bytes
+    groups = target.costs.ub_bank_groups
+    period = groups * target.block_bytes
     bufs = kernel.buffer_map
     out: dict[_Key, list[ReadTogether]] = {}
     for prog in kernel.programs:
         for ins, around in iter_instrs(prog.body):
             if ins.pipe != Pipe.V or ins.op != "vec_binary":
                 continue
+            loops = [n for n in around if isinstance(n, For)]
+            runs = 1
+            for n in loops:
+                runs *= n.extent
+            envs: list[dict[str, int]] = [{}]
+            for n in loops:
+                envs = [{**e, n.var: v} for e in envs for v in range(min(n.extent, groups))]
+            if len(envs) > SAMPLES:
+                continue
+            known = {n.var for n in loops}
             srcs = []
             for reg in ins.reads:
                 buf = bufs.get(reg.tensor)
-                if buf is None or buf.scope != Scope.UB:
+                if buf is None or buf.scope != Scope.UB or not reg.copy.is_const:
                     break
                 eb = buf.dtype.bytes
-                if not (reg.copy.is_const and invariant_mod(reg.offset, eb, period)):
+                if not _fixed_outside(reg.offset, known, eb, period):
                     break
-                off = reg.offset.const * eb
+                offs = tuple(reg.offset.evaluate({**dict.fromkeys(reg.offset.vars(), 0), **e})
+                             * eb for e in envs)
                 f = footprint(reg, 0, eb)
-                srcs.append(((reg.tensor, reg.copy.const), off, (f.span, f.step)))
+                srcs.append(((reg.tensor, reg.copy.const), offs, (f.span, f.step)))
             if len(srcs) != 2 or srcs[0][0] == srcs[1][0]:
                 continue
             dst = ins.writes[0]
             repeats = dst.dims[0].extent if len(dst.dims) > 1 else 1
-            runs = 1
-            for node in around:
-                if isinstance(node, For):
-                    runs *= node.extent
             (ka, oa, sa), (kb, ob, sb) = srcs
             out.setdefault(ka, []).append(ReadTogether(ka, kb, oa, ob, sa, sb, repeats, runs))
             out.setdefault(kb, []).append(ReadTogether(kb, ka, ob, oa, sb, sa, repeats, runs))
     return out
+
+
+def _fixed_outside(a: Affine, known: set[str], scale: int, period: int) -> bool:
+    """``a * scale`` modulo ``period`` depends on no variable outside ``known``."""
+    return (all(c * scale % period == 0 for v, c in a.terms if v not in known)
+            and all(c * scale % period == 0 for v, _, c in a.mods if v not in known)
+            and all(c * scale % period == 0 for n, _, c in a.divs if n.vars() - known))

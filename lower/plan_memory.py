@@ -21,9 +21,10 @@ are kept out of each other's bank groups where the bytes allow: a 32-byte block'
 ``(address // 32) % 16`` (``ub_bank_groups`` in ``target/costs.py``, from the ASC bank-conflict
 doc, SOURCES.md 2.5), and a repeat whose sources share a group takes a beat per block there.
 The second copy placed also gets its candidate offsets shifted by whole 32-byte units within
-the 512-byte period and takes one with fewest extra beats, above the current peak only while
-the scope has room; each packing is also run without this, and the plans are ranked by (fits,
-extra beats, peak, cross-pipe reuses). vadd's ``y_ub`` lands 256 B (mod 512) from ``x_ub``,
+the 512-byte period and takes one with fewest extra beats, above the current peak by at most
+one period and only while the scope has room; each packing is also run without this, and the
+plans are ranked by (fits, within 512 B per such buffer of the smallest peak, extra beats,
+peak, cross-pipe reuses). vadd's ``y_ub`` lands 256 B (mod 512) from ``x_ub``,
 as in the ASC add sample's Case 6; a dense source against a Brcb'd row block meets it on half
 the repeats wherever it sits (rows of whole 512-byte periods), so such pairs seldom move.
 
@@ -233,10 +234,11 @@ class _Banks:
 def _best(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec, lifetimes: Lifetimes,
           strict: bool, banks: _Banks | None) -> tuple[int, int, str, dict[_Key, int]]:
     """(peak, cross-pipe reuses, strategy, offsets) of the best packing: one that fits the
-    scope, then fewest bank-conflict beats, then the smallest peak, then fewest reuses. Each
-    strategy packs with and without bank-aware offsets (the shifted offsets may cost the
-    bytes another buffering needs)."""
-    best: tuple[tuple, str, dict[_Key, int]] | None = None
+    scope and needs at most one bank period (512 B) per buffer read together with another
+    over the smallest peak, then fewest bank-conflict beats, then the smallest peak, then
+    fewest reuses. Each strategy packs with and without bank-aware offsets (the shifted
+    offsets may cost the bytes another buffering needs)."""
+    plans = []
     for name, order, pick in _STRATEGIES:
         for bk in (None, banks) if banks is not None and banks.pairs else (None,):
             offs = _pack(sorted(items, key=lambda e, o=order: o(e, sizes)), sizes,
@@ -244,11 +246,13 @@ def _best(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec, lifeti
             peak = max((offs[k] + sizes[k] for k in offs), default=0)
             reuses = _cross_pipe_reuses(items, offs, sizes, lifetimes)
             conflicts = round(banks.total(offs)) if banks is not None else 0
-            score = (peak > spec.usable, conflicts, peak, reuses)
-            if best is None or score < best[0]:
-                best = (score, name + (", bank-aware" if bk else ""), offs)
-    assert best is not None
-    (_, _, peak, reuses), name, offs = best
+            plans.append((peak, reuses, conflicts, name + (", bank-aware" if bk else ""), offs))
+    # offsetting a buffer within the bank period costs it < 512 B: a plan needing more than
+    # that per buffer read together with another over the smallest peak is a repacking
+    least = min(p[0] for p in plans)
+    slack = banks.period * len(banks.pairs) if banks is not None else 0
+    peak, reuses, _, name, offs = min(
+        plans, key=lambda p: (p[0] > spec.usable, p[0] > least + slack, p[2], p[0], p[1]))
     return peak, reuses, name, offs
 
 
@@ -259,8 +263,8 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
     loop (such offsets are not candidates; the top of the scope always is one). ``banks``:
     a copy read by one vector instruction together with a copy already placed also gets the
     candidates shifted by whole alignment units within the bank period, and takes one with
-    fewest conflict beats: within the current peak if that removes as many, else above it
-    while the scope has room."""
+    fewest conflict beats: within the current peak if that removes as many, else at most one
+    bank period above where it would go otherwise, while the scope has room."""
     align = spec.alignment
     placed: list[tuple[Lifetime, int, int]] = []  # (lifetime, offset, size)
     offs: dict[_Key, int] = {}
@@ -299,7 +303,9 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
         free = [c for c in within if c[1] == 0]
         pool = free or within or cands
         if aware:
-            room = [c for c in cands if c[1] == 0 and c[0] + size <= spec.usable]
+            # above the peak by at most one bank period more than the plain choice
+            top = max(peak, pick(pool)[0] + size) + banks.period
+            room = [c for c in cands if c[1] == 0 and c[0] + size <= min(top, spec.usable)]
             if room and min(c[3] for c in room) < min(c[3] for c in pool):
                 pool = room
             least = min(c[3] for c in pool)

@@ -78,8 +78,8 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     LocalTensor<float> d_blk3 = ubuf.GetWithOffset<float>(128, 36864);
     // d_t4: float32[2] [16] x1 at UB bytes [32768, 32832); temporary of d: (sum[float32](k<4096: xf[i, k]) * 0.000244140625)
     LocalTensor<float> d_t4 = ubuf.GetWithOffset<float>(16, 32768);
-    // d_brcb5: float32[8, 8] [64] x1 at UB bytes [82208, 82464); d_t4 broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> d_brcb5 = ubuf.GetWithOffset<float>(64, 82208);
+    // d_brcb5: float32[16, 8] [128] x1 at UB bytes [164640, 165152); d_t4 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> d_brcb5 = ubuf.GetWithOffset<float>(128, 164640);
     // y_ub: float16[2, 4096] [8192] x2 at UB bytes [131872, 148256), [148256, 164640); tile of y (double buffered)
     LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(8192, 131872), ubuf.GetWithOffset<half>(8192, 148256)};
     // y_t6: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (d[i, k2] * d[i, k2])
@@ -98,8 +98,8 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     LocalTensor<float> y_t12 = ubuf.GetWithOffset<float>(16, 0);
     // y_t13: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (d[i, j] * rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05)))
     LocalTensor<float> y_t13 = ubuf.GetWithOffset<float>(8200, 0);
-    // y_brcb14: float32[8, 8] [64] x1 at UB bytes [82208, 82464); y_t12 broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb14 = ubuf.GetWithOffset<float>(64, 82208);
+    // y_brcb14: float32[16, 8] [128] x1 at UB bytes [164640, 165152); y_t12 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb14 = ubuf.GetWithOffset<float>(128, 164640);
     // y_t1_once: float32[4096] [4104] x1 at UB bytes [65792, 82208); temporary of y (computed once, before the tile loops): float32(gamma[j])
     LocalTensor<float> y_t1_once = ubuf.GetWithOffset<float>(4104, 65792);
     // y_t15: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: ((d[i, j] * rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05))) * float32(gamma[j]))
@@ -130,7 +130,7 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
             PipeBarrier<PIPE_V>();  // y_t16/xf_ub: V read -> V write (WAR)
             Cast(xf_ub, x_ub[i_o_k % 2], RoundMode::CAST_NONE, 64, 128, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
             SetFlag<HardEvent::V_MTE2>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
-            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+164 more)
+            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+170 more)
             BlockReduceSum(d_blk2, xf_ub, 128, 64, 1, 1, 8);  // d: sum of each 32 B block
             PipeBarrier<PIPE_V>();  // d_blk2: V write -> V read (RAW) (+2 more)
             BlockReduceSum(d_blk3, d_blk2, 16, 64, 1, 1, 8);  // d: sum of each 32 B block
@@ -138,15 +138,17 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
             WholeReduceSum(d_t1, d_blk3, 64, 2, 1, 1, 8);  // d: sum over k
             PipeBarrier<PIPE_V>();  // d_t1: V write -> V read (RAW) (+3 more)
             Muls(d_t4, d_t1, 0.000244140625f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // d: muls
-            PipeBarrier<PIPE_V>();  // d_t4: V write -> V read (RAW) (+5 more)
+            PipeBarrier<PIPE_V>();  // d_t4: V write -> V read (RAW) (+7 more)
             Brcb(d_brcb5, d_t4, 1, BrcbRepeatParams(1, 8));  // d: broadcast d_t4 per row
+            Brcb(d_brcb5[64], d_t4, 1, BrcbRepeatParams(1, 8));  // d: broadcast d_t4 per row
             PipeBarrier<PIPE_V>();  // d_brcb5: V write -> V read (RAW) (+4 more)
             for (int64_t d_r1 = 0; d_r1 < 2; ++d_r1) {  // rows of d
-                Sub(d_ub[4096*d_r1], xf_ub[4096*d_r1], d_brcb5[8*d_r1], 64, 64, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // d: sub
+                Sub(d_ub[4096*d_r1], xf_ub[4096*d_r1], d_brcb5[8*d_r1], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // d: sub
+                Sub(d_ub[4096*d_r1 + 64], xf_ub[4096*d_r1 + 64], d_brcb5[8*d_r1 + 64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // d: sub
             }
-            PipeBarrier<PIPE_V>();  // d_ub: V write -> V read (RAW) (+3 more)
+            PipeBarrier<PIPE_V>();  // d_ub: V write -> V read (RAW) (+5 more)
             Mul(y_t6, d_ub, d_ub, 64, 128, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
-            PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+4 more)
+            PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+5 more)
             BlockReduceSum(y_blk8, y_t6, 128, 64, 1, 1, 8);  // y: sum of each 32 B block
             PipeBarrier<PIPE_V>();  // y_blk8: V write -> V read (RAW) (+8 more)
             BlockReduceSum(y_blk9, y_blk8, 16, 64, 1, 1, 8);  // y: sum of each 32 B block
@@ -156,13 +158,15 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
             Muls(y_t10, y_t7, 0.000244140625f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: muls
             PipeBarrier<PIPE_V>();  // y_t10: V write -> V read (RAW) (+14 more)
             Adds(y_t11, y_t10, 1e-05f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: adds
-            PipeBarrier<PIPE_V>();  // y_t11: V write -> V read (RAW) (+11 more)
+            PipeBarrier<PIPE_V>();  // y_t11: V write -> V read (RAW) (+13 more)
             Rsqrt(y_t12, y_t11, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: rsqrt
-            PipeBarrier<PIPE_V>();  // y_t12: V write -> V read (RAW) (+19 more)
+            PipeBarrier<PIPE_V>();  // y_t12: V write -> V read (RAW) (+29 more)
             Brcb(y_brcb14, y_t12, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t12 per row
+            Brcb(y_brcb14[64], y_t12, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t12 per row
             PipeBarrier<PIPE_V>();  // y_brcb14: V write -> V read (RAW) (+23 more)
             for (int64_t y_r2 = 0; y_r2 < 2; ++y_r2) {  // rows of y
-                Mul(y_t13[4096*y_r2], d_ub[4096*y_r2], y_brcb14[8*y_r2], 64, 64, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
+                Mul(y_t13[4096*y_r2], d_ub[4096*y_r2], y_brcb14[8*y_r2], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
+                Mul(y_t13[4096*y_r2 + 64], d_ub[4096*y_r2 + 64], y_brcb14[8*y_r2 + 64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
             }
             PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW) (+25 more)
             for (int64_t y_r3 = 0; y_r3 < 2; ++y_r3) {  // rows of y

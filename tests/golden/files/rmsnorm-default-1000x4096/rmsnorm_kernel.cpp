@@ -79,8 +79,8 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
     LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(16, 0);
     // y_t7: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (xf[i, j] * rsqrt(((ss[i] * 0.000244140625) + 1e-06)))
     LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(8200, 0);
-    // y_brcb8: float32[8, 8] [64] x1 at UB bytes [147744, 148000); y_t6 broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb8 = ubuf.GetWithOffset<float>(64, 147744);
+    // y_brcb8: float32[16, 8] [128] x1 at UB bytes [147744, 148256); y_t6 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb8 = ubuf.GetWithOffset<float>(128, 147744);
     // y_t1_once: float32[4096] [4104] x1 at UB bytes [65792, 82208); temporary of y (computed once, before the tile loops): float32(gamma[j])
     LocalTensor<float> y_t1_once = ubuf.GetWithOffset<float>(4104, 65792);
     // y_t9: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: ((xf[i, j] * rsqrt(((ss[i] * 0.000244140625) + 1e-06))) * float32(gamma[j]))
@@ -116,11 +116,13 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
             Adds(y_t5, y_t4, 1e-06f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: adds
             PipeBarrier<PIPE_V>();  // y_t5: V write -> V read (RAW) (+8 more)
             Rsqrt(y_t6, y_t5, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: rsqrt
-            PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+13 more)
+            PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+19 more)
             Brcb(y_brcb8, y_t6, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t6 per row
+            Brcb(y_brcb8[64], y_t6, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t6 per row
             PipeBarrier<PIPE_V>();  // y_brcb8: V write -> V read (RAW) (+19 more)
             for (int64_t y_r1 = 0; y_r1 < 2; ++y_r1) {  // rows of y
-                Mul(y_t7[4096*y_r1], xf_ub[4096*y_r1], y_brcb8[8*y_r1], 64, 64, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
+                Mul(y_t7[4096*y_r1], xf_ub[4096*y_r1], y_brcb8[8*y_r1], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
+                Mul(y_t7[4096*y_r1 + 64], xf_ub[4096*y_r1 + 64], y_brcb8[8*y_r1 + 64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
             }
             PipeBarrier<PIPE_V>();  // y_t7: V write -> V read (RAW) (+9 more)
             for (int64_t y_r2 = 0; y_r2 < 2; ++y_r2) {  // rows of y

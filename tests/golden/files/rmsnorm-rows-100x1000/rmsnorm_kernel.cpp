@@ -76,8 +76,8 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
     LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(4032, 48192), ubuf.GetWithOffset<half>(4032, 56256)};
     // y_t5: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of y: (xf[i, j] * r[i])
     LocalTensor<float> y_t5 = ubuf.GetWithOffset<float>(4008, 0);
-    // y_brcb6: float32[8, 8] [64] x1 at UB bytes [64320, 64576); r_ub broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb6 = ubuf.GetWithOffset<float>(64, 64320);
+    // y_brcb6: float32[16, 8] [128] x1 at UB bytes [64320, 64832); r_ub broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb6 = ubuf.GetWithOffset<float>(128, 64320);
     // y_t7: float32[1000] [1008] x1 at UB bytes [64576, 68608); temporary of y: float32(gamma[j])
     LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(1008, 64576);
     // y_t8: float32[4, 1000] [4008] x1 at UB bytes [16032, 32064); temporary of y: ((xf[i, j] * r[i]) * float32(gamma[j]))
@@ -99,7 +99,7 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
                 Cast(xf_ub[1000*xf_r1], x_ub[i_o_k % 2][1008*xf_r1], RoundMode::CAST_NONE, 64, 15, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
             }
             Cast(xf_ub[960], x_ub[i_o_k % 2][960], RoundMode::CAST_NONE, 40, 4, UnaryRepeatParams(1, 1, 125, 63));  // xf: cast
-            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+74 more)
+            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+77 more)
             Mul(ss_t1, xf_ub, xf_ub, 64, 62, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // ss: mul
             Mul(ss_t1[3968], xf_ub[3968], xf_ub[3968], 32, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // ss: mul
             PipeBarrier<PIPE_V>();  // ss_t1: V write -> V read (RAW) (+2 more)
@@ -115,18 +115,21 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
             Adds(r_t4, r_t3, 1e-06f, 4, 1, UnaryRepeatParams(1, 1, 0, 0));  // r: adds
             PipeBarrier<PIPE_V>();  // r_t4: V write -> V read (RAW) (+8 more)
             Rsqrt(r_ub, r_t4, 4, 1, UnaryRepeatParams(1, 1, 0, 0));  // r: rsqrt
-            PipeBarrier<PIPE_V>();  // r_ub: V write -> V read (RAW) (+11 more)
+            PipeBarrier<PIPE_V>();  // r_ub: V write -> V read (RAW) (+15 more)
             Brcb(y_brcb6, r_ub, 1, BrcbRepeatParams(1, 8));  // y: broadcast r_ub per row
-            PipeBarrier<PIPE_V>();  // y_brcb6: V write -> V read (RAW) (+12 more)
+            Brcb(y_brcb6[64], r_ub, 1, BrcbRepeatParams(1, 8));  // y: broadcast r_ub per row
+            PipeBarrier<PIPE_V>();  // y_brcb6: V write -> V read (RAW) (+6 more)
             for (int64_t y_r3 = 0; y_r3 < 4; ++y_r3) {  // rows of y
-                Mul(y_t5[1000*y_r3], xf_ub[1000*y_r3], y_brcb6[8*y_r3], 64, 15, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
+                Mul(y_t5[1000*y_r3], xf_ub[1000*y_r3], y_brcb6[8*y_r3], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
+                Mul(y_t5[1000*y_r3 + 64], xf_ub[1000*y_r3 + 64], y_brcb6[8*y_r3 + 64], 64, 7, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
             }
             Mul(y_t5[960], xf_ub[960], y_brcb6, 40, 4, BinaryRepeatParams(1, 1, 0, 125, 125, 1));  // y: mul
             WaitFlag<HardEvent::MTE2_V>(2);  // gamma_ub: MTE2 write -> V read (RAW)
+            PipeBarrier<PIPE_V>();  // y_brcb6/y_t7: V read -> V write (WAR) (+10 more)
             Cast(y_t7, gamma_ub, RoundMode::CAST_NONE, 64, 15, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
             Cast(y_t7[960], gamma_ub[960], RoundMode::CAST_NONE, 40, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: cast
             SetFlag<HardEvent::V_MTE2>(0);  // gamma_ub: V read -> MTE2 write (WAR)
-            PipeBarrier<PIPE_V>();  // y_t5: V write -> V read (RAW) (+6 more)
+            PipeBarrier<PIPE_V>();  // y_t7: V write -> V read (RAW) (+5 more)
             for (int64_t y_r4 = 0; y_r4 < 4; ++y_r4) {  // rows of y
                 Mul(y_t8[1000*y_r4], y_t5[1000*y_r4], y_t7, 64, 15, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
             }

@@ -167,9 +167,9 @@ class VectorBuild:
                 s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[0])
             else:
                 s = s.compute_inline(st)
-        loaded_once = {b for b in self.once if c.get(f"once_{b}") == "once"}
+        loaded_once = {b for b in self.once if c.get(f"once_{b}", "tile") != "tile"}
         for b in sorted(loaded_once):
-            s = s.load_once(b)
+            s = s.load_once(b, hoist=c[f"once_{b}"] == "once")
         for b in self.buffers:
             if c[f"copies_{b}"] != 1 and b not in loaded_once:
                 s = s.buffer(b, c[f"copies_{b}"])
@@ -181,8 +181,9 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     """Tile of the output (``tile`` for 1-D; ``rows``/``cols`` and their loop ``order`` for
     2-D and up), vector ``cores``, ``place_<stage>`` (``"at"``: computed per tile, or
     ``"inline"``) per elementwise producer, ``copies_<tensor>`` per input and the output, and
-    ``once_<input>`` (``"tile"`` or ``"once"``: ``load_once``, one copy loaded before the tile
-    loops, and the values of it alone computed there too) per input that does not vary along
+    ``once_<input>`` (``"tile"``; ``"once"``: ``load_once``, one copy loaded before the tile
+    loops, and the values of it alone computed there too; ``"load"``: loaded once, those
+    values computed per tile, ``load_once(..., hoist=False)``) per input that does not vary along
     every output axis (``gamma[j]``). A load_once a tile cannot honour (the input follows a
     split axis) or that overflows UB is pruned by lowering's own checks, like any point."""
     out = algo.outputs[0]
@@ -215,7 +216,7 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
         params[f"copies_{b}"] = (1, 2)
     once = _broadcast_inputs(algo, target)
     for b in once:
-        params[f"once_{b}"] = ("tile", "once")
+        params[f"once_{b}"] = ("tile", "once", "load")
     nominal = {"order"} | {k for k in params if k.startswith(("place_", "once_"))}
     build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers, once)
     return _make(name or f"{algo.name}-vector", algo, params, nominal, build, target,

@@ -181,9 +181,10 @@ class _Builder(_Bounds, _TileMemory):
 
     def invariant_axes(self, e: Expr, dom: list[Axis], env: dict) -> tuple | None:
         """The key of ``e``'s hoisted value when ``e`` is computed from load_once inputs alone
-        (at least one, no other tensor) over domain axes whose box does not move with the tile
+        (at least one, no other tensor; ``load_once(..., hoist=True)``) over domain axes whose box does not move with the tile
         (constant starts): ``(e, ((axis, start, extent), ...))``; else None."""
-        if not self.hoisted:
+        hoist = {t for t in self.hoisted if self.s.hoists(t)}
+        if not hoist:
             return None
         loads: list[Load] = []
         free: set = set()
@@ -198,7 +199,7 @@ class _Builder(_Bounds, _TileMemory):
                 walk(c, inner)
 
         walk(e, frozenset())
-        if not loads or any(ld.tensor.name not in self.hoisted for ld in loads):
+        if not loads or any(ld.tensor.name not in hoist for ld in loads):
             return None
         box = []
         for v in free:

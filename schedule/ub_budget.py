@@ -123,10 +123,12 @@ def computed_per_tile(algo: Algorithm) -> frozenset[str]:
                      and (isinstance(st.op.body, Reduce) or len(algo.consumers(st)) > 1))
 
 
-def tile_bytes(algo: Algorithm, tile: TileShape, copies: int, target: Target) -> int:
+def tile_bytes(algo: Algorithm, tile: TileShape, copies: int, target: Target, *,
+               hoist: bool = True) -> int:
     """Peak UB bytes of one tile of ``algo``'s default schedule with ``copies`` copies of
-    every input (but the invariant ones) and output tile (see the module docstring)."""
-    return _Walk(algo, tile, copies, target).peak()
+    every input (but the invariant ones) and output tile (see the module docstring);
+    ``hoist``: values of the invariant inputs alone are computed once (``load_once``)."""
+    return _Walk(algo, tile, copies, target, hoist).peak()
 
 
 def invariant_inputs(algo: Algorithm, tile: TileShape, target: Target) -> frozenset[str]:
@@ -143,8 +145,10 @@ def input_deps(algo: Algorithm, target: Target) -> dict[Tensor, frozenset[int]]:
 
 
 class _Walk:
-    def __init__(self, algo: Algorithm, tile: TileShape, copies: int, target: Target) -> None:
+    def __init__(self, algo: Algorithm, tile: TileShape, copies: int, target: Target,
+                 hoist: bool = True) -> None:
         self.algo, self.tile, self.copies, self.t = algo, tile, copies, target
+        self.hoist = hoist
         out = root_output(algo)
         assert out.op is not None
         self.out = out
@@ -323,8 +327,8 @@ class _Walk:
         """``e`` reads only inputs loaded once (at least one) and varies along no split axis:
         the lowering computes it once, before the tile loops."""
         loads = _loads(e, self)
-        return bool(loads) and all(ld.tensor.name in self.fixed for ld in loads) and \
-            not dep & self.split_axes()
+        return (self.hoist and bool(loads) and all(ld.tensor.name in self.fixed for ld in loads)
+                and not dep & self.split_axes())
 
     def _in_place(self, kids: list[Expr], vals: list[int | None], size: int) -> int | None:
         """An operand buffer an elementwise op may write its result over (the planner's

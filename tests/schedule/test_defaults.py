@@ -129,3 +129,22 @@ def test_values_of_load_once_inputs_alone_are_computed_once_before_the_tile_loop
     ref = evaluate(s.algo, ins)["y"].astype(np.float32)
     got = run_kernel(lower(s), ins).outputs["y"].astype(np.float32)
     assert np.allclose(got, ref, atol=1e-2)
+
+
+def test_load_once_without_hoist_recomputes_the_values_per_tile_and_wide_rows_default_to_it(
+) -> None:
+    # hoist=False: gamma and beta are loaded once, their casts stay in the tile loop
+    from ascendsched.lower.ir import For, Instr, iter_instrs
+    from ascendsched.lower.schedule_for import schedule_for
+
+    s = _layernorm_rows(False).load_once("gamma", hoist=False).load_once("beta", hoist=False)
+    assert ".load_once('gamma', hoist=False)" in str(s)
+    body = build_loop_nest(s, T).programs[0].body
+    assert not [x for x in body if isinstance(x, Instr) and x.op == "vec_cast"]
+    loop = next(x for x in body if isinstance(x, For))
+    casts = {x.reads[0].tensor for x, _ in iter_instrs(loop.body) if x.op == "vec_cast"}
+    assert {"gamma_ub", "beta_ub"} <= casts
+    # RMSNorm rows of 16384: float32(gamma) held all the time does not fit beside one row's
+    # double buffers and temporaries; loaded once and cast per tile it does (not a column split)
+    wide = schedule_for(L.rmsnorm(64, 16384))
+    assert ".load_once('gamma', hoist=False)" in str(wide) and "'j'" not in str(wide)

@@ -17,6 +17,7 @@ two start addresses differ by 256 B modulo 512 B.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.ir import For, Kernel, Region, iter_instrs
@@ -89,7 +90,12 @@ class ReadTogether:
     runs: int
 
     def extra_beats(self, a_addr: int, b_addr: int, block: int, groups: int) -> float:
-        """Beats beyond one per repeat, over all runs, with the copies at these addresses."""
+        """Beats beyond one per repeat, over all runs, with the copies at these addresses
+        (only the addresses modulo the bank period matter: memoised on them)."""
+        period = block * groups
+        return _extra_beats(self, a_addr % period, b_addr % period, block, groups)
+
+    def _extra(self, a_addr: int, b_addr: int, block: int, groups: int) -> float:
         extra = 0.0
         for oa, ob in zip(self.a_offs, self.b_offs):
             fa = Footprint(a_addr + oa, *self.a_span)
@@ -97,6 +103,11 @@ class ReadTogether:
             bs = beats([fa, fb], self.repeats, block, groups)
             extra += sum(b - 1 for b in bs) / len(bs)
         return extra / len(self.a_offs) * self.repeats * self.runs
+
+
+@lru_cache(maxsize=1 << 16)
+def _extra_beats(pair: ReadTogether, a_mod: int, b_mod: int, block: int, groups: int) -> float:
+    return pair._extra(a_mod, b_mod, block, groups)
 
 
 SAMPLES = 64  # loop instances sampled per instruction (each loop's first ``groups`` values)

@@ -45,17 +45,20 @@ def footprint(reg: Region, addr: int, eb: int) -> Footprint:
     return Footprint(addr, span, step)
 
 
-def beats(srcs: list[Footprint], repeats: int, block: int, groups: int) -> list[int]:
+def beats(srcs: list[Footprint], repeats: int, block: int, groups: int, *,
+          distinct: bool = False) -> list[int]:
     """Per repeat (the first ``groups`` of them: the pattern's period), the most 32 B blocks
     any bank group must deliver to the sources. Sources walking at different repeat strides (a
-    dense tile against a Brcb'd block, repeat stride 0) meet in a group on some repeats only."""
+    dense tile against a Brcb'd block, repeat stride 0) meet in a group on some repeats only.
+    A block two sources both read is delivered once, unless ``distinct`` (the sources are
+    different buffers, whatever their addresses modulo the period say)."""
     out = []
     for r in range(min(max(repeats, 1), groups)):
-        by_group: dict[int, set[int]] = {}
-        for f in srcs:
+        by_group: dict[int, set[tuple[int, int]]] = {}
+        for k, f in enumerate(srcs):
             a = f.addr + r * f.step
             for b in range(a // block, (a + f.span - 1) // block + 1):
-                by_group.setdefault(b % groups, set()).add(b)
+                by_group.setdefault(b % groups, set()).add((k if distinct else 0, b))
         out.append(max(len(v) for v in by_group.values()))
     return out
 
@@ -91,7 +94,8 @@ class ReadTogether:
 
     def extra_beats(self, a_addr: int, b_addr: int, block: int, groups: int) -> float:
         """Beats beyond one per repeat, over all runs, with the copies at these addresses
-        (only the addresses modulo the bank period matter: memoised on them)."""
+        (two buffers never share a block, so only the addresses modulo the bank period
+        matter: memoised on them)."""
         period = block * groups
         return _extra_beats(self, a_addr % period, b_addr % period, block, groups)
 
@@ -100,7 +104,7 @@ class ReadTogether:
         for oa, ob in zip(self.a_offs, self.b_offs):
             fa = Footprint(a_addr + oa, *self.a_span)
             fb = Footprint(b_addr + ob, *self.b_span)
-            bs = beats([fa, fb], self.repeats, block, groups)
+            bs = beats([fa, fb], self.repeats, block, groups, distinct=True)
             extra += sum(b - 1 for b in bs) / len(bs)
         return extra / len(self.a_offs) * self.repeats * self.runs
 

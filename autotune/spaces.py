@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ascendsched.algo import library
-from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.algorithm import Algorithm, root_output
 from ascendsched.algo.expr import Reduce
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.autotune.space import Param, Space
 from ascendsched.errors import AscendSchedError
+from ascendsched.schedule import ub_budget
 from ascendsched.schedule.gemm import GemmSchedule, cube_geometry
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
@@ -134,6 +135,7 @@ class VectorBuild:
     shape: tuple[int, ...]
     stages: tuple[tuple[str, bool], ...]  # (producer stage, is a reduction)
     buffers: tuple[str, ...]
+    once: tuple[str, ...] = ()  # inputs that may be loaded once (``once_<input>``)
 
     def __call__(self, algo: Algorithm, c: Mapping[str, Any]) -> Schedule:
         s = Schedule(algo, target=self.target)
@@ -165,8 +167,11 @@ class VectorBuild:
                 s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[0])
             else:
                 s = s.compute_inline(st)
+        loaded_once = {b for b in self.once if c.get(f"once_{b}", "tile") != "tile"}
+        for b in sorted(loaded_once):
+            s = s.load_once(b, hoist=c[f"once_{b}"] == "once")
         for b in self.buffers:
-            if c[f"copies_{b}"] != 1:
+            if c[f"copies_{b}"] != 1 and b not in loaded_once:
                 s = s.buffer(b, c[f"copies_{b}"])
         return s
 
@@ -175,7 +180,12 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
                  algo_code: str = "algo", **choices: tuple[Any, ...]) -> Space:
     """Tile of the output (``tile`` for 1-D; ``rows``/``cols`` and their loop ``order`` for
     2-D and up), vector ``cores``, ``place_<stage>`` (``"at"``: computed per tile, or
-    ``"inline"``) per elementwise producer, ``copies_<tensor>`` per input and the output."""
+    ``"inline"``) per elementwise producer, ``copies_<tensor>`` per input and the output, and
+    ``once_<input>`` (``"tile"``; ``"once"``: ``load_once``, one copy loaded before the tile
+    loops, and the values of it alone computed there too; ``"load"``: loaded once, those
+    values computed per tile, ``load_once(..., hoist=False)``) per input that does not vary along
+    every output axis (``gamma[j]``). A load_once a tile cannot honour (the input follows a
+    split axis) or that overflows UB is pruned by lowering's own checks, like any point."""
     out = algo.outputs[0]
     assert out.op is not None
     axes = tuple(a.name for a in out.op.axes)
@@ -204,10 +214,22 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     buffers = tuple(t.name for t in algo.inputs) + (out.name,)
     for b in buffers:
         params[f"copies_{b}"] = (1, 2)
-    nominal = {"order"} | {k for k in params if k.startswith("place_")}
-    build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers)
+    once = _broadcast_inputs(algo, target)
+    for b in once:
+        params[f"once_{b}"] = ("tile", "once", "load")
+    nominal = {"order"} | {k for k in params if k.startswith(("place_", "once_"))}
+    build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers, once)
     return _make(name or f"{algo.name}-vector", algo, params, nominal, build, target,
                  algo_code, choices)
+
+
+def _broadcast_inputs(algo: Algorithm, target: Target) -> tuple[str, ...]:
+    """Inputs whose values do not vary along some output axis (``gamma[j]`` of a row-wise
+    kernel): those a tiling of that axis alone lets every tile read whole."""
+    out = root_output(algo)
+    every = frozenset(range(len(out.shape)))
+    deps = ub_budget.input_deps(algo, target)
+    return tuple(t.name for t in algo.inputs if t in deps and deps[t] != every)
 
 
 def _factors(cands: tuple[int, ...], size: int, align: int) -> tuple[int, ...]:

@@ -13,7 +13,10 @@ and the output tile goes UB -> GM (MTE3). Example, ``z = x + y`` split by 2048, 
       [MTE3] copy_ub_gm z@(...) <- z_ub
 
 Inputs the schedule loads once (``load_once``: ``gamma[j]`` with only rows tiled) are copied
-before the tile loops. Inlined stages are substituted into their consumers here. The pieces a
+before the tile loops, and so is every value computed from them alone: a subexpression such as
+``float32(gamma[j])`` is computed once per core into a buffer of its own, before the tile loops
+(loop-invariant code motion, as Halide's ``LICM``), and every tile reads it (``_hoist``).
+Inlined stages are substituted into their consumers here. The pieces a
 tile is made of live next door: ``bounds.py`` (the box of every tensor a tile reads),
 ``tile_memory.py`` (UB tiles and their GM <-> UB copies) and ``select_vector.py`` (a stage body
 -> vector instructions).
@@ -33,6 +36,8 @@ from ascendsched.algo.expr import (
     Expr,
     IndexVar,
     Load,
+    Reduce,
+    ReduceVar,
 )
 from ascendsched.algo.tensor import Tensor
 from ascendsched.errors import ScheduleError, UnsupportedError
@@ -60,6 +65,7 @@ class _Version:
     instrs: list[Stmt] = field(default_factory=list)
     temps: int = 0
     suffix: str = ""  # appended to every buffer name of a tail tile version
+    note: str = ""  # appended to the comment of every temporary
 
 
 # --------------------------------------------------------------------------- builder
@@ -109,6 +115,9 @@ class _Builder(_Bounds, _TileMemory):
         self.sizes = dict(zip(self.out_axes, self.out.shape))
         self.buffers: dict[str, Buffer] = {}
         self.hoisted: frozenset[str] = frozenset()
+        # values of load_once inputs alone, computed once before the tile loops
+        self.once = _Version(suffix="_once", note=" (computed once, before the tile loops)")
+        self.once_vals: dict[tuple, Val] = {}
         self.block_dim = self.nest.bound[1] if self.nest.bound else 1
         self.n_loops = 0  # IR loops made for vector instructions (numbers their variables)
         self.suffixes: dict[tuple[str, ...], str] = {}  # tail version -> its buffers' suffix
@@ -132,7 +141,8 @@ class _Builder(_Bounds, _TileMemory):
                 lay = self._layout(f"{t.name}_ub", t, box, Affine())
                 self.hoisted_layouts[t.name] = lay
                 prologue.extend(self._dma(t, lay, to_ub=True))
-        body = prologue + self._gen_loops(0, idx, ver, Affine())
+        loops = self._gen_loops(0, idx, ver, Affine())
+        body = prologue + self.once.instrs + loops
         params = tuple(GmTensor(t.name, tuple(t.shape), t.dtype) for t in self.algo.inputs)  # type: ignore[arg-type]
         params += tuple(GmTensor(o.name, tuple(o.shape), o.dtype, "output")  # type: ignore[arg-type]
                         for o in self.algo.outputs)
@@ -162,6 +172,36 @@ class _Builder(_Bounds, _TileMemory):
                     f"'{t.name}' (it follows a split axis), so every tile needs its own load; "
                     f"load once only inputs every tile reads whole")
         return frozenset(t.name for t in wanted if t.name in boxes)
+
+    def invariant_axes(self, e: Expr, dom: list[Axis], env: dict) -> tuple | None:
+        """The key of ``e``'s hoisted value when ``e`` is computed from load_once inputs alone
+        (at least one, no other tensor; ``load_once(..., hoist=True)``) over domain axes whose box does not move with the tile
+        (constant starts): ``(e, ((axis, start, extent), ...))``; else None."""
+        hoist = {t for t in self.hoisted if self.s.hoists(t)}
+        if not hoist:
+            return None
+        loads: list[Load] = []
+        free: set = set()
+
+        def walk(x: Expr, bound: frozenset) -> None:
+            if isinstance(x, Load):
+                loads.append(x)
+            if isinstance(x, (IndexVar, ReduceVar)) and x not in bound:
+                free.add(x)
+            inner = bound | set(x.axes) if isinstance(x, Reduce) else bound
+            for c in children(x):
+                walk(c, inner)
+
+        walk(e, frozenset())
+        if not loads or any(ld.tensor.name not in hoist for ld in loads):
+            return None
+        box = []
+        for v in free:
+            ax = dom[env[v]]
+            if not ax.start.is_const:
+                return None
+            box.append((env[v], ax.start.const, ax.extent))
+        return (e, tuple(sorted(box)))
 
     def _gen_loops(self, level: int, idx: dict[str, Affine], ver: dict[str, str],
                    copy: Affine) -> list[Stmt]:

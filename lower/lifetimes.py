@@ -249,7 +249,11 @@ def _replaces(window: list[Instr], ranges: list[dict[str, int]], a: str, b: str)
 def _may_overlap(r: Region, r_ranges: dict[str, int], w: Region, w_ranges: dict[str, int]
                  ) -> bool:
     """Element hulls of two regions intersect, over all iterations of the loops (``ranges``:
-    variable -> extent) their offsets use; any other symbolic offset: assume they may."""
+    variable -> extent) their offsets use; any other symbolic offset: assume they may. Two
+    regions of the same interleaved shape (repeats of ``lanes`` elements every ``step``, the
+    two phases of lower/vector_instrs.py's phased rows) are told apart exactly first."""
+    if _interleaved_apart(r, w):
+        return False
     def hull(x: Region, ranges: dict[str, int]) -> tuple[int, int] | None:
         off = x.offset
         if off.mods or off.divs or any(v not in ranges for v, _ in off.terms):
@@ -264,6 +268,25 @@ def _may_overlap(r: Region, r_ranges: dict[str, int], w: Region, w_ranges: dict[
         return True
     (a0, a1), (b0, b1) = hr, hw
     return not (a1 < b0 or b1 < a0)
+
+
+def _interleaved_apart(r: Region, w: Region) -> bool:
+    """Both regions are repeats of ``lanes`` contiguous elements every ``step`` (the same
+    shape; their repeat counts may differ), every loop term of their offsets moves by whole steps, and the constant
+    offsets differ by a residue modulo ``step`` that keeps the lanes apart: element
+    ``o1 + k1*step + j1 == o2 + k2*step + j2`` needs ``(o1 - o2) mod step`` within
+    ``lanes - 1`` of 0, so no element is shared."""
+    if len(r.dims) != 2 or len(w.dims) != 2 or r.copy != w.copy:
+        return False
+    step, lanes = r.dims[0].stride, r.dims[1].extent
+    if (w.dims[0].stride, w.dims[1].extent) != (step, lanes) or step <= lanes or \
+            r.dims[1].stride != 1 or w.dims[1].stride != 1:
+        return False
+    for off in (r.offset, w.offset):
+        if off.mods or off.divs or any(c % step for _, c in off.terms):
+            return False
+    d = (r.offset.const - w.offset.const) % step
+    return lanes <= d <= step - lanes
 
 
 # --------------------------------------------------------------------------- private helpers

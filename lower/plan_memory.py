@@ -16,6 +16,18 @@ pipe (bishengir reuses within one pipe first). Inside a *pipelined* loop (one a 
 buffer alternates over, ``Lifetimes.pipelined``) reuse also makes the next iteration's first
 user of the earlier buffer wait for the later one's last user, so it counts both directions.
 
+In UB, two copies one vector instruction reads as its two sources (``lower/bank_groups.py``)
+are kept out of each other's bank groups where the bytes allow: a 32-byte block's group is
+``(address // 32) % 16`` (``ub_bank_groups`` in ``target/costs.py``, from the ASC bank-conflict
+doc, SOURCES.md 2.5), and a repeat whose sources share a group takes a beat per block there.
+The second copy placed also gets its candidate offsets shifted by whole 32-byte units within
+the 512-byte period and takes one with fewest extra beats, above the current peak by at most
+one period and only while the scope has room; each packing is also run without this, and the
+plans are ranked by (fits, within 512 B per such buffer of the smallest peak, extra beats,
+peak, cross-pipe reuses). vadd's ``y_ub`` lands 256 B (mod 512) from ``x_ub``,
+as in the ASC add sample's Case 6; a dense source against a Brcb'd row block meets it on half
+the repeats wherever it sits (rows of whole 512-byte periods), so such pairs seldom move.
+
 Three plans are tried per scope and the first that fits the scope's *usable* bytes is kept:
 
 1. the buffering as scheduled: every copy of a multi-copy buffer over its whole loop (the
@@ -43,9 +55,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ascendsched.errors import BufferingWarning, CapacityError
+from ascendsched.lower.bank_groups import ReadTogether, read_together
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.lifetimes import Lifetime, Lifetimes
-from ascendsched.target.model import Scope, Target
+from ascendsched.target.model import Scope, ScopeSpec, Target
 
 
 @dataclass(frozen=True)
@@ -116,6 +129,7 @@ def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: b
     placements: list[Placement] = []
     usage: list[ScopeUsage] = []
     compromises: list[str] = []
+    banks = _Banks(read_together(kernel, target), target)
     scopes = list(dict.fromkeys(e.scope for e in lifetimes.entries))
     for scope in scopes:
         spec = target.scope(scope)
@@ -128,14 +142,15 @@ def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: b
         for level, (its, strict, kind) in enumerate(tries):
             if level == 2 and its == items:
                 break  # no multi-copy buffer: nothing left to give up
-            peak, reuses, name, offs = _best(its, sizes, spec.alignment, lifetimes, strict)
+            peak, reuses, name, offs = _best(its, sizes, spec, lifetimes, strict,
+                                             banks if scope == Scope.UB else None)
             if level == 0:
                 strict_peak = peak
             if peak <= spec.usable:
                 chosen = (its, peak, reuses, name, offs, kind)
                 break
         if chosen is None:
-            peak, _, _, _ = _best(items, sizes, spec.alignment, lifetimes, True)
+            peak, _, _, _ = _best(items, sizes, spec, lifetimes, True, None)
             raise CapacityError(_overflow_message(kernel, lifetimes, scope, items, sizes, peak,
                                                   spec.usable, spec.capacity))
         its, peak, reuses, name, offs, kind = chosen
@@ -178,11 +193,11 @@ def _start_order(e: Lifetime, sizes: dict[_Key, int]) -> tuple:
     return (e.start if e.used else -1, -sizes[(e.buffer, e.copy)], e.buffer, e.copy)
 
 
-def _lowest(cands: list[tuple[int, int, int]]) -> tuple[int, int, int]:
+def _lowest(cands: list[tuple]) -> tuple:
     return min(cands, key=lambda c: c[0])
 
 
-def _tightest(cands: list[tuple[int, int, int]]) -> tuple[int, int, int]:
+def _tightest(cands: list[tuple]) -> tuple:
     return min(cands, key=lambda c: (c[2], c[0]))
 
 
@@ -193,43 +208,85 @@ _STRATEGIES: tuple[tuple[str, Callable, Callable], ...] = (
 )
 
 
-def _best(items: list[Lifetime], sizes: dict[_Key, int], align: int, lifetimes: Lifetimes,
-          strict: bool) -> tuple[int, int, str, dict[_Key, int]]:
-    """(peak, cross-pipe reuses, strategy, offsets) of the better packing."""
-    best: tuple[tuple[int, int], str, dict[_Key, int]] | None = None
+class _Banks:
+    """The bank-conflict side of placement: pairs of copies one vector instruction reads
+    (``lower/bank_groups.py``) and the target's bank geometry (``ub_bank_groups`` x 32 B
+    blocks, ``target/costs.py``, from the ASC bank-conflict doc)."""
+
+    def __init__(self, pairs: dict[_Key, list[ReadTogether]], target: Target) -> None:
+        self.pairs = pairs
+        self.block = target.block_bytes
+        self.groups = target.costs.ub_bank_groups if target.costs is not None else 1
+        self.period = self.block * self.groups
+
+    def cost(self, key: _Key, off: int, offs: dict[_Key, int]) -> float:
+        """Extra beats of the instructions reading ``key`` at ``off`` with the copies placed
+        so far (``offs``)."""
+        return sum(p.extra_beats(off, offs[p.b], self.block, self.groups)
+                   for p in self.pairs.get(key, ()) if p.b in offs)
+
+    def total(self, offs: dict[_Key, int]) -> float:
+        return sum(p.extra_beats(offs[p.a], offs[p.b], self.block, self.groups)
+                   for ps in self.pairs.values() for p in ps
+                   if p.a in offs and p.b in offs) / 2
+
+
+def _best(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec, lifetimes: Lifetimes,
+          strict: bool, banks: _Banks | None) -> tuple[int, int, str, dict[_Key, int]]:
+    """(peak, cross-pipe reuses, strategy, offsets) of the best packing: one that fits the
+    scope and needs at most one bank period (512 B) per buffer read together with another
+    over the smallest peak, then fewest bank-conflict beats, then the smallest peak, then
+    fewest reuses. Each strategy packs with and without bank-aware offsets (the shifted
+    offsets may cost the bytes another buffering needs)."""
+    plans = []
     for name, order, pick in _STRATEGIES:
-        offs = _pack(sorted(items, key=lambda e, o=order: o(e, sizes)), sizes, align, pick,
-                     lifetimes, strict)
-        peak = max((offs[k] + sizes[k] for k in offs), default=0)
-        score = (peak, _cross_pipe_reuses(items, offs, sizes, lifetimes))
-        if best is None or score < best[0]:
-            best = (score, name, offs)
-    assert best is not None
-    (peak, reuses), name, offs = best
+        for bk in (None, banks) if banks is not None and banks.pairs else (None,):
+            offs = _pack(sorted(items, key=lambda e, o=order: o(e, sizes)), sizes,
+                         spec, pick, lifetimes, strict, bk)
+            peak = max((offs[k] + sizes[k] for k in offs), default=0)
+            reuses = _cross_pipe_reuses(items, offs, sizes, lifetimes)
+            conflicts = round(banks.total(offs)) if banks is not None else 0
+            plans.append((peak, reuses, conflicts, name + (", bank-aware" if bk else ""), offs))
+    # offsetting a buffer within the bank period costs it < 512 B: a plan needing more than
+    # that per buffer read together with another over the smallest peak is a repacking
+    least = min(p[0] for p in plans)
+    slack = banks.period * len(banks.pairs) if banks is not None else 0
+    peak, reuses, _, name, offs = min(
+        plans, key=lambda p: (p[0] > spec.usable, p[0] > least + slack, p[2], p[0], p[1]))
     return peak, reuses, name, offs
 
 
-def _pack(items: list[Lifetime], sizes: dict[_Key, int], align: int,
-          pick: Callable[[list[tuple[int, int, int]]], tuple[int, int, int]],
-          lifetimes: Lifetimes, strict: bool) -> dict[_Key, int]:
+def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
+          pick: Callable[[list[tuple]], tuple],
+          lifetimes: Lifetimes, strict: bool, banks: _Banks | None) -> dict[_Key, int]:
     """Place ``items`` in order. ``strict``: never reuse bytes across pipes inside a pipelined
-    loop (such offsets are not candidates; the top of the scope always is one)."""
+    loop (such offsets are not candidates; the top of the scope always is one). ``banks``:
+    a copy read by one vector instruction together with a copy already placed also gets the
+    candidates shifted by whole alignment units within the bank period, and takes one with
+    fewest conflict beats: within the current peak if that removes as many, else at most one
+    bank period above where it would go otherwise, while the scope has room."""
+    align = spec.alignment
     placed: list[tuple[Lifetime, int, int]] = []  # (lifetime, offset, size)
     offs: dict[_Key, int] = {}
     in_place = lifetimes.in_place
     for e in items:
-        size = sizes[(e.buffer, e.copy)]
+        key = (e.buffer, e.copy)
+        size = sizes[key]
         if not e.used:
-            offs[(e.buffer, e.copy)] = 0  # never touched: any address will do
+            offs[key] = 0  # never touched: any address will do
             continue
         peak = max((o + s for _, o, s in placed), default=0)
         # a live in-place partner does not conflict at exactly its own offset
         partner = {(p.buffer, o) for p, o, _ in placed if (p.buffer, e.buffer) in in_place
                    or (e.buffer, p.buffer) in in_place}
         live = [(p.buffer, o, s) for p, o, s in placed if p.overlaps(e)]
-        cands: list[tuple[int, int, int]] = []
-        for off in sorted({0} | {_round_up(o + s, align) for _, o, s in placed}
-                          | {o for _, o in partner}):
+        starts = {0} | {_round_up(o + s, align) for _, o, s in placed} | {o for _, o in partner}
+        aware = banks is not None and any(p.b in offs for p in banks.pairs.get(key, ()))
+        if aware:
+            assert banks is not None
+            starts |= {o + d for o in starts for d in range(align, banks.period, align)}
+        cands: list[tuple] = []
+        for off in sorted(starts):
             if any(off < o + s and o < off + size and (b, off) not in partner
                    for b, o, s in live):
                 continue
@@ -240,12 +297,22 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], align: int,
                               and lifetimes.pipelined_loop(p, e) for p in shared):
                 continue
             cost = sum(_reuse_cost(p, e, lifetimes.pipelined_loop(p, e)) for p in shared)
-            cands.append((off, cost, nxt - off - size))
+            beats = banks.cost(key, off, offs) if aware and banks is not None else 0.0
+            cands.append((off, cost, nxt - off - size, beats))
         within = [c for c in cands if c[0] + size <= peak]
         free = [c for c in within if c[1] == 0]
-        off = pick(free or within or cands)[0]
+        pool = free or within or cands
+        if aware:
+            # above the peak by at most one bank period more than the plain choice
+            top = max(peak, pick(pool)[0] + size) + banks.period
+            room = [c for c in cands if c[1] == 0 and c[0] + size <= min(top, spec.usable)]
+            if room and min(c[3] for c in room) < min(c[3] for c in pool):
+                pool = room
+            least = min(c[3] for c in pool)
+            pool = [c for c in pool if c[3] == least]
+        off = pick(pool)[0]
         placed.append((e, off, size))
-        offs[(e.buffer, e.copy)] = off
+        offs[key] = off
     return offs
 
 

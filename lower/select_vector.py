@@ -62,6 +62,23 @@ class _ExprGen(_VectorInstrs, _Reductions):
             return Val("", Affine(), e.dtype, Affine(), (0,) * len(self.dom), const=e.value)
         if isinstance(e, Load):
             return self.load(e)
+        if dst is None and self.v is not self.b.once:
+            key = self.b.invariant_axes(e, self.dom, self.env)
+            if key is not None:
+                return self._hoist(e, key)
+        return self._node(e, dst)
+
+    def _hoist(self, e: Expr, key: tuple) -> Val:
+        """``e``, a value of load_once inputs alone (``float32(gamma[j])``), computed once per
+        core before the tile loops (into the builder's ``once`` version) and read by every
+        tile, instead of recomputed per tile. A stage's root is never hoisted: computed
+        once it would still need a copy into the stage's tile per tile."""
+        if key not in self.b.once_vals:
+            gen = _ExprGen(self.b, self.b.once, self.stage, self.dom, self.env, self.layouts)
+            self.b.once_vals[key] = gen.value(e)
+        return self.b.once_vals[key]
+
+    def _node(self, e: Expr, dst: Val | None) -> Val:
         if isinstance(e, Binary):
             return self.binary(e, dst)
         if isinstance(e, Unary):
@@ -115,7 +132,7 @@ class _ExprGen(_VectorInstrs, _Reductions):
         pitch = -(-box[-1].extent // per_block) * per_block
         lay = Layout(name, Affine(), dtype, box, pitch)
         self.b._alloc(name, dtype, lay.elems + 8, 1, tuple(x.extent for x in box),
-                      f"temporary of {self.stage}: {what}")
+                      f"temporary of {self.stage}{self.v.note}: {what}")
         strides = [0] * len(self.dom)
         for a, s in zip(axes, lay.strides):
             strides[a] = s

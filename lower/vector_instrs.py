@@ -43,6 +43,7 @@ class Val:
     strides: tuple[int, ...]
     block: bool = False
     const: float | int | None = None
+    alt: int = 0  # a Brcb'd operand's second copy, this many elements on (see _cover)
 
     def varying(self) -> tuple[int, ...]:
         return tuple(a for a, s in enumerate(self.strides) if s != 0)
@@ -157,7 +158,26 @@ class _VectorInstrs:
                 f"rows of {self.stage}"), "c", f"{epr}-lane column chunks of {self.stage}")
             return out + (tail_rows() if tail else [])
 
+        phased = 2 <= full <= 2 * t.max_repeat and any(x.alt for x, _, _ in opnds) and all(
+            x.alt or c == 1 for x, _, c in opnds)
+
+        def phase(row: Affine, ph: int) -> list[Instr]:
+            """Chunks ph, ph + 2, ...: a dense operand walks 512 B per repeat, staying in one
+            half of the 16 bank groups, and the Brcb'd operand's copy for this phase sits in
+            the other half (the planner places it so, lower/bank_groups.py): the repeats
+            take one beat where one instruction over every chunk would meet the block in
+            half of them (ASC bank-conflict doc, SOURCES.md 2.5)."""
+            regs = [Region(x.buf, x.offset + row * r + (ph * x.alt if x.alt else ph * epr * c),
+                           (Dim((full + 1 - ph) // 2, 2 * epr * c), Dim(epr, c)), x.copy)
+                    for x, r, c in opnds]
+            return self._instr(op, regs, attrs, comment)
+
         def one_row(row: Affine, _n: int) -> list[Stmt]:
+            if phased:
+                out: list[Stmt] = [*phase(row, 0), *phase(row, 1)]
+                if tail and not fits:
+                    out += instr(row, 1, Affine(full * epr), tail, False)
+                return out
             out = self._span(full, t.max_repeat, lambda k, n: instr(row, n, k * epr, epr, False),
                              "p", f"{epr}-lane chunks of {'a row of ' * (rows > 1)}{self.stage}")
             if tail and not fits:
@@ -274,10 +294,16 @@ class _VectorInstrs:
         # one value for every row: one Brcb repeat (its first block holds the value in every
         # lane) read with row stride 0; Brcb itself needs a contiguous source
         n8 = -(-rows // g) * g if x.varying() else g
+        # rows of at least two chunks run as two phases (_cover): a second Brcb copy one
+        # Brcb repeat (256 B) on serves the odd chunks from the other half of the bank groups
+        cols = self.dom[last].extent
+        phases = 2 if n8 == g and rows < cols // (self.t.repeat_bytes // x.dtype.bytes) // 2 \
+            else 1
         self.v.temps += 1
         name = f"{self.stage}_brcb{self.v.temps}{self.v.suffix}"
-        self.b._alloc(name, x.dtype, n8 * per, 1, (n8, per),
-                      f"{x.buf} broadcast to one 32 B block per row (Brcb)")
+        self.b._alloc(name, x.dtype, phases * n8 * per, 1, (phases * n8, per),
+                      f"{x.buf} broadcast to one 32 B block per row (Brcb)"
+                      + (", twice: one copy per phase" if phases == 2 else ""))
         srcbuf = self.b.buffers[src.buf]
         need = (src.offset.const if src.offset.is_const else 0) + n8
         if srcbuf.elems < need:
@@ -286,15 +312,17 @@ class _VectorInstrs:
         src_rs = src.strides[x.varying()[-1]] if x.varying() else 0
         if x.varying() and src_rs != 1:
             raise UnsupportedError(f"stage '{self.stage}': per-row values of {x.buf} not contiguous")
-        self.v.instrs.extend(self._span(n8 // g, self.t.max_repeat, lambda r, n: [Instr(
-            "vec_brcb", Pipe.V,
-            (Region(name, r * (g * per), (Dim(n * g, per), Dim(per, 1))),),
-            (Region(src.buf, src.offset + r * g, (Dim(n * g, 1), Dim(1, 1)), src.copy),),
-            comment=f"{self.stage}: broadcast {x.buf} per row")], "p",
-            f"Brcb of {x.buf}, {g} rows per repeat"))
+        for ph in range(phases):
+            self.v.instrs.extend(self._span(n8 // g, self.t.max_repeat, lambda r, n, ph=ph: [Instr(
+                "vec_brcb", Pipe.V,
+                (Region(name, r * (g * per) + ph * n8 * per, (Dim(n * g, per), Dim(per, 1))),),
+                (Region(src.buf, src.offset + r * g, (Dim(n * g, 1), Dim(1, 1)), src.copy),),
+                comment=f"{self.stage}: broadcast {x.buf} per row")], "p",
+                f"Brcb of {x.buf}, {g} rows per repeat"))
         strides = [0] * len(self.dom)
         acc = per
         for a in reversed(outer if x.varying() else []):
             strides[a] = acc
             acc *= self.dom[a].extent
-        return Val(name, Affine(), x.dtype, Affine(), tuple(strides), block=True)
+        return Val(name, Affine(), x.dtype, Affine(), tuple(strides), block=True,
+                   alt=n8 * per if phases == 2 else 0)

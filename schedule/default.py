@@ -61,11 +61,16 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
         tiles.sort(key=lambda ct: ct[1].cols < int(out.shape[-1]))
     seen: set[str] = set()
     for copies, tile in tiles:
-        s = _candidate(algo, target, tile, copies)
-        key = str(s)
-        if key not in seen:
-            seen.add(key)
-            yield s
+        # values of the loaded-once inputs computed once, then (if that changes the UB
+        # estimate: they hold UB all the time) per tile, for rows too wide for both
+        hoists = (True, False) if tile_bytes(algo, tile, copies, target) != tile_bytes(
+            algo, tile, copies, target, hoist=False) else (True,)
+        for hoist in hoists:
+            s = _candidate(algo, target, tile, copies, hoist)
+            key = str(s)
+            if key not in seen:
+                seen.add(key)
+                yield s
 
 
 def _lead(algo: Algorithm) -> tuple[int, ...]:
@@ -178,7 +183,8 @@ def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
     return lo
 
 
-def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int) -> Schedule:
+def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
+               hoist: bool = True) -> Schedule:
     out = root_output(algo)
     s = Schedule(algo, target=target)
     assert out.op is not None
@@ -219,7 +225,7 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int) ->
             s = s.compute_inline(st.name)
     fixed = invariant_inputs(algo, tile, target) if loops else frozenset()
     for name in sorted(fixed):
-        s = s.load_once(name)
+        s = s.load_once(name, hoist=hoist)
     if copies > 1 and tiles > 1:
         for t in algo.inputs:
             if t.name not in fixed:

@@ -29,7 +29,7 @@ def format_schedule(s: Schedule) -> str:
         elif isinstance(x, d.Buffering):
             lines.append(f"  .buffer({x.tensor!r}, copies={x.copies})")
         elif isinstance(x, d.LoadOnce):
-            lines.append(f"  .load_once({x.tensor!r})")
+            lines.append(f"  .load_once({x.tensor!r}" + (")" if x.hoist else ", hoist=False)"))
     return "\n".join(lines)
 
 

@@ -265,7 +265,7 @@ def _replay_vector(sched: Schedule, algo: Algorithm, cores: int) -> Schedule:
         elif isinstance(d, Buffering):
             s = s.buffer(d.tensor, d.copies)
         elif isinstance(d, LoadOnce):
-            s = s.load_once(d.tensor)
+            s = s.load_once(d.tensor, hoist=d.hoist)
         else:
             raise InternalCompilerError(f"reduce_instance: unknown directive {d!r}")
     return s

@@ -72,6 +72,7 @@ class Buffering:
 @dataclass(frozen=True)
 class LoadOnce:
     tensor: str  # an input every tile reads whole: loaded once per core, before the tile loops
+    hoist: bool = True  # values of it alone computed once too (not per tile)
 
 
 Directive = Split | Reorder | Fuse | Bind | ComputeAt | ComputeInline | Buffering | LoadOnce
@@ -248,15 +249,18 @@ class Schedule:
                 f"buffer('{tensor}', copies={copies}): 1 (single) or 2 (double buffering) copies")
         return self._add(Buffering(tensor, copies))
 
-    def load_once(self, tensor: str) -> Schedule:
+    def load_once(self, tensor: str, *, hoist: bool = True) -> Schedule:
         """Load input ``tensor`` once per core, before the tile loops, into one UB copy that
         stays for the whole kernel, instead of once per tile: for an input every tile reads
         whole (``gamma[j]`` when only rows are tiled; lowering checks it). Saves a DMA per
-        tile, costs its bytes for the whole kernel."""
+        tile, costs its bytes for the whole kernel. ``hoist``: values computed from such
+        inputs alone (``float32(gamma[j])``) are computed once too, before the tile loops,
+        and hold their own UB for the whole kernel; ``hoist=False`` recomputes them per tile
+        in temporaries (less UB, for rows too wide for both)."""
         t = self.algo.tensor(tensor)
         if not t.is_placeholder:
             raise ScheduleError(f"load_once('{tensor}'): '{tensor}' is a stage, not an input")
-        return self._add(LoadOnce(tensor))
+        return self._add(LoadOnce(tensor, hoist))
 
     cache_read = buffer  # UB placement of an input's tile; copies as for buffer()
     cache_write = buffer  # UB placement of a stage's tile
@@ -309,6 +313,11 @@ class Schedule:
 
     def loaded_once(self, tensor: str) -> bool:
         return any(isinstance(d, LoadOnce) and d.tensor == tensor for d in self.directives)
+
+    def hoists(self, tensor: str) -> bool:
+        """Values of load_once input ``tensor`` alone are computed once (``load_once``)."""
+        return any(isinstance(d, LoadOnce) and d.tensor == tensor and d.hoist
+                   for d in self.directives)
 
     def copies(self, tensor: str) -> int:
         n = 1

@@ -6,7 +6,11 @@ estimate follows how the vector lowering materialises values, and frees them by 
 
 * each input and the output is one tile per copy, live all the time (a multi-copy buffer's
   copies alternate over the tile loop, so the planner gives their bytes to nothing else); an
-  input every tile reads whole (``gamma[j]`` with only rows tiled) is loaded once, one copy;
+  input every tile reads whole (``gamma[j]`` with only rows tiled) is loaded once, one copy,
+  and every value computed from such inputs alone (``float32(gamma[j])``, below a stage's
+  root) is computed once before the tile loops and live all the time, one buffer per distinct
+  expression (``lower/select_vector.py`` ``_hoist``); an input only such values read is dead
+  once they are computed, so its bytes go to the tile's buffers;
 * each stage computed per tile is one tile from its evaluation to its last reader's;
 * inside a stage's (inlined) expression, every operation below the root is a temporary tile,
   live from its evaluation to its consumer's; a reduction keeps one partial per 64 columns, a
@@ -119,10 +123,12 @@ def computed_per_tile(algo: Algorithm) -> frozenset[str]:
                      and (isinstance(st.op.body, Reduce) or len(algo.consumers(st)) > 1))
 
 
-def tile_bytes(algo: Algorithm, tile: TileShape, copies: int, target: Target) -> int:
+def tile_bytes(algo: Algorithm, tile: TileShape, copies: int, target: Target, *,
+               hoist: bool = True) -> int:
     """Peak UB bytes of one tile of ``algo``'s default schedule with ``copies`` copies of
-    every input (but the invariant ones) and output tile (see the module docstring)."""
-    return _Walk(algo, tile, copies, target).peak()
+    every input (but the invariant ones) and output tile (see the module docstring);
+    ``hoist``: values of the invariant inputs alone are computed once (``load_once``)."""
+    return _Walk(algo, tile, copies, target, hoist).peak()
 
 
 def invariant_inputs(algo: Algorithm, tile: TileShape, target: Target) -> frozenset[str]:
@@ -131,9 +137,18 @@ def invariant_inputs(algo: Algorithm, tile: TileShape, target: Target) -> frozen
     return _Walk(algo, tile, 1, target).invariant()
 
 
+def input_deps(algo: Algorithm, target: Target) -> dict[Tensor, frozenset[int]]:
+    """Each input of ``algo`` -> the output axes (indices) its values vary along, as the
+    default schedule computes stages (``gamma[j]`` of LayerNorm: the last axis only)."""
+    out = root_output(algo)
+    return _Walk(algo, TileShape(1, int(out.shape[-1])), 1, target).input_deps()
+
+
 class _Walk:
-    def __init__(self, algo: Algorithm, tile: TileShape, copies: int, target: Target) -> None:
+    def __init__(self, algo: Algorithm, tile: TileShape, copies: int, target: Target,
+                 hoist: bool = True) -> None:
         self.algo, self.tile, self.copies, self.t = algo, tile, copies, target
+        self.hoist = hoist
         out = root_output(algo)
         assert out.op is not None
         self.out = out
@@ -150,6 +165,9 @@ class _Walk:
         self.stage = out
         self.top = 0
         self.ids = 0
+        self.once: dict[tuple, int] = {}  # hoisted value -> its bytes, live all the time
+        self.tile_reads: set[str] = set()  # inputs read per tile (not only by hoisted values)
+        self.fixed: frozenset[str] = frozenset()
 
     # ---- sizes
     def _bytes(self, dtype_bytes: int, dep: frozenset[int], temp: bool = False) -> int:
@@ -243,16 +261,24 @@ class _Walk:
         order = [st for st in self.algo.stages if st.name in self.per_tile] + [self.out]
         envs = {st.name: {v: k for k, v in enumerate(st.op.axes)}  # type: ignore[union-attr]
                 for st in order}
-        fixed = self.invariant()
-        for t, dep in self.input_deps().items():
-            io += (1 if t.name in fixed else self.copies) * self._bytes(t.dtype.bytes, dep)
+        fixed = self.fixed = self.invariant()
         self.reads_left = {st.name: sum(1 for c in order for ld in _loads(c.op.body, self)
                                         if ld.tensor is st) for st in order}
         for st in order:
             assert st.op is not None
             self.stage = st
             self._value(st.op.body, envs[st.name], root=True)
-        return io + self.top
+        once_in = 0  # inputs loaded once: live all the time unless only hoisted values read them
+        for t, dep in self.input_deps().items():
+            size = self._bytes(t.dtype.bytes, dep)
+            if t.name not in fixed:
+                io += self.copies * size
+            elif t.name in self.tile_reads:
+                io += size
+            else:
+                once_in += size
+        once = sum(self.once.values())
+        return max(io + once + self.top, once_in + once + io)
 
     def _value(self, e: Expr, env: dict[Expr, int], root: bool = False) -> int | None:
         """Evaluate ``e``: the buffer holding it (None for loads and constants; the root
@@ -260,11 +286,17 @@ class _Walk:
         if isinstance(e, Const):
             return None
         if isinstance(e, Load):
+            if e.tensor.is_placeholder:
+                self.tile_reads.add(e.tensor.name)
             if not self._inlined(e.tensor):
                 return None
             assert e.tensor.op is not None  # an inlined stage: its body evaluated here
             return self._value(e.tensor.op.body, self._inner_env(e, env), root)
         dep = self._dep(e, env)
+        if not root and self._hoisted(e, dep):
+            key = (e, dep)
+            self.once.setdefault(key, self._bytes(e.dtype.bytes, dep, temp=True))
+            return None
         if isinstance(e, Reduce):
             last = len(self.axes) - 1
             kids: list[Expr] = [e.body]
@@ -290,6 +322,13 @@ class _Walk:
         for c in kids:
             self._consumed(c)
         return out
+
+    def _hoisted(self, e: Expr, dep: frozenset[int]) -> bool:
+        """``e`` reads only inputs loaded once (at least one) and varies along no split axis:
+        the lowering computes it once, before the tile loops."""
+        loads = _loads(e, self)
+        return (self.hoist and bool(loads) and all(ld.tensor.name in self.fixed for ld in loads)
+                and not dep & self.split_axes())
 
     def _in_place(self, kids: list[Expr], vals: list[int | None], size: int) -> int | None:
         """An operand buffer an elementwise op may write its result over (the planner's

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.affine import Affine
+from ascendsched.lower.bank_groups import bank_invariant, beats, footprint
 from ascendsched.lower.cube_ops import CUBE_LOAD_OPS, cube_c0
 from ascendsched.lower.ir import VECTOR_OPS, Instr, Kernel, Region
 from ascendsched.lower.sync_ir import Sync
@@ -214,33 +214,18 @@ class CostTable:
                     name=f"{ins.op} {fn} {dst.tensor}", repeats=repeats)
 
     def _bank_beats(self, ins: Instr, env: dict[str, int], repeats: int) -> list[int]:
-        """Per repeat (the first ``ub_bank_groups`` of them: the pattern's period), the most
-        32 B blocks any UB bank group must deliver to the sources; [] when there are fewer
-        than two UB sources. Sources walking at different repeat strides (a dense tile
-        against a Brcb'd block, repeat stride 0) meet in a group on some repeats only."""
+        """Per repeat, the most 32 B blocks any UB bank group must deliver to the sources
+        (``lower/bank_groups.py``); [] when there are fewer than two UB sources."""
         srcs = [x for x in ins.reads if self.k.scope_of(x.tensor) == Scope.UB]
         if len(srcs) < 2:
             return []
-        blk = self.k.target.block_bytes
-        spans = []
+        feet = []
         for reg in srcs:
             addr = self._ub_address(ins, reg, env)
             if addr is None:
                 return []
-            eb = self.k.dtype_of(reg.tensor).bytes
-            d = reg.dims[-1]
-            span = eb if d.stride == 0 else (d.extent - 1) * d.stride * eb + eb
-            step = reg.dims[0].stride * eb if len(reg.dims) > 1 else 0
-            spans.append((addr, span, step))
-        out = []
-        for r in range(min(max(repeats, 1), self.c.ub_bank_groups)):
-            groups: dict[int, set[int]] = {}
-            for addr, span, step in spans:
-                a = addr + r * step
-                for b in range(a // blk, (a + span - 1) // blk + 1):
-                    groups.setdefault(b % self.c.ub_bank_groups, set()).add(b)
-            out.append(max(len(v) for v in groups.values()))
-        return out
+            feet.append(footprint(reg, addr, self.k.dtype_of(reg.tensor).bytes))
+        return beats(feet, repeats, self.k.target.block_bytes, self.c.ub_bank_groups)
 
     def _ub_address(self, ins: Instr, reg: Region, env: dict[str, int]) -> int | None:
         buf = self.k.buffer_map.get(reg.tensor)
@@ -251,17 +236,5 @@ class CostTable:
         base = 0 if buf.offsets is None else buf.offsets[reg.copy.evaluate(env)]
         return base + reg.offset.evaluate(env) * buf.dtype.bytes
 
-
     def _period(self) -> int:
         return self.c.ub_bank_groups * self.k.target.block_bytes
-
-
-def bank_invariant(reg: Region, offsets: tuple[int, ...] | None, eb: int, period: int) -> bool:
-    """True when the region's UB start address modulo ``period`` (the bank-group cycle, 512 B)
-    is the same for every value of the loop variables."""
-    def whole(a: Affine, scale: int) -> bool:
-        return (all(c * scale % period == 0 for _, c in a.terms)
-                and all(c * scale % period == 0 for _, _, c in a.mods)
-                and all(c * scale % period == 0 for _, _, c in a.divs))
-    copies_same = offsets is None or len({o % period for o in offsets}) == 1
-    return whole(reg.offset, eb) and (reg.copy.is_const or copies_same)

@@ -203,3 +203,33 @@ def test_copies_never_share_bytes_with_other_buffers_inside_their_loop() -> None
         for other in {e.buffer for e in lt.entries if e.used and e.buffer != buf
                       and e.start <= hi and lo <= e.end}:
             assert not _shares(plan, lt, buf, other), (buf, other)
+
+
+def test_bank_group_beats_of_two_dense_sources_follow_the_asc_add_sample() -> None:
+    # ASC add sample (SOURCES.md 2.5): the second source 256 B after the first (mod 512 B) is
+    # conflict-free; at the same offset mod 512 B each of 8 bank groups serves two blocks
+    from ascendsched.lower.bank_groups import Footprint, beats
+
+    def worst(b_addr: int) -> list[int]:
+        return beats([Footprint(0, 256, 256), Footprint(b_addr, 256, 256)], 64, 32, 16)
+
+    assert worst(256) == [1] * 16 and worst(8192 + 256) == [1] * 16
+    assert worst(8192) == [2] * 16 and worst(512 + 32) == [2] * 16
+
+
+def test_two_sources_of_one_vector_instruction_are_placed_in_different_bank_groups() -> None:
+    # vadd: x_ub and y_ub feed one Add; first fit would put y_ub right after x_ub (8192 B, the
+    # same groups). The plan moves it by 256 B: every repeat takes one beat.
+    from ascendsched.algo.library import vadd
+    from ascendsched.lower.bank_groups import beats, footprint
+    from ascendsched.lower.ir import iter_instrs
+    from ascendsched.lower.pipeline import lower
+    from ascendsched.schedule.schedule import Schedule
+
+    k = lower(Schedule(vadd(65536)).split("z", "i", 4096))
+    x, y = (k.buffer_map[n].offsets[0] for n in ("x_ub", "y_ub"))
+    assert (y - x) % 512 == 256
+    add = next(i for p in k.programs for i, _ in iter_instrs(p.body) if i.op == "vec_binary")
+    feet = [footprint(r, k.buffer_map[r.tensor].offsets[0] + r.offset.const * 2, 2)
+            for r in add.reads]
+    assert beats(feet, 32, 32, 16) == [1] * 16

@@ -43,16 +43,36 @@ def test_statement_count_does_not_grow_with_the_row_width(widths):
 
 
 def test_rows_of_many_chunks_take_one_instruction_per_row():
-    # 8 rows x 4096 fp32: 8 calls of 64 repeats (not 64 calls of 8 repeats); the Brcb'd
-    # per-row max is read with block stride 0 and repeat stride 0
+    # 8 rows x 4096 fp32 against a Brcb'd per-row max (read with block stride 0 and repeat
+    # stride 0): per row two calls of 32 repeats, one per phase (the next test), not 64 calls
+    # of 8 repeats
     k = build_loop_nest(row_tiles(L.softmax(8, 4096), 8, SOFTMAX))
-    [(sub, loops)] = _only(k, "e: sub")
-    assert [lp.extent for lp in loops] == [8]
+    subs = _only(k, "e: sub")
+    assert [[lp.extent for lp in loops] for _, loops in subs] == [[8], [8]]
+    (sub, loops), _ = subs
     r = loops[0].var
     assert str(sub.writes[0].offset) == f"4096*{r}"
-    assert sub.writes[0].dims == (Dim(64, 64), Dim(64, 1))
-    assert sub.reads[1].dims == (Dim(64, 0), Dim(64, 0))
+    assert sub.writes[0].dims == (Dim(32, 128), Dim(64, 1))
+    assert sub.reads[1].dims == (Dim(32, 0), Dim(64, 0))
     assert str(sub.reads[1].offset) == f"8*{r}"
+
+
+def test_rows_of_many_chunks_against_a_brcb_block_run_in_two_phases():
+    # 2 rows x 4096 fp32: per row, the even 256 B chunks (repeat stride 512 B: one half of
+    # the bank groups) against the first Brcb copy, then the odd ones against the second
+    # copy 256 B on; the planner puts each copy in the other half (lower/bank_groups.py)
+    k = build_loop_nest(row_tiles(L.softmax(2, 4096), 2, SOFTMAX))
+    subs = _only(k, "e: sub")
+    assert len(subs) == 2 and all([lp.extent for lp in loops] == [2] for _, loops in subs)
+    (even, loops), (odd, _) = subs
+    r = loops[0].var
+    assert [str(i.writes[0].offset) for i, _ in subs] == [f"4096*{r}", f"4096*{r} + 64"]
+    assert even.writes[0].dims == odd.writes[0].dims == (Dim(32, 128), Dim(64, 1))
+    assert [str(i.reads[1].offset) for i, _ in subs] == [f"8*{r}", f"8*{r} + 64"]
+    assert even.reads[1].dims == (Dim(32, 0), Dim(64, 0))
+    brcb = [i for i, _ in _vector(k) if i.op == "vec_brcb" and i.writes[0].tensor ==
+            even.reads[1].tensor]
+    assert [str(i.writes[0].offset) for i in brcb] == ["0", "64"]
 
 
 def test_float32_rows_of_whole_chunks_reduce_by_blockreduce_levels():
@@ -73,9 +93,9 @@ def test_a_division_by_a_row_value_divides_once_per_row_and_multiplies_the_row()
     k = build_loop_nest(row_tiles(L.softmax(8, 4096), 8, SOFTMAX))
     divs = [i for i, _ in _vector(k) if i.attr("fn") == "div"]
     assert len(divs) == 1 and divs[0].writes[0].dims[-1].extent == 8
-    [(mul, loops)] = _only(k, "y: mul")
-    assert [lp.extent for lp in loops] == [8] and mul.writes[0].dims == (Dim(64, 64), Dim(64, 1))
-    assert mul.reads[1].dims == (Dim(64, 0), Dim(64, 0))
+    (mul, loops), _ = _only(k, "y: mul")  # two phases per row
+    assert [lp.extent for lp in loops] == [8] and mul.writes[0].dims == (Dim(32, 128), Dim(64, 1))
+    assert mul.reads[1].dims == (Dim(32, 0), Dim(64, 0))
 
 
 def test_many_short_rows_take_one_instruction_per_chunk():

@@ -91,3 +91,60 @@ def test_a_row_too_wide_for_ub_still_gets_a_default_that_fits():
         sched = schedule_for(L.layernorm(*shape))
         k = lower(sched)
         assert k.block_dim >= 2, sched
+
+
+def _layernorm_rows(load_once: bool) -> Schedule:
+    s = (Schedule(L.layernorm(37, 512)).split("y", "i", 4).bind("y", "i_o", cores=3)
+         .compute_at("xf", "y", "i_o").compute_at("d", "y", "i_o")
+         .compute_inline("mean").compute_inline("var").compute_inline("r"))
+    return s.load_once("gamma").load_once("beta") if load_once else s
+
+
+def test_values_of_load_once_inputs_alone_are_computed_once_before_the_tile_loops() -> None:
+    # float32(gamma[j]) and float32(beta[j]) of LayerNorm: one Cast each before the tile loop
+    # (and every tile, the tail tile too, reads that buffer); x's Cast stays in the loop
+    import numpy as np
+
+    from ascendsched.algo.evaluate import evaluate
+    from ascendsched.lower.ir import For, Instr, iter_instrs
+    from ascendsched.lower.pipeline import lower
+    from ascendsched.sim.execute import run_kernel
+
+    s = _layernorm_rows(True)
+    body = build_loop_nest(s, T).programs[0].body
+    before = [x for x in body if isinstance(x, Instr) and x.op == "vec_cast"]
+    assert sorted(x.reads[0].tensor for x in before) == ["beta_ub", "gamma_ub"]
+    loop = next(x for x in body if isinstance(x, For))
+    inside = [x for x, _ in iter_instrs(loop.body) if x.op == "vec_cast"]
+    assert "x_ub" in {x.reads[0].tensor for x in inside}
+    assert not {"gamma_ub", "beta_ub"} & {x.reads[0].tensor for x in inside}
+    once = {x.writes[0].tensor for x in before}
+    assert once <= {r.tensor for x, _ in iter_instrs(loop.body) for r in x.reads}
+    # without load_once nothing is hoisted: the casts read the per-tile copies
+    plain = build_loop_nest(_layernorm_rows(False), T).programs[0].body
+    assert not [x for x in plain if isinstance(x, Instr) and x.op == "vec_cast"]
+    rng = np.random.default_rng(0)
+    ins = {"x": rng.uniform(-2, 2, (37, 512)), "gamma": rng.uniform(-2, 2, 512),
+           "beta": rng.uniform(-2, 2, 512)}
+    ref = evaluate(s.algo, ins)["y"].astype(np.float32)
+    got = run_kernel(lower(s), ins).outputs["y"].astype(np.float32)
+    assert np.allclose(got, ref, atol=1e-2)
+
+
+def test_load_once_without_hoist_recomputes_the_values_per_tile_and_wide_rows_default_to_it(
+) -> None:
+    # hoist=False: gamma and beta are loaded once, their casts stay in the tile loop
+    from ascendsched.lower.ir import For, Instr, iter_instrs
+    from ascendsched.lower.schedule_for import schedule_for
+
+    s = _layernorm_rows(False).load_once("gamma", hoist=False).load_once("beta", hoist=False)
+    assert ".load_once('gamma', hoist=False)" in str(s)
+    body = build_loop_nest(s, T).programs[0].body
+    assert not [x for x in body if isinstance(x, Instr) and x.op == "vec_cast"]
+    loop = next(x for x in body if isinstance(x, For))
+    casts = {x.reads[0].tensor for x, _ in iter_instrs(loop.body) if x.op == "vec_cast"}
+    assert {"gamma_ub", "beta_ub"} <= casts
+    # RMSNorm rows of 16384: float32(gamma) held all the time does not fit beside one row's
+    # double buffers and temporaries; loaded once and cast per tile it does (not a column split)
+    wide = schedule_for(L.rmsnorm(64, 16384))
+    assert ".load_once('gamma', hoist=False)" in str(wide) and "'j'" not in str(wide)

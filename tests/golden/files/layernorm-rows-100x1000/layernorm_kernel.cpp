@@ -54,16 +54,16 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 72384 B of 188160 B usable UB.
+    // Arena: 72640 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 72384);
+    pipe.InitBuffer(ubuf, 72640);
     // x_ub: float16[4, 1000] [4032] x2 at UB bytes [32064, 40128), [40128, 48192); tile of x (double buffered)
     LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(4032, 32064), ubuf.GetWithOffset<half>(4032, 40128)};
-    // gamma_ub: float16[1000] [1008] x1 at UB bytes [68352, 70368); tile of gamma
-    LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(1008, 68352);
-    // beta_ub: float16[1000] [1008] x1 at UB bytes [70368, 72384); tile of beta
-    LocalTensor<half> beta_ub = ubuf.GetWithOffset<half>(1008, 70368);
+    // gamma_ub: float16[1000] [1008] x1 at UB bytes [68608, 70624); tile of gamma
+    LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(1008, 68608);
+    // beta_ub: float16[1000] [1008] x1 at UB bytes [70624, 72640); tile of beta
+    LocalTensor<half> beta_ub = ubuf.GetWithOffset<half>(1008, 70624);
     // xf_ub: float32[4, 1000] [4000] x1 at UB bytes [0, 16000); tile of xf
     LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(4000, 0);
     // mean_ub: float32[4] [8] x1 at UB bytes [16000, 16032); tile of mean
@@ -74,8 +74,8 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     LocalTensor<float> mean_part2 = ubuf.GetWithOffset<float>(64, 16000);
     // d_ub: float32[4, 1000] [4000] x1 at UB bytes [16032, 32032); tile of d
     LocalTensor<float> d_ub = ubuf.GetWithOffset<float>(4000, 16032);
-    // d_brcb3: float32[8, 8] [64] x1 at UB bytes [64320, 64576); mean_ub broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> d_brcb3 = ubuf.GetWithOffset<float>(64, 64320);
+    // d_brcb3: float32[16, 8] [128] x1 at UB bytes [64320, 64832); mean_ub broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> d_brcb3 = ubuf.GetWithOffset<float>(128, 64320);
     // var_ub: float32[4] [8] x1 at UB bytes [0, 32); tile of var
     LocalTensor<float> var_ub = ubuf.GetWithOffset<float>(8, 0);
     // var_t4: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of var: (d[i, k2] * d[i, k2])
@@ -92,10 +92,10 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(4032, 48192), ubuf.GetWithOffset<half>(4032, 56256)};
     // y_t8: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of y: (d[i, j] * r[i])
     LocalTensor<float> y_t8 = ubuf.GetWithOffset<float>(4008, 0);
-    // y_brcb9: float32[8, 8] [64] x1 at UB bytes [64320, 64576); r_ub broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb9 = ubuf.GetWithOffset<float>(64, 64320);
-    // y_t10: float32[1000] [1008] x1 at UB bytes [64320, 68352); temporary of y: float32(gamma[j])
-    LocalTensor<float> y_t10 = ubuf.GetWithOffset<float>(1008, 64320);
+    // y_brcb9: float32[16, 8] [128] x1 at UB bytes [64320, 64832); r_ub broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb9 = ubuf.GetWithOffset<float>(128, 64320);
+    // y_t10: float32[1000] [1008] x1 at UB bytes [64576, 68608); temporary of y: float32(gamma[j])
+    LocalTensor<float> y_t10 = ubuf.GetWithOffset<float>(1008, 64576);
     // y_t11: float32[4, 1000] [4008] x1 at UB bytes [16032, 32064); temporary of y: ((d[i, j] * r[i]) * float32(gamma[j]))
     LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(4008, 16032);
     // y_t12: float32[1000] [1008] x1 at UB bytes [64320, 68352); temporary of y: float32(beta[j])
@@ -122,7 +122,7 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
             Cast(xf_ub[1000*xf_r1], x_ub[i_o_k % 2][1008*xf_r1], RoundMode::CAST_NONE, 64, 15, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
         }
         Cast(xf_ub[960], x_ub[i_o_k % 2][960], RoundMode::CAST_NONE, 40, 4, UnaryRepeatParams(1, 1, 125, 63));  // xf: cast
-        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+157 more)
+        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+154 more)
         for (int64_t mean_r2 = 0; mean_r2 < 4; ++mean_r2) {  // rows of mean
             WholeReduceSum(mean_part2[16*mean_r2], xf_ub[1000*mean_r2], 64, 15, 1, 1, 8);  // mean: sum of each 64-column chunk
         }
@@ -131,11 +131,13 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
         WholeReduceSum(mean_t1, mean_part2, 16, 4, 1, 1, 2);  // mean: sum over k
         PipeBarrier<PIPE_V>();  // mean_t1: V write -> V read (RAW) (+2 more)
         Muls(mean_ub, mean_t1, 0.001f, 4, 1, UnaryRepeatParams(1, 1, 0, 0));  // mean: muls
-        PipeBarrier<PIPE_V>();  // mean_ub: V write -> V read (RAW) (+5 more)
+        PipeBarrier<PIPE_V>();  // mean_ub: V write -> V read (RAW) (+6 more)
         Brcb(d_brcb3, mean_ub, 1, BrcbRepeatParams(1, 8));  // d: broadcast mean_ub per row
+        Brcb(d_brcb3[64], mean_ub, 1, BrcbRepeatParams(1, 8));  // d: broadcast mean_ub per row
         PipeBarrier<PIPE_V>();  // d_brcb3: V write -> V read (RAW) (+5 more)
         for (int64_t d_r3 = 0; d_r3 < 4; ++d_r3) {  // rows of d
-            Sub(d_ub[1000*d_r3], xf_ub[1000*d_r3], d_brcb3[8*d_r3], 64, 15, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // d: sub
+            Sub(d_ub[1000*d_r3], xf_ub[1000*d_r3], d_brcb3[8*d_r3], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // d: sub
+            Sub(d_ub[1000*d_r3 + 64], xf_ub[1000*d_r3 + 64], d_brcb3[8*d_r3 + 64], 64, 7, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // d: sub
         }
         Sub(d_ub[960], xf_ub[960], d_brcb3, 40, 4, BinaryRepeatParams(1, 1, 0, 125, 125, 1));  // d: sub
         PipeBarrier<PIPE_V>();  // d_ub: V write -> V read (RAW) (+6 more)
@@ -154,15 +156,17 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
         Adds(r_t7, var_ub, 1e-05f, 4, 1, UnaryRepeatParams(1, 1, 0, 0));  // r: adds
         PipeBarrier<PIPE_V>();  // r_t7: V write -> V read (RAW) (+13 more)
         Rsqrt(r_ub, r_t7, 4, 1, UnaryRepeatParams(1, 1, 0, 0));  // r: rsqrt
-        PipeBarrier<PIPE_V>();  // r_ub: V write -> V read (RAW) (+18 more)
+        PipeBarrier<PIPE_V>();  // r_ub: V write -> V read (RAW) (+25 more)
         Brcb(y_brcb9, r_ub, 1, BrcbRepeatParams(1, 8));  // y: broadcast r_ub per row
-        PipeBarrier<PIPE_V>();  // y_brcb9: V write -> V read (RAW) (+14 more)
+        Brcb(y_brcb9[64], r_ub, 1, BrcbRepeatParams(1, 8));  // y: broadcast r_ub per row
+        PipeBarrier<PIPE_V>();  // y_brcb9: V write -> V read (RAW) (+12 more)
         for (int64_t y_r5 = 0; y_r5 < 4; ++y_r5) {  // rows of y
-            Mul(y_t8[1000*y_r5], d_ub[1000*y_r5], y_brcb9[8*y_r5], 64, 15, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
+            Mul(y_t8[1000*y_r5], d_ub[1000*y_r5], y_brcb9[8*y_r5], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
+            Mul(y_t8[1000*y_r5 + 64], d_ub[1000*y_r5 + 64], y_brcb9[8*y_r5 + 64], 64, 7, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
         }
         Mul(y_t8[960], d_ub[960], y_brcb9, 40, 4, BinaryRepeatParams(1, 1, 0, 125, 125, 1));  // y: mul
         WaitFlag<HardEvent::MTE2_V>(2);  // gamma_ub: MTE2 write -> V read (RAW)
-        PipeBarrier<PIPE_V>();  // y_brcb9/y_t10: V read -> V write (WAR) (+17 more)
+        PipeBarrier<PIPE_V>();  // y_brcb9/y_t10: V read -> V write (WAR) (+16 more)
         Cast(y_t10, gamma_ub, RoundMode::CAST_NONE, 64, 15, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
         Cast(y_t10[960], gamma_ub[960], RoundMode::CAST_NONE, 40, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: cast
         SetFlag<HardEvent::V_MTE2>(0);  // gamma_ub: V read -> MTE2 write (WAR)

@@ -51,26 +51,26 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 143392 B of 188160 B usable UB.
+    // Arena: 151840 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 143392);
-    // gamma_ub: float16[4096] [4096] x1 at UB bytes [131104, 139296); tile of gamma
-    LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(4096, 131104);
-    // x_ub: float16[2, 4096] [8192] x2 at UB bytes [65568, 81952), [81952, 98336); tile of x (double buffered)
-    LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(8192, 65568), ubuf.GetWithOffset<half>(8192, 81952)};
+    pipe.InitBuffer(ubuf, 151840);
+    // gamma_ub: float16[4096] [4096] x1 at UB bytes [0, 8192); tile of gamma
+    LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(4096, 0);
+    // x_ub: float16[2, 4096] [8192] x2 at UB bytes [82208, 98592), [98592, 114976); tile of x (double buffered)
+    LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(8192, 82208), ubuf.GetWithOffset<half>(8192, 98592)};
     // xf_ub: float32[2, 4096] [8192] x1 at UB bytes [32800, 65568); tile of xf
     LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(8192, 32800);
     // ss_ub: float32[2] [8] x1 at UB bytes [512, 544); tile of ss
     LocalTensor<float> ss_ub = ubuf.GetWithOffset<float>(8, 512);
     // ss_t1: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of ss: (xf[i, k] * xf[i, k])
     LocalTensor<float> ss_t1 = ubuf.GetWithOffset<float>(8200, 0);
-    // ss_blk2: float32[2, 512] [1024] x1 at UB bytes [139296, 143392); sum of each 32 B block of the rows of ss
-    LocalTensor<float> ss_blk2 = ubuf.GetWithOffset<float>(1024, 139296);
+    // ss_blk2: float32[2, 512] [1024] x1 at UB bytes [147744, 151840); sum of each 32 B block of the rows of ss
+    LocalTensor<float> ss_blk2 = ubuf.GetWithOffset<float>(1024, 147744);
     // ss_blk3: float32[2, 64] [128] x1 at UB bytes [0, 512); sum of each 32 B block of the rows of ss
     LocalTensor<float> ss_blk3 = ubuf.GetWithOffset<float>(128, 0);
-    // y_ub: float16[2, 4096] [8192] x2 at UB bytes [98336, 114720), [114720, 131104); tile of y (double buffered)
-    LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(8192, 98336), ubuf.GetWithOffset<half>(8192, 114720)};
+    // y_ub: float16[2, 4096] [8192] x2 at UB bytes [114976, 131360), [131360, 147744); tile of y (double buffered)
+    LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(8192, 114976), ubuf.GetWithOffset<half>(8192, 131360)};
     // y_t4: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: (ss[i] * 0.000244140625)
     LocalTensor<float> y_t4 = ubuf.GetWithOffset<float>(16, 0);
     // y_t5: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: ((ss[i] * 0.000244140625) + 1e-06)
@@ -79,14 +79,17 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
     LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(16, 0);
     // y_t7: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (xf[i, j] * rsqrt(((ss[i] * 0.000244140625) + 1e-06)))
     LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(8200, 0);
-    // y_brcb8: float32[8, 8] [64] x1 at UB bytes [139296, 139552); y_t6 broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb8 = ubuf.GetWithOffset<float>(64, 139296);
-    // y_t9: float32[4096] [4104] x1 at UB bytes [32800, 49216); temporary of y: float32(gamma[j])
-    LocalTensor<float> y_t9 = ubuf.GetWithOffset<float>(4104, 32800);
-    // y_t10: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: ((xf[i, j] * rsqrt(((ss[i] * 0.000244140625) + 1e-06))) * float32(gamma[j]))
-    LocalTensor<float> y_t10 = ubuf.GetWithOffset<float>(8200, 0);
+    // y_brcb8: float32[16, 8] [128] x1 at UB bytes [147744, 148256); y_t6 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb8 = ubuf.GetWithOffset<float>(128, 147744);
+    // y_t1_once: float32[4096] [4104] x1 at UB bytes [65792, 82208); temporary of y (computed once, before the tile loops): float32(gamma[j])
+    LocalTensor<float> y_t1_once = ubuf.GetWithOffset<float>(4104, 65792);
+    // y_t9: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: ((xf[i, j] * rsqrt(((ss[i] * 0.000244140625) + 1e-06))) * float32(gamma[j]))
+    LocalTensor<float> y_t9 = ubuf.GetWithOffset<float>(8200, 0);
 
     DataCopy(gamma_ub, gamma_gm, DataCopyParams(1, 256, 0, 0));  // load gamma tile into UB (1 x 8192 B; lengths in 32 B blocks)
+    SetFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+16 more)
+    WaitFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+16 more)
+    Cast(y_t1_once, gamma_ub, RoundMode::CAST_NONE, 64, 64, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
     SetFlag<HardEvent::V_MTE2>(0);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     SetFlag<HardEvent::V_MTE2>(1);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     SetFlag<HardEvent::MTE3_V>(0);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
@@ -99,7 +102,7 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
             WaitFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
             Cast(xf_ub, x_ub[i_o_k % 2], RoundMode::CAST_NONE, 64, 128, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
             SetFlag<HardEvent::V_MTE2>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
-            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+103 more)
+            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+100 more)
             Mul(ss_t1, xf_ub, xf_ub, 64, 128, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // ss: mul
             PipeBarrier<PIPE_V>();  // ss_t1: V write -> V read (RAW) (+2 more)
             BlockReduceSum(ss_blk2, ss_t1, 128, 64, 1, 1, 8);  // ss: sum of each 32 B block
@@ -113,21 +116,21 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
             Adds(y_t5, y_t4, 1e-06f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: adds
             PipeBarrier<PIPE_V>();  // y_t5: V write -> V read (RAW) (+8 more)
             Rsqrt(y_t6, y_t5, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: rsqrt
-            PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+13 more)
+            PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+19 more)
             Brcb(y_brcb8, y_t6, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t6 per row
-            PipeBarrier<PIPE_V>();  // y_brcb8: V write -> V read (RAW) (+3 more)
+            Brcb(y_brcb8[64], y_t6, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t6 per row
+            PipeBarrier<PIPE_V>();  // y_brcb8: V write -> V read (RAW) (+19 more)
             for (int64_t y_r1 = 0; y_r1 < 2; ++y_r1) {  // rows of y
-                Mul(y_t7[4096*y_r1], xf_ub[4096*y_r1], y_brcb8[8*y_r1], 64, 64, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
+                Mul(y_t7[4096*y_r1], xf_ub[4096*y_r1], y_brcb8[8*y_r1], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
+                Mul(y_t7[4096*y_r1 + 64], xf_ub[4096*y_r1 + 64], y_brcb8[8*y_r1 + 64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
             }
-            PipeBarrier<PIPE_V>();  // xf_ub/y_t9: V read -> V write (WAR) (+22 more)
-            Cast(y_t9, gamma_ub, RoundMode::CAST_NONE, 64, 64, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
-            PipeBarrier<PIPE_V>();  // y_t9: V write -> V read (RAW) (+8 more)
+            PipeBarrier<PIPE_V>();  // y_t7: V write -> V read (RAW) (+9 more)
             for (int64_t y_r2 = 0; y_r2 < 2; ++y_r2) {  // rows of y
-                Mul(y_t10[4096*y_r2], y_t7[4096*y_r2], y_t9, 64, 64, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
+                Mul(y_t9[4096*y_r2], y_t7[4096*y_r2], y_t1_once, 64, 64, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
             }
             WaitFlag<HardEvent::MTE3_V>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
-            PipeBarrier<PIPE_V>();  // y_t10: V write -> V read (RAW) (+1 more)
-            Cast(y_ub[i_o_k % 2], y_t10, RoundMode::CAST_RINT, 64, 128, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
+            PipeBarrier<PIPE_V>();  // y_t9: V write -> V read (RAW)
+            Cast(y_ub[i_o_k % 2], y_t9, RoundMode::CAST_RINT, 64, 128, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
             SetFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
             WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
             DataCopy(y_gm[8192*block_idx + 393216*i_o_k], y_ub[i_o_k % 2], DataCopyParams(2, 256, 0, 0));  // store y tile to GM (2 x 8192 B; lengths in 32 B blocks)

@@ -50,14 +50,14 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 70368 B of 188160 B usable UB.
+    // Arena: 70624 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 70368);
+    pipe.InitBuffer(ubuf, 70624);
     // x_ub: float16[4, 1000] [4032] x2 at UB bytes [32064, 40128), [40128, 48192); tile of x (double buffered)
     LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(4032, 32064), ubuf.GetWithOffset<half>(4032, 40128)};
-    // gamma_ub: float16[1000] [1008] x1 at UB bytes [68352, 70368); tile of gamma
-    LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(1008, 68352);
+    // gamma_ub: float16[1000] [1008] x1 at UB bytes [68608, 70624); tile of gamma
+    LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(1008, 68608);
     // xf_ub: float32[4, 1000] [4000] x1 at UB bytes [16032, 32032); tile of xf
     LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(4000, 16032);
     // ss_ub: float32[4] [8] x1 at UB bytes [0, 32); tile of ss
@@ -76,10 +76,10 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
     LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(4032, 48192), ubuf.GetWithOffset<half>(4032, 56256)};
     // y_t5: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of y: (xf[i, j] * r[i])
     LocalTensor<float> y_t5 = ubuf.GetWithOffset<float>(4008, 0);
-    // y_brcb6: float32[8, 8] [64] x1 at UB bytes [64320, 64576); r_ub broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb6 = ubuf.GetWithOffset<float>(64, 64320);
-    // y_t7: float32[1000] [1008] x1 at UB bytes [64320, 68352); temporary of y: float32(gamma[j])
-    LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(1008, 64320);
+    // y_brcb6: float32[16, 8] [128] x1 at UB bytes [64320, 64832); r_ub broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb6 = ubuf.GetWithOffset<float>(128, 64320);
+    // y_t7: float32[1000] [1008] x1 at UB bytes [64576, 68608); temporary of y: float32(gamma[j])
+    LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(1008, 64576);
     // y_t8: float32[4, 1000] [4008] x1 at UB bytes [16032, 32064); temporary of y: ((xf[i, j] * r[i]) * float32(gamma[j]))
     LocalTensor<float> y_t8 = ubuf.GetWithOffset<float>(4008, 16032);
 
@@ -99,7 +99,7 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
                 Cast(xf_ub[1000*xf_r1], x_ub[i_o_k % 2][1008*xf_r1], RoundMode::CAST_NONE, 64, 15, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
             }
             Cast(xf_ub[960], x_ub[i_o_k % 2][960], RoundMode::CAST_NONE, 40, 4, UnaryRepeatParams(1, 1, 125, 63));  // xf: cast
-            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+80 more)
+            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+77 more)
             Mul(ss_t1, xf_ub, xf_ub, 64, 62, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // ss: mul
             Mul(ss_t1[3968], xf_ub[3968], xf_ub[3968], 32, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // ss: mul
             PipeBarrier<PIPE_V>();  // ss_t1: V write -> V read (RAW) (+2 more)
@@ -115,15 +115,17 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
             Adds(r_t4, r_t3, 1e-06f, 4, 1, UnaryRepeatParams(1, 1, 0, 0));  // r: adds
             PipeBarrier<PIPE_V>();  // r_t4: V write -> V read (RAW) (+8 more)
             Rsqrt(r_ub, r_t4, 4, 1, UnaryRepeatParams(1, 1, 0, 0));  // r: rsqrt
-            PipeBarrier<PIPE_V>();  // r_ub: V write -> V read (RAW) (+11 more)
+            PipeBarrier<PIPE_V>();  // r_ub: V write -> V read (RAW) (+15 more)
             Brcb(y_brcb6, r_ub, 1, BrcbRepeatParams(1, 8));  // y: broadcast r_ub per row
-            PipeBarrier<PIPE_V>();  // y_brcb6: V write -> V read (RAW) (+8 more)
+            Brcb(y_brcb6[64], r_ub, 1, BrcbRepeatParams(1, 8));  // y: broadcast r_ub per row
+            PipeBarrier<PIPE_V>();  // y_brcb6: V write -> V read (RAW) (+6 more)
             for (int64_t y_r3 = 0; y_r3 < 4; ++y_r3) {  // rows of y
-                Mul(y_t5[1000*y_r3], xf_ub[1000*y_r3], y_brcb6[8*y_r3], 64, 15, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
+                Mul(y_t5[1000*y_r3], xf_ub[1000*y_r3], y_brcb6[8*y_r3], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
+                Mul(y_t5[1000*y_r3 + 64], xf_ub[1000*y_r3 + 64], y_brcb6[8*y_r3 + 64], 64, 7, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
             }
             Mul(y_t5[960], xf_ub[960], y_brcb6, 40, 4, BinaryRepeatParams(1, 1, 0, 125, 125, 1));  // y: mul
             WaitFlag<HardEvent::MTE2_V>(2);  // gamma_ub: MTE2 write -> V read (RAW)
-            PipeBarrier<PIPE_V>();  // y_brcb6/y_t7: V read -> V write (WAR) (+11 more)
+            PipeBarrier<PIPE_V>();  // y_brcb6/y_t7: V read -> V write (WAR) (+10 more)
             Cast(y_t7, gamma_ub, RoundMode::CAST_NONE, 64, 15, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
             Cast(y_t7[960], gamma_ub[960], RoundMode::CAST_NONE, 40, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: cast
             SetFlag<HardEvent::V_MTE2>(0);  // gamma_ub: V read -> MTE2 write (WAR)

@@ -65,8 +65,8 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     LocalTensor<float> e_ub = ubuf.GetWithOffset<float>(1024, 0);
     // e_t3: float32[1, 1024] [1032] x1 at UB bytes [0, 4128); temporary of e: (xf[i, j] - mx[i])
     LocalTensor<float> e_t3 = ubuf.GetWithOffset<float>(1032, 0);
-    // e_brcb4: float32[8, 8] [64] x1 at UB bytes [4128, 4384); mx_ub broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> e_brcb4 = ubuf.GetWithOffset<float>(64, 4128);
+    // e_brcb4: float32[16, 8] [128] x1 at UB bytes [4352, 4864); mx_ub broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> e_brcb4 = ubuf.GetWithOffset<float>(128, 4352);
     // s_ub: float32[1] [8] x1 at UB bytes [4160, 4192); tile of s
     LocalTensor<float> s_ub = ubuf.GetWithOffset<float>(8, 4160);
     // s_blk5: float32[1, 128] [128] x1 at UB bytes [4096, 4608); sum of each 32 B block of the rows of s
@@ -77,12 +77,12 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     LocalTensor<half> y_ub = ubuf.GetWithOffset<half>(1024, 4128);
     // y_t7: float32[1] [16] x1 at UB bytes [4096, 4160); temporary of y: 1, the dividend of 1 / s[i]
     LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(16, 4096);
-    // y_t8: float32[1] [16] x1 at UB bytes [4384, 4448); temporary of y: 1 / s[i]
-    LocalTensor<float> y_t8 = ubuf.GetWithOffset<float>(16, 4384);
+    // y_t8: float32[1] [16] x1 at UB bytes [4096, 4160); temporary of y: 1 / s[i]
+    LocalTensor<float> y_t8 = ubuf.GetWithOffset<float>(16, 4096);
     // y_t9: float32[1, 1024] [1032] x1 at UB bytes [0, 4128); temporary of y: (e[i, j] / s[i])
     LocalTensor<float> y_t9 = ubuf.GetWithOffset<float>(1032, 0);
-    // y_brcb10: float32[8, 8] [64] x1 at UB bytes [4128, 4384); y_t8 broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb10 = ubuf.GetWithOffset<float>(64, 4128);
+    // y_brcb10: float32[16, 8] [128] x1 at UB bytes [4352, 4864); y_t8 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb10 = ubuf.GetWithOffset<float>(128, 4352);
 
     for (int64_t i_o_k = 0; i_o_k < 1; ++i_o_k) {  // tiles i_o = i_o_k*8 + block_idx over 8 cores
         DataCopy(x_ub, x_gm[1024*block_idx + 8192*i_o_k], DataCopyParams(1, 64, 0, 0));  // load x tile into UB (1 x 2048 B; lengths in 32 B blocks)
@@ -95,29 +95,33 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
         BlockReduceMax(mx_blk2, mx_blk1, 2, 64, 1, 1, 8);  // mx: max of each 32 B block
         PipeBarrier<PIPE_V>();  // mx_blk2: V write -> V read (RAW) (+5 more)
         WholeReduceMax(mx_ub, mx_blk2, 16, 1, 1, 1, 0, ReduceOrder::ORDER_ONLY_VALUE);  // mx: max over k
-        PipeBarrier<PIPE_V>();  // mx_ub: V write -> V read (RAW) (+4 more)
+        PipeBarrier<PIPE_V>();  // mx_ub: V write -> V read (RAW) (+8 more)
         Brcb(e_brcb4, mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
-        PipeBarrier<PIPE_V>();  // e_brcb4: V write -> V read (RAW) (+3 more)
-        Sub(e_t3, xf_ub, e_brcb4, 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // e: sub
+        Brcb(e_brcb4[64], mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
+        PipeBarrier<PIPE_V>();  // e_brcb4: V write -> V read (RAW) (+7 more)
+        Sub(e_t3, xf_ub, e_brcb4, 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
+        Sub(e_t3[64], xf_ub[64], e_brcb4[64], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
         PipeBarrier<PIPE_V>();  // e_t3: V write -> V read (RAW) (+11 more)
         Exp(e_ub, e_t3, 64, 16, UnaryRepeatParams(1, 1, 8, 8));  // e: exp
-        PipeBarrier<PIPE_V>();  // e_ub: V write -> V read (RAW) (+6 more)
+        PipeBarrier<PIPE_V>();  // e_ub: V write -> V read (RAW) (+8 more)
         BlockReduceSum(s_blk5, e_ub, 16, 64, 1, 1, 8);  // s: sum of each 32 B block
         PipeBarrier<PIPE_V>();  // s_blk5: V write -> V read (RAW) (+6 more)
         BlockReduceSum(s_blk6, s_blk5, 2, 64, 1, 1, 8);  // s: sum of each 32 B block
-        PipeBarrier<PIPE_V>();  // s_blk6: V write -> V read (RAW) (+17 more)
+        PipeBarrier<PIPE_V>();  // s_blk6: V write -> V read (RAW) (+18 more)
         WholeReduceSum(s_ub, s_blk6, 16, 1, 1, 1, 0);  // s: sum over k2
         Duplicate(y_t7, 1.0f, 1, 1, 1, 0);  // y: dup
-        PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+11 more)
+        PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+13 more)
         Div(y_t8, y_t7, s_ub, 1, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // y: div
-        PipeBarrier<PIPE_V>();  // y_t8: V write -> V read (RAW) (+13 more)
+        PipeBarrier<PIPE_V>();  // y_t8: V write -> V read (RAW) (+23 more)
         Brcb(y_brcb10, y_t8, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8 per row
-        PipeBarrier<PIPE_V>();  // y_brcb10: V write -> V read (RAW) (+19 more)
-        Mul(y_t9, e_ub, y_brcb10, 64, 16, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
+        Brcb(y_brcb10[64], y_t8, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8 per row
+        PipeBarrier<PIPE_V>();  // y_brcb10: V write -> V read (RAW) (+29 more)
+        Mul(y_t9, e_ub, y_brcb10, 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
+        Mul(y_t9[64], e_ub[64], y_brcb10[64], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
         PipeBarrier<PIPE_V>();  // y_t9: V write -> V read (RAW) (+1 more)
         Cast(y_ub, y_t9, RoundMode::CAST_RINT, 64, 16, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
-        SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+8 more)
-        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+8 more)
+        SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+7 more)
+        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+7 more)
         DataCopy(y_gm[1024*block_idx + 8192*i_o_k], y_ub, DataCopyParams(1, 64, 0, 0));  // store y tile to GM (1 x 2048 B; lengths in 32 B blocks)
     }
 }

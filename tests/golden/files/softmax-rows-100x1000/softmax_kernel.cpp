@@ -49,10 +49,10 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 64544 B of 188160 B usable UB.
+    // Arena: 64832 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 64544);
+    pipe.InitBuffer(ubuf, 64832);
     // x_ub: float16[4, 1000] [4032] x2 at UB bytes [32032, 40096), [40096, 48160); tile of x (double buffered)
     LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(4032, 32032), ubuf.GetWithOffset<half>(4032, 40096)};
     // xf_ub: float32[4, 1000] [4000] x1 at UB bytes [16032, 32032); tile of xf
@@ -65,8 +65,8 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     LocalTensor<float> e_ub = ubuf.GetWithOffset<float>(4000, 16032);
     // e_t2: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of e: (xf[i, j] - mx[i])
     LocalTensor<float> e_t2 = ubuf.GetWithOffset<float>(4008, 0);
-    // e_brcb3: float32[8, 8] [64] x1 at UB bytes [64288, 64544); mx_ub broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> e_brcb3 = ubuf.GetWithOffset<float>(64, 64288);
+    // e_brcb3: float32[16, 8] [128] x1 at UB bytes [64320, 64832); mx_ub broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> e_brcb3 = ubuf.GetWithOffset<float>(128, 64320);
     // s_ub: float32[4] [8] x1 at UB bytes [256, 288); tile of s
     LocalTensor<float> s_ub = ubuf.GetWithOffset<float>(8, 256);
     // s_part4: float32[4, 16] [64] x1 at UB bytes [0, 256); sum partials of the rows of s
@@ -79,8 +79,8 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(16, 0);
     // y_t7: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of y: (e[i, j] / s[i])
     LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(4008, 0);
-    // y_brcb8: float32[8, 8] [64] x1 at UB bytes [64288, 64544); y_t6 broadcast to one 32 B block per row (Brcb)
-    LocalTensor<float> y_brcb8 = ubuf.GetWithOffset<float>(64, 64288);
+    // y_brcb8: float32[16, 8] [128] x1 at UB bytes [64320, 64832); y_t6 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb8 = ubuf.GetWithOffset<float>(128, 64320);
 
     SetFlag<HardEvent::V_MTE2>(0);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     SetFlag<HardEvent::V_MTE2>(1);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
@@ -99,7 +99,7 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
             SetFlag<HardEvent::V_MTE2>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
             PipeBarrier<PIPE_V>();  // y_t7/mx_part1: V read -> V write (WAR)
             Duplicate(mx_part1[8], -std::numeric_limits<float>::infinity(), 8, 4, 1, 3);  // mx: max identity in the slot before the tail's
-            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+88 more)
+            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+90 more)
             for (int64_t mx_r2 = 0; mx_r2 < 4; ++mx_r2) {  // rows of mx
                 WholeReduceMax(mx_part1[24*mx_r2], xf_ub[1000*mx_r2], 64, 15, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);  // mx: max of each 64-column chunk
             }
@@ -108,9 +108,11 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
             WholeReduceMax(mx_ub, mx_part1, 17, 4, 1, 1, 3, ReduceOrder::ORDER_ONLY_VALUE);  // mx: max over k
             PipeBarrier<PIPE_V>();  // mx_ub: V write -> V read (RAW) (+5 more)
             Brcb(e_brcb3, mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
+            Brcb(e_brcb3[64], mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
             PipeBarrier<PIPE_V>();  // e_brcb3: V write -> V read (RAW) (+6 more)
             for (int64_t e_r3 = 0; e_r3 < 4; ++e_r3) {  // rows of e
-                Sub(e_t2[1000*e_r3], xf_ub[1000*e_r3], e_brcb3[8*e_r3], 64, 15, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // e: sub
+                Sub(e_t2[1000*e_r3], xf_ub[1000*e_r3], e_brcb3[8*e_r3], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
+                Sub(e_t2[1000*e_r3 + 64], xf_ub[1000*e_r3 + 64], e_brcb3[8*e_r3 + 64], 64, 7, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
             }
             Sub(e_t2[960], xf_ub[960], e_brcb3, 40, 4, BinaryRepeatParams(1, 1, 0, 125, 125, 1));  // e: sub
             PipeBarrier<PIPE_V>();  // e_t2: V write -> V read (RAW) (+8 more)
@@ -123,15 +125,17 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
             WholeReduceSum(s_part4[15], e_ub[960], 40, 4, 16, 1, 125);  // s: sum of the 40-column tails
             PipeBarrier<PIPE_V>();  // s_part4: V write -> V read (RAW) (+7 more)
             WholeReduceSum(s_ub, s_part4, 16, 4, 1, 1, 2);  // s: sum over k2
-            PipeBarrier<PIPE_V>();  // s_part4/y_t5: V read -> V write (WAR) (+12 more)
+            PipeBarrier<PIPE_V>();  // s_part4/y_t5: V read -> V write (WAR) (+13 more)
             Duplicate(y_t5, 1.0f, 4, 1, 1, 0);  // y: dup
             PipeBarrier<PIPE_V>();  // y_t5: V write -> V read (RAW) (+7 more)
             Div(y_t6, y_t5, s_ub, 4, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // y: div
-            PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+15 more)
+            PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+22 more)
             Brcb(y_brcb8, y_t6, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t6 per row
+            Brcb(y_brcb8[64], y_t6, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t6 per row
             PipeBarrier<PIPE_V>();  // y_brcb8: V write -> V read (RAW) (+13 more)
             for (int64_t y_r5 = 0; y_r5 < 4; ++y_r5) {  // rows of y
-                Mul(y_t7[1000*y_r5], e_ub[1000*y_r5], y_brcb8[8*y_r5], 64, 15, BinaryRepeatParams(1, 1, 0, 8, 8, 0));  // y: mul
+                Mul(y_t7[1000*y_r5], e_ub[1000*y_r5], y_brcb8[8*y_r5], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
+                Mul(y_t7[1000*y_r5 + 64], e_ub[1000*y_r5 + 64], y_brcb8[8*y_r5 + 64], 64, 7, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
             }
             Mul(y_t7[960], e_ub[960], y_brcb8, 40, 4, BinaryRepeatParams(1, 1, 0, 125, 125, 1));  // y: mul
             WaitFlag<HardEvent::MTE3_V>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)

@@ -44,14 +44,14 @@ extern "C" __global__ __aicore__ void vadd_kernel(GM_ADDR x, GM_ADDR y, GM_ADDR 
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 32768 B of 188160 B usable UB.
+    // Arena: 33024 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 32768);
+    pipe.InitBuffer(ubuf, 33024);
     // x_ub: float16[8192] [8192] x1 at UB bytes [0, 16384); tile of x
     LocalTensor<half> x_ub = ubuf.GetWithOffset<half>(8192, 0);
-    // y_ub: float16[8192] [8192] x1 at UB bytes [16384, 32768); tile of y
-    LocalTensor<half> y_ub = ubuf.GetWithOffset<half>(8192, 16384);
+    // y_ub: float16[8192] [8192] x1 at UB bytes [16640, 33024); tile of y
+    LocalTensor<half> y_ub = ubuf.GetWithOffset<half>(8192, 16640);
     // z_ub: float16[8192] [8192] x1 at UB bytes [0, 16384); tile of z
     LocalTensor<half> z_ub = ubuf.GetWithOffset<half>(8192, 0);
 

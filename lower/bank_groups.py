@@ -1,0 +1,172 @@
+"""UB bank groups: how many beats the sources of one vector repeat take, from their addresses.
+
+The 910B UB is 48 banks x 128 rows x 32 B in 16 bank groups; one row per bank group per
+cycle, so a repeat whose sources need k 32-byte blocks of one group takes k beats (ASC
+``docs/.../避免bank冲突（NPU架构版本2201）.md``; shared/calibration/SOURCES.md section 2.5: the ASC
+Add sample runs at 2.18 cycles per repeat with its two sources in the same groups and 1.18
+after offsetting the second by 256 B). The geometry (``ub_bank_groups``, the block size) is
+the target's (``target/costs.py``); a block's group is ``(address // block) % groups``, so the
+pattern repeats every ``groups * block`` bytes (512 B on 910B).
+
+One module, two users: the timing model (``sim/costs.py``) charges the beats, the memory
+planner (``lower/plan_memory.py``) places buffers read by one instruction so that they take
+one beat. A dense float32 pair (8 blocks per repeat each) is conflict-free exactly when the
+two start addresses differ by 256 B modulo 512 B.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.ir import For, Kernel, Region, iter_instrs
+from ascendsched.target.model import Pipe, Scope, Target
+
+_Key = tuple[str, int]  # (buffer, copy)
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one source reads per repeat: ``span`` bytes from ``addr + r * step``."""
+
+    addr: int
+    span: int
+    step: int
+
+
+def footprint(reg: Region, addr: int, eb: int) -> Footprint:
+    """The per-repeat bytes of source ``reg`` starting at UB byte ``addr`` (elements of
+    ``eb`` bytes): its innermost dim is one repeat's elements (stride 0: one element, a
+    Brcb'd block), its outer dim the repeats."""
+    d = reg.dims[-1]
+    span = eb if d.stride == 0 else (d.extent - 1) * d.stride * eb + eb
+    step = reg.dims[0].stride * eb if len(reg.dims) > 1 else 0
+    return Footprint(addr, span, step)
+
+
+def beats(srcs: list[Footprint], repeats: int, block: int, groups: int, *,
+          distinct: bool = False) -> list[int]:
+    """Per repeat (the first ``groups`` of them: the pattern's period), the most 32 B blocks
+    any bank group must deliver to the sources. Sources walking at different repeat strides (a
+    dense tile against a Brcb'd block, repeat stride 0) meet in a group on some repeats only.
+    A block two sources both read is delivered once, unless ``distinct`` (the sources are
+    different buffers, whatever their addresses modulo the period say)."""
+    out = []
+    for r in range(min(max(repeats, 1), groups)):
+        by_group: dict[int, set[tuple[int, int]]] = {}
+        for k, f in enumerate(srcs):
+            a = f.addr + r * f.step
+            for b in range(a // block, (a + f.span - 1) // block + 1):
+                by_group.setdefault(b % groups, set()).add((k if distinct else 0, b))
+        out.append(max(len(v) for v in by_group.values()))
+    return out
+
+
+def invariant_mod(a: Affine, scale: int, period: int) -> bool:
+    """``a * scale`` modulo ``period`` is the same for every value of its variables."""
+    return (all(c * scale % period == 0 for _, c in a.terms)
+            and all(c * scale % period == 0 for _, _, c in a.mods)
+            and all(c * scale % period == 0 for _, _, c in a.divs))
+
+
+def bank_invariant(reg: Region, offsets: tuple[int, ...] | None, eb: int, period: int) -> bool:
+    """True when the region's UB start address modulo ``period`` (the bank-group cycle, 512 B)
+    is the same for every value of the loop variables."""
+    copies_same = offsets is None or len({o % period for o in offsets}) == 1
+    return invariant_mod(reg.offset, eb, period) and (reg.copy.is_const or copies_same)
+
+
+@dataclass(frozen=True)
+class ReadTogether:
+    """Two UB buffer copies one vector instruction reads in the same repeats: per sampled
+    instance of its enclosing loops, each side's byte offset inside its buffer copy; each
+    side's per-repeat (span, step); repeats per execution, and executions in all."""
+
+    a: _Key
+    b: _Key
+    a_offs: tuple[int, ...]
+    b_offs: tuple[int, ...]
+    a_span: tuple[int, int]  # (span, step)
+    b_span: tuple[int, int]
+    repeats: int
+    runs: int
+
+    def extra_beats(self, a_addr: int, b_addr: int, block: int, groups: int) -> float:
+        """Beats beyond one per repeat, over all runs, with the copies at these addresses
+        (two buffers never share a block, so only the addresses modulo the bank period
+        matter: memoised on them)."""
+        period = block * groups
+        return _extra_beats(self, a_addr % period, b_addr % period, block, groups)
+
+    def _extra(self, a_addr: int, b_addr: int, block: int, groups: int) -> float:
+        extra = 0.0
+        for oa, ob in zip(self.a_offs, self.b_offs):
+            fa = Footprint(a_addr + oa, *self.a_span)
+            fb = Footprint(b_addr + ob, *self.b_span)
+            bs = beats([fa, fb], self.repeats, block, groups, distinct=True)
+            extra += sum(b - 1 for b in bs) / len(bs)
+        return extra / len(self.a_offs) * self.repeats * self.runs
+
+
+@lru_cache(maxsize=1 << 16)
+def _extra_beats(pair: ReadTogether, a_mod: int, b_mod: int, block: int, groups: int) -> float:
+    return pair._extra(a_mod, b_mod, block, groups)
+
+
+SAMPLES = 64  # loop instances sampled per instruction (each loop's first ``groups`` values)
+
+
+def read_together(kernel: Kernel, target: Target) -> dict[_Key, list[ReadTogether]]:
+    """Every pair of UB buffer copies a V instruction reads as two sources, by each copy
+    (both directions), for the memory planner to keep apart in the bank groups. Offsets that
+    move with the enclosing loops (a Brcb'd block per row) are sampled over the loops' first
+    ``groups`` values, the period of any 32-byte-multiple step; a source whose copy varies,
+    or whose offset moves with another variable, is left out."""
+    if target.costs is None:
+        return {}
+    groups = target.costs.ub_bank_groups
+    period = groups * target.block_bytes
+    bufs = kernel.buffer_map
+    out: dict[_Key, list[ReadTogether]] = {}
+    for prog in kernel.programs:
+        for ins, around in iter_instrs(prog.body):
+            if ins.pipe != Pipe.V or ins.op != "vec_binary":
+                continue
+            loops = [n for n in around if isinstance(n, For)]
+            runs = 1
+            for n in loops:
+                runs *= n.extent
+            envs: list[dict[str, int]] = [{}]
+            for n in loops:
+                envs = [{**e, n.var: v} for e in envs for v in range(min(n.extent, groups))]
+            if len(envs) > SAMPLES:
+                continue
+            known = {n.var for n in loops}
+            srcs = []
+            for reg in ins.reads:
+                buf = bufs.get(reg.tensor)
+                if buf is None or buf.scope != Scope.UB or not reg.copy.is_const:
+                    break
+                eb = buf.dtype.bytes
+                if not _fixed_outside(reg.offset, known, eb, period):
+                    break
+                offs = tuple(reg.offset.evaluate({**dict.fromkeys(reg.offset.vars(), 0), **e})
+                             * eb for e in envs)
+                f = footprint(reg, 0, eb)
+                srcs.append(((reg.tensor, reg.copy.const), offs, (f.span, f.step)))
+            if len(srcs) != 2 or srcs[0][0] == srcs[1][0]:
+                continue
+            dst = ins.writes[0]
+            repeats = dst.dims[0].extent if len(dst.dims) > 1 else 1
+            (ka, oa, sa), (kb, ob, sb) = srcs
+            out.setdefault(ka, []).append(ReadTogether(ka, kb, oa, ob, sa, sb, repeats, runs))
+            out.setdefault(kb, []).append(ReadTogether(kb, ka, ob, oa, sb, sa, repeats, runs))
+    return out
+
+
+def _fixed_outside(a: Affine, known: set[str], scale: int, period: int) -> bool:
+    """``a * scale`` modulo ``period`` depends on no variable outside ``known``."""
+    return (all(c * scale % period == 0 for v, c in a.terms if v not in known)
+            and all(c * scale % period == 0 for v, _, c in a.mods if v not in known)
+            and all(c * scale % period == 0 for n, _, c in a.divs if n.vars() - known))

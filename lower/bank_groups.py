@@ -54,12 +54,37 @@ def beats(srcs: list[Footprint], repeats: int, block: int, groups: int, *,
     different buffers, whatever their addresses modulo the period say)."""
     out = []
     for r in range(min(max(repeats, 1), groups)):
-        by_group: dict[int, set[tuple[int, int]]] = {}
-        for k, f in enumerate(srcs):
+        spans = []  # each source's blocks, a contiguous range (first, last)
+        for f in srcs:
             a = f.addr + r * f.step
-            for b in range(a // block, (a + f.span - 1) // block + 1):
-                by_group.setdefault(b % groups, set()).add((k if distinct else 0, b))
-        out.append(max(len(v) for v in by_group.values()))
+            spans.append((a // block, (a + f.span - 1) // block))
+        if not distinct:  # a block two sources read is delivered once: count their union
+            spans = _union(spans)
+        # n blocks from lo: n // groups in every group, and one more in the n % groups groups
+        # from lo on (a window, as a bit mask); the busiest group has every full round plus
+        # the most windows that meet in one group
+        every = (1 << groups) - 1
+        base = 0
+        at_least = [every] + [0] * len(spans)  # groups that at least c windows hit
+        for lo, hi in spans:
+            full, rest = divmod(hi - lo + 1, groups)
+            base += full
+            w = ((1 << rest) - 1) << (lo % groups)
+            w = (w | (w >> groups)) & every
+            for c in range(len(spans), 0, -1):
+                at_least[c] |= at_least[c - 1] & w
+        out.append(base + max(c for c in range(len(spans) + 1) if at_least[c]))
+    return out
+
+
+def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive integer ranges merged where they overlap."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
     return out
 
 

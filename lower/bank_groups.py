@@ -125,12 +125,18 @@ class ReadTogether:
         return _extra_beats(self, a_addr % period, b_addr % period, block, groups)
 
     def _extra(self, a_addr: int, b_addr: int, block: int, groups: int) -> float:
+        period = block * groups
+        seen: dict[tuple[int, int], float] = {}  # distinct sources: only addresses mod period
         extra = 0.0
         for oa, ob in zip(self.a_offs, self.b_offs):
-            fa = Footprint(a_addr + oa, *self.a_span)
-            fb = Footprint(b_addr + ob, *self.b_span)
-            bs = beats([fa, fb], self.repeats, block, groups, distinct=True)
-            extra += sum(b - 1 for b in bs) / len(bs)
+            key = ((a_addr + oa) % period, (b_addr + ob) % period)
+            got = seen.get(key)
+            if got is None:
+                fa = Footprint(key[0], *self.a_span)
+                fb = Footprint(key[1], *self.b_span)
+                bs = beats([fa, fb], self.repeats, block, groups, distinct=True)
+                got = seen[key] = sum(b - 1 for b in bs) / len(bs)
+            extra += got
         return extra / len(self.a_offs) * self.repeats * self.runs
 
 

@@ -43,6 +43,7 @@ Before/after::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -320,7 +321,7 @@ class SyncOracle(ChainRelations):
             for v, d in levels:
                 carried[v] = min(d, carried.get(v, d))
         return self._text_cover(s, t, carried, independent,
-                                lambda: self._same_copy(s, t, items), dropped)
+                                functools.cache(lambda: self._same_copy(s, t, items)), dropped)
 
     def _text_cover(self, s: InstrInfo, t: InstrInfo, carried: dict[str, int],
                     independent: bool, same: Callable[[], tuple[str, int] | None],

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import copy
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import TypeVar
 
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.gemm_spec import GemmSpec, match_gemm
@@ -158,34 +160,39 @@ class GemmTiling:
     swizzle: Swizzle
 
 
+T = TypeVar("T")
+
 # every directive makes a new schedule of the same algorithm: match and split it once
-_SPECS: weakref.WeakKeyDictionary[Algorithm, GemmSpec | UnsupportedError] = \
-    weakref.WeakKeyDictionary()
-_SPLITS: weakref.WeakKeyDictionary[Algorithm, GemmSplit] = weakref.WeakKeyDictionary()
+_SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SPLITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _matched(algo: Algorithm) -> GemmSpec:
-    """``match_gemm(algo)``, once per algorithm; an algorithm that is not a plain GEMM (one
-    with a Vector epilogue) raises a copy of its first UnsupportedError every time."""
-    got = _SPECS.get(algo)
+def _once(table: weakref.WeakKeyDictionary, make: Callable[[Algorithm], T], algo: Algorithm
+          ) -> T:
+    """``make(algo)``, once per algorithm in ``table``; an UnsupportedError is kept too and
+    raised again (a copy) every time."""
+    got = table.get(algo)
     if got is None:
         try:
-            got = match_gemm(algo)
+            got = make(algo)
         except UnsupportedError as e:
             got = e
-        _SPECS[algo] = got
+        table[algo] = got
     if isinstance(got, UnsupportedError):
         raise copy.copy(got)
     return got
 
 
+def _matched(algo: Algorithm) -> GemmSpec:
+    """``match_gemm(algo)``, once per algorithm (one with a Vector epilogue is not a plain
+    GEMM: its UnsupportedError is kept)."""
+    return _once(_SPECS, lambda a: match_gemm(a), algo)
+
+
 def _split(algo: Algorithm) -> GemmSplit:
     """``split_vector_epilogue(algo)``, once per algorithm: its Cube part is then one
     algorithm object, matched once too."""
-    got = _SPLITS.get(algo)
-    if got is None:
-        got = _SPLITS[algo] = split_vector_epilogue(algo)
-    return got
+    return _once(_SPLITS, lambda a: split_vector_epilogue(a), algo)
 
 
 @dataclass(frozen=True, eq=False)

@@ -279,7 +279,17 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
         # a live in-place partner does not conflict at exactly its own offset
         partner = {(p.buffer, o) for p, o, _ in placed if (p.buffer, e.buffer) in in_place
                    or (e.buffer, p.buffer) in in_place}
-        live = [(p.buffer, o, s) for p, o, s in placed if p.overlaps(e)]
+        live: list[tuple[str, int, int]] = []
+        # the placed copies not live with e, each with what sharing its bytes would cost:
+        # (offset, size, cross-pipe reuses, refused under ``strict``), computed once per copy
+        others: list[tuple[int, int, int, bool]] = []
+        for p, o, s in placed:
+            if p.overlaps(e):
+                live.append((p.buffer, o, s))
+            elif p.used:
+                loop = lifetimes.pipelined_loop(p, e)
+                rc = _reuse_cost(p, e, loop)
+                others.append((o, s, rc, bool(strict and rc and loop)))
         starts = {0} | {_round_up(o + s, align) for _, o, s in placed} | {o for _, o in partner}
         aware = banks is not None and any(p.b in offs for p in banks.pairs.get(key, ()))
         if aware:
@@ -291,12 +301,11 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
                    for b, o, s in live):
                 continue
             nxt = min((o for _, o, _ in live if o >= off + size), default=max(peak, off + size))
-            shared = [p for p, o, s in placed
-                      if p.used and not p.overlaps(e) and off < o + s and o < off + size]
-            if strict and any(_reuse_cost(p, e, lifetimes.pipelined_loop(p, e))
-                              and lifetimes.pipelined_loop(p, e) for p in shared):
+            shared = [(rc, refused) for o, s, rc, refused in others
+                      if off < o + s and o < off + size]
+            if any(refused for _, refused in shared):
                 continue
-            cost = sum(_reuse_cost(p, e, lifetimes.pipelined_loop(p, e)) for p in shared)
+            cost = sum(rc for rc, _ in shared)
             beats = banks.cost(key, off, offs) if aware and banks is not None else 0.0
             cands.append((off, cost, nxt - off - size, beats))
         within = [c for c in cands if c[0] + size <= peak]

@@ -18,6 +18,7 @@ One AIV per AIC (``KERNEL_TYPE_MIX_AIC_1_1``): the two AIVs of a block do not sp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from ascendsched.algo.algorithm import Algorithm
@@ -99,6 +100,21 @@ def mixed_capacity_hint(sched: GemmSchedule, err: CapacityError) -> CapacityErro
         f"smaller tile n")
 
 
+def _most_rows(fits: Callable[[int], bool], most: int) -> int:
+    """The largest ``r`` in ``1..most`` with ``fits(r)`` (0: none), by bisection: a step's UB
+    bytes grow with its rows (every tile, temporary, partial and row broadcast is sized by
+    them), so ``fits`` holds up to some ``r`` and not above; the default search had sized the
+    epilogue's step once per candidate row count, up to 128 times per schedule."""
+    lo, hi = 0, most  # fits(lo) (or lo == 0), and the answer is at most hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def epilogue_schedule(sched: GemmSchedule, epi: VectorEpilogue, rows: int, cols: int,
                       target: Target) -> Schedule:
     """The Vector schedule of one ``rows x cols`` tile of the epilogue: its stages inlined
@@ -114,7 +130,7 @@ def epilogue_schedule(sched: GemmSchedule, epi: VectorEpilogue, rows: int, cols:
         return tile_bytes(algo, TileShape(r, cols), copies, target) <= usable
 
     if want is None:
-        r = next((r for r in range(rows, 0, -1) if fits(r, 2 if r < rows else 1)), 0)
+        r = rows if fits(rows, 1) else _most_rows(lambda r: fits(r, 2), rows - 1)
         if r == 0:
             raise CapacityError(
                 f"In GEMM schedule ({sched.spec}): one row of the Vector epilogue's tile "

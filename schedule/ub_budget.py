@@ -168,6 +168,9 @@ class _Walk:
         self.once: dict[tuple, int] = {}  # hoisted value -> its bytes, live all the time
         self.tile_reads: set[str] = set()  # inputs read per tile (not only by hoisted values)
         self.fixed: frozenset[str] = frozenset()
+        # (id of an expression, ids of the env's variables with their axes) -> _dep's answer;
+        # the expressions and variables are the algorithm's, alive for the whole walk
+        self._deps: dict[tuple, frozenset[int]] = {}
 
     # ---- sizes
     def _bytes(self, dtype_bytes: int, dep: frozenset[int], temp: bool = False) -> int:
@@ -184,7 +187,15 @@ class _Walk:
         return _align(n * dtype_bytes, self.t.block_bytes)
 
     def _dep(self, e: Expr, env: dict[Expr, int]) -> frozenset[int]:
-        """Output axes (indices) the value of ``e`` varies along."""
+        """Output axes (indices) the value of ``e`` varies along (memoised per walk: the
+        walk asks again for every subexpression of every value it sizes)."""
+        key = (id(e), tuple((id(v), a) for v, a in env.items()))
+        got = self._deps.get(key)
+        if got is None:
+            got = self._deps[key] = self._dep_of(e, env)
+        return got
+
+    def _dep_of(self, e: Expr, env: dict[Expr, int]) -> frozenset[int]:
         last = len(self.axes) - 1
         if isinstance(e, (IndexVar, ReduceVar)):
             return frozenset({env[e]}) if e in env else frozenset()

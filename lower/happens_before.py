@@ -225,34 +225,25 @@ class SyncOracle(ChainRelations):
                 out.append(SyncProblem(msg, channels=(f.channel,)))
                 if first_only:
                     return tuple(out)
-        groups: dict[tuple[int, int], list[_Item]] = {}
-        for item in self.items:
-            if item.key[0] == "dep" and item.key[1] in skip:
-                continue
-            if item.key[0] == "double set" and item.key[1] in dropped:
-                continue
-            groups.setdefault((item.src.id, item.dst.id), []).append(item)
         todo = []
-        for (sid, tid), items in groups.items():
-            gkey = (sid, tid, frozenset(i.key for i in items))
+        for _, gkey, items in self._groups(skip, dropped):
             used = self._ok.get(gkey)
             if used is None or used & dropped:
                 # a group whose ordering leaned on the newly dropped syncs alone is the likeliest
                 # to fail: look at those first (a trial stops at the first problem)
                 todo.append((0 if used else 1, len(used or ()), gkey, items))
         todo.sort(key=lambda x: (x[0], x[1]))
+        if first_only:
+            # a trial wants any one problem: the text's cheap certain ones first
+            for _, _, gkey, items in todo:
+                bare = self._bare(gkey, items, dropped)
+                if bare is not None:
+                    return (bare,)
         for _, _, gkey, items in todo:
             s, t = self.infos[gkey[0]], self.infos[gkey[1]]
-            same = next((it for it in items if it.dep is not None and it.dep.loop_independent),
-                        None)
-            if same is not None and not self._sync_between(s, t, dropped):
-                # pairs in one iteration of every common loop, and no sync left between the
-                # two statements in that iteration: nothing can order them
-                self._ok.pop(gkey, None)
-                out.append(SyncProblem(f"unordered: {same.dep} (no sync left between source "
-                                       f"and sink within one iteration)", same.dep))
-                if first_only:
-                    return tuple(out)
+            bare = self._bare(gkey, items, dropped)
+            if bare is not None:
+                out.append(bare)
                 continue
             between = self._without_isl(s, t, items, dropped)
             if between is not None:
@@ -273,6 +264,52 @@ class SyncOracle(ChainRelations):
                     if first_only:
                         return tuple(out)
         return tuple(out)
+
+    @cached_property
+    def _all_groups(self) -> list[tuple[list[tuple[int, _Item]], frozenset, frozenset,
+                                         tuple]]:
+        """The items per (source, sink) statement pair, in order of their first item: (the
+        items with their positions, their dependences' indices, their double sets' flag keys,
+        the group's key with every item)."""
+        groups: dict[tuple[int, int], list[tuple[int, _Item]]] = {}
+        for n, item in enumerate(self.items):
+            groups.setdefault((item.src.id, item.dst.id), []).append((n, item))
+        return [(its, frozenset(it.key[1] for _, it in its if it.key[0] == "dep"),
+                 frozenset(it.key[1] for _, it in its if it.key[0] == "double set"),
+                 (sid, tid, frozenset(it.key for _, it in its)))
+                for (sid, tid), its in groups.items()]
+
+    def _groups(self, skip: frozenset[int], dropped: frozenset
+                ) -> list[tuple[int, tuple, list[_Item]]]:
+        """(position of the first item, group key, items) of each group without the
+        dependences of ``skip`` and the double sets of the flags in ``dropped``, in order of
+        their first item left (the grouping is built once per oracle, not once per trial)."""
+        out = []
+        for its, deps, sets, gkey in self._all_groups:
+            if not (deps & skip or sets & dropped):
+                out.append((its[0][0], gkey, [it for _, it in its]))
+                continue
+            kept = [(n, it) for n, it in its
+                    if not (it.key[1] in skip if it.key[0] == "dep" else it.key[1] in dropped)]
+            if kept:
+                out.append((kept[0][0], (gkey[0], gkey[1], frozenset(it.key for _, it in kept)),
+                            [it for _, it in kept]))
+        out.sort(key=lambda g: g[0])
+        return out
+
+    def _bare(self, gkey: tuple, items: list[_Item], dropped: frozenset
+              ) -> SyncProblem | None:
+        """The problem of a group with pairs in one iteration of every common loop and no
+        sync left between source and sink in that iteration (nothing can order them), else
+        None."""
+        same = next((it for it in items if it.dep is not None and it.dep.loop_independent),
+                    None)
+        if same is None or self._sync_between(self.infos[gkey[0]], self.infos[gkey[1]],
+                                              dropped):
+            return None
+        self._ok.pop(gkey, None)
+        return SyncProblem(f"unordered: {same.dep} (no sync left between source and sink "
+                           "within one iteration)", same.dep)
 
     def shared_id_problem(self, waits: tuple[tuple[Instr, Affine], ...],
                           sets: tuple[tuple[Instr, Affine], ...], dropped: frozenset

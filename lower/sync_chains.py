@@ -82,7 +82,7 @@ class ChainRelations(CarriedText):
         """``_menu`` for s and t, the likeliest first: placed for these dependences (their
         reason in the comment), then nearest in the loop tree (a sibling branch's copy of a
         pair rarely orders this one)."""
-        bars, ones, relays = self._menu(s.pipe, t.pipe, t.core)
+        bars, ones, relays = self._menu_inside(s, t)
 
         def rank(sets: tuple[InstrInfo, ...], waits: tuple[InstrInfo, ...]) -> tuple:
             mine = bool(hint) and any(r in i.instr.comment for i in sets for r in hint)
@@ -92,6 +92,29 @@ class ChainRelations(CarriedText):
 
         return (sorted(bars, key=lambda b: rank((b[1],), (b[1],))),
                 sorted(ones, key=lambda f: rank(f.sets, f.waits)), relays)
+
+    def _menu_inside(self, s: InstrInfo, t: InstrInfo
+                     ) -> tuple[list[tuple[tuple, InstrInfo]], list[Flag], list[Flag]]:
+        """``_menu`` for s before t without the syncs that cannot order them: when both sit in
+        one top-level compound statement (a tile class's loop), which a block runs once, every
+        instance of a chain from s to t runs between them, so inside it; a flag helps only
+        with a set and a wait there. (Leaving the others out changes no relation: each would
+        order no pair.)"""
+        bars, ones, relays = self._menu(s.pipe, t.pipe, t.core)
+        if len(s.path) < 2 or len(t.path) < 2 or s.path[0] != t.path[0]:
+            return bars, ones, relays
+        top = s.path[0]
+        key = ("menu inside", s.pipe, t.pipe, t.core, top)
+        got = self._cache.get(key)
+        if got is None:
+            def inside(f: Flag) -> bool:
+                return any(x.path[0] == top for x in f.sets) and any(
+                    y.path[0] == top for y in f.waits)
+
+            got = self._cache[key] = ([(k, x) for k, x in bars if x.path[0] == top],
+                                      [f for f in ones if inside(f)],
+                                      [f for f in relays if inside(f)])
+        return got  # type: ignore[return-value]
 
     def _via_barrier(self, s: InstrInfo, x: InstrInfo, t: InstrInfo) -> isl.Map | None:
         key = ("via barrier", s.id, x.id, t.id)
@@ -147,7 +170,7 @@ class ChainRelations(CarriedText):
         key = ("hb deps", s.id, x.id, hops)
         got = self._cache.get(key)
         if got is None:
-            bars, ones, relays = self._menu(s.pipe, x.pipe, x.core)
+            bars, ones, relays = self._menu_inside(s, x)
             out = {k for k, b in bars if self._via_barrier(s, b, x) is not None}
             out |= {f.key for f in ones if self._via_flag(s, f, x, None, hops) is not None}
             if hops > 1:

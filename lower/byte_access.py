@@ -48,6 +48,29 @@ class Access:
     # region, no instance condition, and no domain condition ties the loops the regions use
     # to the block index or to other loops (the domain is a product of the two)
     block_free: bool = False
+    # a fixed access's bytes per region as masks of whole 32-byte blocks (None: isl decides)
+    make_blocks: Callable[[], tuple[int, ...] | None] | None = field(default=None, repr=False)
+    part_names: tuple[str, ...] = ()  # the description of each part (``parts``), in order
+
+    @cached_property
+    def part_blocks(self) -> tuple[int, ...] | None:
+        """Per region, the bytes every instance touches as a mask of 32-byte blocks (bit
+        ``8 * k``: block ``k`` of the space), or None: the access is not fixed, a region
+        touches part of a block, or it has more than ``MAX_MASK_ROWS`` rows. Where both
+        accesses have masks, their bytes meet iff the masks do (the byte sets are unions of
+        whole blocks)."""
+        return self.make_blocks() if self.make_blocks is not None else None
+
+    @cached_property
+    def blocks(self) -> int | None:
+        """``part_blocks`` of every region together."""
+        parts = self.part_blocks
+        if parts is None:
+            return None
+        out = 0
+        for m in parts:
+            out |= m
+        return out
 
     @cached_property
     def parts(self) -> tuple[tuple[str, isl.Map], ...]:
@@ -120,7 +143,13 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
         used = frozenset().union(*(r.offset.vars() | r.copy.vars() for _, r, _, _ in parts))
         block_free = BLOCK_IDX not in used and not any(when for *_, when in parts) and all(
             c.lhs.vars() <= used or not c.lhs.vars() & used for c in info.conds)
-        out.append(Access(info.id, k, s, names, hulls[(k, s)], make, fixed, block_free))
+        blocks = None
+        if fixed:
+            def blocks(parts=parts) -> tuple[int, ...] | None:  # noqa: ANN001
+                got = [_region_blocks(kernel, info, r, kind) for _, r, kind, _ in parts]
+                return None if None in got else tuple(got)  # type: ignore[arg-type]
+        out.append(Access(info.id, k, s, names, hulls[(k, s)], make, fixed, block_free,
+                          blocks, tuple(n for n, _, _, _ in parts)))
     return out
 
 
@@ -232,16 +261,9 @@ def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str, when: str
     where = f"region {r} of S{info.id} ({ins.op})"
     eb = kernel.dtype_of(r.tensor).bytes
     blk = kernel.target.block_bytes
-    buf = kernel.buffer_map.get(r.tensor)
     off = affine_text(r.offset, bound, where)
     dims = r.dims or ()
-    if buf is not None and ins.op in DMA_OPS and dims and dims[-1].stride == 1:
-        mode = "dma"  # whole 32-byte blocks per row
-    elif (buf is not None and kind == "R" and ins.op in VECTOR_OPS and len(dims) >= 2
-          and dims[-1].stride == 0):
-        mode = "brcb"  # the whole block at each row start
-    else:
-        mode = "exact"
+    mode = _mode(kernel, ins, r, kind)
     row_dims = dims[:-1] if mode in ("dma", "brcb") else dims
     exists: list[str] = []
     cons: list[str] = []
@@ -275,6 +297,66 @@ def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str, when: str
     text = "; ".join(f"S{info.id}[{loop_dims(info.loops)}] -> M_{space}[{BYTE}] : {dom} and {p}"
                      for p in pieces)
     return isl.Map(f"{{ {text} }}")
+
+
+def _mode(kernel: Kernel, ins: Instr, r: Region, kind: str) -> str:
+    """How a region's elements become bytes: ``dma`` (whole 32-byte blocks per row), ``brcb``
+    (the whole block at each row start) or ``exact``."""
+    dims = r.dims or ()
+    buf = kernel.buffer_map.get(r.tensor)
+    if buf is not None and ins.op in DMA_OPS and dims and dims[-1].stride == 1:
+        return "dma"
+    if (buf is not None and kind == "R" and ins.op in VECTOR_OPS and len(dims) >= 2
+            and dims[-1].stride == 0):
+        return "brcb"
+    return "exact"
+
+
+MAX_MASK_ROWS = 4096  # rows of one region enumerated into a block mask (more: isl decides)
+MAX_MASK_BLOCKS = 1 << 16  # highest block of a mask (2 MiB of 32-byte blocks)
+
+
+def _region_blocks(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> int | None:
+    """The bytes of a region whose offset and copy are constants, by ``_region_map``'s rules,
+    as a mask of whole 32-byte blocks (``Access.part_blocks``); None where a row covers part
+    of a block or the region is too large to enumerate."""
+    if not (r.offset.is_const and r.copy.is_const):
+        return None
+    eb = kernel.dtype_of(r.tensor).bytes
+    blk = kernel.target.block_bytes
+    dims = r.dims or ()
+    mode = _mode(kernel, info.instr, r, kind)
+    if mode != "exact" or (dims and dims[-1].stride == 1):
+        rows, cols = dims[:-1], dims[-1].extent  # a row: the last dim, contiguous
+    else:
+        rows, cols = dims, 1  # every element on its own
+    rows = tuple(d for d in rows if d.extent != 1)
+    count = 1
+    for d in rows:
+        count *= d.extent
+    if count > MAX_MASK_ROWS:
+        return None
+    starts = [r.offset.const]
+    for d in rows:
+        starts = [e + j * d.stride for e in starts for j in range(d.extent)]
+    (base, _), = _copy_bases(kernel, r, frozenset(), f"region {r} of S{info.id}")
+    spans = []
+    for e in starts:
+        if mode == "dma":
+            lo, hi = eb * e // blk * blk, -(-eb * (e + cols) // blk) * blk
+        elif mode == "brcb":
+            lo = eb * e // blk * blk
+            hi = lo + blk
+        else:
+            lo, hi = eb * e, eb * (e + cols)
+        lo, hi = lo + base, hi + base
+        if lo % blk or hi % blk or lo < 0 or hi > MAX_MASK_BLOCKS * blk:
+            return None
+        spans.append((lo // blk, hi // blk))
+    mask = bytearray(max((h for _, h in spans), default=0))
+    for lo, hi in spans:
+        mask[lo:hi] = b"\x01" * (hi - lo)
+    return int.from_bytes(mask, "little")
 
 
 def _copy_bases(kernel: Kernel, r: Region, bound: frozenset[str], where: str

@@ -160,7 +160,7 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                     rel, (common, carried, indep), (src_t, dst_t) = got
                     deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core,
                                            src_t, dst_t, common, carried, indep,
-                                           lambda rel=rel: rel))
+                                           lambda rel=rel, s=s, d=d: _named(rel, s, d)))
                     continue
                 if not shared and sa.block_free and da.block_free:
                     regions = _apart_pair(sa, da, s, d, shapes)
@@ -218,11 +218,11 @@ def _apart_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
     every block that runs it (``Access.block_free``): every s instance precedes every d
     instance of its block, so they conflict iff their byte sets meet and some block runs
     both. Decided on byte and block sets; the relation is built only if asked for."""
-    if sa.byte_set.intersect(da.byte_set).is_empty():
+    if not _bytes_meet(sa, da):
         return None
     if _blocks(s, cache).intersect(_blocks(d, cache)).is_empty():
         return None
-    if len(sa.parts) == 1 and len(da.parts) == 1:
+    if len(sa.part_names) == 1 and len(da.part_names) == 1:
         return sa.tensors, da.tensors
     return _meeting_parts(sa, da)
 
@@ -238,10 +238,27 @@ def _blocks(info: InstrInfo, cache: dict) -> isl.Set:
     return got
 
 
+def _bytes_meet(sa: Access, da: Access) -> bool:
+    """Whether the byte sets of two accesses meet: on their block masks where both have
+    them (``Access.part_blocks``), else by isl."""
+    ma, mb = sa.blocks, da.blocks
+    if ma is not None and mb is not None:
+        return bool(ma & mb)
+    return not sa.byte_set.intersect(da.byte_set).is_empty()
+
+
 def _meeting_parts(sa: Access, da: Access) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The region descriptions of two accesses whose byte sets meet, part by part."""
     src: list[str] = []
     dst: list[str] = []
+    pa, pb = sa.part_blocks, da.part_blocks
+    if pa is not None and pb is not None:
+        for sn, ma in zip(sa.part_names, pa, strict=True):
+            for dn, mb in zip(da.part_names, pb, strict=True):
+                if ma & mb:
+                    src.append(sn)
+                    dst.append(dn)
+        return tuple(dict.fromkeys(src)), tuple(dict.fromkeys(dst))
     for (sn, _), sb in zip(sa.parts, sa.part_bytes, strict=True):
         for (dn, _), db in zip(da.parts, da.part_bytes, strict=True):
             if not sb.intersect(db).is_empty():
@@ -253,10 +270,11 @@ def _meeting_parts(sa: Access, da: Access) -> tuple[tuple[str, ...], tuple[str, 
 def _fixed_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
                 ) -> tuple[isl.Map, tuple, tuple[tuple[str, ...], tuple[str, ...]]] | None:
     """The dependence of two accesses whose every instance touches the same bytes: none if
-    the byte sets are disjoint, else every pair in program order (the relation and its levels
+    the byte sets are disjoint, else every pair in program order (its relation, in the
+    shape's statement names: ``_named`` renames it; the relation and its levels
     depend only on the two domains and how the statements sit in the loop tree, so statements
     of one body share them: computed once per shape in ``cache``)."""
-    if sa.byte_set.intersect(da.byte_set).is_empty():
+    if not _bytes_meet(sa, da):
         return None
     m, strict = order_shape(s, d)
     key = ("fixed pair", s.domain_key, d.domain_key, m, strict) \
@@ -272,10 +290,14 @@ def _fixed_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
     rel, levels = got
     if rel is None:
         return None
-    rel = rel.set_tuple_name(isl.dim_type.in_, s.name).set_tuple_name(isl.dim_type.out, d.name)
-    if len(sa.parts) == 1 and len(da.parts) == 1:
+    if len(sa.part_names) == 1 and len(da.part_names) == 1:
         return rel, levels, (sa.tensors, da.tensors)
     return rel, levels, _meeting_parts(sa, da)
+
+
+def _named(rel: isl.Map, s: InstrInfo, d: InstrInfo) -> isl.Map:
+    """A relation shared by statements of one shape, in the names of ``s`` and ``d``."""
+    return rel.set_tuple_name(isl.dim_type.in_, s.name).set_tuple_name(isl.dim_type.out, d.name)
 
 
 def _dims_primed(loops: tuple[For, ...]) -> str:

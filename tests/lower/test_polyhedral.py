@@ -112,11 +112,39 @@ def _general(kernel: Kernel, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN202
         return analyze_dependences(kernel)
 
 
-@pytest.mark.parametrize("make", [
+_PLANNED = [
     lambda: lower(schedule_for(L.gemm(300, 200, 520)), stop_after="apply memory plan"),
     lambda: lower(schedule_for(L.layernorm(100, 512)), stop_after="apply memory plan"),
     lambda: lower(schedule_for(L.softmax(9, 6144)), stop_after="apply memory plan"),
-], ids=["gemm tile classes", "layernorm rows", "softmax wide rows"])
+    lambda: lower(schedule_for(L.gemm_gelu(100, 300, 64)), stop_after="apply memory plan"),
+]
+_PLANNED_IDS = ["gemm tile classes", "layernorm rows", "softmax wide rows", "gemm_gelu mixed"]
+
+
+@pytest.mark.parametrize("make", _PLANNED, ids=_PLANNED_IDS)
+def test_block_masks_are_the_byte_sets(make) -> None:  # noqa: ANN001
+    # a fixed access's bytes as a mask of whole 32-byte blocks (decides most byte-set meets
+    # without isl) is exactly the isl byte set of each of its parts
+    k = make()
+    masks = 0
+    for info in kernel_instrs(k):
+        for a in instr_accesses(k, info):
+            if a.part_blocks is None:
+                continue
+            for mask, got in zip(a.part_blocks, a.part_bytes, strict=True):
+                bits = [j for j in range(mask.bit_length()) if mask >> (8 * j) & 1]
+                runs = [(b, b + 1) for b in bits]
+                for n in range(len(runs) - 1, 0, -1):  # merge touching blocks
+                    if runs[n - 1][1] == runs[n][0]:
+                        runs[n - 1:n + 1] = [(runs[n - 1][0], runs[n][1])]
+                cons = " or ".join(f"{32 * lo} <= b < {32 * hi}" for lo, hi in runs) or "false"
+                want = isl.Set(f"{{ M_{a.space}[b] : {cons} }}")
+                assert want.is_equal(got), (info.instr, a.space)
+                masks += 1
+    assert masks >= 8
+
+
+@pytest.mark.parametrize("make", _PLANNED, ids=_PLANNED_IDS)
 def test_byte_set_shortcuts_find_the_same_dependences(make, monkeypatch) -> None:  # noqa: ANN001
     # accesses touching the same bytes in every instance (or every block) are decided on byte
     # sets, without joining their relations: the dependences, their levels, regions and

@@ -6,11 +6,16 @@ instruction one AscendC call from the op templates (``ops_vector.py``, ``ops_cub
 ``_GM_WORKSPACE_ALIGN`` steps of the workspace argument); every on-chip buffer copy is a
 LocalTensor at its planned offset in one TBuf per physical scope.
 
-Kernel type: KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY / _AIV_ONLY / _MIX_AIC_1_1) (docs
-"设置Kernel类型", hiascend atlasascendc_api_07_0218); each core's code sits in
-``if ASCEND_IS_AIC { ... }`` / ``if ASCEND_IS_AIV { ... }`` (impl/utils/sys_macros.h: constexpr
-per core, from __DAV_C220_CUBE__ / __DAV_C220_VEC__). A mix kernel is 1 AIC : 1 AIV, the
-pairing the IR and sim model (one AIV per block). One TBuf per physical scope: TPosition A1 = L1
+Kernel type: KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY / _AIV_ONLY / _MIX_AIC_1_1 /
+_MIX_AIC_1_2) (docs "设置Kernel类型", hiascend atlasascendc_api_07_0218); each core's code sits
+in ``if ASCEND_IS_AIC { ... }`` / ``if ASCEND_IS_AIV { ... }`` (impl/utils/sys_macros.h:
+constexpr per core, from __DAV_C220_CUBE__ / __DAV_C220_VEC__). A mix kernel is 1 AIC : 1 AIV
+or, with ``Kernel.sub_blocks`` = 2, 1 AIC : 2 AIVs: there GetBlockIdx() on a Vector core is
+``2 * block + GetSubBlockIdx()`` (asc-devkit impl/basic_api/dav_c220/
+kernel_operator_sys_var_impl.h, GetBlockIdxImpl; docs GetBlockIdx.md), so ``block_idx`` is
+``GetBlockIdx() / GetSubBlockNum()`` on both core types (GetSubBlockNum() is 1 on the AIC and
+2 on an AIV of such a kernel, docs GetSubBlockNum(ISASI).md) and the AIV section binds
+``sub_block_idx = GetSubBlockIdx()``. One TBuf per physical scope: TPosition A1 = L1
 (A1 and B1 are the same memory), A2 = L0A, B2 = L0B, CO1 = L0C, C2 = the bias table
 (include/basic_api/kernel_tpipe.h).
 """
@@ -31,6 +36,7 @@ from ascendsched.emit_ascendc.ops_vector import VECTOR_TEMPLATES
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.ir import (
     BLOCK_IDX,
+    SUB_BLOCK_IDX,
     Buffer,
     For,
     If,
@@ -76,6 +82,7 @@ _KTYPE_NOTE = {
     "KERNEL_TYPE_AIV_ONLY": "launch Vector cores only",
     "KERNEL_TYPE_AIC_ONLY": "launch Cube cores only: blockDim Cube cores",
     "KERNEL_TYPE_MIX_AIC_1_1": "one Cube and one Vector core per block",
+    "KERNEL_TYPE_MIX_AIC_1_2": "one Cube and two Vector cores per block",
 }
 _CUBE_API_LINES = (
     "//   DataCopy(Nd2NzParams) GM->L1      include/basic_api/kernel_operator_data_copy_intf.h,",
@@ -135,6 +142,8 @@ class _KernelPrinter:
             "//   Compare, Select                   include/basic_api/kernel_operator_vec_cmpsel_intf.h",
             "//   SetFlag, WaitFlag, PipeBarrier    include/basic_api/kernel_operator_block_sync_intf.h",
             "//   GetBlockIdx                       include/basic_api/kernel_operator_sys_var_intf.h",
+            *(("//   GetSubBlockIdx, GetSubBlockNum    include/basic_api/kernel_operator_sys_var_intf.h",)
+              if k.sub_blocks > 1 else ()),
             *(_CUBE_API_LINES if CoreType.AIC in _cores(k) else ()),
             '#include "kernel_operator.h"',
             f'#include "{k.name}_tiling.h"',
@@ -148,9 +157,9 @@ class _KernelPrinter:
         ]
         self.lines = []
         cores = _cores(k)
+        mix = "KERNEL_TYPE_MIX_AIC_1_2" if k.sub_blocks == 2 else "KERNEL_TYPE_MIX_AIC_1_1"
         ktype = {(CoreType.AIC,): "KERNEL_TYPE_AIC_ONLY",
-                 (CoreType.AIC, CoreType.AIV): "KERNEL_TYPE_MIX_AIC_1_1"}.get(
-                     cores, "KERNEL_TYPE_AIV_ONLY")
+                 (CoreType.AIC, CoreType.AIV): mix}.get(cores, "KERNEL_TYPE_AIV_ONLY")
         self.emit(f"KERNEL_TASK_TYPE_DEFAULT({ktype});  // {_KTYPE_NOTE[ktype]}")
         if _uses_ffts(k):
             self.emit("SetSyncBaseAddr(fftsAddr);  // FFTS base of the cross-core flags, before any of them")
@@ -171,6 +180,9 @@ class _KernelPrinter:
                     if core == CoreType.AIC else "Vector core"
                 self.emit(f"if {macro} {{  // {what}")
                 self.indent += 1
+                if core == CoreType.AIV and k.sub_blocks > 1:
+                    self.emit(f"const int64_t {SUB_BLOCK_IDX} = GetSubBlockIdx();  // which of "
+                              "the block's 2 Vector cores: its half of each tile's rows")
                 self._core_buffers(core)
                 self.emit("")
                 self._body(k.program(core).body)
@@ -182,7 +194,15 @@ class _KernelPrinter:
     def _declarations(self) -> None:
         k = self.k
         self.emit("(void)tiling;  // every size below is a compile-time constant of the schedule")
-        self.emit(f"const int64_t {BLOCK_IDX} = GetBlockIdx();  // 0 .. {k.block_dim - 1}")
+        if k.sub_blocks > 1:
+            self.emit("// GetBlockIdx() counts each Vector core of a 1:2 kernel (2 * block + "
+                      "GetSubBlockIdx()): divided by")
+            self.emit("// GetSubBlockNum() (1 on the Cube core, 2 on a Vector core) it is the "
+                      "block on both")
+            self.emit(f"const int64_t {BLOCK_IDX} = GetBlockIdx() / GetSubBlockNum();  "
+                      f"// 0 .. {k.block_dim - 1}")
+        else:
+            self.emit(f"const int64_t {BLOCK_IDX} = GetBlockIdx();  // 0 .. {k.block_dim - 1}")
         self.emit(f"(void){BLOCK_IDX};")
         self.emit("")
         self.emit("// Global memory")

@@ -199,8 +199,10 @@ def _cores_note(k: Kernel) -> str:
         return (f"Cube only (`KERNEL_TYPE_AIC_ONLY`): blockDim = {k.block_dim} launches "
                 f"{k.block_dim} Cube cores (the 910B2 has {k.target.num_aic}).")
     if cores == (CoreType.AIC, CoreType.AIV):
-        return ("mix (`KERNEL_TYPE_MIX_AIC_1_1`): each of the blockDim blocks runs one Cube and one "
-                "Vector core" + ("; the kernel's first argument is the FFTS base address "
+        two = k.sub_blocks == 2
+        return (f"mix (`KERNEL_TYPE_MIX_AIC_1_{2 if two else 1}`): each of the blockDim blocks "
+                "runs one Cube and " + ("two Vector cores (each half of every tile's rows, "
+                                        "`GetSubBlockIdx()`)" if two else "one Vector core") + ("; the kernel's first argument is the FFTS base address "
                                  "(`rtGetC2cCtrlAddr`) for its cross-core flags." if _uses_ffts(k)
                                  else "."))
     return (f"Vector only (`KERNEL_TYPE_AIV_ONLY`): blockDim = {k.block_dim} Vector cores.")
@@ -232,6 +234,7 @@ def _cpu_main(k: Kernel, fields: list[tuple[str, int]]) -> str:
         "setup": "\n".join(setup), "cores": cores,
         "call": ", ".join(call), "outputs": "\n".join(outs), "block_dim": str(k.block_dim),
         "tiling_struct": _struct_name(k), "workspace_bytes": str(_workspace_bytes(k)),
+        "sub_arg": f", {k.sub_blocks}" if k.sub_blocks > 1 else "",
     })
 
 

@@ -1,8 +1,9 @@
 """GEMM + GELU as one mixed Cube + Vector kernel: the Cube core (AIC) of each block computes
-C tiles and writes each to a GM workspace slot; the Vector core (AIV) of the block reads the
-slot, applies GELU (tanh form) and stores D. The cross-core flags between them (data ready:
-Fixpipe -> the AIV's load; slot free: the AIV's load -> the Fixpipe that reuses the slot) are
-derived from the workspace dependences (lower/cross_core_sync.py).
+C tiles and writes each to a GM workspace slot; the two Vector cores (AIVs) of the block read
+the slot, each its half of the tile's rows (AIC:AIV 1:2, GetSubBlockIdx()), apply GELU (tanh
+form) and store D. The cross-core flags between them (data ready: Fixpipe -> both AIVs'
+loads; slot free: both AIVs' loads -> the Fixpipe that reuses the slot) are derived from the
+workspace dependences (lower/cross_core_sync.py).
 
     ascendsched explain examples/gemm_gelu.py:schedule
     ascendsched check examples/gemm_gelu.py:schedule
@@ -25,5 +26,5 @@ def schedule() -> GemmSchedule:
             .tile(64, 64, 64)
             .buffer("l1", 2)
             .bind(2)
-            .epilogue_on("vector", rows=16)  # GELU runs on the AIV, 16 rows per Vector step
-            .buffer("workspace", 2))         # the Cube fills slot i+1 while the AIV reads slot i
+            .epilogue_on("vector", rows=16)  # GELU on the 2 AIVs, 16 rows per Vector step each
+            .buffer("workspace", 2))         # the Cube fills slot i+1 while the AIVs read slot i

@@ -13,7 +13,17 @@ reads to the slot, its other GM accesses to the tile's rows and columns. Per blo
 
 with ``slot = (iteration of the block, over all classes) mod copies``. No cross-core flags
 yet: ``cross_core_sync.py`` derives them from the workspace dependences of the two programs.
-One AIV per AIC (``KERNEL_TYPE_MIX_AIC_1_1``): the two AIVs of a block do not split a tile yet.
+
+AIC:AIV 1:2 (``epilogue_on('vector', vector_cores=2)``, the default; ``KERNEL_TYPE_MIX_AIC_1_2``):
+both Vector cores of a block run the AIV program, and ``sub_block_idx`` (GetSubBlockIdx())
+picks each one's rows of every tile as CATLASS's epilogues do (include/catlass/epilogue/block/
+block_epilogue_elemwise_no_source.hpp: ``CeilDiv(rows, GetSubBlockNum())`` rows per sub-block,
+the last one clipped): rows ``[0, h)`` on sub-block 0 and ``[h, m)`` on 1, ``h = ceil(m / 2)``.
+Equal halves share one body placed at ``sub_block_idx * h``; unequal ones (odd ``m``) get one
+body each under ``if sub_block_idx == s`` (exclusive branches: their UB is shared), and a
+tile of one row leaves sub-block 1 nothing but the flags. Whole rows stay on one core, so
+row reductions (softmax) need nothing more; UB tiles and the Vector steps are per half.
+``vector_cores=1`` keeps one AIV per block (``KERNEL_TYPE_MIX_AIC_1_1``).
 """
 
 from __future__ import annotations
@@ -24,13 +34,14 @@ from dataclasses import replace
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.gemm_vector_epilogue import VectorEpilogue
 from ascendsched.errors import CapacityError, InternalCompilerError
-from ascendsched.lower.affine import Affine
+from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.build_gemm import _Builder as _GemmBuilder
 from ascendsched.lower.build_gemm import _Tile, capacity_hint
 from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.cube_ops import make_cube_instr
 from ascendsched.lower.ir import (
     BLOCK_IDX,
+    SUB_BLOCK_IDX,
     Buffer,
     Dim,
     For,
@@ -61,13 +72,20 @@ def build_mixed(sched: GemmSchedule, target: Target | None = None) -> Kernel:
     aiv_body: list[Stmt] = []
     buffers: dict[str, Buffer] = {}
     multi = len(cube.classes) > 1
+    subs = sched.epilogue_vector_cores
     for n, tc in enumerate(cube.classes):
-        sub = epilogue_schedule(sched, epi, tc.cls.mv, tc.cls.nv, target)
-        vk = build_loop_nest(sub, target)
-        suffix = f"_{n}" if multi else ""
-        body = _relocated(copied(vk.program(CoreType.AIV).body), vk, epi, tc, cube, suffix)
-        for b in vk.buffers:
-            buffers[b.name + suffix] = replace(b, name=b.name + suffix)
+        halves = row_halves(tc.cls.mv, subs)
+        body: tuple[Stmt, ...] = ()
+        for h, (row0, rows, conds) in enumerate(halves):
+            sub = epilogue_schedule(sched, epi, rows, tc.cls.nv, target)
+            vk = build_loop_nest(sub, target)
+            suffix = (f"_{n}" if multi else "") + (f"_h{h}" if len(halves) > 1 else "")
+            part = _relocated(copied(vk.program(CoreType.AIV).body), vk, epi, tc, cube, suffix,
+                              row0)
+            for b in vk.buffers:
+                buffers[b.name + suffix] = replace(b, name=b.name + suffix)
+            body += (If(conds, part, f"sub-block {h}: {rows} rows of the tile "
+                     f"from row {row0} of {tc.cls.mv}"),) if conds else part
         aiv_body.append(tc.wrap(body))
     sp, t = cube.sp, cube.t
     out = epi.algo.outputs[0]
@@ -81,7 +99,26 @@ def build_mixed(sched: GemmSchedule, target: Target | None = None) -> Kernel:
     return Kernel.build(
         name=sched.algo.name, params=params, buffers=aic.buffers + tuple(buffers.values()),
         block_dim=t.cores, target=target, notes=aic.notes,
-        programs=(aic.program(CoreType.AIC), Program(CoreType.AIV, tuple(aiv_body))))
+        programs=(aic.program(CoreType.AIC), Program(CoreType.AIV, tuple(aiv_body))),
+        sub_blocks=subs)
+
+
+def row_halves(rows: int, subs: int) -> list[tuple[Affine, int, tuple[Cond, ...]]]:
+    """How the ``subs`` Vector cores of a block split a tile of ``rows`` rows: per body, its
+    first row (affine in ``sub_block_idx``), its rows, and the condition selecting its
+    sub-block (none when every sub-block runs it). Module docstring."""
+    if subs == 1:
+        return [(Affine(), rows, ())]
+    h = -(-rows // subs)
+    rest = rows - (subs - 1) * h
+    if rest == h:
+        return [(Affine.of(SUB_BLOCK_IDX) * h, h, ())]
+    out = [(Affine(s * h), h, (Cond(Affine.of(SUB_BLOCK_IDX), "==", s),))
+           for s in range(subs - 1)]
+    if rest > 0:  # else the last sub-block has no rows of this tile: only its flags run
+        out.append((Affine((subs - 1) * h), rest,
+                    (Cond(Affine.of(SUB_BLOCK_IDX), "==", subs - 1),)))
+    return out
 
 
 def mixed_capacity_hint(sched: GemmSchedule, err: CapacityError) -> CapacityError:
@@ -225,14 +262,15 @@ class _CubeBuilder(_GemmBuilder):
 
 # --------------------------------------------------------------------------- the Vector side
 def _relocated(body: tuple[Stmt, ...], vk: Kernel, epi: VectorEpilogue, cl: _ClassLoop,
-               cube: _CubeBuilder, suffix: str) -> tuple[Stmt, ...]:
-    """The tile kernel's body moved to the class's tile: GM regions of the workspace to this
-    iteration's slot, of the other tensors to the tile's rows and columns; buffers renamed
-    with ``suffix``; loop variables must not meet the class loop's."""
+               cube: _CubeBuilder, suffix: str, row0: Affine) -> tuple[Stmt, ...]:
+    """The tile kernel's body (of the rows from ``row0`` of the tile on) moved to the class's
+    tile: GM regions of the workspace to this iteration's slot, of the other tensors to the
+    tile's rows and columns; buffers renamed with ``suffix``; loop variables must not meet the
+    class loop's."""
     tile = cl.tile
     assert tile is not None
     t = cube.t
-    origin = (tile.mi * t.tm, tile.ni * t.tn)
+    origin = (tile.mi * t.tm + row0, tile.ni * t.tn)
     if epi.rank == 3:
         origin = (tile.b,) + origin
     follows = {i.name: i.axes for i in epi.inputs}
@@ -244,8 +282,8 @@ def _relocated(body: tuple[Stmt, ...], vk: Kernel, epi: VectorEpilogue, cl: _Cla
         if r.tensor in vk.buffer_map:
             return replace(r, tensor=r.tensor + suffix)
         local = vk.param_map[r.tensor]
-        if r.tensor == epi.workspace:  # the slot holds the tile densely, as the tile kernel
-            return replace(r, offset=r.offset + cube.slot_base(cl))
+        if r.tensor == epi.workspace:  # the slot holds the tile densely (rows of its n)
+            return replace(r, offset=r.offset + cube.slot_base(cl) + row0 * tile.nv)
         idx = _split_offset(r, local.shape, extents)
         g = glob[r.tensor]
         gstr = [1] * len(g.shape)

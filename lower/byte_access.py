@@ -23,7 +23,14 @@ import islpy as isl
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.cube_ops import CUBE_OPS, cube_footprints, cube_params
-from ascendsched.lower.instances import InstrInfo, affine_text, coalesced, domain_text, loop_dims
+from ascendsched.lower.instances import (
+    InstrInfo,
+    affine_text,
+    block_count,
+    coalesced,
+    domain_text,
+    loop_dims,
+)
 from ascendsched.lower.ir import BLOCK_IDX, DMA_OPS, VECTOR_OPS, Instr, Kernel, Region
 from ascendsched.lower.sync_ir import Sync
 
@@ -182,7 +189,7 @@ def shared_copy(kernel: Kernel, space: str, sides: tuple[tuple[Instr, tuple[str,
 def _region_hull(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> tuple[int, int]:
     """Lowest and highest byte of ``r``'s space the instruction may touch, by interval
     arithmetic over the loop ranges (an over-estimate of ``_region_map``'s byte set)."""
-    ranges = {BLOCK_IDX: (0, kernel.block_dim - 1)}
+    ranges = {BLOCK_IDX: (0, block_count(kernel, info.core) - 1)}
     ranges.update({f.var: (0, f.extent - 1) for f in info.loops})
     affine_text(r.offset, frozenset(ranges), f"region {r} of S{info.id} ({info.instr.op})")
     lo, hi = r.offset.bounds(ranges)
@@ -290,7 +297,7 @@ def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str, when: str
         body = " and ".join(cons + [byte_c])
         ex = f"exists ({', '.join(exists)} : {body})" if exists else body
         pieces.append(f"{copy_cond} and {ex}" if copy_cond else ex)
-    dom = domain_text(kernel, info.loops, info.conds)
+    dom = domain_text(kernel, info.loops, info.conds, info.core)
     if when:
         dom = f"{dom} and ({when})"
     space = region_space(kernel, r.tensor)

@@ -33,6 +33,23 @@ instances, byte access relations); the placement is this pass's own, not ``inser
 Sets pending on one flag stay at most the channel's ``d`` plus the iterations the source may
 run ahead; ``d`` must be within ``target.cross_flag_max_pending`` ("同一flagId的计数器最多
 设置15次", same doc).
+
+AIC:AIV 1:2 (``Kernel.sub_blocks`` = 2): the AIV program runs on both Vector cores of a block,
+and the channels stay the same two mode-2 flags, because mode 2 is a flag between the AIC and
+*all* AIVs of its block (CrossCoreSetFlag(ISASI).md, 模式2: "在AIC核执行CrossCoreSetFlag之后，
+两个AIV上CrossCoreWaitFlag后续的指令才会继续执行；两个AIV都执行CrossCoreSetFlag后，AIC上
+CrossCoreWaitFlag后续的指令才能执行"; the hardware message carries the mode, asc-devkit
+impl/basic_api/dav_c220/kernel_operator_sync_impl.h NotifyEventImpl/GetffstMsg, and the wait
+does not, WaitEventImpl): one AIC set per tile makes the tile ready for both halves (each AIV
+waits once), and the AIC's wait for a free slot returns only after both AIVs set, i.e. both
+halves were read. CATLASS's mixed kernels pair them so (include/catlass/gemm/kernel/gemm.hpp:
+``CrossCoreSetFlagWithReverse<0x2, PIPE_FIX>`` on the AIC per tile, ``CrossCoreWaitFlag...``
+on every AIV). Every Vector core therefore waits and sets in every iteration, also one whose
+half of a tile is empty. The dependences are computed per Vector core (instances.py numbers
+them ``2 * block + sub_block_idx``), so a flag orders the sinks of both; the two Vector cores
+must not touch the same GM bytes with a write (no flag orders them), which
+``_check_sub_blocks_apart`` proves. Each counter moves by one per set either way, so the
+limit per flag is the same as with 1:1.
 """
 
 from __future__ import annotations
@@ -45,7 +62,7 @@ from ascendsched.errors import InternalCompilerError, SyncError
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.byte_access import instr_accesses
 from ascendsched.lower.instances import InstrInfo, kernel_instrs, loop_dims
-from ascendsched.lower.ir import For, Kernel, Program, Stmt
+from ascendsched.lower.ir import SUB_BLOCK_IDX, For, Kernel, Program, Stmt
 from ascendsched.lower.polyhedral import Dependences
 from ascendsched.lower.sync_ir import CrossSet, CrossWait
 from ascendsched.target.model import CoreType, Pipe, Target
@@ -78,6 +95,7 @@ class CrossPlan:
 
     kernel: str
     channels: tuple[CrossChannel, ...] = ()
+    sub_blocks: int = 1  # Vector cores per block (2: each flag is mode 2 between 1 AIC : 2 AIVs)
 
     def without(self, flag: int) -> CrossPlan:
         return replace(self, channels=tuple(c for c in self.channels if c.flag != flag))
@@ -94,10 +112,11 @@ def plan_cross_sync(kernel: Kernel, target: Target) -> CrossPlan:
         return CrossPlan(kernel.name)
     loops = _skeleton(kernel.name, aic, aiv)
     infos = kernel_instrs(kernel)
-    time = _Time(loops)
+    time = _Time(loops, kernel.sub_blocks)
     found: dict[tuple, list] = {}
     gm = set(kernel.param_map)
     acc = [(i, a) for i in infos for a in instr_accesses(kernel, i) if a.space in gm]
+    _check_sub_blocks_apart(kernel, acc)
     for si, sa in acc:
         for di, da in acc:
             if si.core == di.core or sa.space != da.space or (sa.kind, da.kind) == ("R", "R"):
@@ -133,7 +152,7 @@ def plan_cross_sync(kernel: Kernel, target: Target) -> CrossPlan:
         chans.append(CrossChannel(
             ids[n], src, dst, pipe, first.pipe, d, frozenset(sources), frozenset(sinks),
             "; ".join(dict.fromkeys(x[3] for x in deps))))
-    return CrossPlan(kernel.name, tuple(chans))
+    return CrossPlan(kernel.name, tuple(chans), kernel.sub_blocks)
 
 
 def leave_to_cross(deps: Dependences, plan: CrossPlan, kernel: Kernel) -> Dependences:
@@ -144,7 +163,7 @@ def leave_to_cross(deps: Dependences, plan: CrossPlan, kernel: Kernel) -> Depend
         return deps
     loops = _skeleton(kernel.name, kernel.program(CoreType.AIC),  # type: ignore[arg-type]
                       kernel.program(CoreType.AIV))  # type: ignore[arg-type]
-    time = _Time(loops)
+    time = _Time(loops, kernel.sub_blocks)
     keep = []
     for dep in deps:
         s, t = deps.info(dep.src), deps.info(dep.dst)
@@ -178,11 +197,11 @@ def insert_cross_sync(kernel: Kernel, plan: CrossPlan) -> Kernel:
             for k in range(c.distance):
                 if p.core == c.src_core:
                     pro.append(CrossSet(c.set_pipe, flag_id=Affine(c.flag), comment=(
-                        f"{_name(c)} {k + 1} of {c.distance} before the tiles: "
+                        f"{_name(c, plan.sub_blocks)} {k + 1} of {c.distance} before the tiles: "
                         f"{_first_reason(c)}")))
                 if p.core == c.dst_core:
                     epi.append(CrossWait(c.wait_pipe, flag_id=Affine(c.flag), comment=(
-                        f"{_name(c)} {k + 1} of {c.distance} after the tiles: consume the "
+                        f"{_name(c, plan.sub_blocks)} {k + 1} of {c.distance} after the tiles: consume the "
                         f"sets no tile waited for")))
         first, last = loops[0], loops[-1] + 1
         body = body[:first] + pro + body[first:last] + epi + body[last:]
@@ -191,8 +210,12 @@ def insert_cross_sync(kernel: Kernel, plan: CrossPlan) -> Kernel:
 
 
 # --------------------------------------------------------------------------- private helpers
-def _name(c: CrossChannel) -> str:
-    return "data ready" if c.src_core == CoreType.AIC else "slot free"
+def _name(c: CrossChannel, subs: int = 1) -> str:
+    """With 1:2 a mode-2 set of the AIC releases both AIVs' waits and the AIC's wait needs
+    both AIVs' sets (asc-devkit docs CrossCoreSetFlag(ISASI).md, 模式2)."""
+    if c.src_core == CoreType.AIC:
+        return "data ready" + (", to both AIVs" if subs > 1 else "")
+    return "slot free" + (", from both AIVs" if subs > 1 else "")
 
 
 def _first_reason(c: CrossChannel) -> str:
@@ -208,11 +231,12 @@ def _loop_with_flags(loop: For, core: CoreType, plan: CrossPlan) -> For:
         if core == c.src_core:
             at = max((n for n, x in enumerate(ids) if x & c.sources), default=len(body) - 1)
             sets.setdefault(at, []).append(CrossSet(c.set_pipe, flag_id=Affine(c.flag),
-                                                    comment=f"{_name(c)}: {_first_reason(c)}"))
+                                                    comment=f"{_name(c, plan.sub_blocks)}: "
+                                                    f"{_first_reason(c)}"))
         if core == c.dst_core:
             at = min((n for n, x in enumerate(ids) if x & c.sinks), default=0)
             waits.setdefault(at, []).append(CrossWait(
-                c.wait_pipe, flag_id=Affine(c.flag), comment=f"{_name(c)}"
+                c.wait_pipe, flag_id=Affine(c.flag), comment=f"{_name(c, plan.sub_blocks)}"
                 + (f" (of {c.distance} tiles back)" if c.distance else "") + ": "
                 + _first_reason(c)))
     out: list[Stmt] = []
@@ -231,10 +255,11 @@ def _ids(s: Stmt) -> set[int]:
 
 def _skeleton(name: str, aic: Program, aiv: Program) -> tuple[tuple[str, int], ...]:
     """The shared top-level loops (variable, trips), or InternalCompilerError."""
-    def loops(p: Program) -> tuple:
-        return tuple((s.var, s.extent, s.body[0].conds if len(s.body) == 1
-                      and hasattr(s.body[0], "conds") else ()) for s in p.body
-                     if isinstance(s, For))
+    def loops(p: Program) -> tuple:  # (the sub-block choice of a 1:2 kernel is not a guard)
+        return tuple((s.var, s.extent, tuple(c for c in s.body[0].conds
+                                             if SUB_BLOCK_IDX not in c.lhs.vars())
+                      if len(s.body) == 1 and hasattr(s.body[0], "conds") else ())
+                     for s in p.body if isinstance(s, For))
 
     a, v = loops(aic), loops(aiv)
     if a != v or not a:
@@ -245,9 +270,12 @@ def _skeleton(name: str, aic: Program, aiv: Program) -> tuple[tuple[str, int], .
 
 
 class _Time:
-    """Instances -> their dense iteration ``[block, n]`` over the skeleton's loops."""
+    """Instances -> their dense iteration ``[block, n]`` over the skeleton's loops (an AIV
+    instance of a 1:2 kernel has its Vector core number as ``block_idx``: its block is
+    ``floor(block_idx / 2)``, instances.py)."""
 
-    def __init__(self, loops: tuple[tuple[str, int], ...]) -> None:
+    def __init__(self, loops: tuple[tuple[str, int], ...], subs: int = 1) -> None:
+        self.subs = subs
         self.base: dict[str, int] = {}
         n = 0
         for var, trips in loops:
@@ -259,7 +287,9 @@ class _Time:
             raise InternalCompilerError(f"`{i.instr}` touches GM outside the tile loops of a "
                                         "mixed kernel")
         v = i.loops[0].var
-        return isl.Map(f"{{ {i.name}[{loop_dims(i.loops)}] -> T[block_idx, {self.base[v]} + "
+        blk = f"floor(block_idx/{self.subs})" if i.core == CoreType.AIV and self.subs > 1 \
+            else "block_idx"
+        return isl.Map(f"{{ {i.name}[{loop_dims(i.loops)}] -> T[{blk}, {self.base[v]} + "
                        f"{v}] }}")
 
     def distance(self, s: InstrInfo, d: InstrInfo, rel: isl.Map) -> int | None:
@@ -273,6 +303,30 @@ class _Time:
 
     def min_distance(self, s: InstrInfo, d: InstrInfo, rel: isl.Map) -> int | None:
         return _min_delta(rel.apply_domain(self._map(s)).apply_range(self._map(d)))
+
+
+def _check_sub_blocks_apart(kernel: Kernel, acc: list) -> None:
+    """The two Vector cores of a 1:2 kernel's block must touch disjoint GM bytes wherever one
+    writes (no flag orders them: a mode-1 flag would); InternalCompilerError otherwise."""
+    if kernel.sub_blocks == 1:
+        return
+    n = kernel.sub_blocks
+    aiv = [(i, a) for i, a in acc if i.core == CoreType.AIV]
+    for si, sa in aiv:
+        for di, da in aiv:
+            if sa.space != da.space or (sa.kind, da.kind) == ("R", "R") or si.id > di.id:
+                continue
+            rel = sa.relation.apply_range(da.relation.reverse())
+            rel = rel.intersect_domain(si.domain).intersect_range(di.domain)
+            names = [f"a{j}" for j in range(1 + len(si.loops))]
+            names2 = [f"b{j}" for j in range(1 + len(di.loops))]
+            other = isl.Map(f"{{ {si.name}[{', '.join(names)}] -> {di.name}[{', '.join(names2)}]"
+                            f" : floor(a0/{n}) = floor(b0/{n}) and a0 != b0 }}")
+            if not rel.intersect(other).is_empty():
+                raise InternalCompilerError(
+                    f"kernel {kernel.name}: the block's two Vector cores both touch {sa.space} "
+                    f"bytes ({si.instr.op} and {di.instr.op}, one writing): their rows of a "
+                    "tile must be disjoint")
 
 
 def _min_delta(t: isl.Map) -> int | None:

@@ -5,11 +5,21 @@ and an iteration domain over ``block_idx`` and its enclosing loop variables, cut
 conditions (``{ S3[block_idx, k] : 0 <= block_idx < 1 and 0 <= k < 4 }``), with a 2d+1 style
 program-order schedule (child index, loop variable, child index, ...). ``program_order`` gives
 the instance pairs one block runs in a given order, shared between statements of one shape.
+
+The AIV program of a 1:2 mixed kernel (``Kernel.sub_blocks`` = 2) runs on both Vector cores of
+each block, each with its own UB: there the instance dimension ``block_idx`` numbers the Vector
+cores, ``2 * block + sub_block_idx`` (what GetBlockIdx() returns on an AIV of such a kernel:
+asc-devkit impl/basic_api/dav_c220/kernel_operator_sys_var_impl.h, GetBlockIdxImpl, and docs
+GetBlockIdx.md), and the program's own ``block_idx`` and ``sub_block_idx`` are read as
+``floor(block_idx / 2)`` and ``block_idx mod 2`` (``InstrInfo.instr`` and ``conds`` are the
+instruction and conditions so rewritten; the kernel keeps its own). So every analysis that asks
+"the same block" of two instances asks "the same core", as it should: each Vector core orders
+only its own instructions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import islpy as isl
@@ -18,10 +28,12 @@ from ascendsched.errors import InternalCompilerError, NotAffineError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.ir import (
     BLOCK_IDX,
+    SUB_BLOCK_IDX,
     For,
     If,
     Instr,
     Kernel,
+    Region,
     Stmt,
 )
 from ascendsched.target.model import CoreType, Pipe
@@ -69,12 +81,16 @@ def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
         raw: list[tuple[Instr, tuple[int, ...], tuple[Stmt, ...]]] = []
         _walk(prog.body, (), (), raw)
         depth = max((len(p) for _, p, _ in raw), default=1)
+        subs = kernel.subs(prog.core)
         for instr, path, anc in raw:
             loops = tuple(a for a in anc if isinstance(a, For))
             loop_paths = tuple(path[: j + 1] for j, a in enumerate(anc) if isinstance(a, For))
             conds = tuple(c for a in anc if isinstance(a, If) for c in a.conds)
+            if subs > 1:
+                instr, conds = _per_core_instr(instr, subs), tuple(
+                    Cond(_per_core(c.lhs, subs), c.op, c.rhs) for c in conds)
             ident = len(out)
-            text = f"[{loop_dims(loops)}] : {domain_text(kernel, loops, conds)} }}"
+            text = f"[{loop_dims(loops)}] : {domain_text(kernel, loops, conds, prog.core)} }}"
             dom = domains.get(text)
             if dom is None:
                 dom = domains[text] = isl.Set("{ S" + text)
@@ -187,14 +203,65 @@ def loop_dims(loops: tuple[For, ...]) -> str:
     return ", ".join((BLOCK_IDX,) + tuple(f.var for f in loops))
 
 
-def domain_text(kernel: Kernel, loops: tuple[For, ...], conds: tuple[Cond, ...]) -> str:
+def block_count(kernel: Kernel, core: CoreType | None) -> int:
+    """The values of the instance dimension ``block_idx`` of ``core``'s instructions: the
+    blocks, or for the AIV program of a 1:2 kernel its Vector cores (module docstring)."""
+    return kernel.block_dim * (kernel.subs(core) if core is not None else 1)
+
+
+def domain_text(kernel: Kernel, loops: tuple[For, ...], conds: tuple[Cond, ...],
+                core: CoreType | None = None) -> str:
     bound = frozenset((BLOCK_IDX,) + tuple(f.var for f in loops))
     if len(bound) != len(loops) + 1:
         raise InternalCompilerError(f"loop variables are not unique along a nest: "
                                     f"{[f.var for f in loops]}")
-    parts = [f"0 <= {BLOCK_IDX} < {kernel.block_dim}"]
+    parts = [f"0 <= {BLOCK_IDX} < {block_count(kernel, core)}"]
     parts += [f"0 <= {f.var} < {f.extent}" for f in loops]
     for c in conds:
         op = "=" if c.op == "==" else c.op
         parts.append(f"{affine_text(c.lhs, bound, f'condition {c}')} {op} {c.rhs}")
     return " and ".join(parts)
+
+
+def _per_core(e: Affine, subs: int) -> Affine:
+    """``e`` of the AIV program of a 1:``subs`` kernel over the Vector core number
+    ``block_idx`` (module docstring)."""
+    if SUB_BLOCK_IDX not in e.vars() and BLOCK_IDX not in e.vars():
+        return e
+    core = Affine.of(BLOCK_IDX)
+    return _substitute(_substitute(e, BLOCK_IDX, core.floordiv(subs)), SUB_BLOCK_IDX,
+                       Affine.mod(BLOCK_IDX, subs))
+
+
+def _substitute(e: Affine, var: str, value: Affine) -> Affine:
+    """``e`` with ``var`` replaced by ``value``, in its terms, mod terms (``value mod m``) and
+    floor divisions alike."""
+    out = Affine(e.const, tuple((v, c) for v, c in e.terms if v != var),
+                 tuple(t for t in e.mods if t[0] != var))
+    for v, c in e.terms:
+        if v == var:
+            out = out + value * c
+    for v, m, c in e.mods:
+        if v == var:
+            out = out + value.modulo(m) * c
+    for a, d, c in e.divs:
+        out = out + _substitute(a, var, value).floordiv(d) * c
+    return out
+
+
+def _per_core_instr(ins: Instr, subs: int) -> Instr:
+    def region(r: Region) -> Region:
+        return replace(r, offset=_per_core(r.offset, subs), copy=_per_core(r.copy, subs))
+
+    def attr(v: object) -> object:
+        if isinstance(v, Affine):
+            return _per_core(v, subs)
+        if isinstance(v, Cond):
+            return Cond(_per_core(v.lhs, subs), v.op, v.rhs)
+        return v
+
+    if not ins.writes and not ins.reads and not ins.attrs:
+        return ins
+    return replace(ins, writes=tuple(map(region, ins.writes)),
+                   reads=tuple(map(region, ins.reads)),
+                   attrs=tuple((k, attr(v)) for k, v in ins.attrs))

@@ -87,7 +87,12 @@ from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.target.model import CoreType, Pipe, Scope, Target
 
-BLOCK_IDX = "block_idx"  # the loop-free variable holding GetBlockIdx()
+BLOCK_IDX = "block_idx"  # the loop-free variable holding the block (AI Core) index
+# The loop-free variable of the AIV program of a 1:2 mixed kernel (``Kernel.sub_blocks`` = 2):
+# which of the block's two Vector cores runs it, GetSubBlockIdx() (0 or 1; asc-devkit docs
+# GetSubBlockIdx(ISASI).md: "可以用于区分同一个核上的两个不同Vector Core，取值分别为0和1").
+# Every other program (and every kernel with ``sub_blocks`` = 1) has it fixed at 0.
+SUB_BLOCK_IDX = "sub_block_idx"
 
 
 # --------------------------------------------------------------------------- storage
@@ -257,6 +262,11 @@ class Program:
 class Kernel:
     """A complete kernel. ``block_dim`` blocks run each program with ``block_idx`` bound.
 
+    ``sub_blocks``: how many Vector cores of each block run the AIV program (2 in a mixed
+    ``KERNEL_TYPE_MIX_AIC_1_2`` kernel, each with its own ``sub_block_idx`` and its own UB;
+    1 otherwise). ``block_dim`` counts blocks (AI Cores), not Vector cores: with 1:2 it launches
+    ``block_dim`` AICs and ``2 * block_dim`` AIVs (docs GetBlockNum.md).
+
     ``next_id``: above the ``id`` of every instruction, where fresh ids start (module docstring,
     "Instruction ids"); build kernels with :meth:`build`, add instructions with
     :meth:`with_programs`."""
@@ -269,8 +279,12 @@ class Kernel:
     target: Target
     notes: tuple[str, ...] = ()  # e.g. schedule text, warnings; printed as comments
     next_id: int = 0
+    sub_blocks: int = 1
 
     def __post_init__(self) -> None:
+        if self.sub_blocks not in (1, 2):
+            raise InternalCompilerError(f"kernel {self.name}: sub_blocks {self.sub_blocks}; "
+                                        "a block runs 1 or 2 Vector cores")
         names = [t.name for t in self.params] + [b.name for b in self.buffers]
         if len(names) != len(set(names)):
             raise InternalCompilerError(f"kernel {self.name}: duplicate tensor/buffer names")
@@ -289,12 +303,13 @@ class Kernel:
     @classmethod
     def build(cls, name: str, params: tuple[GmTensor, ...], buffers: tuple[Buffer, ...],
               block_dim: int, programs: tuple[Program, ...], target: Target,
-              notes: tuple[str, ...] = ()) -> Kernel:
+              notes: tuple[str, ...] = (), sub_blocks: int = 1) -> Kernel:
         """A kernel of freshly built programs: each instruction without an id gets one, in
         program order, after the largest id already there."""
         start = 1 + max((i.id for p in programs for i, _ in iter_instrs(p.body)), default=-1)
         programs, next_id = _numbered(programs, start)
-        return cls(name, params, buffers, block_dim, programs, target, notes, next_id)
+        return cls(name, params, buffers, block_dim, programs, target, notes, next_id,
+                   sub_blocks)
 
     def with_programs(self, programs: tuple[Program, ...]) -> Kernel:
         """This kernel with ``programs``, in which each instruction without an id (one a pass
@@ -319,6 +334,24 @@ class Kernel:
         if tensor in self.buffer_map:
             return self.buffer_map[tensor].scope
         return Scope.GM
+
+    def subs(self, core: CoreType) -> int:
+        """How many cores of each block run the program of ``core``."""
+        return self.sub_blocks if core == CoreType.AIV else 1
+
+    def streams(self, core: CoreType) -> tuple[tuple[int, str], ...]:
+        """The cores of one block that run ``core``'s program: (``sub_block_idx``, trace
+        name); the trace names the two AIVs of a 1:2 kernel ``AIV0`` and ``AIV1``."""
+        n = self.subs(core)
+        return tuple((s, f"{core}{s}" if n > 1 else str(core)) for s in range(n))
+
+    def var_ranges(self, core: CoreType) -> dict[str, tuple[int, int]]:
+        """Inclusive ranges of the loop-free variables of ``core``'s program (``sub_block_idx``
+        only where two Vector cores run it)."""
+        out = {BLOCK_IDX: (0, self.block_dim - 1)}
+        if self.subs(core) > 1:
+            out[SUB_BLOCK_IDX] = (0, self.subs(core) - 1)
+        return out
 
     def program(self, core: CoreType) -> Program | None:
         for p in self.programs:
@@ -447,7 +480,8 @@ def format_body(body: tuple[Stmt, ...], indent: int = 0) -> list[str]:
 
 
 def format_kernel(k: Kernel) -> str:
-    lines = [f"kernel {k.name}  (target {k.target.name}, {k.block_dim} blocks)"]
+    subs = f", {k.sub_blocks} Vector cores per block" if k.sub_blocks > 1 else ""
+    lines = [f"kernel {k.name}  (target {k.target.name}, {k.block_dim} blocks{subs})"]
     for n in k.notes:
         lines.append(f"  # {n}")
     for t in k.params:

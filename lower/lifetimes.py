@@ -51,7 +51,7 @@ import itertools
 import math
 from dataclasses import dataclass, replace
 
-from ascendsched.lower.ir import BLOCK_IDX, Cond, For, If, Instr, Kernel, Region, Stmt
+from ascendsched.lower.ir import Cond, For, If, Instr, Kernel, Region, Stmt
 from ascendsched.target.model import Pipe, Scope
 
 Segments = tuple[tuple[int, int], ...]
@@ -140,7 +140,8 @@ def buffer_lifetimes(kernel: Kernel) -> Lifetimes:
     """First/last use of every buffer copy, widened over loops (see the module docstring)."""
     walk = _Walk(kernel)
     for prog in kernel.programs:
-        walk.body(prog.body, (), {BLOCK_IDX: kernel.block_dim})
+        walk.body(prog.body, (), {v: hi + 1 for v, (_, hi) in
+                                  kernel.var_ranges(prog.core).items()})
     entries = []
     pipelined: dict[int, tuple[str, int, int]] = {}
     for b in kernel.buffers:

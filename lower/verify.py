@@ -16,7 +16,8 @@ Rules (the name in parentheses is the one the error gives):
   buffer offsets all set or none, set ones aligned and inside the usable bytes of the scope,
   all set once planned (memory plan);
 * statements: a loop variable is neither ``block_idx`` nor an enclosing loop's (loop variable);
-  affine expressions use only enclosing loop variables and ``block_idx`` (variables); the op
+  affine expressions use only enclosing loop variables, ``block_idx`` and ``sub_block_idx``
+  (0 except in the AIV program of a 1:2 kernel; variables); the op
   exists (op), runs in its core's program (core) on its pipe (pipe), with its number of write
   and read regions (operands);
 * regions: a known tensor (tensor); a copy index inside the buffer's copies, none on GM or a
@@ -50,7 +51,7 @@ import weakref
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.cube_ops import CUBE_OPS
-from ascendsched.lower.ir import BLOCK_IDX, DMA_OPS, VECTOR_OPS, For, If, Instr, Kernel, Stmt
+from ascendsched.lower.ir import DMA_OPS, VECTOR_OPS, For, If, Instr, Kernel, Stmt
 from ascendsched.lower.sync_ir import CrossSet, CrossSync, EventSync, Sync
 from ascendsched.lower.verify_cube import CUBE_CHECKS
 from ascendsched.lower.verify_site import Site, check_region, domain
@@ -70,8 +71,8 @@ def verify(kernel: Kernel, *, planned: bool = False, events: bool = True) -> Ker
         return kernel
     _check_kernel(kernel, planned)
     for prog in kernel.programs:
-        _walk(kernel, prog.core, prog.body, ((BLOCK_IDX, 0, kernel.block_dim - 1),), (),
-              events)
+        ranges = tuple((v, lo, hi) for v, (lo, hi) in kernel.var_ranges(prog.core).items())
+        _walk(kernel, prog.core, prog.body, ranges, (), events)
     _PASSED[id(kernel)] = (weakref.ref(kernel), planned, events)
     if len(_PASSED) > 16:
         del _PASSED[next(iter(_PASSED))]

@@ -70,11 +70,14 @@ class Swizzle:
 @dataclass(frozen=True)
 class EpilogueOn:
     """Where the steps after the sum run: ``"fixpipe"`` (the Cube core's way out) or
-    ``"vector"`` (the AIV of each block, through a GM workspace); ``rows``: output rows per
-    Vector step (None: as many of the tile's rows as UB holds)."""
+    ``"vector"`` (the AIVs of each block, through a GM workspace); ``rows``: output rows per
+    Vector step (None: as many of the tile's rows as UB holds); ``vector_cores``: how many
+    Vector cores of a block share each tile, 2 (the hardware's 1:2, each its half of the rows)
+    or 1."""
 
     unit: str
     rows: int | None = None
+    vector_cores: int = 2
 
 
 GemmDirective = L1Tile | SplitK | CubeBuffering | CubeBind | Swizzle | EpilogueOn
@@ -251,6 +254,13 @@ class GemmSchedule:
         return d.rows if d is not None else None
 
     @property
+    def epilogue_vector_cores(self) -> int:
+        """Vector cores per block that split each tile of a Vector epilogue: 2 unless
+        ``epilogue_on('vector', vector_cores=1)``."""
+        d = self._epilogue()
+        return d.vector_cores if d is not None else 2
+
+    @property
     def geometry(self) -> CubeGeometry:
         return cube_geometry(self.target)
 
@@ -315,10 +325,16 @@ class GemmSchedule:
             raise ScheduleError(f"buffer({level!r}, copies={copies}): 1 or 2 copies")
         return self._add(CubeBuffering(level, copies))
 
-    def epilogue_on(self, unit: str, rows: int | None = None) -> GemmSchedule:
-        """Run the steps after the sum on ``"vector"`` (each block's AIV reads the Cube's tile
+    def epilogue_on(self, unit: str, rows: int | None = None, *,
+                    vector_cores: int = 2) -> GemmSchedule:
+        """Run the steps after the sum on ``"vector"`` (each block's AIVs read the Cube's tile
         from a GM workspace slot; ``rows`` output rows per Vector step) or on ``"fixpipe"``
-        (only a cast, ReLU and a bias; the default when the Fixpipe can apply them)."""
+        (only a cast, ReLU and a bias; the default when the Fixpipe can apply them).
+
+        ``vector_cores``: 2 (default, ``KERNEL_TYPE_MIX_AIC_1_2`` as the 910B pairs them): the
+        block's two Vector cores split every tile by rows, the first ``ceil(m / 2)`` rows on
+        GetSubBlockIdx() 0 and the rest on 1, and ``rows`` counts rows of one half; 1
+        (``KERNEL_TYPE_MIX_AIC_1_1``): one Vector core per block takes whole tiles."""
         if unit not in EPILOGUE_UNITS:
             raise ScheduleError(f"epilogue_on({unit!r}): the unit is one of "
                                 f"{', '.join(map(repr, EPILOGUE_UNITS))}")
@@ -328,7 +344,13 @@ class GemmSchedule:
                                  or isinstance(rows, bool) or rows < 1):
             raise ScheduleError(f"epilogue_on({unit!r}, rows={rows!r}): rows is a positive int "
                                 f"and only for the 'vector' unit")
-        return self._add(EpilogueOn(unit, rows))
+        if vector_cores not in (1, 2) or isinstance(vector_cores, bool) or (
+                vector_cores != 2 and unit != "vector"):
+            raise ScheduleError(f"epilogue_on({unit!r}, vector_cores={vector_cores!r}): a "
+                                f"block of {self.target.name} has 2 Vector cores per Cube core; "
+                                "use vector_cores=2 (each half of a tile's rows) or 1, and only "
+                                "for the 'vector' unit")
+        return self._add(EpilogueOn(unit, rows, vector_cores))
 
     def bind(self, cores: int) -> GemmSchedule:
         """Spread the output tiles over ``cores`` Cube cores; each core loops over its tiles
@@ -449,7 +471,10 @@ class GemmSchedule:
         epi = self.vector_epilogue
         if epi is not None:
             lines[-1] += f", into workspace slot (iteration % {self.copies('workspace')})"
-            lines.append(f"  on the block's Vector core: {epi}, "
+            n = self.epilogue_vector_cores
+            lines.append(("  on the block's 2 Vector cores (AIC:AIV 1:2), each half of the "
+                          "tile's rows: " if n == 2 else "  on the block's Vector core (1:1): ")
+                         + f"{epi}, "
                          + (f"{self.epilogue_rows} rows per step" if self.epilogue_rows
                             else "as many rows per step as UB holds"))
         return "\n".join(lines)
@@ -475,6 +500,8 @@ class GemmSchedule:
                 lines.append(f"  .swizzle({d.width}, {d.direction!r})")
             elif isinstance(d, EpilogueOn):
                 rows = f", rows={d.rows}" if d.rows is not None else ""
+                if d.vector_cores != 2:
+                    rows += f", vector_cores={d.vector_cores}"
                 lines.append(f"  .epilogue_on({d.unit!r}{rows})")
         return "\n".join(lines)
 

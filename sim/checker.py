@@ -27,8 +27,8 @@ from ascendsched.sim.check_report import (
 )
 from ascendsched.sim.races import find_races
 from ascendsched.sim.replay import Replay, replay
-from ascendsched.sim.trace import Trace
-from ascendsched.target.model import CoreType, Pipe, Target
+from ascendsched.sim.trace import Trace, core_type
+from ascendsched.target.model import Pipe, Target
 
 __all__ = ["check_trace", "concurrent_pipes"]
 
@@ -75,15 +75,19 @@ def _deadlocks(r: Replay) -> list[Deadlock]:
             if kind not in ("wait", "s_wait", "cross_wait"):
                 continue
             m = r.match[i]
-            if m is not None and r.fired[m] is not None:
+            if kind == "cross_wait" and r.cross_fired(i) is not None or \
+                    kind != "cross_wait" and m is not None and r.fired[m] is not None:
                 continue  # a scalar stall on queued work, not on the flag
             e = r.ev[i]
-            if m is None:
-                what = (f"cross_set of flag {e.flag_id}" if kind == "cross_wait" else
-                        f"set_flag {e.src}->{e.dst} id={e.event_id}")
+            parts = r.cross_match.get(i, ()) if kind == "cross_wait" else (m,)
+            if not parts or None in parts:
+                what = (f"cross_set of flag {e.flag_id}" + (
+                    " from every Vector core of the block" if len(parts) > 1 else "")
+                    if kind == "cross_wait" else f"set_flag {e.src}->{e.dst} id={e.event_id}")
                 reason = f"no matching {what} exists"
             else:
-                reason = f"its set {EventRef.of(r.ev[m])} never fires"
+                late = next(p for p in parts if r.fired[p] is None)  # type: ignore[index]
+                reason = f"its set {EventRef.of(r.ev[late])} never fires"
             out.append(Deadlock(EventRef.of(e), reason))
             found = True
         if not found and heads:
@@ -116,7 +120,7 @@ def _flags(r: Replay) -> tuple[list[FlagError], list[BudgetError]]:
                 fe.append(FlagError("wrong pipe", ref, f"{e.op} of {src}->{dst} issued on "
                                     f"pipe {e.pipe}, expected {pipe_should}"))
             try:
-                legal = t.is_legal_event(CoreType(e.core), Pipe(src), Pipe(dst))
+                legal = t.is_legal_event(core_type(e.core), Pipe(src), Pipe(dst))
             except (ValueError, KeyError):
                 legal = False
             if not legal and once(("event", e.core, src, dst)):
@@ -151,20 +155,26 @@ def _flags(r: Replay) -> tuple[list[FlagError], list[BudgetError]]:
             fe.append(FlagError("wait without set", EventRef.of(r.ev[w]),
                                 "no set_flag matches this wait"))
     cap = t.cross_flag_max_pending
-    for key, sets in r.cross_sets.items():
+    # a counter gains one when the last set of an increment fires (one AIC set; one set of
+    # each AIV of a 1:2 block): it overflows unless the wait cap increments back resolved
+    # before one of them started
+    for key, parts in r.cross_parts.items():
         waits = r.cross_waits.get(key, [])
-        for k in range(cap, len(sets)):
-            s = sets[k]
-            if r.kstart[s] is None:
+        for k in range(cap, len(parts)):
+            sets = [p for p in parts[k] if p is not None]
+            if len(sets) < len(parts[k]) or any(r.kstart[p] is None for p in sets):
                 continue
-            if k - cap >= len(waits) or not r.resolved_before(waits[k - cap], s):
-                be.append(BudgetError(EventRef.of(r.ev[s]), f"cross flag {key[2]} may "
+            if k - cap >= len(waits) or not any(r.resolved_before(waits[k - cap], p)
+                                                for p in sets):
+                be.append(BudgetError(EventRef.of(r.ev[sets[-1]]), f"cross flag {key[2]} may "
                                       f"have more than {cap} pending sets for {key[1]}"))
-        for s in sets[len(waits):]:
-            fe.append(FlagError("unconsumed set", EventRef.of(r.ev[s]),
-                                f"no {key[1]} cross_wait consumes this cross_set"))
+        for part in parts[len(waits):]:
+            for s in part:
+                if s is not None:
+                    fe.append(FlagError("unconsumed set", EventRef.of(r.ev[s]),
+                                        f"no {key[1]} cross_wait consumes this cross_set"))
     for key, waits in r.cross_waits.items():
-        for w in waits[len(r.cross_sets.get(key, [])):]:
+        for w in waits[len(r.cross_parts.get(key, [])):]:
             fe.append(FlagError("wait without set", EventRef.of(r.ev[w]),
                                 "no cross_set matches this cross_wait"))
     return fe, be

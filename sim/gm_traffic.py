@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ascendsched.lower.ir import BLOCK_IDX, For, If, Instr, Kernel, Region, Stmt
+from ascendsched.lower.ir import BLOCK_IDX, SUB_BLOCK_IDX, For, If, Instr, Kernel, Region, Stmt
 
 _READS = {"copy_gm_ub": 0, "copy_gm_l1": 0}
 _WRITES = {"copy_ub_gm": 0, "fixpipe": 0}
@@ -150,7 +150,8 @@ def _count(kernel: Kernel) -> tuple[dict[str, int], dict[str, int], int]:
     for prog in kernel.programs:
         has = _has_gm(prog.body, {})
         for b in range(kernel.block_dim):
-            walk(prog.body, {BLOCK_IDX: b}, 1, has)
+            for sub, _ in kernel.streams(prog.core):
+                walk(prog.body, {BLOCK_IDX: b, SUB_BLOCK_IDX: sub}, 1, has)
     return read, written, n
 
 
@@ -168,8 +169,9 @@ def _uses(body: tuple[Stmt, ...], var: str) -> bool:
 def _block_accesses(kernel: Kernel, block: int) -> list[tuple[bool, str, int, int]]:
     out: list[tuple[bool, str, int, int]] = []
     for prog in kernel.programs:
-        env = {BLOCK_IDX: block}
-        _walk(kernel, prog.body, env, out, _has_gm(prog.body, {}))
+        for sub, _ in kernel.streams(prog.core):
+            env = {BLOCK_IDX: block, SUB_BLOCK_IDX: sub}
+            _walk(kernel, prog.body, env, out, _has_gm(prog.body, {}))
     return out
 
 

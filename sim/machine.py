@@ -5,7 +5,11 @@ byte array per scope when the kernel is memory-planned, else one per buffer copy
 ``Region`` under the loop environment into an ``_Operand`` (a 2-D view of bytes with the
 dtype's storage type), and runs each block's programs statement by statement, the cores of a
 block interleaved at cross-core waits (mode-2 counters; a round without progress is a
-deadlock). Each instruction goes to its handler in ``_HANDLERS`` through a ``_Ctx``, which
+deadlock). A 1:2 kernel's block runs its AIV program on two cores (``AIV0``, ``AIV1``, each
+with ``sub_block_idx`` bound and its own UB). Mode 2 between an AIC and its two AIVs (asc-devkit
+docs CrossCoreSetFlag(ISASI).md, 模式2): an AIC set adds one to the flag's counter on each
+AIV; the AIC's counter gains one when both AIVs have set (the scheduler collects the sets of
+every core that takes part), so an AIC wait needs a set from each AIV. Each instruction goes to its handler in ``_HANDLERS`` through a ``_Ctx``, which
 also collects the bytes it reads and writes for the trace. The semantics are listed in
 ``sim/execute.py``.
 """
@@ -21,7 +25,7 @@ import numpy as np
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import AscendSchedError, InternalCompilerError
-from ascendsched.lower.ir import BLOCK_IDX, For, Instr, Kernel, Program, Region, Stmt
+from ascendsched.lower.ir import BLOCK_IDX, SUB_BLOCK_IDX, For, Instr, Kernel, Program, Region, Stmt
 from ascendsched.lower.sync_ir import CrossSet, CrossSync, EventSync, Sync, program_epilogue
 from ascendsched.sim.cube import CUBE_HANDLERS, POISON_BYTE, Storage
 from ascendsched.sim.trace import Interval, TraceEvent, merge_intervals
@@ -138,7 +142,7 @@ class _Ctx:
     ins: Instr
     env: dict[str, int]
     block: int
-    core: str = ""
+    core: str = ""  # the trace's name of the core: AIC, AIV, or AIV0/AIV1 of a 1:2 kernel
     reads: list[Interval] = field(default_factory=list)
     writes: list[Interval] = field(default_factory=list)
 
@@ -169,7 +173,9 @@ class _Machine:
         self.planned = all(b.offsets is not None for b in kernel.buffers)  # all or none: verified
         self.onchip: dict[tuple, np.ndarray] = {}
         self.loaded: dict[tuple, np.ndarray] = {}  # L1/L0A/L0B: which bytes were loaded
-        self.cross: dict[tuple[int, str, int], int] = {}
+        self.cross: dict[tuple[int, str, int], int] = {}  # (block, core, flag) -> counter
+        # (block, flag) -> sets each AIV made that the AIC's counter has not taken yet
+        self.aiv_sets: dict[tuple[int, int], list[int]] = {}
 
     # ---- setup
     def _init_gm(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -213,12 +219,12 @@ class _Machine:
         b = k.buffer_map[region.tensor]
         copy = region.copy.evaluate(cx.env)
         if self.planned:
-            key: tuple = (cx.block, b.scope)
+            key: tuple = (cx.block, cx.core, b.scope)
             if key not in self.onchip:
                 self.onchip[key] = _fresh(b.scope, self.t.scope(b.scope).capacity)
             mem, base, space = self.onchip[key], b.offsets[copy], str(b.scope)
         else:
-            key = (cx.block, b.name, copy)
+            key = (cx.block, cx.core, b.name, copy)
             if key not in self.onchip:
                 self.onchip[key] = _fresh(b.scope, _round_up(b.nbytes, self.t.block_bytes))
             mem, base, space = self.onchip[key], 0, f"{b.scope}:{b.name}:{copy}"
@@ -246,7 +252,9 @@ class _Machine:
         for block in range(self.k.block_dim):
             for prog in self.k.programs:
                 if prog.body:
-                    runners.append((block, prog.core, self._run_core(block, prog)))
+                    for sub, name in self.k.streams(prog.core):
+                        runners.append((block, prog.core, self._run_core(block, prog, sub,
+                                                                          name)))
         blocked: dict[int, tuple[int, str, int] | None] = {i: None for i in range(len(runners))}
         while blocked:
             progressed = False
@@ -262,17 +270,34 @@ class _Machine:
                 except StopIteration:
                     del blocked[i]
             if not progressed:
-                stuck = [f"block {runners[i][0]} {runners[i][1]} waits on cross flag {key[2]}"
+                stuck = [f"block {runners[i][0]} {key[1]} waits on cross flag {key[2]}"
                          for i, key in blocked.items() if key is not None]
                 raise InternalCompilerError(
                     f"kernel {self.k.name}: cross-core deadlock: {'; '.join(stuck)}")
 
-    def _run_core(self, block: int, prog: Program) -> Iterator[tuple[int, str, int]]:
+    def _run_core(self, block: int, prog: Program, sub: int, name: str
+                  ) -> Iterator[tuple[int, str, int]]:
         seq = [0]
-        env = {BLOCK_IDX: block}
-        yield from self._run_body(prog.body, env, block, str(prog.core), seq)
-        yield from self._run_body(program_epilogue(self.k, prog.core), env, block,
-                                  str(prog.core), seq)
+        env = {BLOCK_IDX: block, SUB_BLOCK_IDX: sub}
+        yield from self._run_body(prog.body, env, block, name, seq)
+        yield from self._run_body(program_epilogue(self.k, prog.core), env, block, name, seq)
+
+    def _cross_set(self, block: int, core: str, flag: int) -> None:
+        """Mode 2 (module docstring): AIC -> each AIV of the block; AIV -> the AIC once every
+        AIV of the block has set."""
+        if core == "AIC":
+            for _, name in self.k.streams(CoreType.AIV):
+                key = (block, name, flag)
+                self.cross[key] = self.cross.get(key, 0) + 1
+            return
+        subs = self.k.sub_blocks
+        pend = self.aiv_sets.setdefault((block, flag), [0] * subs)
+        pend[int(core[3:]) if subs > 1 else 0] += 1
+        if all(pend):
+            for s in range(subs):
+                pend[s] -= 1
+            key = (block, "AIC", flag)
+            self.cross[key] = self.cross.get(key, 0) + 1
 
     def _run_body(self, body: tuple[Stmt, ...], env: dict[str, int], block: int, core: str,
                   seq: list[int]) -> Iterator[tuple[int, str, int]]:
@@ -296,9 +321,7 @@ class _Machine:
         elif isinstance(ins, CrossSync):
             flag_id = ins.flag_id.evaluate(env)
             if isinstance(ins, CrossSet):  # mode 2 (verified)
-                to = "AIV" if core == "AIC" else "AIC"
-                key = (block, to, flag_id)
-                self.cross[key] = self.cross.get(key, 0) + 1
+                self._cross_set(block, core, flag_id)
             else:
                 yield (block, core, flag_id)
         elif isinstance(ins, Sync):  # a barrier
@@ -306,7 +329,8 @@ class _Machine:
         else:  # a known op in its core's program, on its pipe (verified)
             _HANDLERS[ins.op](cx)
         if self.tracing:
-            label_env = ", ".join(f"{k}={v}" for k, v in env.items() if k != BLOCK_IDX)
+            label_env = ", ".join(f"{k}={v}" for k, v in env.items()
+                                  if k not in (BLOCK_IDX, SUB_BLOCK_IDX))
             label = " ".join(x for x in (ins.comment, f"[{label_env}]" if label_env else "") if x)
             self.events.append(TraceEvent(
                 block, core, seq, ins.op, str(ins.pipe), _coalesce(cx.reads),

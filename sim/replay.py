@@ -23,10 +23,12 @@ Execution model (DESIGN.md "execution model", 910B). Per stream (= block + core)
   consumes the k-th set. A wait does NOT order q instructions before it against q instructions
   after it (that needs a barrier or a q->q flag); it orders only what preceded its set.
 * ``cross_set`` on pipe p fires when every earlier p instruction completed. Mode 2 is assumed
-  (the trace has no mode): an AIC set releases the AIV waits of its block, an AIV set the AIC
-  wait; the k-th ``cross_wait`` of (block, core, flag) consumes the k-th set of the other core
-  type in that block. The trace has one AIV stream per block, so "an AIC wait needs sets from
-  both AIVs" reduces to one set.
+  (the trace has no mode; asc-devkit docs CrossCoreSetFlag(ISASI).md, 模式2: "在AIC核执行
+  CrossCoreSetFlag之后，两个AIV上CrossCoreWaitFlag后续的指令才会继续执行；两个AIV都执行
+  CrossCoreSetFlag后，AIC上CrossCoreWaitFlag后续的指令才能执行"): the k-th ``cross_wait`` of
+  an AIV stream consumes the k-th AIC set of its block; the k-th ``cross_wait`` of the AIC
+  consumes the k-th set of *every* AIV stream of its block (one in a 1:1 kernel; ``AIV0`` and
+  ``AIV1`` in a 1:2 one) and resolves when all of them fired.
 * Different blocks are never ordered.
 * The Cube core's stream (AIC: MTE2 GM->L1, MTE1 L1->L0A/L0B, M Mmad, FIX Fixpipe) follows the
   same rules as the vector core's; which pipes complete in order comes from
@@ -150,18 +152,56 @@ class Replay:
                     self.flag_sets.setdefault(self.fkey(e), []).append(i)
                 elif kind in ("wait", "s_wait"):
                     self.flag_waits.setdefault(self.fkey(e), []).append(i)
-                elif kind == "cross_set":
-                    other = "AIV" if e.core == "AIC" else "AIC"
-                    self.cross_sets.setdefault((e.block, other, e.flag_id), []).append(i)
                 elif kind == "cross_wait":
                     self.cross_waits.setdefault((e.block, e.core, e.flag_id), []).append(i)
-        for sets, waits in ((self.flag_sets, self.flag_waits),
-                            (self.cross_sets, self.cross_waits)):
-            for key, ws in waits.items():
-                ss = sets.get(key, [])
-                for k, w in enumerate(ws):
-                    if k < len(ss):
-                        self.match[w] = ss[k]
+        # cross sets: per (block, receiving stream, flag) the list of the k-th increments, each
+        # the sets that make it (one AIC set; or one set of every AIV stream of the block)
+        aivs: dict[int, list[str]] = {}
+        for st in self.streams:
+            if st.key[1] != "AIC":
+                aivs.setdefault(st.key[0], []).append(st.key[1])
+        by_sender: dict[tuple, list[int]] = {}
+        for st in self.streams:
+            for i in st.idx:
+                if self.kinds[i] == "cross_set":
+                    e = self.ev[i]
+                    by_sender.setdefault((e.block, e.core, e.flag_id), []).append(i)
+        self.cross_parts: dict[tuple, list[tuple[int | None, ...]]] = {}
+        for (block, core, flag), sets in by_sender.items():
+            if core == "AIC":
+                for recv in aivs.get(block, ["AIV"]):
+                    self.cross_parts[(block, recv, flag)] = [(i,) for i in sets]
+        for block, names in aivs.items():
+            flags = {f for (b, c, f) in by_sender if b == block and c != "AIC"}
+            for flag in flags:
+                lists = [by_sender.get((block, n, flag), []) for n in names]
+                n = max(len(x) for x in lists)
+                self.cross_parts[(block, "AIC", flag)] = [
+                    tuple(x[k] if k < len(x) else None for x in lists) for k in range(n)]
+        # the last set of each increment stands for it in the reports
+        self.cross_sets = {k: [next(i for i in reversed(p) if i is not None) for p in v]
+                           for k, v in self.cross_parts.items()}
+        self.cross_match: dict[int, tuple[int | None, ...]] = {}
+        for key, ws in self.cross_waits.items():
+            parts = self.cross_parts.get(key, [])
+            for k, w in enumerate(ws):
+                if k < len(parts):
+                    self.cross_match[w] = parts[k]
+                    if None not in parts[k]:
+                        self.match[w] = parts[k][-1]
+        for key, ws in self.flag_waits.items():
+            ss = self.flag_sets.get(key, [])
+            for k, w in enumerate(ws):
+                if k < len(ss):
+                    self.match[w] = ss[k]
+
+    def cross_fired(self, w: int) -> Clock | None:
+        """The clock at which every set cross wait ``w`` needs had fired, None while one has
+        not (or never will: a set that does not exist)."""
+        parts = self.cross_match.get(w)
+        if not parts or any(p is None or self.fired[p] is None for p in parts):
+            return None
+        return _join(*(self.fired[p] for p in parts))  # type: ignore[misc]
 
     @staticmethod
     def fkey(e: TraceEvent) -> tuple:
@@ -251,17 +291,19 @@ class Replay:
                 k = _bump(_join(st.scalar, *st.issue.values()), tuple(ups))
             elif kind in ("cross_wait", "s_wait"):
                 m = self.match[i]
-                if m is None or self.fired[m] is None:
+                fired = self.cross_fired(i) if kind == "cross_wait" else (
+                    None if m is None else self.fired[m])
+                if fired is None:
                     break
                 if kind == "s_wait":
                     if st.queues[e.pipe]:
                         break
                     s = self._c(e)
-                    k = _bump(_join(st.scalar, st.issue[e.pipe], self.fired[m]),
+                    k = _bump(_join(st.scalar, st.issue[e.pipe], fired),
                               ((s, e.seq + 1), (sc, e.seq + 1)))
                     st.issue[e.pipe] = k
                 else:
-                    k = _bump(_join(st.scalar, self.fired[m]), ((sc, e.seq + 1),))
+                    k = _bump(_join(st.scalar, fired), ((sc, e.seq + 1),))
             else:
                 self.pre[i] = st.scalar
                 st.queues[e.pipe].append(i)

@@ -16,6 +16,7 @@ from ascendsched.errors import AscendSchedError
 from ascendsched.sim.costs import PIPES
 from ascendsched.sim.timing import TimingReport
 from ascendsched.sim.timing_engine import Slice
+from ascendsched.sim.trace import core_type
 from ascendsched.target.model import Pipe
 
 CORE_PIPES = {"AIC": (Pipe.S, Pipe.MTE2, Pipe.MTE1, Pipe.M, Pipe.FIX),
@@ -40,7 +41,7 @@ def chrome_trace(report: TimingReport, *, max_slices: int = 400_000) -> dict:
                        "args": {"name": f"block {block} {core}"}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid,
                        "args": {"sort_index": pid}})
-        for pipe in CORE_PIPES.get(core, PIPES):
+        for pipe in CORE_PIPES.get(str(core_type(core)), PIPES):
             tid = PIPES.index(pipe)
             events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                            "args": {"name": str(pipe)}})
@@ -93,7 +94,7 @@ def write_png(report: TimingReport, path: str | Path, *, max_cores: int = 4) -> 
     rows: list[tuple[str, Pipe, list[Slice]]] = []
     for block, core in keys:
         sl = report.slices[(block, core)]
-        for pipe in CORE_PIPES.get(core, PIPES):
+        for pipe in CORE_PIPES.get(str(core_type(core)), PIPES):
             idx = PIPES.index(pipe)
             rows.append((f"b{block} {core} {pipe}", pipe, [s for s in sl if s.pipe == idx]))
     fig, ax = plt.subplots(figsize=(12, 0.35 * len(rows) + 1.5))

@@ -28,11 +28,18 @@ import time
 from dataclasses import dataclass, field
 
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.ir import BLOCK_IDX, Kernel
+from ascendsched.lower.ir import BLOCK_IDX, SUB_BLOCK_IDX, Kernel
 from ascendsched.sim.costs import PIPES, CostTable, core_rates
 from ascendsched.sim.gm_traffic import GmTraffic, gm_traffic
 from ascendsched.sim.roofline import Roofline, roofline
-from ascendsched.sim.timing_engine import CoreRun, Slice, block_signature, loop_infos
+from ascendsched.sim.timing_engine import (
+    CoreRun,
+    CrossCounters,
+    Slice,
+    block_signature,
+    loop_infos,
+)
+from ascendsched.sim.trace import core_type
 from ascendsched.target.costs import COST_SOURCES_910B, CostModel
 from ascendsched.target.model import CoreType
 
@@ -163,6 +170,9 @@ def model_time(kernel: Kernel, *, costs: CostModel | None = None, fast: bool = T
     if not progs:
         raise InternalCompilerError(f"kernel {kernel.name} has no program to time")
     ncores = {p.core: tgt.cores(p.core) for p in progs}
+    # the two AIVs of a 1:2 block split one tile's bytes: together they stream what one AIV of
+    # a 1:1 kernel does, so they count as one streaming core for the per-core GM rates (the
+    # chip-wide HBM and L2 caps below still bound their sum)
     active = sum(min(kernel.block_dim, n) for n in ncores.values())
     loops = {p.core: loop_infos(kernel, p.body) for p in progs}
     groups = _groups(kernel, progs, fast)  # a timeline keeps the groups, drops extrapolation
@@ -231,12 +241,15 @@ def _simulate(kernel: Kernel, progs: list, table: CostTable, loops: dict, groups
 
 def _run_block(kernel: Kernel, progs: list, table: CostTable, loops: dict, block: int,
                fast: bool, record: bool) -> list[CoreRun]:
-    cross: dict = {}
-    runs = [CoreRun(p.body, table, {BLOCK_IDX: block}, loops[p.core], cross, fast=fast,
-                    record=record, name=str(p.core)) for p in progs]
+    # the AIV program of a 1:2 kernel runs on both Vector cores of the block, each its half
+    cross = CrossCounters(tuple(n for _, n in kernel.streams(CoreType.AIV)))
+    runs = [CoreRun(p.body, table, {BLOCK_IDX: block, SUB_BLOCK_IDX: sub}, loops[p.core], cross,
+                    fast=fast, record=record, name=name)
+            for p in progs for sub, name in kernel.streams(p.core)]
     gens = {r.name: r.run() for r in runs}
+
     def state() -> tuple:  # a core that consumed a flag and set another moves its clock
-        return (sum(len(v) for v in cross.values()),) + tuple(r.t for r in runs)
+        return (cross.pending(),) + tuple(r.t for r in runs)
 
     while gens:
         before = state()
@@ -254,11 +267,14 @@ def _run_block(kernel: Kernel, progs: list, table: CostTable, loops: dict, block
 
 
 def _makespan(cores: list[_Core], ncores: dict[CoreType, int]) -> float:
-    """Blocks run on block % cores of their type; a core runs its blocks one after another."""
+    """Blocks run on block % cores of their type (the two AIVs of a 1:2 block on 2 * block and
+    2 * block + 1); a core runs its blocks one after another."""
     per: dict[tuple[str, int], float] = {}
     for c in cores:
-        n = next(v for k, v in ncores.items() if str(k) == c.core)
-        key = (c.core, c.block % n)
+        kind = core_type(c.core)
+        n = ncores[kind]
+        sub, subs = (int(c.core[3:]), 2) if c.core[3:] else (0, 1)
+        key = (str(kind), (c.block * subs + sub) % n)
         per[key] = per.get(key, 0.0) + c.end
     return max(per.values())
 

@@ -74,11 +74,41 @@ class Slice:
     flow: tuple | None = None  # ("set" | "wait", flag key, sequence number)
 
 
+class CrossCounters:
+    """The mode-2 cross-core flags of one block in time (asc-devkit docs CrossCoreSetFlag
+    (ISASI).md, 模式2): an AIC set reaches every Vector core of the block (``aivs``: their
+    names, ``AIV`` or ``AIV0``/``AIV1``); the AIC's counter gains one, at the later fire time,
+    when each Vector core has set once."""
+
+    def __init__(self, aivs: tuple[str, ...]) -> None:
+        self.aivs = aivs
+        self.ready: dict[tuple[str, tuple], deque] = {}  # (receiver, flag) -> fire times
+        self.sent: dict[tuple[str, tuple], deque] = {}  # (AIV, flag) -> not yet paired
+
+    def set(self, core: str, key: tuple, fire: float) -> None:
+        if core == "AIC":
+            for v in self.aivs:
+                self.ready.setdefault((v, key), deque()).append(fire)
+            return
+        self.sent.setdefault((core, key), deque()).append(fire)
+        if all(self.sent.get((v, key)) for v in self.aivs):
+            t = max(self.sent[(v, key)].popleft() for v in self.aivs)
+            self.ready.setdefault(("AIC", key), deque()).append(t)
+
+    def take(self, core: str, key: tuple) -> float | None:
+        """The fire time of the set a wait of ``core`` consumes, None while there is none."""
+        q = self.ready.get((core, key))
+        return q.popleft() if q else None
+
+    def pending(self) -> int:
+        return sum(map(len, self.ready.values())) + sum(map(len, self.sent.values()))
+
+
 class CoreRun:
-    """The timing state of one core (AIC or AIV) running one block's program."""
+    """The timing state of one core (the AIC or one AIV) running one block's program."""
 
     def __init__(self, body: tuple[Stmt, ...], table: CostTable, env: dict[str, int],
-                 loops: dict[int, LoopInfo], cross: dict, *, fast: bool, record: bool,
+                 loops: dict[int, LoopInfo], cross: CrossCounters, *, fast: bool, record: bool,
                  name: str) -> None:
         c = table.c
         self.body, self.table, self.env, self.loops, self.cross = body, table, env, loops, cross
@@ -233,15 +263,13 @@ class CoreRun:
             start = max(issue, self.free[p])
             fire = max(start, self.done[p]) + self.cross_c
             self.free[p] = fire
-            self.cross.setdefault((self.name, key), deque()).append(fire)
+            self.cross.set(self.name, key, fire)
             self._record(p, start, fire, s.op, ("set", key))
             return
-        other = [k for k in self.cross if k[1] == key and k[0] != self.name]
-        while not any(self.cross[k] for k in other):
+        fire = self.cross.take(self.name, key)
+        while fire is None:
             yield ("cross", key)
-            other = [k for k in self.cross if k[1] == key and k[0] != self.name]
-        src = next(k for k in other if self.cross[k])
-        fire = self.cross[src].popleft()
+            fire = self.cross.take(self.name, key)
         end = max(self.t, fire) + self.wait_c
         self._record(PIPE_INDEX[Pipe.S], self.t, end, s.op, ("wait", key))
         self.t = end  # a cross-core wait blocks the whole core (ASCEND_910B.md)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ascendsched.target.model import CoreType
+
 Interval = tuple[str, int, int]  # (space, lo, hi), bytes [lo, hi)
 
 
@@ -38,6 +40,11 @@ def merge_intervals(space: str, lo: np.ndarray, hi: np.ndarray) -> list[Interval
     return [(space, int(a), int(b)) for a, b in zip(lo[idx], reach[ends], strict=True)]
 
 
+def core_type(core: str) -> CoreType:
+    """The core type of a trace stream's ``core`` (``AIV0``/``AIV1`` are AIVs)."""
+    return CoreType.AIC if core == "AIC" else CoreType.AIV
+
+
 _KEYS = ("block", "core", "seq", "op", "pipe", "reads", "writes", "src", "dst", "id", "flag",
          "label")
 
@@ -47,7 +54,7 @@ class TraceEvent:
     """One executed instruction instance of one block's core program."""
 
     block: int
-    core: str  # "AIV" | "AIC"
+    core: str  # "AIV" | "AIC", or "AIV0" | "AIV1": the two AIVs of a 1:2 kernel's block
     seq: int  # index in this block+core's dynamic program order (syncs included)
     op: str
     pipe: str

@@ -109,6 +109,9 @@ struct State {
     int64_t block_num = 1;
     int64_t seq = 0;
     const char* core = "AIV";  // "AIV" | "AIC": the core type this program runs on
+    int64_t sub = 0;      // GetSubBlockIdx(): which Vector core of its block (0 on the AIC)
+    int64_t sub_num = 1;  // GetSubBlockNum(): 2 on an AIV of a KERNEL_TYPE_MIX_AIC_1_2 kernel
+    std::string name = "AIV";  // the trace's core: AIC, AIV, or AIV0 / AIV1 of a 1:2 block
     uint64_t pipe_cursor = 0;  // TPipe::InitBuffer allocation cursor in UB (bytes)
     uint64_t cursors[kNumSpaces] = {0, 0, 0, 0, 0, 0};  // ... in the Cube memories
     std::map<std::pair<int, int32_t>, int> pending;  // (HardEvent, id) -> outstanding sets
@@ -121,13 +124,15 @@ inline State& st() {
 }
 
 // Shared by every core program: the GM registry (written before the grid runs), the trace file
-// and the cross-core flag counters (mode 2: per block, per receiving core type, per flag id).
+// and the cross-core flag counters (mode 2: per block, per receiving core, per flag id).
 struct Shared {
     std::mutex mu;
     std::condition_variable cv;
     std::FILE* trace = nullptr;
     std::vector<GmRegion> gm;
     std::map<std::tuple<int64_t, std::string, int>, int> cross;  // (block, to core, flag) -> count
+    // (block, flag) -> sets of each AIV (by sub-block) the AIC's counter has not taken yet
+    std::map<std::pair<int64_t, int>, std::vector<int>> aiv_sets;
     // (block, core) -> kRunning, kDone, or the flag id it waits on (>= 0)
     std::map<std::pair<int64_t, std::string>, int> state;
 };
@@ -293,7 +298,7 @@ inline std::string json_accesses(const std::vector<Access>& v) {
 
 inline void emit(Record r) {
     State& s = st();
-    std::string line = "{\"block\": " + S(s.block) + ", \"core\": \"" + s.core + "\", \"seq\": " + S(s.seq) +
+    std::string line = "{\"block\": " + S(s.block) + ", \"core\": \"" + s.name + "\", \"seq\": " + S(s.seq) +
                        ", \"op\": " + json_str(r.op) + ", \"pipe\": " + json_str(r.pipe) +
                        ", \"reads\": " + json_accesses(coalesce(r.reads)) +
                        ", \"writes\": " + json_accesses(coalesce(r.writes)) +
@@ -326,12 +331,17 @@ inline void open_trace(const char* path) {
 
 // core: "AIV" (vector program: a fresh, poisoned UB) or "AIC" (Cube program: fresh L1, L0A,
 // L0B, L0C and the bias table filled with 0xFF, which the hardware leaves undefined).
-inline void begin_block(int64_t block, int64_t block_num, const char* core = "AIV") {
+// sub / sub_num: the Vector core's GetSubBlockIdx() / GetSubBlockNum() (0 / 1 on the AIC).
+inline void begin_block(int64_t block, int64_t block_num, const char* core = "AIV", int64_t sub = 0,
+                        int64_t sub_num = 1) {
     State& s = st();
     s.block = block;
     s.block_num = block_num;
     s.seq = 0;
     s.core = core;
+    s.sub = sub;
+    s.sub_num = sub_num;
+    s.name = std::string(core) + (sub_num > 1 ? S(sub) : "");
     s.pipe_cursor = 0;
     for (uint64_t& c : s.cursors) c = 0;
     s.pending.clear();
@@ -354,56 +364,96 @@ inline void end_block() {
     check_flags_drained();
     Shared& sh = shared();
     std::lock_guard<std::mutex> lock(sh.mu);
-    sh.state[{st().block, st().core}] = kDone;
+    sh.state[{st().block, st().name}] = kDone;
     sh.cv.notify_all();
 }
 
 // Runs block `block` of the grid: the program of every core type in `cores` ("AIC", "AIV"),
-// each with fresh memories; with two core types on two threads, so that cross-core flags
-// (CrossCoreSetFlag / CrossCoreWaitFlag, mode 2) can pass between them.
+// the AIV's on `sub_num` Vector cores (2: KERNEL_TYPE_MIX_AIC_1_2), each with fresh memories;
+// with several cores on as many threads, so that cross-core flags (CrossCoreSetFlag /
+// CrossCoreWaitFlag, mode 2) pass between them and a wait really blocks its core.
 template <typename F>
-inline void run_block(int64_t block, int64_t block_num, std::initializer_list<const char*> cores, F kernel) {
+inline void run_block(int64_t block, int64_t block_num, std::initializer_list<const char*> cores,
+                      int64_t sub_num, F kernel) {
+    std::vector<std::pair<const char*, int64_t>> runs;  // (core type, sub-block)
+    for (const char* c : cores) {
+        const bool aiv = std::strcmp(c, "AIV") == 0;
+        for (int64_t sub = 0; sub < (aiv ? sub_num : 1); ++sub) runs.emplace_back(c, sub);
+    }
     {
         Shared& sh = shared();
         std::lock_guard<std::mutex> lock(sh.mu);
-        for (const char* c : cores) sh.state[{block, c}] = kRunning;
+        for (const auto& r : runs) {
+            const bool aiv = std::strcmp(r.first, "AIV") == 0;
+            sh.state[{block, std::string(r.first) + (aiv && sub_num > 1 ? S(r.second) : "")}] = kRunning;
+        }
     }
-    auto one = [&](const char* core) {
-        begin_block(block, block_num, core);
+    auto one = [&](const char* core, int64_t sub) {
+        begin_block(block, block_num, core, sub, std::strcmp(core, "AIV") == 0 ? sub_num : 1);
         kernel();
         end_block();
     };
-    if (cores.size() == 1) {
-        one(*cores.begin());
+    if (runs.size() == 1) {
+        one(runs[0].first, runs[0].second);
         return;
     }
     std::vector<std::thread> threads;
-    for (const char* c : cores) threads.emplace_back(one, c);
+    for (const auto& r : runs) threads.emplace_back(one, r.first, r.second);
     for (std::thread& t : threads) t.join();
 }
 
-// Cross-core flags, mode 2 (docs CrossCoreSetFlag(ISASI) / CrossCoreWaitFlag(ISASI)): a set
-// increments the counter of flagId on the other core type of the same block; a wait blocks
-// while its counter is 0, then decrements it. A counter holds at most 15 (more is a hardware
-// exception). A wait that no running core of the block can release is a deadlock.
+template <typename F>
+inline void run_block(int64_t block, int64_t block_num, std::initializer_list<const char*> cores, F kernel) {
+    run_block(block, block_num, cores, 1, kernel);
+}
+
+// Cross-core flags, mode 2 (asc-devkit docs CrossCoreSetFlag(ISASI).md, 模式2 "在AIC核执行
+// CrossCoreSetFlag之后，两个AIV上CrossCoreWaitFlag后续的指令才会继续执行；两个AIV都执行
+// CrossCoreSetFlag后，AIC上CrossCoreWaitFlag后续的指令才能执行"; CrossCoreWaitFlag(ISASI).md): an
+// AIC set increments the counter of flagId on each Vector core of its block; the AIC's counter
+// is incremented once every Vector core of the block has set (with one AIV per block, on each
+// set). A wait blocks its core while its counter is 0, then decrements it. A counter holds at
+// most 15 (more is a hardware exception). A wait that no running core of the block can
+// release is a deadlock.
 inline void cross_set(const char* file, int line, int flag) {
     Shared& sh = shared();
-    const std::string to = is_aic() ? "AIV" : "AIC";
+    const int64_t block = st().block;
     std::unique_lock<std::mutex> lock(sh.mu);
-    int& c = sh.cross[{st().block, to, flag}];
-    if (c >= 15) {
-        lock.unlock();
-        fail(file, line, "CrossCoreSetFlag(" + S(flag) + "): the " + to + " counter of flag " + S(flag) +
-                             " already holds 15 sets: one more raises a hardware exception");
+    std::vector<std::string> to;
+    if (is_aic()) {
+        // the block's Vector cores: every AIV stream the grid registered for it
+        for (const auto& kv : sh.state) {
+            if (kv.first.first == block && kv.first.second != "AIC") to.push_back(kv.first.second);
+        }
+    } else {
+        std::vector<int>& pend = sh.aiv_sets[{block, flag}];
+        pend.resize(static_cast<size_t>(st().sub_num), 0);
+        ++pend[static_cast<size_t>(st().sub)];
+        for (int n : pend) {
+            if (n == 0) {  // the other Vector core has not set yet: the AIC's counter waits
+                sh.cv.notify_all();
+                return;
+            }
+        }
+        for (int& n : pend) --n;
+        to.push_back("AIC");
     }
-    ++c;
+    for (const std::string& t : to) {
+        int& c = sh.cross[{block, t, flag}];
+        if (c >= 15) {
+            lock.unlock();
+            fail(file, line, "CrossCoreSetFlag(" + S(flag) + "): the " + t + " counter of flag " + S(flag) +
+                                 " already holds 15 sets: one more raises a hardware exception");
+        }
+        ++c;
+    }
     sh.cv.notify_all();
 }
 
 inline void cross_wait(const char* file, int line, int flag) {
     Shared& sh = shared();
     const int64_t block = st().block;
-    const std::string me = st().core;
+    const std::string me = st().name;
     std::unique_lock<std::mutex> lock(sh.mu);
     sh.state[{block, me}] = flag;
     while (sh.cross[{block, me, flag}] == 0) {

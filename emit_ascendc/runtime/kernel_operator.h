@@ -57,6 +57,13 @@ inline void kernel_task_type(KernelMetaType t, const char* file, int line) {
         fail(file, line, std::string("KERNEL_TASK_TYPE_DEFAULT: the kernel type launches no ") + st().core +
                              " cores, but this code runs on the " + st().core);
     }
+    // KERNEL_TYPE_MIX_AIC_1_2 runs two Vector cores per block, the other types one (docs
+    // GetSubBlockNum(ISASI).md, table 2): the driver must have launched as many
+    if (!aic && (t == KERNEL_TYPE_MIX_AIC_1_2) != (st().sub_num == 2)) {
+        fail(file, line, "KERNEL_TASK_TYPE_DEFAULT: the kernel type runs " +
+                             std::string(t == KERNEL_TYPE_MIX_AIC_1_2 ? "2 Vector cores" : "1 Vector core") +
+                             " per block, but the driver launched " + S(st().sub_num));
+    }
 }
 }  // namespace ascendsched_rt
 
@@ -390,8 +397,15 @@ private:
 
 // ============================================================================ system variables
 // include/basic_api/kernel_operator_sys_var_intf.h
-inline int64_t GetBlockIdx() { return rt::st().block; }
+// On an AIV of a 1:2 kernel GetBlockIdx() is 2 * block + GetSubBlockIdx() (impl/basic_api/dav_c220/
+// kernel_operator_sys_var_impl.h, GetBlockIdxImpl: get_block_idx() * GetTaskRation() + get_subblockid();
+// docs GetBlockIdx.md: [0, 2 * numBlocks) on the AIV), and GetBlockNum() the blocks (docs GetBlockNum.md).
+// GetSubBlockIdx() is 0 or 1 there, 0 on the AIC; GetSubBlockNum() 2 there, 1 on the AIC and in
+// 1:1 kernels (docs GetSubBlockIdx(ISASI).md, GetSubBlockNum(ISASI).md table 2).
+inline int64_t GetBlockIdx() { return rt::st().block * rt::st().sub_num + rt::st().sub; }
 inline int64_t GetBlockNum() { return rt::st().block_num; }
+inline int64_t GetSubBlockIdx() { return rt::st().sub; }
+inline int64_t GetSubBlockNum() { return rt::st().sub_num; }
 
 // ============================================================================ synchronisation
 // include/basic_api/kernel_operator_block_sync_intf.h: SetFlag<HardEvent>(int32_t eventID),
@@ -495,7 +509,8 @@ inline void SetSyncBaseAddr(uint64_t config) { (void)config; }
 // include/basic_api/kernel_operator_block_sync_intf.h; docs CrossCoreSetFlag(ISASI),
 // CrossCoreWaitFlag(ISASI): modes 0/1/2 take pipes V, M, MTE1, MTE2, MTE3, FIX (not S, ALL) and
 // flag ids 0..15; on 910B a wait blocks every pipe of its core (its template args have no
-// effect). Only mode 2 (the AIC and the AIV of one block, KERNEL_TYPE_MIX_AIC_1_1) is modelled.
+// effect). Only mode 2 (the AIC and the AIV(s) of one block, KERNEL_TYPE_MIX_AIC_1_1 / _1_2) is
+// modelled.
 template <uint8_t modeId, pipe_t pipe>
 inline void CrossCoreSetFlag(uint16_t flagId, ASCENDSCHED_LOC) {
     if (modeId != 2) {

@@ -47,18 +47,33 @@ def test_the_emitted_mix_kernel_reads_well(tmp_path) -> None:  # noqa: ANN001
     k = lower(HAND["row_scale"]())
     src = emit_project(k, tmp_path).kernel_source
     aic, aiv = src.index("if ASCEND_IS_AIC {"), src.index("if ASCEND_IS_AIV {")
-    assert "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);" in src
+    assert "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);" in src
+    assert "const int64_t block_idx = GetBlockIdx() / GetSubBlockNum();" in src
+    assert "const int64_t sub_block_idx = GetSubBlockIdx();" in src[aiv:]
     assert "GlobalTensor<float> C_ws_gm;  // workspace float32[9, 2048]" in src
-    assert ("CrossCoreWaitFlag<2, PIPE_FIX>(1);  // slot free (of 3 tiles back): C_ws: AIV MTE2 "
-            "copy_gm_ub -> AIC FIX fixpipe (WAR)") in src[aic:aiv]
-    assert ("CrossCoreSetFlag<2, PIPE_FIX>(0);  // data ready: C_ws: AIC FIX fixpipe -> AIV "
-            "MTE2 copy_gm_ub (RAW)") in src[aic:aiv]
-    assert ("CrossCoreSetFlag<2, PIPE_MTE2>(1);  // slot free 1 of 3 before the tiles: C_ws: "
-            "AIV MTE2 copy_gm_ub -> AIC FIX fixpipe (WAR)") in src[aiv:]
-    assert "CrossCoreWaitFlag<2, PIPE_MTE2>(0);  // data ready" in src[aiv:]
+    assert ("CrossCoreWaitFlag<2, PIPE_FIX>(1);  // slot free, from both AIVs (of 3 tiles back): "
+            "C_ws: AIV MTE2 copy_gm_ub -> AIC FIX fixpipe (WAR)") in src[aic:aiv]
+    assert ("CrossCoreSetFlag<2, PIPE_FIX>(0);  // data ready, to both AIVs: C_ws: AIC FIX "
+            "fixpipe -> AIV MTE2 copy_gm_ub (RAW)") in src[aic:aiv]
+    assert ("CrossCoreSetFlag<2, PIPE_MTE2>(1);  // slot free, from both AIVs 1 of 3 before the "
+            "tiles: C_ws: AIV MTE2 copy_gm_ub -> AIC FIX fixpipe (WAR)") in src[aiv:]
+    assert "CrossCoreWaitFlag<2, PIPE_MTE2>(0);  // data ready, to both AIVs" in src[aiv:]
     # per tile loop (one per Fixpipe) a wait and a set on each core; 3 initial free slots
     # (AIV) and 3 final waits (AIC)
     assert src.count("CrossCore") == 4 * src[aic:aiv].count("Fixpipe<") + 2 * 3
+
+
+def test_the_one_to_one_opt_out_reads_as_before(tmp_path) -> None:  # noqa: ANN001
+    """``epilogue_on('vector', vector_cores=1)``: one AIV per block, no sub-block index."""
+    s = (GemmSchedule(L.gemm_row_scale(100, 130, 90)).tile(32, 64, 32).bind(3)
+         .epilogue_on("vector", vector_cores=1))
+    assert ".epilogue_on('vector', vector_cores=1)" in str(s)
+    k = lower(s)
+    assert k.sub_blocks == 1
+    src = emit_project(k, tmp_path).kernel_source
+    assert "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);" in src
+    assert "GetSubBlock" not in src
+    assert "CrossCoreWaitFlag<2, PIPE_MTE2>(0);  // data ready: C_ws" in src
 
 
 @pytest.mark.parametrize("name", ["batched_row_scale", "batched_row_scale_shared_b", "softmax"])

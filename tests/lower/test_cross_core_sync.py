@@ -66,7 +66,8 @@ def test_two_channels_derived_from_the_workspace_dependences() -> None:
     assert [(type(i).__name__, i.pipe, i.flag_id.const) for i in aiv] == \
         [("CrossSet", Pipe.MTE2, 1)] * 2 + \
         [("CrossWait", Pipe.MTE2, 0), ("CrossSet", Pipe.MTE2, 1)] * loops
-    assert aic[0].comment == ("slot free (of 2 tiles back): C_ws: AIV MTE2 copy_gm_ub -> AIC "
+    assert aic[0].comment == ("slot free, from both AIVs (of 2 tiles back): C_ws: AIV MTE2 "
+                              "copy_gm_ub -> AIC "
                               "FIX fixpipe (WAR)")
     body = next(s for s in k.program(CoreType.AIC).body if isinstance(s, For)).body
     fix = next(n for n, s in enumerate(body) if getattr(s, "op", "") == "fixpipe")

@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
     GemmTilingData tilingData;
     const int64_t blockDim = 16;
     // Every block runs the program of each core type the kernel has, each with fresh, poisoned
-    // on-chip memories; a mix kernel runs its AIC and AIV programs on two threads, so that
-    // cross-core flags pass between them.
+    // on-chip memories; a mix kernel runs its AIC and AIV programs (with 1:2 the AIV's on two
+    // Vector cores) on threads of their own, so that cross-core flags pass between them.
     for (int64_t block = 0; block < blockDim; ++block) {
         ascendsched_rt::run_block(block, blockDim, {"AIC"}, [&] { gemm(A.data(), B.data(), C.data(), workspace.data(), reinterpret_cast<GM_ADDR>(&tilingData)); });
     }

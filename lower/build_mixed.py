@@ -152,12 +152,21 @@ def _most_rows(fits: Callable[[int], bool], most: int) -> int:
     return lo
 
 
+def even_steps(rows: int, most: int) -> int:
+    """Rows per step for ``rows`` rows taken at most ``most`` at a time, in as few steps and
+    as evenly as that allows: 64 rows with room for 36 are two steps of 32, not 36 and a tail
+    step of 28 (a tail step is a second copy of the step's code to compile and run)."""
+    steps = -(-rows // most)
+    return -(-rows // steps)
+
+
 def epilogue_schedule(sched: GemmSchedule, epi: VectorEpilogue, rows: int, cols: int,
                       target: Target) -> Schedule:
     """The Vector schedule of one ``rows x cols`` tile of the epilogue: its stages inlined
     into the output (row reductions and stages read twice computed per step, as the default
     Vector schedule does), the rows split by ``epilogue_on(..., rows=r)`` (default: the most rows
-    whose UB tiles fit, double buffered when a tile takes several steps)."""
+    whose UB tiles fit, evened out over the steps that takes (``even_steps``), double buffered
+    when a tile takes several steps)."""
     algo = epi.tile_algorithm(rows, cols)
     out = algo.outputs[0].name
     usable = target.scope(Scope.UB).usable
@@ -173,6 +182,7 @@ def epilogue_schedule(sched: GemmSchedule, epi: VectorEpilogue, rows: int, cols:
                 f"In GEMM schedule ({sched.spec}): one row of the Vector epilogue's tile "
                 f"({cols} columns of {', '.join(i.name for i in epi.inputs)} and "
                 f"{out}) does not fit the {target.name} UB ({usable} B); try a smaller tile n")
+        r = even_steps(rows, r)
     else:
         r = min(want, rows)
     s = Schedule(algo, target=target)

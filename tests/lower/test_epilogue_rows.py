@@ -13,7 +13,7 @@ from ascendsched.algo.library import (
     gemm_row_scale,
     gemm_softmax,
 )
-from ascendsched.lower.build_mixed import _most_rows, epilogue_schedule
+from ascendsched.lower.build_mixed import _most_rows, epilogue_schedule, even_steps
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.ub_budget import TileShape, tile_bytes
 from ascendsched.target import Scope
@@ -42,3 +42,27 @@ def test_bisection_finds_the_most_rows_that_fit(name: str, rows: int, cols: int)
     split = epilogue_schedule(sched, epi, rows, cols, sched.target)
     # a step of fewer rows than the tile is a split of the row axis by exactly that count
     assert (f"split({algo.outputs[0].name!r}" in str(split)) == (linear < rows)
+
+
+@pytest.mark.parametrize(("rows", "most", "want"), [
+    (64, 36, 32), (64, 64, 64), (128, 45, 43), (100, 30, 25), (7, 3, 3), (1, 1, 1)])
+def test_steps_are_even(rows: int, most: int, want: int) -> None:
+    # as few steps as the room allows, as even as they can be: no needless tail step
+    got = even_steps(rows, most)
+    assert got == want <= most
+    assert -(-rows // got) == -(-rows // most)
+
+
+def test_default_epilogue_step_has_no_tail_when_rows_divide() -> None:
+    # gemm_gelu with 64-row halves and room for 36 rows per step: two steps of 32 rows
+    sched = GemmSchedule(gemm_gelu(256, 256, 64)).epilogue_on("vector")
+    epi = sched.vector_epilogue
+    assert epi is not None
+    algo = epi.tile_algorithm(64, 256)
+    usable = sched.target.scope(Scope.UB).usable
+    most = _most_rows(lambda r: tile_bytes(algo, TileShape(r, 256), 2, sched.target) <= usable,
+                      63)
+    assert 32 <= most < 64 and 64 % most  # the most that fit leave a tail...
+    text = str(epilogue_schedule(sched, epi, 64, 256, sched.target))
+    assert f"split('D', 'i', {even_steps(64, most)}," in text  # ...the even split does not
+    assert even_steps(64, most) == 32

@@ -4,12 +4,15 @@ The JSON has one process per core (``block b AIC`` / ``block b AIV``) and one th
 per pipe of that core type; every instruction is a complete event (``ph: X``) named by op and
 buffer, and every flag is a flow arrow (``ph: s`` at its set, ``ph: f`` at its wait). Times are
 microseconds of the model (``TimingReport`` with ``record=True``). The PNG is a Gantt chart of
-the same slices for the first few cores (matplotlib).
+the same slices for the first few cores (matplotlib). ``op_breakdown`` sums the slices of one
+core per pipe and op (count, cycles): where a pipe's time goes, e.g. how much of the V pipe
+is vector work and how much the drains of ``PipeBarrier<PIPE_V>`` before the next head.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from ascendsched.errors import AscendSchedError
@@ -114,6 +117,66 @@ def write_png(report: TimingReport, path: str | Path, *, max_cores: int = 4) -> 
     fig.savefig(p, dpi=110)
     plt.close(fig)
     return p
+
+
+@dataclass(frozen=True)
+class OpTotal:
+    """One (pipe, op) of a core's recorded run: instances and the cycles its slices span.
+
+    A vector op's cycles include its head when the stream was interrupted; a barrier's, the
+    drain (vector tail) it waited for; a wait_flag's, the time its pipe stood still. A
+    set_flag's slice runs until the flag fires and does not hold its pipe (``overlaps``), so
+    it is not part of the pipe's time."""
+
+    pipe: str
+    op: str
+    count: int
+    cycles: float
+    overlaps: bool = False
+
+
+def op_breakdown(report: TimingReport, block: int | None = None, core: str = "AIV"
+                 ) -> tuple[OpTotal, ...]:
+    """Per pipe and op, the recorded slices of ``block``'s ``core`` (default: the block that
+    finished last), largest first within each pipe. Ops are named as in the timeline (op,
+    function, destination buffer), so every instruction of the program keeps its row."""
+    if report.slices is None:
+        raise AscendSchedError("the timing report has no recorded slices: call "
+                               "model_time(kernel, record=True) for an op breakdown")
+    if block is None:
+        ends = [c for c in report.cores if c.core == core]
+        if not ends:
+            raise AscendSchedError(f"kernel {report.kernel} has no {core} program")
+        block = max(ends, key=lambda c: c.end).block
+    slices = report.slices.get((block, core))
+    if slices is None:
+        raise AscendSchedError(f"no recorded {core} slices for block {block}")
+    acc: dict[tuple[int, str], list[float]] = {}
+    for s in slices:
+        a = acc.setdefault((s.pipe, s.name), [0, 0.0])
+        a[0] += 1
+        a[1] += s.end - s.start
+    rows = [OpTotal(str(PIPES[p]), name, int(n), cyc, name.startswith("set_flag"))
+            for (p, name), (n, cyc) in acc.items()]
+    return tuple(sorted(rows, key=lambda r: (PIPES.index(_pipe(r.pipe)), -r.cycles)))
+
+
+def format_breakdown(rows: tuple[OpTotal, ...], per: int = 1) -> str:
+    """``op_breakdown`` as a table; ``per`` divides counts and cycles (e.g. tiles per core)."""
+    lines = [f"  {'pipe':5} {'op':44} {'count':>9} {'cycles':>11}"]
+    for pipe in dict.fromkeys(r.pipe for r in rows):
+        mine = [r for r in rows if r.pipe == pipe]
+        for r in mine:
+            note = "  (overlaps later work)" if r.overlaps else ""
+            lines.append(f"  {r.pipe:5} {r.op:44} {r.count / per:9.1f} {r.cycles / per:11.1f}"
+                         f"{note}")
+        total = sum(r.cycles for r in mine if not r.overlaps)
+        lines.append(f"  {pipe:5} {'total':44} {'':>9} {total / per:11.1f}")
+    return "\n".join(lines)
+
+
+def _pipe(name: str) -> Pipe:
+    return next(p for p in PIPES if str(p) == name)
 
 
 def _category(s: Slice) -> str:

@@ -173,7 +173,11 @@ ASCEND_910B = Target(
     hard_events={CoreType.AIV: _AIV_EVENTS, CoreType.AIC: _AIC_EVENTS},
     # DESIGN.md "execution model": dependent V instructions and overlapping MTE2/MTE3 copies
     # need PipeBarrier<pipe>; where the sources are silent we are conservative (True). Mmads
-    # need PipeBarrier<PIPE_M> only under mmad_ordered_fractals (below).
+    # need PipeBarrier<PIPE_M> only under mmad_ordered_fractals (below). For V the source is
+    # explicit (mirror-cann/asc-devkit @82b89a15, docs/zh/api/SIMD-API/基础API/同步控制/核内同步/
+    # PipeBarrier(ISASI).md, 调用示例): a Mul reading an Add's output "两个矢量运算指令产生依赖，
+    # 需要插入PipeBarrier保证两条指令的执行顺序", and with cce-auto-sync the compiler inserts the
+    # PIPE_V -> PIPE_V syncs itself (关键特性说明.md, 表3): the barrier is required, not caution.
     needs_same_pipe_barrier={
         _P.V: True, _P.MTE2: True, _P.MTE3: True, _P.MTE1: True, _P.M: True, _P.FIX: True,
         _P.S: False,

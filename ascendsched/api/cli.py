@@ -210,12 +210,24 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_time(args: argparse.Namespace) -> int:
     from ascendsched.lower.pipeline import lower
     from ascendsched.lower.schedule_for import schedule_for
-    from ascendsched.sim.timeline import write_chrome_trace, write_png
+    from ascendsched.sim.timeline import (
+        format_breakdown,
+        op_breakdown,
+        write_chrome_trace,
+        write_png,
+    )
     from ascendsched.sim.timing import model_time
 
     kernel = lower(schedule_for(load(args.target)))
-    report = model_time(kernel, record=bool(args.timeline or args.png))
+    report = model_time(kernel, record=bool(args.timeline or args.png or args.by_op))
     print(report.summary())
+    if args.by_op:
+        for core in sorted({c.core for c in report.cores}):
+            rows = op_breakdown(report, core=core)
+            block = max((c for c in report.cores if c.core == core), key=lambda c: c.end).block
+            print(f"  {core} of block {block} (the last to finish), per pipe and op, cycles "
+                  f"over its whole run (modelled):")
+            print(format_breakdown(rows))
     print("  (modelled figures: an estimate from the cost parameters above, calibrated against "
           "published 910B measurements in benchmarks/calibration/; not a measurement)")
     if args.timeline:
@@ -258,6 +270,10 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("target")
     t.add_argument("--timeline", help="write a Chrome trace-event JSON (Perfetto) to this path")
     t.add_argument("--png", help="write a Gantt chart PNG to this path")
+    t.add_argument("--by-op", action="store_true",
+                   help="also print, per pipe and op, the instances and modelled cycles of the "
+                        "core that finished last (vector heads, barrier drains and flag waits "
+                        "included)")
     t.set_defaults(fn=cmd_time)
     from ascendsched.api.tune_cli import add_parser as add_tune
 

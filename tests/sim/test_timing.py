@@ -15,7 +15,13 @@ from ascendsched.lower.sync_ir import Barrier
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.sim.costs import PIPE_INDEX, core_rates
-from ascendsched.sim.timeline import CORE_PIPES, chrome_trace, write_png
+from ascendsched.sim.timeline import (
+    CORE_PIPES,
+    chrome_trace,
+    format_breakdown,
+    op_breakdown,
+    write_png,
+)
 from ascendsched.sim.timing import model_time
 from ascendsched.target import ASCEND_910B, CoreType, Pipe, Scope
 from tests.kit.ir import set_flag, wait_flag
@@ -87,6 +93,22 @@ def test_a_barrier_drains_its_pipe_and_the_next_op_pays_the_head_again() -> None
            if s.name.startswith("vec")]
     assert bar[1].start >= bar[0].end + C.vec_tail
     assert bar[1].end - bar[1].start == pytest.approx(C.vec_head + 8)
+
+
+def test_op_breakdown_splits_the_v_pipe_into_work_heads_and_barrier_drains() -> None:
+    r = model_time(_kernel((_add(8), Barrier(Pipe.V), _add(8), _add(8))), record=True)
+    rows = {(x.pipe, x.op): x for x in op_breakdown(r)}
+    add = rows[("V", "vec_binary add z_ub")]
+    bar = rows[("V", "barrier")]
+    slope = C.slope("add", "float16")
+    assert add.count == 3 and bar.count == 1
+    # two heads (the first op and the one after the barrier), three times eight repeats
+    assert add.cycles == pytest.approx(2 * C.vec_head + 3 * 8 * slope)
+    assert bar.cycles == pytest.approx(C.vec_tail + C.barrier)
+    # the core ends when the last op's tail has drained too
+    assert add.cycles + bar.cycles + C.vec_tail == pytest.approx(r.critical_core().end)
+    text = format_breakdown(op_breakdown(r))
+    assert "barrier" in text and f"{add.cycles + bar.cycles:11.1f}" in text
 
 
 def test_bandwidth_sharing_slows_48_cores_against_1() -> None:
@@ -209,9 +231,9 @@ def test_cli_time_prints_modelled_figures_and_writes_the_timeline(tmp_path, caps
 
     example = Path(__file__).resolve().parents[2] / "examples" / "gemm.py"
     out = tmp_path / "t.json"
-    assert main(["time", f"{example}:schedule", "--timeline", str(out)]) == 0
+    assert main(["time", f"{example}:schedule", "--timeline", str(out), "--by-op"]) == 0
     text = capsys.readouterr().out
     for word in ("modelled time", "roofline time", "critical pipe", "utilisation",
-                 "not a measurement", "parameters"):
+                 "not a measurement", "parameters", "AIC of block", "mmad", "FIX "):
         assert word in text
     assert json.loads(out.read_text())["otherData"]["modelled"]

@@ -7,7 +7,7 @@ from float16 inputs (the 910B vector unit reduces float32 best) and store float1
 from __future__ import annotations
 
 from ascendsched.algo.algorithm import Algorithm, algorithm
-from ascendsched.algo.ops import exp, maximum, reduce_max, reduce_sum, relu, rsqrt, tanh
+from ascendsched.algo.ops import exp, maximum, reduce_max, reduce_sum, relu, rsqrt
 from ascendsched.algo.tensor import compute, placeholder, reduce_axis
 
 
@@ -197,8 +197,12 @@ def _gemm_acc(m: int, n: int, k: int, dtype: str = "float16"):  # noqa: ANN202 -
 
 
 def gelu_tanh(x):  # noqa: ANN001, ANN201 -- Expr
-    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
-    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+    """GELU, tanh form: 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x + 0.044715 x^3), written
+    as x / (1 + exp(-2u)) (the same value: 1 + tanh(u) = 2 / (1 + exp(-2u))), which takes 9
+    vector instructions per step instead of the tanh form's 15 (tanh expands to
+    1 - 2 / (exp(2u) + 1)). For x << 0, exp(-2u) overflows to inf and x / inf is -0, GELU's
+    limit."""
+    return x / (1.0 + exp(-1.5957691216057308 * (x + 0.044715 * x * x * x)))
 
 
 def gemm_gelu(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float16") -> Algorithm:

@@ -1,9 +1,9 @@
 """GEMM + GELU as one mixed Cube + Vector kernel: the Cube core (AIC) of each block computes
 C tiles and writes each to a GM workspace slot; the two Vector cores (AIVs) of the block read
 the slot, each its half of the tile's rows (AIC:AIV 1:2, GetSubBlockIdx()), apply GELU (tanh
-form) and store D. The cross-core flags between them (data ready: Fixpipe -> both AIVs'
-loads; slot free: both AIVs' loads -> the Fixpipe that reuses the slot) are derived from the
-workspace dependences (lower/cross_core_sync.py).
+form, computed as x / (1 + exp(-2u))) and store D. The cross-core flags between them (data
+ready: Fixpipe -> both AIVs' loads; slot free: both AIVs' loads -> the Fixpipe that reuses
+the slot) are derived from the workspace dependences (lower/cross_core_sync.py).
 
     ascendsched explain examples/gemm_gelu.py:schedule
     ascendsched check examples/gemm_gelu.py:schedule

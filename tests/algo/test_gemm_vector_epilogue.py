@@ -121,7 +121,9 @@ def test_a_vector_step_over_ub_names_epilogue_on_and_the_fix() -> None:
     from ascendsched.errors import CapacityError
     from ascendsched.lower.pipeline import lower
 
-    s = GemmSchedule(gemm_gelu(256, 512, 64)).tile(128, 256, 64).epilogue_on("vector", rows=128)
+    # one Vector core per block: its step is the whole 128-row tile
+    s = GemmSchedule(gemm_gelu(256, 512, 64)).tile(128, 256, 64).epilogue_on(
+        "vector", rows=128, vector_cores=1)
     with pytest.raises(CapacityError, match=r"(?s)UB buffers need .*the Vector epilogue's step of 128 "
                        r"x 256 columns .* from \.epilogue_on\('vector', rows=128\) .* Try "
                        r"\.epilogue_on\('vector', rows=64\) or a smaller tile n"):

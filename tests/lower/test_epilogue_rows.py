@@ -54,15 +54,18 @@ def test_steps_are_even(rows: int, most: int, want: int) -> None:
 
 
 def test_default_epilogue_step_has_no_tail_when_rows_divide() -> None:
-    # gemm_gelu with 64-row halves and room for 36 rows per step: two steps of 32 rows
+    # gemm_gelu with 96-row steps' worth of rows and room for 45 per step: three steps of 32
     sched = GemmSchedule(gemm_gelu(256, 256, 64)).epilogue_on("vector")
     epi = sched.vector_epilogue
     assert epi is not None
-    algo = epi.tile_algorithm(64, 256)
+    algo = epi.tile_algorithm(96, 256)
     usable = sched.target.scope(Scope.UB).usable
-    most = _most_rows(lambda r: tile_bytes(algo, TileShape(r, 256), 2, sched.target) <= usable,
-                      63)
-    assert 32 <= most < 64 and 64 % most  # the most that fit leave a tail...
-    text = str(epilogue_schedule(sched, epi, 64, 256, sched.target))
-    assert f"split('D', 'i', {even_steps(64, most)}," in text  # ...the even split does not
-    assert even_steps(64, most) == 32
+
+    def fits(r: int, copies: int = 2) -> bool:
+        return tile_bytes(algo, TileShape(r, 256), copies, sched.target) <= usable
+
+    most = _most_rows(fits, 95)
+    assert not fits(96, 1) and 32 <= most < 48 and 96 % most  # the most that fit: a tail...
+    text = str(epilogue_schedule(sched, epi, 96, 256, sched.target))
+    assert f"split('D', 'i', {even_steps(96, most)}," in text  # ...the even split: none
+    assert even_steps(96, most) == 32

@@ -5,8 +5,9 @@ count queue behind earlier ones) with:
 
 1. GM traffic through the shared L2 (``sim/gm_traffic.py``): per-tensor L2 hit fractions and
    the bytes that reach HBM;
-2. per-core DMA rates for the number of active cores (``sim/costs.py``, the published
-   contention tables), and per-op costs from ``target/costs.py``;
+2. per-core DMA rates for the number of cores streaming GM (``sim/costs.py``, the published
+   contention tables; in a mixed kernel each core type counts by the GM bytes it moves,
+   ``streaming_cores``), and per-op costs from ``target/costs.py``;
 3. the event engine (``sim/timing_engine.py``) on one representative block of each group of
    blocks whose control flow is identical (same trip counts and If outcomes), AIC and AIV of a
    block simulated together (cross-core flags);
@@ -28,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.ir import BLOCK_IDX, SUB_BLOCK_IDX, Kernel
+from ascendsched.lower.ir import BLOCK_IDX, SUB_BLOCK_IDX, Kernel, iter_instrs
 from ascendsched.sim.costs import PIPES, CostTable, core_rates
 from ascendsched.sim.gm_traffic import GmTraffic, gm_traffic
 from ascendsched.sim.roofline import Roofline, roofline
@@ -170,10 +171,7 @@ def model_time(kernel: Kernel, *, costs: CostModel | None = None, fast: bool = T
     if not progs:
         raise InternalCompilerError(f"kernel {kernel.name} has no program to time")
     ncores = {p.core: tgt.cores(p.core) for p in progs}
-    # the two AIVs of a 1:2 block split one tile's bytes: together they stream what one AIV of
-    # a 1:1 kernel does, so they count as one streaming core for the per-core GM rates (the
-    # chip-wide HBM and L2 caps below still bound their sum)
-    active = sum(min(kernel.block_dim, n) for n in ncores.values())
+    active = streaming_cores(kernel, progs, ncores, traffic)
     loops = {p.core: loop_infos(kernel, p.body) for p in progs}
     groups = _groups(kernel, progs, fast)  # a timeline keeps the groups, drops extrapolation
     clock_per_byte = tgt.clock_hz
@@ -203,6 +201,31 @@ def model_time(kernel: Kernel, *, costs: CostModel | None = None, fast: bool = T
     return TimingReport(kernel.name, tgt.name, tgt.clock_hz, cycles, costs.launch_us * 1e-6,
                         roofline(kernel, flops, reps), bound, cts, traffic, len(groups),
                         time.perf_counter() - t0, costs, slices)
+
+
+def streaming_cores(kernel: Kernel, progs: list, ncores: dict, traffic: GmTraffic) -> int:
+    """How many cores stream GM at once, for the per-core DMA rates (``sim/costs.py``'s
+    contention tables, measured with every active core streaming): the cores of one type,
+    ``min(block_dim, cores)``; in a mixed kernel each core type counts in proportion to the
+    GM bytes it moves per block against the type that moves most (gemm_gelu 4096^3: the AIVs
+    read the workspace and write D, a tenth of what the AIC's A and B tiles take, so they add
+    about a tenth of their count, not a core each; the chip-wide HBM and L2 caps bound the
+    sum either way)."""
+    if len(progs) == 1:
+        return min(kernel.block_dim, ncores[progs[0].core])
+    moved = {}
+    for p in progs:
+        reads, writes = set(), set()
+        for ins, _ in iter_instrs(p.body):
+            reads |= {r.tensor for r in ins.reads if r.tensor in kernel.param_map}
+            writes |= {r.tensor for r in ins.writes if r.tensor in kernel.param_map}
+        moved[p.core] = (sum(traffic.read_bytes.get(t, 0) for t in reads)
+                         + sum(traffic.write_bytes.get(t, 0) for t in writes))
+    most = max(moved.values())
+    if most == 0:
+        return sum(min(kernel.block_dim, n) for n in ncores.values())
+    return max(1, round(sum(min(kernel.block_dim, ncores[c]) * b / most
+                            for c, b in moved.items())))
 
 
 @dataclass(frozen=True)

@@ -55,3 +55,26 @@ def test_two_vector_cores_split_the_work_and_overlap_the_cube() -> None:
         both, shorter = _overlap(aic, aiv)
         assert both > 0.8 * shorter  # modelled: 93% (62% with 1:1)
     assert two.cycles < 0.7 * one.cycles  # modelled: 66.8 k vs 109.9 k cycles
+
+
+def test_vector_cores_share_the_dma_fabric_by_the_bytes_they_move() -> None:
+    # the per-core GM rates assume every counted core streams: the AIVs of gemm_gelu move a
+    # fraction of the AIC's bytes (workspace and D against A and B tiles), so they add that
+    # fraction of their count, and the mixed kernel is modelled near the plain GEMM, not at
+    # half its DMA rate
+    from ascendsched.algo.library import gemm
+    from ascendsched.lower.schedule_for import schedule_for
+    from ascendsched.sim.gm_traffic import gm_traffic
+    from ascendsched.sim.timing import streaming_cores
+
+    k = lower(schedule_for(gemm_gelu(2048, 2048, 2048)))
+    progs = [p for p in k.programs if p.body]
+    ncores = {p.core: k.target.cores(p.core) for p in progs}
+    traffic = gm_traffic(k, k.target.costs.l2_bytes)
+    n = streaming_cores(k, progs, ncores, traffic)
+    assert k.block_dim < n < 2 * k.block_dim
+    plain = lower(schedule_for(gemm(2048, 2048, 2048)))
+    assert streaming_cores(plain, [plain.programs[0]], {plain.programs[0].core: 24},
+                           gm_traffic(plain, plain.target.costs.l2_bytes)) == plain.block_dim
+    mixed, alone = model_time(k).cycles, model_time(plain).cycles
+    assert alone < mixed < 1.3 * alone

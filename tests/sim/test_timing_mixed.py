@@ -78,3 +78,13 @@ def test_vector_cores_share_the_dma_fabric_by_the_bytes_they_move() -> None:
                            gm_traffic(plain, plain.target.costs.l2_bytes)) == plain.block_dim
     mixed, alone = model_time(k).cycles, model_time(plain).cycles
     assert alone < mixed < 1.3 * alone
+
+
+def test_the_critical_pipe_of_a_mixed_kernel_names_the_core_that_bounds_it() -> None:
+    # the AIV finishes last (its epilogue follows the last Fixpipe) but mostly waits: the
+    # block's busiest pipe is the Cube core's
+    k = lower(GemmSchedule(gemm_gelu(512, 512, 256)).tile(64, 128, 64).bind(4))
+    r = model_time(k)
+    assert r.critical_core().core.startswith("AIV")  # the last to finish...
+    assert r.critical_pipe == "AIC MTE2"  # ...waits for the Cube core's loads
+    assert max(r.utilisation().values()) < 0.5  # its own busiest pipe (V) is not the bound

@@ -42,17 +42,26 @@ VECTOR_ROWS = (1, 2, 4, 8, 16, 32, 64, 128)
 VECTOR_COLS = (8192, 4096, 2048, 1024, 512, 256)
 VECTOR_TILES = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 WHOLE = "whole"  # the axis is not split
+WORKSPACE_COPIES = (1, 2, 3)  # GM slots between the Cube and a Vector epilogue
 
 
 # ------------------------------------------------------------------------------- GEMM
 @dataclass(frozen=True)
 class GemmBuild:
-    """A point of a GEMM space -> GemmSchedule (tile, split_k, buffering, bind, swizzle)."""
+    """A point of a GEMM space -> GemmSchedule (epilogue placement, tile, split_k, buffering,
+    bind, swizzle). Epilogue knobs (``epilogue``, ``vector_cores``, ``workspace``) exist only
+    in the spaces of GEMMs with an epilogue; a default value adds no directive."""
 
     target: Target
 
     def __call__(self, algo: Algorithm, c: Mapping[str, Any]) -> GemmSchedule:
-        s = GemmSchedule(algo, target=self.target).tile(c["tm"], c["tn"], c["tk"])
+        s = GemmSchedule(algo, target=self.target)
+        unit = c.get("epilogue", "vector" if "vector_cores" in c else None)
+        if unit == "vector" and ("epilogue" in c or c["vector_cores"] != 2):
+            # before tile(): the tile checks depend on where the epilogue runs
+            s = s.epilogue_on("vector", **({"vector_cores": c["vector_cores"]}
+                                           if c["vector_cores"] != 2 else {}))
+        s = s.tile(c["tm"], c["tn"], c["tk"])
         s = s.split_k(c["k0"])
         for level in ("l1", "l0", "l0c"):
             if c[level] != 1:
@@ -61,13 +70,18 @@ class GemmBuild:
             s = s.bind(c["cores"])
         if (c["swizzle_w"], c["swizzle_dir"]) != (1, "m"):
             s = s.swizzle(c["swizzle_w"], c["swizzle_dir"])
+        if unit == "vector" and c["workspace"] != 2:
+            s = s.buffer("workspace", c["workspace"])
         return s
 
 
 def gemm_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str | None = None,
                algo_code: str = "algo", **choices: tuple[Any, ...]) -> Space:
     """L1 tile (tm, tn, tk), L0 K step k0, copies per level (l1, l0, l0c), Cube cores and
-    swizzle (width, direction). ``choices`` replaces a parameter's default choices.
+    swizzle (width, direction); with an epilogue, where it runs (``epilogue``: the Fixpipe or
+    the Vector cores, when the Fixpipe can run it), the Vector cores per block that split a
+    tile (``vector_cores``: 2 as the 910B pairs them, or 1) and the workspace slots
+    (``workspace``). ``choices`` replaces a parameter's default choices.
 
     Seeds (tried first by a guided search): the default generator's ``ESTIMATE_SEEDS`` best
     tilings by ``schedule/gemm_cost.py``'s estimate, and CATLASS' basic matmul tilings."""
@@ -92,7 +106,7 @@ def gemm_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str | 
         "cores": tuple(sorted({c for c in (aic // 3, 2 * aic // 3, 5 * aic // 6, aic) if c})),
         "swizzle_w": SWIZZLE_WIDTHS,
         "swizzle_dir": ("m", "n"),
-    }
+    } | _epilogue_params(base)
     def clamp(v: int, dim: int, gran: int) -> int:
         return min(-(-v // gran) * gran, -(-dim // gran) * gran)
 
@@ -101,8 +115,9 @@ def gemm_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str | 
         seeds.append({"tm": clamp(tm, sp.m, mg), "tn": clamp(tn, sp.n, ng),
                       "tk": clamp(tk, sp.k, c0), "k0": clamp(k0, sp.k, c0), "l1": 2, "l0": 2,
                       "l0c": 1, "cores": aic, "swizzle_w": CATLASS_SWIZZLE[0],
-                      "swizzle_dir": CATLASS_SWIZZLE[1]})
-    return _make(name or f"{algo.name}-cube", algo, params, {"swizzle_dir"}, GemmBuild(target),
+                      "swizzle_dir": CATLASS_SWIZZLE[1]} | _epilogue_point(base))
+    return _make(name or f"{algo.name}-cube", algo, params, {"swizzle_dir", "epilogue"},
+                 GemmBuild(target),
                  target, algo_code, choices, seeds)
 
 
@@ -116,11 +131,33 @@ def _estimate_seeds(algo: Algorithm, target: Target) -> list[GemmSchedule]:
 
 
 def _gemm_point(s: GemmSchedule) -> dict[str, Any]:
-    """The GEMM space values of ``s``'s resolved tiling."""
+    """The GEMM space values of ``s``'s resolved tiling (and epilogue placement)."""
     t = s.tiling
     return {"tm": t.tm, "tn": t.tn, "tk": t.tk, "k0": t.k0, "l1": t.l1_copies,
             "l0": t.l0_copies, "l0c": t.l0c_copies, "cores": t.cores,
-            "swizzle_w": t.swizzle.width, "swizzle_dir": t.swizzle.direction}
+            "swizzle_w": t.swizzle.width, "swizzle_dir": t.swizzle.direction
+            } | _epilogue_point(s)
+
+
+def _epilogue_params(base: GemmSchedule) -> dict[str, tuple[Any, ...]]:
+    """The epilogue knobs of a GEMM: none without an epilogue; a Vector epilogue (one the
+    Fixpipe cannot run) tunes its Vector cores and workspace slots; an epilogue the Fixpipe
+    can run (bias, ReLU, scale) may also move to the Vector cores."""
+    e = base.spec.epilogue
+    if base.vector_epilogue is None and not (e.bias or e.relu or e.scale):
+        return {}
+    cap = base.target.cross_flag_max_pending  # buffer('workspace') checks the same limit
+    knobs = {"vector_cores": (2, 1), "workspace": tuple(w for w in WORKSPACE_COPIES if w <= cap)}
+    return knobs if base.vector_epilogue is not None else {"epilogue": ("fixpipe", "vector")
+                                                           } | knobs
+
+
+def _epilogue_point(s: GemmSchedule) -> dict[str, Any]:
+    """``s``'s values of the epilogue knobs ``_epilogue_params`` gives its algorithm."""
+    params = _epilogue_params(GemmSchedule(s.algo, target=s.target))
+    got = {"epilogue": "vector" if s.vector_epilogue is not None else "fixpipe",
+           "vector_cores": s.epilogue_vector_cores, "workspace": s.copies("workspace")}
+    return {k: got[k] for k in params}
 
 
 # ------------------------------------------------------------------------------- vector

@@ -3,9 +3,9 @@
 import pytest
 
 from ascendsched.algo import library as L
-from ascendsched.autotune import default_space, library_space
+from ascendsched.autotune import default_space, gemm_space, library_space
 from ascendsched.autotune.spaces import LIBRARY
-from ascendsched.errors import CapacityError, ScheduleError
+from ascendsched.errors import AscendSchedError, CapacityError, ScheduleError
 from ascendsched.lower.pipeline import lower
 
 
@@ -101,3 +101,48 @@ def test_seeds_outside_the_choices_are_dropped():
     narrow = sp.restrict("swizzle_w", (1, 4))
     assert narrow.seed_points() == [pt for pt in sp.seed_points() if pt[8] in (1, 4)]
     assert narrow.seed_points() and all(pt[8] != 3 for pt in narrow.seed_points())
+
+
+def _narrow_gemm_space(algo):
+    """One tiling: the epilogue knobs are the only choices left."""
+    return gemm_space(algo, tm=(64,), tn=(128,), tk=(64,), k0=(64,), l1=(2,), l0=(2,),
+                      l0c=(1,), cores=(2,), swizzle_w=(1,), swizzle_dir=("m",))
+
+
+def test_a_vector_epilogue_tunes_its_vector_cores_and_workspace_slots():
+    sp = _narrow_gemm_space(L.gemm_gelu(96, 128, 64))
+    assert sp.param("vector_cores").choices == (2, 1)
+    assert sp.param("workspace").choices == (1, 2, 3)
+    with pytest.raises(AscendSchedError, match="no parameter .epilogue."):
+        gemm_space(L.gemm_gelu(96, 128, 64), epilogue=("vector",))
+    rep = sp.prune()
+    assert len(rep.legal) == 6 and not any(rep.pruned.values())  # 6 different kernels
+    seeds = [sp.as_dict(pt) for pt in library_space("gemm", 1024, 1024, 1024).seed_points()]
+    assert all("vector_cores" not in d for d in seeds)  # no epilogue, no epilogue knobs
+    seeds = [sp.as_dict(pt) for pt in gemm_space(sp.algo).seed_points()]
+    assert seeds and all((d["vector_cores"], d["workspace"]) == (2, 2) for d in seeds)
+    kernels = {}
+    for c in rep.legal:
+        d, s = sp.as_dict(c.point), c.schedule
+        assert (s.epilogue_vector_cores, s.copies("workspace")) == (d["vector_cores"],
+                                                                     d["workspace"])
+        kernels[d["vector_cores"], d["workspace"]] = lower(s)
+    assert kernels[1, 2].sub_blocks == 1 and kernels[2, 2].sub_blocks == 2
+    # the default (2 cores, 2 slots) adds no directive: it prints as the plain GEMM schedule
+    plain = str(next(c.schedule for c in rep.legal
+                     if sp.as_dict(c.point)["vector_cores"] == 2
+                     and sp.as_dict(c.point)["workspace"] == 2))
+    assert "epilogue_on" not in plain and "workspace" not in plain
+
+
+def test_an_epilogue_the_fixpipe_can_run_may_move_to_the_vector_cores():
+    sp = _narrow_gemm_space(L.gemm_epilogue(96, 128, 64, "float16", bias=True, relu=True))
+    assert sp.param("epilogue").choices == ("fixpipe", "vector")
+    rep = sp.prune()
+    # on the Fixpipe the Vector knobs change nothing: 5 of those 6 points are duplicates
+    assert rep.pruned["duplicate"] == 5 and len(rep.legal) == 1 + 6
+    fixpipe = [c.schedule for c in rep.legal if sp.as_dict(c.point)["epilogue"] == "fixpipe"]
+    assert len(fixpipe) == 1 and fixpipe[0].vector_epilogue is None
+    vector = {sp.as_dict(c.point)["vector_cores"]: c.schedule for c in rep.legal
+              if sp.as_dict(c.point)["epilogue"] == "vector"}
+    assert {n: lower(s).sub_blocks for n, s in vector.items()} == {1: 1, 2: 2}

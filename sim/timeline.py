@@ -60,15 +60,21 @@ def chrome_trace(report: TimingReport, *, max_slices: int = 400_000) -> dict:
             if s.flow is not None:
                 kind, key, seq = s.flow
                 fk = (block, key, seq) if key[0] == "cross" else (block, core, key, seq)
-                flows.setdefault(fk, {})[kind] = (pid, s)
-    for n, (_, ends) in enumerate(sorted(flows.items(), key=lambda kv: str(kv[0]))):
-        if "set" not in ends or "wait" not in ends:
-            continue
-        (spid, sset), (wpid, swait) = ends["set"], ends["wait"]
-        events.append({"ph": "s", "id": n, "name": "flag", "cat": "flag", "pid": spid,
-                       "tid": sset.pipe, "ts": sset.end * us})
-        events.append({"ph": "f", "bp": "e", "id": n, "name": "flag", "cat": "flag",
-                       "pid": wpid, "tid": swait.pipe, "ts": max(swait.end, sset.end) * us})
+                flows.setdefault(fk, {}).setdefault(kind, []).append((pid, s))
+    # One arrow per set the wait consumed: a cross-core flag of a 1:2 mixed kernel pairs the
+    # AIC's n-th set with the n-th wait of each AIV, and the n-th set of both AIVs with the
+    # AIC's n-th wait (sim/timing_engine.py CrossCounters), so its groups hold 1 set and 2
+    # waits or 2 sets and 1 wait.
+    n = 0
+    for _, ends in sorted(flows.items(), key=lambda kv: str(kv[0])):
+        for spid, sset in ends.get("set", ()):
+            for wpid, swait in ends.get("wait", ()):
+                events.append({"ph": "s", "id": n, "name": "flag", "cat": "flag", "pid": spid,
+                               "tid": sset.pipe, "ts": sset.end * us})
+                events.append({"ph": "f", "bp": "e", "id": n, "name": "flag", "cat": "flag",
+                               "pid": wpid, "tid": swait.pipe,
+                               "ts": max(swait.end, sset.end) * us})
+                n += 1
     return {"traceEvents": events, "displayTimeUnit": "ns",
             "otherData": {"kernel": report.kernel, "target": report.target,
                           "modelled": "timing model estimate, not a measurement",

@@ -88,3 +88,28 @@ def test_the_critical_pipe_of_a_mixed_kernel_names_the_core_that_bounds_it() -> 
     assert r.critical_core().core.startswith("AIV")  # the last to finish...
     assert r.critical_pipe == "AIC MTE2"  # ...waits for the Cube core's loads
     assert max(r.utilisation().values()) < 0.5  # its own busiest pipe (V) is not the bound
+
+
+def test_the_timeline_draws_an_arrow_from_every_cross_core_set_to_each_wait_it_releases() -> None:
+    # 1:2: the AIC's n-th data-ready set releases the n-th wait of AIV0 and of AIV1; the AIC's
+    # n-th slot-free wait needs the n-th set of both AIVs: 2 arrows per pairing either way
+    from ascendsched.sim.timeline import chrome_trace
+
+    s = (GemmSchedule(gemm_gelu(256, 128, 64)).tile(64, 128, 64).buffer("l1", 2)
+         .epilogue_on("vector", rows=16))
+    r = model_time(lower(s), record=True)
+    ev = chrome_trace(r)["traceEvents"]
+    names = {e["pid"]: e["args"]["name"].split()[-1] for e in ev if e.get("name") == "process_name"}
+    starts = {e["id"]: names[e["pid"]] for e in ev if e["ph"] == "s"}
+    ends = {e["id"]: names[e["pid"]] for e in ev if e["ph"] == "f"}
+    assert starts.keys() == ends.keys()
+    arrows = [(starts[i], ends[i]) for i in starts if starts[i] != ends[i]]  # cross-core
+    sets = sum(1 for k, v in r.slices.items() for x in v
+               if k[1] == "AIC" and x.name.startswith("cross_set"))
+    waits = sum(1 for k, v in r.slices.items() for x in v
+                if k[1] == "AIC" and x.name.startswith("cross_wait"))
+    assert sets and waits
+    assert sorted(a for a in arrows if a[0] == "AIC") == sorted(
+        [("AIC", "AIV0")] * sets + [("AIC", "AIV1")] * sets)
+    assert sorted(a for a in arrows if a[1] == "AIC") == sorted(
+        [("AIV0", "AIC")] * waits + [("AIV1", "AIC")] * waits)

@@ -127,14 +127,15 @@ def mixed_capacity_hint(sched: GemmSchedule, err: CapacityError) -> CapacityErro
     msg = str(err)
     if ": UB buffers need" not in msg:
         return capacity_hint(sched, err)
-    rows, t = sched.epilogue_rows, sched.tiling
-    asked = f", rows={rows}" if rows else ""
+    rows, t, vc = sched.epilogue_rows, sched.tiling, sched.epilogue_vector_cores
+    keep = f", vector_cores={vc}" if vc != 2 else ""  # the fix keeps the user's Vector cores
+    asked = (f", rows={rows}" if rows else "") + keep
+    fewer = max(1, (rows or -(-t.tm // vc)) // 2)  # rows count one Vector core's share
     return CapacityError(
         f"{msg}\nIn GEMM schedule ({sched.spec}): the Vector epilogue's step of "
         f"{rows or 'as many rows as UB was estimated to hold'} x {t.tn} columns (its loads, its "
         f"output and its temporaries), from .epilogue_on('vector'{asked}) and the tile's "
-        f"n={t.tn}. Try .epilogue_on('vector', rows={max(1, (rows or t.tm) // 2)}) or a "
-        f"smaller tile n")
+        f"n={t.tn}. Try .epilogue_on('vector', rows={fewer}{keep}) or a smaller tile n")
 
 
 def _most_rows(fits: Callable[[int], bool], most: int) -> int:

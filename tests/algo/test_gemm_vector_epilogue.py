@@ -125,8 +125,9 @@ def test_a_vector_step_over_ub_names_epilogue_on_and_the_fix() -> None:
     s = GemmSchedule(gemm_gelu(256, 512, 64)).tile(128, 256, 64).epilogue_on(
         "vector", rows=128, vector_cores=1)
     with pytest.raises(CapacityError, match=r"(?s)UB buffers need .*the Vector epilogue's step of 128 "
-                       r"x 256 columns .* from \.epilogue_on\('vector', rows=128\) .* Try "
-                       r"\.epilogue_on\('vector', rows=64\) or a smaller tile n"):
+                       r"x 256 columns .* from \.epilogue_on\('vector', rows=128, "
+                       r"vector_cores=1\) .* Try \.epilogue_on\('vector', rows=64, "
+                       r"vector_cores=1\) or a smaller tile n"):
         lower(s, stop_after="memory plan")
 
 

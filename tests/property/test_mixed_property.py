@@ -1,5 +1,7 @@
-"""Random GEMMs followed by a Vector epilogue (GELU, row scale, column scale + ReLU, residual,
-row softmax; each dim 1..160) under random Cube schedules, workspace copies, cores and Vector step rows:
+"""Random GEMMs followed by an epilogue (GELU, row scale, column scale + ReLU, residual, row
+softmax on the Vector cores; bias + ReLU placed at random on the Fixpipe or the Vector cores;
+each dim 1..160) under random Cube schedules, workspace copies, cores, Vector cores per block
+(1:1 or 1:2) and Vector step rows:
 lowered to one mixed kernel, the IR run equals numpy (the accumulator bound carried through
 the epilogue) and the trace checker finds no race, deadlock or flag error; the derived
 channels are data ready (distance 0) and, when a block reuses a slot, slot free (a distance
@@ -31,9 +33,14 @@ def _column_scale_relu(m: int, n: int, k: int):  # noqa: ANN202 -- Algorithm
                                               relu(c[i, j] * v[j]).astype("float16")))
 
 
+def _bias_relu(m: int, n: int, k: int):  # noqa: ANN202 -- Algorithm
+    return L.gemm_epilogue(m, n, k, bias=True, relu=True)
+
+
 EPILOGUES = {"gelu": L.gemm_gelu, "row_scale": L.gemm_row_scale,
              "residual": L.gemm_residual, "column_scale_relu": _column_scale_relu,
-             "softmax": L.gemm_softmax}
+             "softmax": L.gemm_softmax, "bias_relu": _bias_relu}
+FIXPIPE_ABLE = {"bias_relu"}  # the rest can only run on the Vector cores
 
 
 @st.composite
@@ -44,14 +51,21 @@ def mixed_cases(draw) -> GemmSchedule:
     tm, tn, tk = (draw(st.sampled_from([16, 32, 64]), label=f"tile {x}") for x in "mnk")
     if kind == "softmax":  # reduces along rows: tiles of whole rows
         tn = -(-n // 16) * 16
-    s = GemmSchedule(algo).tile(tm, tn, tk)
+    unit = (draw(st.sampled_from(["fixpipe", "vector"]), label="placement")
+            if kind in FIXPIPE_ABLE else "vector")
+    s = GemmSchedule(algo)
+    if unit == "fixpipe":
+        s = s.epilogue_on("fixpipe")
+    else:
+        rows = draw(st.sampled_from([None, 4, 8, 16]), label="rows")
+        cores = draw(st.sampled_from([2, 1]), label="vector cores per block")
+        s = s.epilogue_on("vector", rows=rows, vector_cores=cores)
+    s = s.tile(tm, tn, tk)
     if draw(st.booleans()):
         s = s.buffer("l1", 2)
     s = s.bind(draw(st.integers(1, 4)))
-    s = s.buffer("workspace", draw(st.integers(1, 3)))
-    rows = draw(st.sampled_from([None, 4, 8, 16]))
-    if rows is not None:
-        s = s.epilogue_on("vector", rows=rows)
+    if unit == "vector":
+        s = s.buffer("workspace", draw(st.integers(1, 3)))
     return s
 
 
@@ -65,6 +79,10 @@ def test_random_mixed_kernels_pass_the_ir_ladder(sched: GemmSchedule) -> None:
         reject()
     bad = [str(v) for v in check(sched, cpp=False, kernel=k) if not v.ok]
     assert not bad, "\n".join(bad)
+    if sched.vector_epilogue is None:  # on the Fixpipe: a Cube-only kernel
+        assert [p.core for p in k.programs if p.body] == [CoreType.AIC]
+        return
+    assert k.sub_blocks == sched.epilogue_vector_cores
     plan = log.results["cross-core plan"]
     copies = sched.copies("workspace")
     got = [(c.src_core, c.distance) for c in plan.channels]

@@ -44,6 +44,13 @@ from ascendsched.target import DEFAULT_TARGET, Target
 from ascendsched.target.model import Scope
 
 FALLBACKS = 6  # smaller tiles offered after the best one of each buffering
+# A whole row over the UB estimate is still offered (the planner's in-place reuse may fit it)
+# unless the estimate is beyond this many times usable UB: over the library kernels (softmax,
+# RMSNorm, LayerNorm, bias add; 64 and 4096 rows x 6144..32768 columns, both bufferings, with
+# and without hoisting) the planner fitted rows estimated at up to 1.62x (RMSNorm 16384 wide,
+# buffering given up) and none estimated at 1.79x or more; each hopeless candidate cost a
+# build and a memory plan (LayerNorm 16384 wide: 3 of them, 0.12 s of its 0.41 s compile).
+WHOLE_ROW_SLACK = 1.7
 
 
 def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
@@ -60,12 +67,15 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
         # over the columns (a few cores) and each piece still reduces whole rows
         tiles.sort(key=lambda ct: ct[1].cols < int(out.shape[-1]))
     seen: set[str] = set()
+    usable = target.scope(Scope.UB).usable
     for copies, tile in tiles:
         # values of the loaded-once inputs computed once, then (if that changes the UB
         # estimate: they hold UB all the time) per tile, for rows too wide for both
         hoists = (True, False) if tile_bytes(algo, tile, copies, target) != tile_bytes(
             algo, tile, copies, target, hoist=False) else (True,)
         for hoist in hoists:
+            if tile_bytes(algo, tile, copies, target, hoist=hoist) > WHOLE_ROW_SLACK * usable:
+                continue  # only a whole row is offered over the estimate: hopelessly over
             s = _candidate(algo, target, tile, copies, hoist)
             key = str(s)
             if key not in seen:

@@ -93,6 +93,26 @@ def test_a_row_too_wide_for_ub_still_gets_a_default_that_fits():
         assert k.block_dim >= 2, sched
 
 
+def test_whole_rows_far_over_the_estimate_are_not_offered() -> None:
+    """A whole row over the UB estimate is offered while the planner's in-place reuse may
+    still fit it (RMSNorm 16384 wide: estimated 1.62x UB without hoisting, fitted by giving up
+    double buffering), not when hopelessly over (LayerNorm 16384 wide, double buffered)."""
+    from ascendsched.schedule.default import WHOLE_ROW_SLACK, default_schedules
+
+    usable = T.scope(Scope.UB).usable
+
+    def whole_rows(algo) -> list[str]:  # noqa: ANN001
+        return [str(s) for s in default_schedules(algo, T) if "'j'" not in str(s)]
+
+    rms = whole_rows(L.rmsnorm(64, 16384))
+    assert any("buffer" in s and "hoist=False" in s for s in rms)
+    assert lower(schedule_for(L.rmsnorm(64, 16384))).block_dim == 48  # whole rows, 48 cores
+    ln = whole_rows(L.layernorm(64, 16384))
+    assert not any("buffer" in s for s in ln)  # double buffered: 1.79x and more
+    assert tile_bytes(L.layernorm(64, 16384), TileShape(1, 16384), 2, T, hoist=False) \
+        > WHOLE_ROW_SLACK * usable
+
+
 def _layernorm_rows(load_once: bool) -> Schedule:
     s = (Schedule(L.layernorm(37, 512)).split("y", "i", 4).bind("y", "i_o", cores=3)
          .compute_at("xf", "y", "i_o").compute_at("d", "y", "i_o")

@@ -69,6 +69,10 @@ def _uses_ffts(k: Kernel) -> bool:
     return any(isinstance(i, CrossSync) for prog in k.programs for i, _ in iter_instrs(prog.body))
 
 
+def _uses_op(k: Kernel, op: str) -> bool:
+    return any(i.op == op for prog in k.programs for i, _ in iter_instrs(prog.body))
+
+
 def _cores(k: Kernel) -> tuple[CoreType, ...]:
     """Core types with a non-empty program, AIC first."""
     return tuple(c for c in (CoreType.AIC, CoreType.AIV)
@@ -133,6 +137,8 @@ class _KernelPrinter:
             "//   DataCopy, DataCopyPad, Copy       include/basic_api/kernel_operator_data_copy_intf.h",
             "//   DataCopyParams, DataCopyExtParams include/basic_api/kernel_struct_data_copy.h",
             "//   Add/Sub/Mul/Div/Max/Min           include/basic_api/kernel_operator_vec_binary_intf.h",
+            *(("//   FusedMulAdd, MulAddDst            include/basic_api/kernel_operator_vec_binary_intf.h",)
+              if _uses_op(k, "vec_fma") else ()),
             "//   Exp/Ln/Sqrt/Rsqrt/Reciprocal/...  include/basic_api/kernel_operator_vec_unary_intf.h",
             "//   Adds/Muls/Maxs/Mins               include/basic_api/kernel_operator_vec_binary_scalar_intf.h",
             "//   Duplicate                         include/basic_api/kernel_operator_vec_duplicate_intf.h",

@@ -35,6 +35,7 @@ _CMP = {"lt": "LT", "gt": "GT", "le": "LE", "ge": "GE", "eq": "EQ", "ne": "NE"}
 _ROUND = {"rint": "CAST_RINT", "trunc": "CAST_TRUNC", "floor": "CAST_FLOOR", "ceil": "CAST_CEIL",
           "round": "CAST_ROUND", "none": "CAST_NONE"}
 _BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "max": "Max", "min": "Min"}
+_FMA = {"fused_mul_add": "FusedMulAdd", "mul_add_dst": "MulAddDst"}
 _UNARY = {"exp": "Exp", "ln": "Ln", "sqrt": "Sqrt", "rsqrt": "Rsqrt", "reciprocal": "Reciprocal",
           "abs": "Abs", "relu": "Relu"}
 _SCALAR = {"adds": "Adds", "muls": "Muls", "maxs": "Maxs", "mins": "Mins"}
@@ -89,6 +90,17 @@ def _vec_binary(p: _KernelPrinter, i: Instr) -> None:
     d, (a, b) = i.writes[0], i.reads
     rows, cols = p._vec_shape(d)
     fn = _BINARY[str(i.attr("fn"))]
+    p._line(i, f"{fn}({p._ub(d)}, {p._ub(a)}, {p._ub(b)}, {cols}, {rows}, "
+               f"{_binary_params(p, i, d, a, b)});")
+
+
+def _vec_fma(p: _KernelPrinter, i: Instr) -> None:
+    """FusedMulAdd(dst, src0, src1, mask, repeatTime, BinaryRepeatParams): dst = src0 * dst +
+    src1; MulAddDst(...): dst = src0 * src1 + dst (asc-devkit @82b89a15 include/basic_api/
+    kernel_operator_vec_binary_intf.h, level 0, mask continuous mode). reads[0] is dst."""
+    d, (_old, a, b) = i.writes[0], i.reads
+    rows, cols = p._vec_shape(d)
+    fn = _FMA[str(i.attr("fn"))]
     p._line(i, f"{fn}({p._ub(d)}, {p._ub(a)}, {p._ub(b)}, {cols}, {rows}, "
                f"{_binary_params(p, i, d, a, b)});")
 
@@ -214,7 +226,7 @@ def _vec_select(p: _KernelPrinter, i: Instr) -> None:
 
 VECTOR_TEMPLATES = {
     "copy_gm_ub": _dma, "copy_ub_gm": _dma,
-    "vec_binary": _vec_binary, "vec_unary": _vec_unary, "vec_scalar": _vec_scalar,
+    "vec_binary": _vec_binary, "vec_fma": _vec_fma, "vec_unary": _vec_unary, "vec_scalar": _vec_scalar,
     "vec_dup": _vec_dup, "vec_cast": _vec_cast, "vec_reduce": _vec_reduce,
     "vec_block_reduce": _vec_block_reduce,
     "vec_brcb": _vec_brcb, "vec_cmp": _vec_cmp, "vec_select": _vec_select,

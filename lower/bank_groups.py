@@ -162,7 +162,7 @@ def read_together(kernel: Kernel, target: Target) -> dict[_Key, list[ReadTogethe
     out: dict[_Key, list[ReadTogether]] = {}
     for prog in kernel.programs:
         for ins, around in iter_instrs(prog.body):
-            if ins.pipe != Pipe.V or ins.op != "vec_binary":
+            if ins.pipe != Pipe.V or ins.op not in ("vec_binary", "vec_fma"):
                 continue
             loops = [n for n in around if isinstance(n, For)]
             runs = 1
@@ -174,7 +174,7 @@ def read_together(kernel: Kernel, target: Target) -> dict[_Key, list[ReadTogethe
             if len(envs) > SAMPLES:
                 continue
             known = {n.var for n in loops}
-            srcs = []
+            srcs: dict[_Key, tuple] = {}  # a vec_fma's dst is one of its sources
             for reg in ins.reads:
                 buf = bufs.get(reg.tensor)
                 if buf is None or buf.scope != Scope.UB or not reg.copy.is_const:
@@ -185,14 +185,20 @@ def read_together(kernel: Kernel, target: Target) -> dict[_Key, list[ReadTogethe
                 offs = tuple(reg.offset.evaluate({**dict.fromkeys(reg.offset.vars(), 0), **e})
                              * eb for e in envs)
                 f = footprint(reg, 0, eb)
-                srcs.append(((reg.tensor, reg.copy.const), offs, (f.span, f.step)))
-            if len(srcs) != 2 or srcs[0][0] == srcs[1][0]:
-                continue
-            dst = ins.writes[0]
-            repeats = dst.dims[0].extent if len(dst.dims) > 1 else 1
-            (ka, oa, sa), (kb, ob, sb) = srcs
-            out.setdefault(ka, []).append(ReadTogether(ka, kb, oa, ob, sa, sb, repeats, runs))
-            out.setdefault(kb, []).append(ReadTogether(kb, ka, ob, oa, sb, sa, repeats, runs))
+                srcs.setdefault((reg.tensor, reg.copy.const), (offs, (f.span, f.step)))
+            else:
+                dst = ins.writes[0]
+                repeats = dst.dims[0].extent if len(dst.dims) > 1 else 1
+                # every pair of distinct sources (three for vec_fma: they cannot all be apart,
+                # 24 blocks in 16 groups, and the pairwise beats prefer the two-beat layouts)
+                keys = list(srcs)
+                for n, ka in enumerate(keys):
+                    for kb in keys[n + 1:]:
+                        (oa, sa), (ob, sb) = srcs[ka], srcs[kb]
+                        out.setdefault(ka, []).append(
+                            ReadTogether(ka, kb, oa, ob, sa, sb, repeats, runs))
+                        out.setdefault(kb, []).append(
+                            ReadTogether(kb, ka, ob, oa, sb, sa, repeats, runs))
     return out
 
 

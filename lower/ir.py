@@ -25,6 +25,16 @@ lane (as ``vec_brcb`` writes it); semantically element ``(r, c)`` is element ``(
 source row stride of 0 re-reads the same row for every repeat.
   ``vec_binary``  attrs fn in add sub mul div max min: dst = fn(a, b); reads (a, b)
   ``vec_unary``   attrs fn in exp ln sqrt rsqrt reciprocal abs relu copy: dst = fn(src)
+  ``vec_fma``     attrs fn in fused_mul_add mul_add_dst; reads (dst, src0, src1), the first
+                  the same region as the write (the old dst value is an operand, so the
+                  dependence analysis and the race checker see its read):
+                  fused_mul_add: dst = src0 * dst + src1 (``FusedMulAdd``, vmadd);
+                  mul_add_dst: dst = src0 * src1 + dst (``MulAddDst``, vmla); one dtype,
+                  half or float (asc-devkit @82b89a15 include/basic_api/
+                  kernel_operator_vec_binary_intf.h "@brief dst = src0 * dst + src1" /
+                  "dst = src0 * src1 + dst"; docs 复合计算/FusedMulAdd.md, MulAddDst.md). The
+                  product is rounded to the dtype before the add, as a Mul then an Add would
+                  (the docs do not say whether the hardware rounds once; sim/vector.py)
   ``vec_scalar``  attrs fn in adds muls maxs mins, scalar (a number, or an Affine of loop
                   variables: an index value): dst = fn(src, scalar)
   ``vec_dup``     attrs value: dst = value (``Duplicate``); reads nothing
@@ -399,7 +409,7 @@ def copied(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
 
 
 DMA_OPS = frozenset(["copy_gm_ub", "copy_ub_gm"])
-VECTOR_OPS = frozenset(["vec_binary", "vec_unary", "vec_scalar", "vec_dup", "vec_cast",
+VECTOR_OPS = frozenset(["vec_binary", "vec_fma", "vec_unary", "vec_scalar", "vec_dup", "vec_cast",
                         "vec_reduce", "vec_block_reduce", "vec_brcb", "vec_cmp", "vec_select"])
 
 

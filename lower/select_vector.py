@@ -34,6 +34,7 @@ from ascendsched.errors import UnsupportedError
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.bounds import Axis
 from ascendsched.lower.index_values import index_value
+from ascendsched.lower.select_fma import _MulAdds
 from ascendsched.lower.select_reduce import _Reductions
 from ascendsched.lower.tile_memory import Layout
 from ascendsched.lower.vector_instrs import Val, _VectorInstrs
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from ascendsched.lower.build_loop_nest import _Builder, _Version
 
 
-class _ExprGen(_VectorInstrs, _Reductions):
+class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
     """Vector instructions for one stage body over its box (plus reduction axes)."""
 
     def __init__(self, b: _Builder, v: _Version, stage: str, dom: list[Axis],
@@ -145,31 +146,37 @@ class _ExprGen(_VectorInstrs, _Reductions):
 
     # ---- nodes
     def binary(self, e: Binary, dst: Val | None) -> Val:
-        a, b = self.value(e.a), self.value(e.b)
+        fused = self.mul_add(e, dst)  # p * q + c as one instruction (select_fma.py)
+        if fused is not None:
+            return fused
+        return self.binary_vals(e.op, self.value(e.a), self.value(e.b), e.dtype, str(e),
+                                str(e.b), dst)
+
+    def binary_vals(self, op: str, a: Val, b: Val, dtype: DType, what: str, what_b: str,
+                    dst: Val | None) -> Val:
+        """``op(a, b)`` of evaluated operands (``what``: the expression, for comments)."""
         if a.const is not None and b.const is not None:
-            return Val("", Affine(), e.dtype, Affine(), a.strides,
-                       const=_fold(e.op, a.const, b.const, e.dtype))
-        dtype = e.dtype
-        if b.const is not None or (a.const is not None and e.op in ("add", "mul", "max", "min")):
+            return Val("", Affine(), dtype, Affine(), a.strides,
+                       const=_fold(op, a.const, b.const, dtype))
+        if b.const is not None or (a.const is not None and op in ("add", "mul", "max", "min")):
             x, c = (a, b.const) if b.const is not None else (b, a.const)
-            if e.op in ("add", "sub", "mul", "max", "min"):
-                c = -c if e.op == "sub" else c
-                fn = {"add": "adds", "sub": "adds", "mul": "muls", "max": "maxs", "min": "mins"}[e.op]
-                out = self._dst(dst, x.varying(), dtype, str(e))
+            if op in ("add", "sub", "mul", "max", "min"):
+                c = -c if op == "sub" else c
+                fn = {"add": "adds", "sub": "adds", "mul": "muls", "max": "maxs", "min": "mins"}[op]
+                out = self._dst(dst, x.varying(), dtype, what)
                 self.vec("vec_scalar", out, (x,), fn, (("fn", fn), ("scalar", c)))
                 return out
-        if a.const is not None and e.op == "sub":  # c - x = (-x) + c
-            neg = self.temp(b.varying(), dtype, f"-{e.b}")
+        if a.const is not None and op == "sub":  # c - x = (-x) + c
+            neg = self.temp(b.varying(), dtype, f"-{what_b}")
             self.vec("vec_scalar", neg, (b,), "muls", (("fn", "muls"), ("scalar", -1)))
-            out = self._dst(dst, b.varying(), dtype, str(e))
+            out = self._dst(dst, b.varying(), dtype, what)
             self.vec("vec_scalar", out, (neg,), "adds", (("fn", "adds"), ("scalar", a.const)))
             return out
-        op = e.op
         if op == "div" and _row_divisor(a, b, dtype):
-            b, op = self._reciprocal(b, str(e.b)), "mul"
+            b, op = self._reciprocal(b, what_b), "mul"
         a, b = self.materialize_const(a, b), self.materialize_const(b, a)
         axes = tuple(sorted(set(a.varying()) | set(b.varying())))
-        out = self._dst(dst, axes, dtype, str(e))
+        out = self._dst(dst, axes, dtype, what)
         self.vec("vec_binary", out, (a, b), op, (("fn", op),))
         return out
 

@@ -10,6 +10,7 @@ from ascendsched.lower.verify_site import OpRule, Site, View, aligned, fail_unal
 from ascendsched.target.model import Pipe, Scope
 
 BINARY = ("add", "sub", "mul", "div", "max", "min")
+FMA = ("fused_mul_add", "mul_add_dst")
 UNARY = ("exp", "ln", "sqrt", "rsqrt", "reciprocal", "abs", "relu", "copy")
 SCALAR = ("adds", "muls", "maxs", "mins")
 REDUCE = ("sum", "max", "min")
@@ -135,6 +136,19 @@ def _binary(site: Site) -> None:
     _same(site, d, a, b)
     _repeat(site, d.rows, d.cols, d, a, b)
     _fn(site, BINARY, dtype=d)
+
+
+def _fma(site: Site) -> None:
+    """dst is read too: its read region is the write region (lower/ir.py, ``vec_fma``)."""
+    ins = site.ins
+    d = _vec(site, 0, "dst", dst=True)
+    a, b = _vec(site, 2, "src0"), _vec(site, 3, "src1")
+    if ins.reads[0] != ins.writes[0]:
+        raise site.fail("operands", f"{ins.op} reads its destination: its first read "
+                                    f"region must be the write region {ins.writes[0]}")
+    _same(site, d, a, b)
+    _repeat(site, d.rows, d.cols, d, a, b)
+    _fn(site, FMA, dtype=d)
 
 
 def _unary(site: Site) -> None:
@@ -298,6 +312,7 @@ VECTOR_CHECKS: dict[str, OpRule] = {
     "copy_gm_ub": OpRule(Pipe.MTE2, 1, 1, _dma),
     "copy_ub_gm": OpRule(Pipe.MTE3, 1, 1, _dma),
     "vec_binary": OpRule(Pipe.V, 1, 2, _binary),
+    "vec_fma": OpRule(Pipe.V, 1, 3, _fma),
     "vec_unary": OpRule(Pipe.V, 1, 1, _unary),
     "vec_scalar": OpRule(Pipe.V, 1, 1, _scalar),
     "vec_dup": OpRule(Pipe.V, 1, 0, _dup),

@@ -103,6 +103,26 @@ def _vec_binary(cx: _Ctx) -> None:
         _store_vec(cx, d, _BINARY[fn](va, vb))
 
 
+def _vec_fma(cx: _Ctx) -> None:
+    """FusedMulAdd (dst = src0 * dst + src1) or MulAddDst (dst = src0 * src1 + dst). The
+    product is rounded to the dtype, then the sum: the values of the Mul and Add the
+    instruction replaces, so selecting it changes no result. The AscendC docs (FusedMulAdd.md,
+    MulAddDst.md) give only the formula, not whether the hardware rounds once; a single
+    rounding differs by at most half an ulp of the product, inside the float tolerances the
+    ladder compares with. emit_ascendc/runtime/kernel_operator.h rounds the same way."""
+    fn = str(cx.ins.attr("fn"))
+    d = cx.operand(cx.ins.writes[0], "dst")
+    old = cx.operand(cx.ins.reads[0], "dst")
+    a, b = cx.operand(cx.ins.reads[1], "src0"), cx.operand(cx.ins.reads[2], "src1")
+    vd, va, vb = _compute_in(d.dtype, _load_vec(cx, old), _load_vec(cx, a), _load_vec(cx, b))
+    with np.errstate(all="ignore"):
+        if fn == "fused_mul_add":
+            prod, addend = _compute_in(d.dtype, np.multiply(va, vd), vb)
+        else:
+            prod, addend = _compute_in(d.dtype, np.multiply(va, vb), vd)
+        _store_vec(cx, d, np.add(prod, addend))
+
+
 def _rsqrt(v: np.ndarray) -> np.ndarray:
     return 1.0 / np.sqrt(v.astype(np.float64))
 
@@ -291,6 +311,7 @@ VECTOR_HANDLERS: dict[str, Callable[[_Ctx], None]] = {
     "copy_gm_ub": _copy_gm_ub,
     "copy_ub_gm": _copy_ub_gm,
     "vec_binary": _vec_binary,
+    "vec_fma": _vec_fma,
     "vec_unary": _vec_unary,
     "vec_scalar": _vec_scalar,
     "vec_dup": _vec_dup,

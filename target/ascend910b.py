@@ -52,6 +52,11 @@ VECTOR_DTYPES = {
     "copy": frozenset([_F16, _F32, _I16, _I32, _BF16]),
     "sum": _FLOAT, "rmax": _FLOAT, "rmin": _FLOAT,
     "cmp": _FLOAT, "select": _FLOAT, "brcb": frozenset([_F16, _F32, _I16, _I32]),
+    # FusedMulAdd / MulAddDst with one dtype for dst and sources: half, float on Atlas A2
+    # (docs 复合计算/FusedMulAdd.md 数据类型, MulAddDst.md 数据类型 table: half/half/half,
+    # float/float/float; its half -> float row is a mixed form the selector does not use;
+    # impl/basic_api/dav_c220/kernel_operator_vec_binary_impl.h static_asserts the same)
+    "fused_mul_add": _FLOAT, "mul_add_dst": _FLOAT,
 }
 # ``Cast`` on 910B, exactly the documented table: (src, dst) -> the round modes it accepts
 # (asc-devkit docs/zh/api/SIMD-API/基础API/Memory矢量计算/类型转换/Cast.md:215-247, "Atlas A2

@@ -117,6 +117,7 @@ _SLOPES = (
     ("reciprocal", 4.0), ("abs", 1.0), ("relu", 1.0), ("copy", 1.0),
     ("adds", 1.0), ("muls", 1.0), ("maxs", 1.0), ("mins", 1.0), ("dup", 1.0),
     ("cast", 1.0), ("brcb", 1.0), ("cmp", 2.0), ("select", 2.0),
+    ("fused_mul_add", 1.0), ("mul_add_dst", 2.0),
     ("sum:float32", 3.0), ("sum:float16", 7.0), ("max_reduce", 7.0), ("min_reduce", 7.0),
     ("block_sum:float32", 1.0), ("block_max:float32", 1.0), ("block_min:float32", 1.0),
     ("block_sum:float16", 7.0), ("block_max:float16", 7.0), ("block_min:float16", 7.0),
@@ -182,7 +183,12 @@ COST_SOURCES_910B: dict[str, str] = {
                   "Case 6: 1.18 incl. head), div fp32 4 / fp16 8 (tilesim, PTO-M), exp/ln/sqrt 2 (PTO TEXP/TSQRT half "
                   "64x64 measured imply 2 for fp16 too; KPP says 4), vcadd fp32 3 / fp16 7, "
                   "vcmax 7 (KPP), cmp/select 2, vcgadd/vcgmax/vcgmin (BlockReduce) fp32 1 / fp16 7 "
-                  "(KPP 910B1 table; PTO slope 1, tilesim 1: SOURCES.md 2.5)",
+                  "(KPP 910B1 table; PTO slope 1, tilesim 1: SOURCES.md 2.5); FusedMulAdd 1 "
+                  "(64 float / 128 half per cycle) and MulAddDst 2 (32 / 64 per cycle), "
+                  "asc-devkit docs/zh/api/附录/Vector指令理论性能汇总.md table 8 (SPEC); "
+                  "FusedMulAdd.md: with dst, src0, src1 at three addresses one beat cannot "
+                  "read all three, half the rate (its dst is a source: the bank-group beats "
+                  "charge that, 24 blocks in 16 groups = 2 beats)",
     "ub_bank_groups": "UB = 16 bank groups x 3 banks x 128 rows x 32 B; a 256 B source offset "
                       "removes the conflict (ASC add Case 6, SPEC + HW), so group = block % 16",
     "bank_beat": "ASC add Cases 4-6: 2.18 vs 1.18 cyc/repeat with and without the conflict (HW)",

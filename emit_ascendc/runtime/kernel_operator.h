@@ -863,6 +863,53 @@ ASCENDSCHED_BINARY(Max, detail::nan_max(x, y))
 ASCENDSCHED_BINARY(Min, detail::nan_min(x, y))
 #undef ASCENDSCHED_BINARY
 
+// include/basic_api/kernel_operator_vec_binary_intf.h (level 0, mask continuous mode), asc-devkit
+// @82b89a15f: FusedMulAdd "@brief dst = src0 * dst + src1" (vmadd), MulAddDst "@brief dst =
+// src0 * src1 + dst" (vmla); half and float (docs 复合计算/FusedMulAdd.md, MulAddDst.md 数据类型;
+// impl/basic_api/dav_c220/kernel_operator_vec_binary_impl.h static_asserts). dst is read as a
+// source, so the trace records its read first, then src0 and src1 (the IR's vec_fma reads). The
+// product is rounded to T before the add, as sim/vector.py's _vec_fma does: the docs do not say
+// whether the hardware rounds once.
+namespace detail {
+template <typename T>
+inline void mul_add(const char* api, bool product_with_dst, const LocalTensor<T>& dst, const LocalTensor<T>& src0,
+                    const LocalTensor<T>& src1, uint64_t mask, uint8_t repeatTime, const BinaryRepeatParams& p,
+                    const char* file_, int line_) {
+    static_assert(std::is_same<T, half>::value || std::is_same<T, float>::value,
+                  "FusedMulAdd / MulAddDst support half and float (FusedMulAdd.md, MulAddDst.md)");
+    using C = typename Calc<T>::type;
+    Operand od = opnd("dst", dst, p.dstBlkStride, p.dstRepStride);
+    Operand oa = opnd("src0", src0, p.src0BlkStride, p.src0RepStride);
+    Operand ob = opnd("src1", src1, p.src1BlkStride, p.src1RepStride);
+    elementwise<T>(api, "vec_fma", od, {od, oa, ob}, mask, rt::kRepeat / sizeof(T), repeatTime,
+                   [&](uint64_t r, uint64_t k) {
+                       C d = static_cast<C>(rt::ub_load<T>(od.lane(r, k)));
+                       C x = static_cast<C>(rt::ub_load<T>(oa.lane(r, k)));
+                       C y = static_cast<C>(rt::ub_load<T>(ob.lane(r, k)));
+                       C prod = static_cast<C>(static_cast<T>(product_with_dst ? x * d : x * y));
+                       return static_cast<T>(prod + (product_with_dst ? y : d));
+                   },
+                   file_, line_);
+}
+}  // namespace detail
+
+template <typename T, bool isSetMask = true>
+inline void FusedMulAdd(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
+                        uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams& repeatParams,
+                        ASCENDSCHED_LOC) {
+    detail::mul_add("FusedMulAdd", true, dst, src0, src1, mask, repeatTime, repeatParams, file_, line_);
+}
+
+// MulAddDst's T (dst) and U (sources) may differ on the hardware (half sources, float dst); this runtime
+// implements the same-dtype forms the compiler emits.
+template <typename T, typename U, bool isSetMask = true>
+inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,
+                      uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams& repeatParams,
+                      ASCENDSCHED_LOC) {
+    static_assert(std::is_same<T, U>::value, "ascendsched runtime: MulAddDst with dst and sources of one dtype only");
+    detail::mul_add("MulAddDst", false, dst, src0, src1, mask, repeatTime, repeatParams, file_, line_);
+}
+
 // include/basic_api/kernel_operator_vec_unary_intf.h (level 0, mask continuous mode)
 #define ASCENDSCHED_UNARY(NAME, EXPR)                                                                              \
     template <typename T, bool isSetMask = true>                                                                   \

@@ -37,12 +37,15 @@ from tests.emit_ascendc.test_cube_mixed import mixed_kernel
 # implementation (module docstring). A new call must be checked before it joins the list.
 # BlockReduceSum/Max/Min: SetMask, then vcgadd/vcgmax/vcgmin (asc-devkit @2e0db4c9,
 # impl/basic_api/dav_c220/kernel_operator_vec_reduce_impl.h, BlockReduce*Impl).
+# FusedMulAdd/MulAddDst level 0: SetMask, then vmadd/vmla (asc-devkit @82b89a15,
+# impl/basic_api/dav_c220/kernel_operator_vec_binary_impl.h, FusedMulAddImpl/MulAddDstImpl).
 NO_LIBRARY_FLAGS = frozenset({
     "Abs", "Add", "Adds", "BlockReduceMax", "BlockReduceMin", "BlockReduceSum", "Brcb", "Cast", "CrossCoreSetFlag", "CrossCoreWaitFlag", "DataCopy",
-    "DataCopyPad", "Destroy", "Div", "Duplicate", "Exp", "Fixpipe", "Get", "GetBlockIdx",
+    "DataCopyPad", "Destroy", "Div", "Duplicate", "Exp", "Fixpipe", "FusedMulAdd", "Get",
+    "GetBlockIdx",
     "GetWithOffset", "InitBuffer",
     "Ln", "LoadData", "LoadDataWithTranspose", "Max", "Maxs", "Min", "Mins", "Mmad", "Mul",
-    "Muls", "PipeBarrier", "Reciprocal", "Relu", "Rsqrt", "SetFlag", "SetGlobalBuffer",
+    "MulAddDst", "Muls", "PipeBarrier", "Reciprocal", "Relu", "Rsqrt", "SetFlag", "SetGlobalBuffer",
     "SetSyncBaseAddr", "Sqrt",
     "Sub", "WaitFlag", "WholeReduceMax", "WholeReduceMin", "WholeReduceSum",
 })

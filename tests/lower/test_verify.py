@@ -128,7 +128,7 @@ def test_op_core_pipe_operands() -> None:
     _raises(_vec(k, op="vec_pow"), "(op): unknown op 'vec_pow' (ops: copy_gm_l1, copy_gm_ub, "
                                    "copy_l1_bt, copy_ub_gm, fixpipe, load_l0a, load_l0a_transpose, "
                                    "load_l0b, load_l0b_transpose, mmad, mmad_bias, vec_binary, vec_block_reduce, vec_brcb, vec_cast, "
-                                   "vec_cmp, vec_dup, vec_reduce, vec_scalar, vec_select, "
+                                   "vec_cmp, vec_dup, vec_fma, vec_reduce, vec_scalar, vec_select, "
                                    "vec_unary)")
     _raises(_vec(k, pipe=Pipe.MTE2), "(pipe): vec_binary runs on pipe V, not MTE2")
     one = _with_instr(k, "vec_binary", lambda s: (replace(s, reads=s.reads[:1]),))

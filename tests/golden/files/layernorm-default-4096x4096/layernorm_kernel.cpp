@@ -19,6 +19,7 @@
 //   DataCopy, DataCopyPad, Copy       include/basic_api/kernel_operator_data_copy_intf.h
 //   DataCopyParams, DataCopyExtParams include/basic_api/kernel_struct_data_copy.h
 //   Add/Sub/Mul/Div/Max/Min           include/basic_api/kernel_operator_vec_binary_intf.h
+//   FusedMulAdd, MulAddDst            include/basic_api/kernel_operator_vec_binary_intf.h
 //   Exp/Ln/Sqrt/Rsqrt/Reciprocal/...  include/basic_api/kernel_operator_vec_unary_intf.h
 //   Adds/Muls/Maxs/Mins               include/basic_api/kernel_operator_vec_binary_scalar_intf.h
 //   Duplicate                         include/basic_api/kernel_operator_vec_duplicate_intf.h
@@ -56,66 +57,62 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 168736 B of 188160 B usable UB.
+    // Arena: 168256 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 168736);
+    pipe.InitBuffer(ubuf, 168256);
     // gamma_ub: float16[4096] [4096] x1 at UB bytes [0, 8192); tile of gamma
     LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(4096, 0);
     // beta_ub: float16[4096] [4096] x1 at UB bytes [8192, 16384); tile of beta
     LocalTensor<half> beta_ub = ubuf.GetWithOffset<half>(4096, 8192);
-    // x_ub: float16[2, 4096] [8192] x2 at UB bytes [99104, 115488), [115488, 131872); tile of x (double buffered)
-    LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(8192, 99104), ubuf.GetWithOffset<half>(8192, 115488)};
-    // xf_ub: float32[2, 4096] [8192] x1 at UB bytes [0, 32768); tile of xf
-    LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(8192, 0);
-    // d_ub: float32[2, 4096] [8192] x1 at UB bytes [32800, 65568); tile of d
-    LocalTensor<float> d_ub = ubuf.GetWithOffset<float>(8192, 32800);
-    // d_t1: float32[2] [16] x1 at UB bytes [32768, 32832); temporary of d: sum[float32](k<4096: xf[i, k])
-    LocalTensor<float> d_t1 = ubuf.GetWithOffset<float>(16, 32768);
-    // d_blk2: float32[2, 512] [1024] x1 at UB bytes [32768, 36864); sum of each 32 B block of the rows of d
-    LocalTensor<float> d_blk2 = ubuf.GetWithOffset<float>(1024, 32768);
-    // d_blk3: float32[2, 64] [128] x1 at UB bytes [36864, 37376); sum of each 32 B block of the rows of d
-    LocalTensor<float> d_blk3 = ubuf.GetWithOffset<float>(128, 36864);
-    // d_t4: float32[2] [16] x1 at UB bytes [32768, 32832); temporary of d: (sum[float32](k<4096: xf[i, k]) * 0.000244140625)
-    LocalTensor<float> d_t4 = ubuf.GetWithOffset<float>(16, 32768);
-    // d_brcb5: float32[16, 8] [128] x1 at UB bytes [164640, 165152); d_t4 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
-    LocalTensor<float> d_brcb5 = ubuf.GetWithOffset<float>(128, 164640);
-    // y_ub: float16[2, 4096] [8192] x2 at UB bytes [131872, 148256), [148256, 164640); tile of y (double buffered)
-    LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(8192, 131872), ubuf.GetWithOffset<half>(8192, 148256)};
-    // y_t6: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (d[i, k2] * d[i, k2])
-    LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(8200, 0);
-    // y_t7: float32[2] [16] x1 at UB bytes [512, 576); temporary of y: sum[float32](k2<4096: (d[i, k2] * d[i, k2]))
-    LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(16, 512);
-    // y_blk8: float32[2, 512] [1024] x1 at UB bytes [164640, 168736); sum of each 32 B block of the rows of y
-    LocalTensor<float> y_blk8 = ubuf.GetWithOffset<float>(1024, 164640);
-    // y_blk9: float32[2, 64] [128] x1 at UB bytes [0, 512); sum of each 32 B block of the rows of y
-    LocalTensor<float> y_blk9 = ubuf.GetWithOffset<float>(128, 0);
-    // y_t10: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: (sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625)
-    LocalTensor<float> y_t10 = ubuf.GetWithOffset<float>(16, 0);
-    // y_t11: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: ((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05)
-    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(16, 0);
-    // y_t12: float32[2] [16] x1 at UB bytes [0, 64); temporary of y: rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05))
-    LocalTensor<float> y_t12 = ubuf.GetWithOffset<float>(16, 0);
-    // y_t13: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (d[i, j] * rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05)))
-    LocalTensor<float> y_t13 = ubuf.GetWithOffset<float>(8200, 0);
-    // y_brcb14: float32[16, 8] [128] x1 at UB bytes [164640, 165152); y_t12 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
-    LocalTensor<float> y_brcb14 = ubuf.GetWithOffset<float>(128, 164640);
-    // y_t1_once: float32[4096] [4104] x1 at UB bytes [65792, 82208); temporary of y (computed once, before the tile loops): float32(gamma[j])
-    LocalTensor<float> y_t1_once = ubuf.GetWithOffset<float>(4104, 65792);
-    // y_t15: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: ((d[i, j] * rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05))) * float32(gamma[j]))
-    LocalTensor<float> y_t15 = ubuf.GetWithOffset<float>(8200, 0);
-    // y_t2_once: float32[4096] [4104] x1 at UB bytes [82688, 99104); temporary of y (computed once, before the tile loops): float32(beta[j])
-    LocalTensor<float> y_t2_once = ubuf.GetWithOffset<float>(4104, 82688);
-    // y_t16: float32[2, 4096] [8200] x1 at UB bytes [0, 32800); temporary of y: (((d[i, j] * rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05))) * float32(gamma[j])) + float32(beta[j]))
-    LocalTensor<float> y_t16 = ubuf.GetWithOffset<float>(8200, 0);
+    // x_ub: float16[2, 4096] [8192] x2 at UB bytes [0, 16384), [49440, 65824); tile of x (double buffered)
+    LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(8192, 0), ubuf.GetWithOffset<half>(8192, 49440)};
+    // xf_ub: float32[2, 4096] [8192] x1 at UB bytes [98592, 131360); tile of xf
+    LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(8192, 98592);
+    // d_ub: float32[2, 4096] [8192] x1 at UB bytes [98592, 131360); tile of d
+    LocalTensor<float> d_ub = ubuf.GetWithOffset<float>(8192, 98592);
+    // d_t1: float32[2] [16] x1 at UB bytes [32800, 32864); temporary of d: sum[float32](k<4096: xf[i, k])
+    LocalTensor<float> d_t1 = ubuf.GetWithOffset<float>(16, 32800);
+    // d_blk2: float32[2, 512] [1024] x1 at UB bytes [131360, 135456); sum of each 32 B block of the rows of d
+    LocalTensor<float> d_blk2 = ubuf.GetWithOffset<float>(1024, 131360);
+    // d_blk3: float32[2, 64] [128] x1 at UB bytes [135456, 135968); sum of each 32 B block of the rows of d
+    LocalTensor<float> d_blk3 = ubuf.GetWithOffset<float>(128, 135456);
+    // d_t4: float32[2] [16] x1 at UB bytes [32864, 32928); temporary of d: (sum[float32](k<4096: xf[i, k]) * 0.000244140625)
+    LocalTensor<float> d_t4 = ubuf.GetWithOffset<float>(16, 32864);
+    // d_brcb5: float32[16, 8] [128] x1 at UB bytes [131808, 132320); d_t4 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> d_brcb5 = ubuf.GetWithOffset<float>(128, 131808);
+    // y_ub: float16[2, 4096] [8192] x2 at UB bytes [65824, 82208), [82208, 98592); tile of y (double buffered)
+    LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(8192, 65824), ubuf.GetWithOffset<half>(8192, 82208)};
+    // y_t6: float32[2, 4096] [8200] x1 at UB bytes [131360, 164160); temporary of y: (d[i, k2] * d[i, k2])
+    LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(8200, 131360);
+    // y_t7: float32[2] [16] x1 at UB bytes [32928, 32992); temporary of y: sum[float32](k2<4096: (d[i, k2] * d[i, k2]))
+    LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(16, 32928);
+    // y_blk8: float32[2, 512] [1024] x1 at UB bytes [164160, 168256); sum of each 32 B block of the rows of y
+    LocalTensor<float> y_blk8 = ubuf.GetWithOffset<float>(1024, 164160);
+    // y_blk9: float32[2, 64] [128] x1 at UB bytes [135968, 136480); sum of each 32 B block of the rows of y
+    LocalTensor<float> y_blk9 = ubuf.GetWithOffset<float>(128, 135968);
+    // y_t10: float32[2] [16] x1 at UB bytes [32864, 32928); temporary of y: (sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625)
+    LocalTensor<float> y_t10 = ubuf.GetWithOffset<float>(16, 32864);
+    // y_t11: float32[2] [16] x1 at UB bytes [32800, 32864); temporary of y: ((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05)
+    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(16, 32800);
+    // y_t12: float32[2] [16] x1 at UB bytes [32928, 32992); temporary of y: rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05))
+    LocalTensor<float> y_t12 = ubuf.GetWithOffset<float>(16, 32928);
+    // y_t13: float32[2, 4096] [8200] x1 at UB bytes [131584, 164384); temporary of y: (d[i, j] * rsqrt(((sum[float32](k2<4096: (d[i, k2] * d[i, k2])) * 0.000244140625) + 1e-05)))
+    LocalTensor<float> y_t13 = ubuf.GetWithOffset<float>(8200, 131584);
+    // y_brcb14: float32[16, 8] [128] x1 at UB bytes [164576, 165088); y_t12 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb14 = ubuf.GetWithOffset<float>(128, 164576);
+    // y_t1_once: float32[4096] [4104] x1 at UB bytes [16384, 32800); temporary of y (computed once, before the tile loops): float32(gamma[j])
+    LocalTensor<float> y_t1_once = ubuf.GetWithOffset<float>(4104, 16384);
+    // y_t2_once: float32[4096] [4104] x1 at UB bytes [33024, 49440); temporary of y (computed once, before the tile loops): float32(beta[j])
+    LocalTensor<float> y_t2_once = ubuf.GetWithOffset<float>(4104, 33024);
 
     DataCopy(gamma_ub, gamma_gm, DataCopyParams(1, 256, 0, 0));  // load gamma tile into UB (1 x 8192 B; lengths in 32 B blocks)
-    SetFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+20 more)
+    SetFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+1 more)
     DataCopy(beta_ub, beta_gm, DataCopyParams(1, 256, 0, 0));  // load beta tile into UB (1 x 8192 B; lengths in 32 B blocks)
-    SetFlag<HardEvent::MTE2_V>(1);  // beta_ub: MTE2 write -> V read (RAW) (+10 more)
-    WaitFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+20 more)
+    SetFlag<HardEvent::MTE2_V>(1);  // beta_ub: MTE2 write -> V read (RAW) (+1 more)
+    WaitFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+1 more)
     Cast(y_t1_once, gamma_ub, RoundMode::CAST_NONE, 64, 64, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
-    WaitFlag<HardEvent::MTE2_V>(1);  // beta_ub: MTE2 write -> V read (RAW) (+10 more)
+    WaitFlag<HardEvent::MTE2_V>(1);  // beta_ub: MTE2 write -> V read (RAW) (+1 more)
     Cast(y_t2_once, beta_ub, RoundMode::CAST_NONE, 64, 64, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
     SetFlag<HardEvent::V_MTE2>(0);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     SetFlag<HardEvent::V_MTE2>(1);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
@@ -127,58 +124,53 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
             DataCopy(x_ub[i_o_k % 2], x_gm[8192*block_idx + 393216*i_o_k], DataCopyParams(2, 256, 0, 0));  // load x tile into UB (2 x 8192 B; lengths in 32 B blocks)
             SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
             WaitFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-            PipeBarrier<PIPE_V>();  // y_t16/xf_ub: V read -> V write (WAR)
             Cast(xf_ub, x_ub[i_o_k % 2], RoundMode::CAST_NONE, 64, 128, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
             SetFlag<HardEvent::V_MTE2>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
-            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+170 more)
+            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+80 more)
             BlockReduceSum(d_blk2, xf_ub, 128, 64, 1, 1, 8);  // d: sum of each 32 B block
-            PipeBarrier<PIPE_V>();  // d_blk2: V write -> V read (RAW) (+2 more)
+            PipeBarrier<PIPE_V>();  // d_blk2: V write -> V read (RAW) (+1 more)
             BlockReduceSum(d_blk3, d_blk2, 16, 64, 1, 1, 8);  // d: sum of each 32 B block
-            PipeBarrier<PIPE_V>();  // d_blk3: V write -> V read (RAW) (+4 more)
+            PipeBarrier<PIPE_V>();  // d_blk3: V write -> V read (RAW)
             WholeReduceSum(d_t1, d_blk3, 64, 2, 1, 1, 8);  // d: sum over k
-            PipeBarrier<PIPE_V>();  // d_t1: V write -> V read (RAW) (+3 more)
+            PipeBarrier<PIPE_V>();  // d_t1: V write -> V read (RAW) (+2 more)
             Muls(d_t4, d_t1, 0.000244140625f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // d: muls
-            PipeBarrier<PIPE_V>();  // d_t4: V write -> V read (RAW) (+7 more)
+            PipeBarrier<PIPE_V>();  // d_t4: V write -> V read (RAW) (+6 more)
             Brcb(d_brcb5, d_t4, 1, BrcbRepeatParams(1, 8));  // d: broadcast d_t4 per row
             Brcb(d_brcb5[64], d_t4, 1, BrcbRepeatParams(1, 8));  // d: broadcast d_t4 per row
-            PipeBarrier<PIPE_V>();  // d_brcb5: V write -> V read (RAW) (+4 more)
+            PipeBarrier<PIPE_V>();  // d_brcb5: V write -> V read (RAW) (+6 more)
             for (int64_t d_r1 = 0; d_r1 < 2; ++d_r1) {  // rows of d
                 Sub(d_ub[4096*d_r1], xf_ub[4096*d_r1], d_brcb5[8*d_r1], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // d: sub
                 Sub(d_ub[4096*d_r1 + 64], xf_ub[4096*d_r1 + 64], d_brcb5[8*d_r1 + 64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // d: sub
             }
-            PipeBarrier<PIPE_V>();  // d_ub: V write -> V read (RAW) (+5 more)
+            PipeBarrier<PIPE_V>();  // d_ub: V write -> V read (RAW) (+6 more)
             Mul(y_t6, d_ub, d_ub, 64, 128, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
-            PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+5 more)
+            PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+2 more)
             BlockReduceSum(y_blk8, y_t6, 128, 64, 1, 1, 8);  // y: sum of each 32 B block
-            PipeBarrier<PIPE_V>();  // y_blk8: V write -> V read (RAW) (+8 more)
+            PipeBarrier<PIPE_V>();  // y_blk8: V write -> V read (RAW) (+2 more)
             BlockReduceSum(y_blk9, y_blk8, 16, 64, 1, 1, 8);  // y: sum of each 32 B block
-            PipeBarrier<PIPE_V>();  // y_blk9: V write -> V read (RAW) (+8 more)
+            PipeBarrier<PIPE_V>();  // y_blk9: V write -> V read (RAW) (+2 more)
             WholeReduceSum(y_t7, y_blk9, 64, 2, 1, 1, 8);  // y: sum over k2
-            PipeBarrier<PIPE_V>();  // y_t7: V write -> V read (RAW) (+12 more)
+            PipeBarrier<PIPE_V>();  // y_t7: V write -> V read (RAW) (+3 more)
             Muls(y_t10, y_t7, 0.000244140625f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: muls
-            PipeBarrier<PIPE_V>();  // y_t10: V write -> V read (RAW) (+14 more)
+            PipeBarrier<PIPE_V>();  // y_t10: V write -> V read (RAW) (+3 more)
             Adds(y_t11, y_t10, 1e-05f, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: adds
-            PipeBarrier<PIPE_V>();  // y_t11: V write -> V read (RAW) (+13 more)
+            PipeBarrier<PIPE_V>();  // y_t11: V write -> V read (RAW) (+3 more)
             Rsqrt(y_t12, y_t11, 2, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: rsqrt
-            PipeBarrier<PIPE_V>();  // y_t12: V write -> V read (RAW) (+29 more)
+            PipeBarrier<PIPE_V>();  // y_t12: V write -> V read (RAW) (+18 more)
             Brcb(y_brcb14, y_t12, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t12 per row
             Brcb(y_brcb14[64], y_t12, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t12 per row
-            PipeBarrier<PIPE_V>();  // y_brcb14: V write -> V read (RAW) (+23 more)
+            PipeBarrier<PIPE_V>();  // y_brcb14: V write -> V read (RAW) (+18 more)
             for (int64_t y_r2 = 0; y_r2 < 2; ++y_r2) {  // rows of y
                 Mul(y_t13[4096*y_r2], d_ub[4096*y_r2], y_brcb14[8*y_r2], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
                 Mul(y_t13[4096*y_r2 + 64], d_ub[4096*y_r2 + 64], y_brcb14[8*y_r2 + 64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
             }
-            PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW) (+25 more)
+            PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW) (+8 more)
             for (int64_t y_r3 = 0; y_r3 < 2; ++y_r3) {  // rows of y
-                Mul(y_t15[4096*y_r3], y_t13[4096*y_r3], y_t1_once, 64, 64, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
-            }
-            PipeBarrier<PIPE_V>();  // y_t15: V write -> V read (RAW) (+13 more)
-            for (int64_t y_r4 = 0; y_r4 < 2; ++y_r4) {  // rows of y
-                Add(y_t16[4096*y_r4], y_t15[4096*y_r4], y_t2_once, 64, 64, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: add
+                FusedMulAdd(y_t13[4096*y_r3], y_t1_once, y_t2_once, 64, 64, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: fused_mul_add
             }
             WaitFlag<HardEvent::MTE3_V>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
-            PipeBarrier<PIPE_V>();  // y_t16: V write -> V read (RAW) (+2 more)
-            Cast(y_ub[i_o_k % 2], y_t16, RoundMode::CAST_RINT, 64, 128, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
+            PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW)
+            Cast(y_ub[i_o_k % 2], y_t13, RoundMode::CAST_RINT, 64, 128, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
             SetFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
             WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
             DataCopy(y_gm[8192*block_idx + 393216*i_o_k], y_ub[i_o_k % 2], DataCopyParams(2, 256, 0, 0));  // store y tile to GM (2 x 8192 B; lengths in 32 B blocks)

@@ -17,6 +17,7 @@
 //   DataCopy, DataCopyPad, Copy       include/basic_api/kernel_operator_data_copy_intf.h
 //   DataCopyParams, DataCopyExtParams include/basic_api/kernel_struct_data_copy.h
 //   Add/Sub/Mul/Div/Max/Min           include/basic_api/kernel_operator_vec_binary_intf.h
+//   FusedMulAdd, MulAddDst            include/basic_api/kernel_operator_vec_binary_intf.h
 //   Exp/Ln/Sqrt/Rsqrt/Reciprocal/...  include/basic_api/kernel_operator_vec_unary_intf.h
 //   Adds/Muls/Maxs/Mins               include/basic_api/kernel_operator_vec_binary_scalar_intf.h
 //   Duplicate                         include/basic_api/kernel_operator_vec_duplicate_intf.h
@@ -54,95 +55,91 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 17440 B of 188160 B usable UB.
+    // Arena: 17696 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 17440);
+    pipe.InitBuffer(ubuf, 17696);
     // gamma_ub: float16[1024] [1024] x1 at UB bytes [4128, 6176); tile of gamma
     LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(1024, 4128);
-    // beta_ub: float16[1024] [1024] x1 at UB bytes [8256, 10304); tile of beta
-    LocalTensor<half> beta_ub = ubuf.GetWithOffset<half>(1024, 8256);
-    // x_ub: float16[1, 1024] [1024] x1 at UB bytes [12352, 14400); tile of x
-    LocalTensor<half> x_ub = ubuf.GetWithOffset<half>(1024, 12352);
-    // xf_ub: float32[1, 1024] [1024] x1 at UB bytes [8256, 12352); tile of xf
-    LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(1024, 8256);
-    // d_ub: float32[1, 1024] [1024] x1 at UB bytes [12576, 16672); tile of d
-    LocalTensor<float> d_ub = ubuf.GetWithOffset<float>(1024, 12576);
-    // d_t1: float32[1] [16] x1 at UB bytes [12352, 12416); temporary of d: sum[float32](k<1024: xf[i, k])
-    LocalTensor<float> d_t1 = ubuf.GetWithOffset<float>(16, 12352);
-    // d_blk2: float32[1, 128] [128] x1 at UB bytes [12352, 12864); sum of each 32 B block of the rows of d
-    LocalTensor<float> d_blk2 = ubuf.GetWithOffset<float>(128, 12352);
-    // d_blk3: float32[1, 16] [16] x1 at UB bytes [12864, 12928); sum of each 32 B block of the rows of d
-    LocalTensor<float> d_blk3 = ubuf.GetWithOffset<float>(16, 12864);
-    // d_t4: float32[1] [16] x1 at UB bytes [12352, 12416); temporary of d: (sum[float32](k<1024: xf[i, k]) * 0.0009765625)
-    LocalTensor<float> d_t4 = ubuf.GetWithOffset<float>(16, 12352);
-    // d_brcb5: float32[16, 8] [128] x1 at UB bytes [16704, 17216); d_t4 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
-    LocalTensor<float> d_brcb5 = ubuf.GetWithOffset<float>(128, 16704);
-    // y_ub: float16[1, 1024] [1024] x1 at UB bytes [12576, 14624); tile of y
-    LocalTensor<half> y_ub = ubuf.GetWithOffset<half>(1024, 12576);
-    // y_t6: float32[1, 1024] [1032] x1 at UB bytes [8256, 12384); temporary of y: (d[i, k2] * d[i, k2])
-    LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(1032, 8256);
-    // y_t7: float32[1] [16] x1 at UB bytes [8320, 8384); temporary of y: sum[float32](k2<1024: (d[i, k2] * d[i, k2]))
-    LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(16, 8320);
-    // y_blk8: float32[1, 128] [128] x1 at UB bytes [16672, 17184); sum of each 32 B block of the rows of y
-    LocalTensor<float> y_blk8 = ubuf.GetWithOffset<float>(128, 16672);
-    // y_blk9: float32[1, 16] [16] x1 at UB bytes [8256, 8320); sum of each 32 B block of the rows of y
-    LocalTensor<float> y_blk9 = ubuf.GetWithOffset<float>(16, 8256);
-    // y_t10: float32[1] [16] x1 at UB bytes [8256, 8320); temporary of y: (sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625)
-    LocalTensor<float> y_t10 = ubuf.GetWithOffset<float>(16, 8256);
-    // y_t11: float32[1] [16] x1 at UB bytes [8256, 8320); temporary of y: ((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05)
-    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(16, 8256);
-    // y_t12: float32[1] [16] x1 at UB bytes [8256, 8320); temporary of y: rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05))
-    LocalTensor<float> y_t12 = ubuf.GetWithOffset<float>(16, 8256);
-    // y_t13: float32[1, 1024] [1032] x1 at UB bytes [8448, 12576); temporary of y: (d[i, j] * rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05)))
-    LocalTensor<float> y_t13 = ubuf.GetWithOffset<float>(1032, 8448);
-    // y_brcb14: float32[16, 8] [128] x1 at UB bytes [16928, 17440); y_t12 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
-    LocalTensor<float> y_brcb14 = ubuf.GetWithOffset<float>(128, 16928);
+    // beta_ub: float16[1024] [1024] x1 at UB bytes [8480, 10528); tile of beta
+    LocalTensor<half> beta_ub = ubuf.GetWithOffset<half>(1024, 8480);
+    // x_ub: float16[1, 1024] [1024] x1 at UB bytes [12576, 14624); tile of x
+    LocalTensor<half> x_ub = ubuf.GetWithOffset<half>(1024, 12576);
+    // xf_ub: float32[1, 1024] [1024] x1 at UB bytes [8480, 12576); tile of xf
+    LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(1024, 8480);
+    // d_ub: float32[1, 1024] [1024] x1 at UB bytes [12832, 16928); tile of d
+    LocalTensor<float> d_ub = ubuf.GetWithOffset<float>(1024, 12832);
+    // d_t1: float32[1] [16] x1 at UB bytes [4192, 4256); temporary of d: sum[float32](k<1024: xf[i, k])
+    LocalTensor<float> d_t1 = ubuf.GetWithOffset<float>(16, 4192);
+    // d_blk2: float32[1, 128] [128] x1 at UB bytes [12576, 13088); sum of each 32 B block of the rows of d
+    LocalTensor<float> d_blk2 = ubuf.GetWithOffset<float>(128, 12576);
+    // d_blk3: float32[1, 16] [16] x1 at UB bytes [4128, 4192); sum of each 32 B block of the rows of d
+    LocalTensor<float> d_blk3 = ubuf.GetWithOffset<float>(16, 4128);
+    // d_t4: float32[1] [16] x1 at UB bytes [4128, 4192); temporary of d: (sum[float32](k<1024: xf[i, k]) * 0.0009765625)
+    LocalTensor<float> d_t4 = ubuf.GetWithOffset<float>(16, 4128);
+    // d_brcb5: float32[16, 8] [128] x1 at UB bytes [16928, 17440); d_t4 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> d_brcb5 = ubuf.GetWithOffset<float>(128, 16928);
+    // y_ub: float16[1, 1024] [1024] x1 at UB bytes [12832, 14880); tile of y
+    LocalTensor<half> y_ub = ubuf.GetWithOffset<half>(1024, 12832);
+    // y_t6: float32[1, 1024] [1032] x1 at UB bytes [8480, 12608); temporary of y: (d[i, k2] * d[i, k2])
+    LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(1032, 8480);
+    // y_t7: float32[1] [16] x1 at UB bytes [4192, 4256); temporary of y: sum[float32](k2<1024: (d[i, k2] * d[i, k2]))
+    LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(16, 4192);
+    // y_blk8: float32[1, 128] [128] x1 at UB bytes [16928, 17440); sum of each 32 B block of the rows of y
+    LocalTensor<float> y_blk8 = ubuf.GetWithOffset<float>(128, 16928);
+    // y_blk9: float32[1, 16] [16] x1 at UB bytes [4128, 4192); sum of each 32 B block of the rows of y
+    LocalTensor<float> y_blk9 = ubuf.GetWithOffset<float>(16, 4128);
+    // y_t10: float32[1] [16] x1 at UB bytes [4128, 4192); temporary of y: (sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625)
+    LocalTensor<float> y_t10 = ubuf.GetWithOffset<float>(16, 4128);
+    // y_t11: float32[1] [16] x1 at UB bytes [4128, 4192); temporary of y: ((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05)
+    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(16, 4128);
+    // y_t12: float32[1] [16] x1 at UB bytes [4128, 4192); temporary of y: rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05))
+    LocalTensor<float> y_t12 = ubuf.GetWithOffset<float>(16, 4128);
+    // y_t13: float32[1, 1024] [1032] x1 at UB bytes [8704, 12832); temporary of y: (d[i, j] * rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05)))
+    LocalTensor<float> y_t13 = ubuf.GetWithOffset<float>(1032, 8704);
+    // y_brcb14: float32[16, 8] [128] x1 at UB bytes [17184, 17696); y_t12 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb14 = ubuf.GetWithOffset<float>(128, 17184);
     // y_t1_once: float32[1024] [1032] x1 at UB bytes [0, 4128); temporary of y (computed once, before the tile loops): float32(gamma[j])
     LocalTensor<float> y_t1_once = ubuf.GetWithOffset<float>(1032, 0);
-    // y_t15: float32[1, 1024] [1032] x1 at UB bytes [8448, 12576); temporary of y: ((d[i, j] * rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05))) * float32(gamma[j]))
-    LocalTensor<float> y_t15 = ubuf.GetWithOffset<float>(1032, 8448);
-    // y_t2_once: float32[1024] [1032] x1 at UB bytes [4128, 8256); temporary of y (computed once, before the tile loops): float32(beta[j])
-    LocalTensor<float> y_t2_once = ubuf.GetWithOffset<float>(1032, 4128);
-    // y_t16: float32[1, 1024] [1032] x1 at UB bytes [8448, 12576); temporary of y: (((d[i, j] * rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05))) * float32(gamma[j])) + float32(beta[j]))
-    LocalTensor<float> y_t16 = ubuf.GetWithOffset<float>(1032, 8448);
+    // y_t2_once: float32[1024] [1032] x1 at UB bytes [4352, 8480); temporary of y (computed once, before the tile loops): float32(beta[j])
+    LocalTensor<float> y_t2_once = ubuf.GetWithOffset<float>(1032, 4352);
 
     DataCopy(gamma_ub, gamma_gm, DataCopyParams(1, 64, 0, 0));  // load gamma tile into UB (1 x 2048 B; lengths in 32 B blocks)
-    SetFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+2 more)
+    SetFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+18 more)
     DataCopy(beta_ub, beta_gm, DataCopyParams(1, 64, 0, 0));  // load beta tile into UB (1 x 2048 B; lengths in 32 B blocks)
-    SetFlag<HardEvent::MTE2_V>(1);  // beta_ub: MTE2 write -> V read (RAW) (+20 more)
-    WaitFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+2 more)
+    SetFlag<HardEvent::MTE2_V>(1);  // beta_ub: MTE2 write -> V read (RAW) (+6 more)
+    WaitFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+18 more)
     Cast(y_t1_once, gamma_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
-    WaitFlag<HardEvent::MTE2_V>(1);  // beta_ub: MTE2 write -> V read (RAW) (+20 more)
-    PipeBarrier<PIPE_V>();  // gamma_ub/y_t2_once: V read -> V write (WAR) (+1 more)
+    WaitFlag<HardEvent::MTE2_V>(1);  // beta_ub: MTE2 write -> V read (RAW) (+6 more)
+    PipeBarrier<PIPE_V>();  // gamma_ub/y_t2_once: V read -> V write (WAR) (+9 more)
     Cast(y_t2_once, beta_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
-    PipeBarrier<PIPE_V>();  // beta_ub/xf_ub: V read -> V write (WAR) (+10 more)
+    PipeBarrier<PIPE_V>();  // beta_ub/xf_ub: V read -> V write (WAR) (+3 more)
     for (int64_t i_o_k = 0; i_o_k < 1; ++i_o_k) {  // tiles i_o = i_o_k*8 + block_idx over 8 cores
         DataCopy(x_ub, x_gm[1024*block_idx + 8192*i_o_k], DataCopyParams(1, 64, 0, 0));  // load x tile into UB (1 x 2048 B; lengths in 32 B blocks)
-        SetFlag<HardEvent::MTE2_V>(2);  // x_ub: MTE2 write -> V read (RAW) (+17 more)
-        WaitFlag<HardEvent::MTE2_V>(2);  // x_ub: MTE2 write -> V read (RAW) (+17 more)
+        SetFlag<HardEvent::MTE2_V>(2);  // x_ub: MTE2 write -> V read (RAW) (+7 more)
+        WaitFlag<HardEvent::MTE2_V>(2);  // x_ub: MTE2 write -> V read (RAW) (+7 more)
         Cast(xf_ub, x_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
-        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+2 more)
+        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+1 more)
         BlockReduceSum(d_blk2, xf_ub, 16, 64, 1, 1, 8);  // d: sum of each 32 B block
-        PipeBarrier<PIPE_V>();  // d_blk2: V write -> V read (RAW) (+2 more)
+        PipeBarrier<PIPE_V>();  // d_blk2: V write -> V read (RAW)
         BlockReduceSum(d_blk3, d_blk2, 2, 64, 1, 1, 8);  // d: sum of each 32 B block
-        PipeBarrier<PIPE_V>();  // d_blk3: V write -> V read (RAW) (+5 more)
+        PipeBarrier<PIPE_V>();  // d_blk3: V write -> V read (RAW) (+1 more)
         WholeReduceSum(d_t1, d_blk3, 16, 1, 1, 1, 0);  // d: sum over k
-        PipeBarrier<PIPE_V>();  // d_t1: V write -> V read (RAW) (+3 more)
+        PipeBarrier<PIPE_V>();  // d_t1: V write -> V read (RAW) (+2 more)
         Muls(d_t4, d_t1, 0.0009765625f, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // d: muls
-        PipeBarrier<PIPE_V>();  // d_t4: V write -> V read (RAW) (+6 more)
+        PipeBarrier<PIPE_V>();  // d_t4: V write -> V read (RAW) (+5 more)
         Brcb(d_brcb5, d_t4, 1, BrcbRepeatParams(1, 8));  // d: broadcast d_t4 per row
         Brcb(d_brcb5[64], d_t4, 1, BrcbRepeatParams(1, 8));  // d: broadcast d_t4 per row
-        PipeBarrier<PIPE_V>();  // d_brcb5: V write -> V read (RAW) (+10 more)
+        PipeBarrier<PIPE_V>();  // d_brcb5: V write -> V read (RAW) (+5 more)
         Sub(d_ub, xf_ub, d_brcb5, 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // d: sub
         Sub(d_ub[64], xf_ub[64], d_brcb5[64], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // d: sub
         PipeBarrier<PIPE_V>();  // d_ub: V write -> V read (RAW) (+4 more)
         Mul(y_t6, d_ub, d_ub, 64, 16, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
-        PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+4 more)
+        PipeBarrier<PIPE_V>();  // y_t6: V write -> V read (RAW) (+5 more)
         BlockReduceSum(y_blk8, y_t6, 16, 64, 1, 1, 8);  // y: sum of each 32 B block
-        PipeBarrier<PIPE_V>();  // y_blk8: V write -> V read (RAW) (+7 more)
+        PipeBarrier<PIPE_V>();  // y_blk8: V write -> V read (RAW) (+4 more)
         BlockReduceSum(y_blk9, y_blk8, 2, 64, 1, 1, 8);  // y: sum of each 32 B block
-        PipeBarrier<PIPE_V>();  // y_blk9: V write -> V read (RAW) (+7 more)
+        PipeBarrier<PIPE_V>();  // y_blk9: V write -> V read (RAW) (+6 more)
         WholeReduceSum(y_t7, y_blk9, 16, 1, 1, 1, 0);  // y: sum over k2
         PipeBarrier<PIPE_V>();  // y_t7: V write -> V read (RAW) (+10 more)
         Muls(y_t10, y_t7, 0.0009765625f, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: muls
@@ -150,20 +147,18 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
         Adds(y_t11, y_t10, 1e-05f, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: adds
         PipeBarrier<PIPE_V>();  // y_t11: V write -> V read (RAW) (+11 more)
         Rsqrt(y_t12, y_t11, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: rsqrt
-        PipeBarrier<PIPE_V>();  // y_t12: V write -> V read (RAW) (+14 more)
+        PipeBarrier<PIPE_V>();  // y_t12: V write -> V read (RAW) (+13 more)
         Brcb(y_brcb14, y_t12, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t12 per row
         Brcb(y_brcb14[64], y_t12, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t12 per row
-        PipeBarrier<PIPE_V>();  // y_brcb14: V write -> V read (RAW) (+31 more)
+        PipeBarrier<PIPE_V>();  // y_brcb14: V write -> V read (RAW) (+11 more)
         Mul(y_t13, d_ub, y_brcb14, 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
         Mul(y_t13[64], d_ub[64], y_brcb14[64], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
-        PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW) (+19 more)
-        Mul(y_t15, y_t13, y_t1_once, 64, 16, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
-        PipeBarrier<PIPE_V>();  // y_t15: V write -> V read (RAW) (+16 more)
-        Add(y_t16, y_t15, y_t2_once, 64, 16, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: add
-        PipeBarrier<PIPE_V>();  // y_t16: V write -> V read (RAW)
-        Cast(y_ub, y_t16, RoundMode::CAST_RINT, 64, 16, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
-        SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+3 more)
-        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+3 more)
+        PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW) (+9 more)
+        FusedMulAdd(y_t13, y_t1_once, y_t2_once, 64, 16, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: fused_mul_add
+        PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW)
+        Cast(y_ub, y_t13, RoundMode::CAST_RINT, 64, 16, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
+        SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+2 more)
+        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+2 more)
         DataCopy(y_gm[1024*block_idx + 8192*i_o_k], y_ub, DataCopyParams(1, 64, 0, 0));  // store y tile to GM (1 x 2048 B; lengths in 32 B blocks)
     }
 }

@@ -17,6 +17,7 @@
 //   DataCopy, DataCopyPad, Copy       include/basic_api/kernel_operator_data_copy_intf.h
 //   DataCopyParams, DataCopyExtParams include/basic_api/kernel_struct_data_copy.h
 //   Add/Sub/Mul/Div/Max/Min           include/basic_api/kernel_operator_vec_binary_intf.h
+//   FusedMulAdd, MulAddDst            include/basic_api/kernel_operator_vec_binary_intf.h
 //   Exp/Ln/Sqrt/Rsqrt/Reciprocal/...  include/basic_api/kernel_operator_vec_unary_intf.h
 //   Adds/Muls/Maxs/Mins               include/basic_api/kernel_operator_vec_binary_scalar_intf.h
 //   Duplicate                         include/basic_api/kernel_operator_vec_duplicate_intf.h
@@ -54,16 +55,16 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 72640 B of 188160 B usable UB.
+    // Arena: 68832 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 72640);
-    // x_ub: float16[4, 1000] [4032] x2 at UB bytes [32064, 40128), [40128, 48192); tile of x (double buffered)
-    LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(4032, 32064), ubuf.GetWithOffset<half>(4032, 40128)};
-    // gamma_ub: float16[1000] [1008] x1 at UB bytes [68608, 70624); tile of gamma
-    LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(1008, 68608);
-    // beta_ub: float16[1000] [1008] x1 at UB bytes [70624, 72640); tile of beta
-    LocalTensor<half> beta_ub = ubuf.GetWithOffset<half>(1008, 70624);
+    pipe.InitBuffer(ubuf, 68832);
+    // x_ub: float16[4, 1000] [4032] x2 at UB bytes [32032, 40096), [40096, 48160); tile of x (double buffered)
+    LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(4032, 32032), ubuf.GetWithOffset<half>(4032, 40096)};
+    // gamma_ub: float16[1000] [1008] x1 at UB bytes [64288, 66304); tile of gamma
+    LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(1008, 64288);
+    // beta_ub: float16[1000] [1008] x1 at UB bytes [66304, 68320); tile of beta
+    LocalTensor<half> beta_ub = ubuf.GetWithOffset<half>(1008, 66304);
     // xf_ub: float32[4, 1000] [4000] x1 at UB bytes [0, 16000); tile of xf
     LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(4000, 0);
     // mean_ub: float32[4] [8] x1 at UB bytes [16000, 16032); tile of mean
@@ -74,34 +75,30 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     LocalTensor<float> mean_part2 = ubuf.GetWithOffset<float>(64, 16000);
     // d_ub: float32[4, 1000] [4000] x1 at UB bytes [16032, 32032); tile of d
     LocalTensor<float> d_ub = ubuf.GetWithOffset<float>(4000, 16032);
-    // d_brcb3: float32[16, 8] [128] x1 at UB bytes [64320, 64832); mean_ub broadcast to one 32 B block per row (Brcb), twice: one copy per phase
-    LocalTensor<float> d_brcb3 = ubuf.GetWithOffset<float>(128, 64320);
+    // d_brcb3: float32[16, 8] [128] x1 at UB bytes [68320, 68832); mean_ub broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> d_brcb3 = ubuf.GetWithOffset<float>(128, 68320);
     // var_ub: float32[4] [8] x1 at UB bytes [0, 32); tile of var
     LocalTensor<float> var_ub = ubuf.GetWithOffset<float>(8, 0);
     // var_t4: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of var: (d[i, k2] * d[i, k2])
     LocalTensor<float> var_t4 = ubuf.GetWithOffset<float>(4008, 0);
     // var_t5: float32[4] [16] x1 at UB bytes [0, 64); temporary of var: sum[float32](k2<1000: (d[i, k2] * d[i, k2]))
     LocalTensor<float> var_t5 = ubuf.GetWithOffset<float>(16, 0);
-    // var_part6: float32[4, 16] [64] x1 at UB bytes [64320, 64576); sum partials of the rows of var
-    LocalTensor<float> var_part6 = ubuf.GetWithOffset<float>(64, 64320);
+    // var_part6: float32[4, 16] [64] x1 at UB bytes [68320, 68576); sum partials of the rows of var
+    LocalTensor<float> var_part6 = ubuf.GetWithOffset<float>(64, 68320);
     // r_ub: float32[4] [8] x1 at UB bytes [0, 32); tile of r
     LocalTensor<float> r_ub = ubuf.GetWithOffset<float>(8, 0);
     // r_t7: float32[4] [16] x1 at UB bytes [0, 64); temporary of r: (var[i] + 1e-05)
     LocalTensor<float> r_t7 = ubuf.GetWithOffset<float>(16, 0);
-    // y_ub: float16[4, 1000] [4032] x2 at UB bytes [48192, 56256), [56256, 64320); tile of y (double buffered)
-    LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(4032, 48192), ubuf.GetWithOffset<half>(4032, 56256)};
+    // y_ub: float16[4, 1000] [4032] x2 at UB bytes [48160, 56224), [56224, 64288); tile of y (double buffered)
+    LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(4032, 48160), ubuf.GetWithOffset<half>(4032, 56224)};
     // y_t8: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of y: (d[i, j] * r[i])
     LocalTensor<float> y_t8 = ubuf.GetWithOffset<float>(4008, 0);
-    // y_brcb9: float32[16, 8] [128] x1 at UB bytes [64320, 64832); r_ub broadcast to one 32 B block per row (Brcb), twice: one copy per phase
-    LocalTensor<float> y_brcb9 = ubuf.GetWithOffset<float>(128, 64320);
-    // y_t10: float32[1000] [1008] x1 at UB bytes [64576, 68608); temporary of y: float32(gamma[j])
-    LocalTensor<float> y_t10 = ubuf.GetWithOffset<float>(1008, 64576);
-    // y_t11: float32[4, 1000] [4008] x1 at UB bytes [16032, 32064); temporary of y: ((d[i, j] * r[i]) * float32(gamma[j]))
-    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(4008, 16032);
-    // y_t12: float32[1000] [1008] x1 at UB bytes [64320, 68352); temporary of y: float32(beta[j])
-    LocalTensor<float> y_t12 = ubuf.GetWithOffset<float>(1008, 64320);
-    // y_t13: float32[4, 1000] [4008] x1 at UB bytes [0, 16032); temporary of y: (((d[i, j] * r[i]) * float32(gamma[j])) + float32(beta[j]))
-    LocalTensor<float> y_t13 = ubuf.GetWithOffset<float>(4008, 0);
+    // y_brcb9: float32[16, 8] [128] x1 at UB bytes [68320, 68832); r_ub broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb9 = ubuf.GetWithOffset<float>(128, 68320);
+    // y_t10: float32[1000] [1008] x1 at UB bytes [16032, 20064); temporary of y: float32(gamma[j])
+    LocalTensor<float> y_t10 = ubuf.GetWithOffset<float>(1008, 16032);
+    // y_t11: float32[1000] [1008] x1 at UB bytes [20384, 24416); temporary of y: float32(beta[j])
+    LocalTensor<float> y_t11 = ubuf.GetWithOffset<float>(1008, 20384);
 
     SetFlag<HardEvent::V_MTE2>(0);  // gamma_ub: V read -> MTE2 write (WAR)
     SetFlag<HardEvent::V_MTE2>(1);  // beta_ub: V read -> MTE2 write (WAR)
@@ -117,12 +114,12 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
         DataCopyPad(beta_ub, beta_gm, DataCopyExtParams(1, 2000, 0, 0, 0), DataCopyPadExtParams<half>(false, 0, 0, 0));  // load beta tile into UB (1 x 2000 B; GM gap in bytes, UB gap in blocks)
         SetFlag<HardEvent::MTE2_V>(3);  // beta_ub: MTE2 write -> V read (RAW)
         WaitFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-        PipeBarrier<PIPE_V>();  // y_t13/xf_ub: V read -> V write (WAR)
+        PipeBarrier<PIPE_V>();  // y_t8/xf_ub: V read -> V write (WAR)
         for (int64_t xf_r1 = 0; xf_r1 < 4; ++xf_r1) {  // rows of xf
             Cast(xf_ub[1000*xf_r1], x_ub[i_o_k % 2][1008*xf_r1], RoundMode::CAST_NONE, 64, 15, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
         }
         Cast(xf_ub[960], x_ub[i_o_k % 2][960], RoundMode::CAST_NONE, 40, 4, UnaryRepeatParams(1, 1, 125, 63));  // xf: cast
-        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+154 more)
+        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+118 more)
         for (int64_t mean_r2 = 0; mean_r2 < 4; ++mean_r2) {  // rows of mean
             WholeReduceSum(mean_part2[16*mean_r2], xf_ub[1000*mean_r2], 64, 15, 1, 1, 8);  // mean: sum of each 64-column chunk
         }
@@ -159,38 +156,32 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
         PipeBarrier<PIPE_V>();  // r_ub: V write -> V read (RAW) (+25 more)
         Brcb(y_brcb9, r_ub, 1, BrcbRepeatParams(1, 8));  // y: broadcast r_ub per row
         Brcb(y_brcb9[64], r_ub, 1, BrcbRepeatParams(1, 8));  // y: broadcast r_ub per row
-        PipeBarrier<PIPE_V>();  // y_brcb9: V write -> V read (RAW) (+12 more)
+        PipeBarrier<PIPE_V>();  // y_brcb9: V write -> V read (RAW) (+15 more)
         for (int64_t y_r5 = 0; y_r5 < 4; ++y_r5) {  // rows of y
             Mul(y_t8[1000*y_r5], d_ub[1000*y_r5], y_brcb9[8*y_r5], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
             Mul(y_t8[1000*y_r5 + 64], d_ub[1000*y_r5 + 64], y_brcb9[8*y_r5 + 64], 64, 7, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
         }
         Mul(y_t8[960], d_ub[960], y_brcb9, 40, 4, BinaryRepeatParams(1, 1, 0, 125, 125, 1));  // y: mul
         WaitFlag<HardEvent::MTE2_V>(2);  // gamma_ub: MTE2 write -> V read (RAW)
-        PipeBarrier<PIPE_V>();  // y_brcb9/y_t10: V read -> V write (WAR) (+16 more)
+        PipeBarrier<PIPE_V>();  // d_ub/y_t10: V read -> V write (WAR) (+28 more)
         Cast(y_t10, gamma_ub, RoundMode::CAST_NONE, 64, 15, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
         Cast(y_t10[960], gamma_ub[960], RoundMode::CAST_NONE, 40, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: cast
         SetFlag<HardEvent::V_MTE2>(0);  // gamma_ub: V read -> MTE2 write (WAR)
-        PipeBarrier<PIPE_V>();  // y_t10: V write -> V read (RAW) (+12 more)
-        for (int64_t y_r6 = 0; y_r6 < 4; ++y_r6) {  // rows of y
-            Mul(y_t11[1000*y_r6], y_t8[1000*y_r6], y_t10, 64, 15, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: mul
-        }
-        Mul(y_t11[960], y_t8[960], y_t10[960], 40, 4, BinaryRepeatParams(1, 1, 1, 125, 125, 0));  // y: mul
         WaitFlag<HardEvent::MTE2_V>(3);  // beta_ub: MTE2 write -> V read (RAW)
-        PipeBarrier<PIPE_V>();  // y_t10/y_t12: V read -> V write (WAR) (+24 more)
-        Cast(y_t12, beta_ub, RoundMode::CAST_NONE, 64, 15, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
-        Cast(y_t12[960], beta_ub[960], RoundMode::CAST_NONE, 40, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: cast
+        Cast(y_t11, beta_ub, RoundMode::CAST_NONE, 64, 15, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
+        Cast(y_t11[960], beta_ub[960], RoundMode::CAST_NONE, 40, 1, UnaryRepeatParams(1, 1, 0, 0));  // y: cast
         SetFlag<HardEvent::V_MTE2>(1);  // beta_ub: V read -> MTE2 write (WAR)
-        PipeBarrier<PIPE_V>();  // y_t12: V write -> V read (RAW) (+16 more)
-        for (int64_t y_r7 = 0; y_r7 < 4; ++y_r7) {  // rows of y
-            Add(y_t13[1000*y_r7], y_t11[1000*y_r7], y_t12, 64, 15, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: add
+        PipeBarrier<PIPE_V>();  // y_t10: V write -> V read (RAW) (+15 more)
+        for (int64_t y_r6 = 0; y_r6 < 4; ++y_r6) {  // rows of y
+            FusedMulAdd(y_t8[1000*y_r6], y_t10, y_t11, 64, 15, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: fused_mul_add
         }
-        Add(y_t13[960], y_t11[960], y_t12[960], 40, 4, BinaryRepeatParams(1, 1, 1, 125, 125, 0));  // y: add
+        FusedMulAdd(y_t8[960], y_t10[960], y_t11[960], 40, 4, BinaryRepeatParams(1, 1, 1, 125, 0, 0));  // y: fused_mul_add
         WaitFlag<HardEvent::MTE3_V>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
-        PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW) (+4 more)
-        for (int64_t y_r8 = 0; y_r8 < 4; ++y_r8) {  // rows of y
-            Cast(y_ub[i_o_k % 2][1008*y_r8], y_t13[1000*y_r8], RoundMode::CAST_RINT, 64, 15, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
+        PipeBarrier<PIPE_V>();  // y_t8: V write -> V read (RAW) (+4 more)
+        for (int64_t y_r7 = 0; y_r7 < 4; ++y_r7) {  // rows of y
+            Cast(y_ub[i_o_k % 2][1008*y_r7], y_t8[1000*y_r7], RoundMode::CAST_RINT, 64, 15, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
         }
-        Cast(y_ub[i_o_k % 2][960], y_t13[960], RoundMode::CAST_RINT, 40, 4, UnaryRepeatParams(1, 1, 63, 125));  // y: cast
+        Cast(y_ub[i_o_k % 2][960], y_t8[960], RoundMode::CAST_RINT, 40, 4, UnaryRepeatParams(1, 1, 63, 125));  // y: cast
         SetFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
         WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
         DataCopyPad(y_gm[4000*block_idx + 20000*i_o_k], y_ub[i_o_k % 2], DataCopyExtParams(4, 2000, 0, 0, 0));  // store y tile to GM (4 x 2000 B; GM gap in bytes, UB gap in blocks)

@@ -1,0 +1,115 @@
+"""Fused multiply-add selection (lower/select_fma.py): ``p * q + c`` becomes one ``vec_fma``
+only when the overwritten operand is a value computed for it; the kernels equal numpy through
+the IR executor and their traces are race-free."""
+
+from __future__ import annotations
+
+import pytest
+
+from ascendsched.algo import library as L
+from ascendsched.algo.algorithm import algorithm
+from ascendsched.algo.ops import exp
+from ascendsched.algo.tensor import compute, placeholder
+from ascendsched.lower.ir import Instr, Kernel, iter_instrs
+from ascendsched.lower.pipeline import lower
+from ascendsched.lower.schedule_for import schedule_for
+from ascendsched.schedule import Schedule
+from ascendsched.sim.checker import check_trace
+from tests.kit.reference import LAYERNORM, assert_matches_reference, row_tiles
+
+
+def _instrs(k: Kernel, op: str) -> list[Instr]:
+    return [i for p in k.programs for i, _ in iter_instrs(p.body) if i.op == op]
+
+
+def _fn_ops(k: Kernel) -> list[tuple[str, str]]:
+    return [(i.op, str(i.attr("fn", ""))) for p in k.programs for i, _ in iter_instrs(p.body)
+            if i.op in ("vec_binary", "vec_fma")]
+
+
+def _mul_add_exp(m: int = 8, n: int = 256):  # noqa: ANN202 -- an Algorithm
+    """y = x * w + exp(x), float32: the addend is the only computed operand (MulAddDst)."""
+    x = placeholder("x", (m, n), "float32")
+    w = placeholder("w", (m, n), "float32")
+    y = compute("y", (m, n), lambda i, j: x[i, j] * w[i, j] + exp(x[i, j]))
+    return algorithm("mul_add_exp", y)
+
+
+def _mul_add_loads(m: int = 8, n: int = 256):  # noqa: ANN202
+    """y = x * w + b, float32, every operand an input tile."""
+    x = placeholder("x", (m, n), "float32")
+    w = placeholder("w", (m, n), "float32")
+    b = placeholder("b", (m, n), "float32")
+    return algorithm("mul_add_loads", compute("y", (m, n), lambda i, j: x[i, j] * w[i, j]
+                                              + b[i, j]))
+
+
+def test_layernorm_scale_and_shift_is_one_fused_mul_add() -> None:
+    k = lower(schedule_for(L.layernorm(8, 1024)))
+    fmas = _instrs(k, "vec_fma")
+    assert [str(i.attr("fn")) for i in fmas] == ["fused_mul_add"]
+    (fma,) = fmas
+    acc = fma.writes[0].tensor
+    # the product d * r, a temporary of y that dies here, is overwritten; the once-per-core
+    # float32(gamma) / float32(beta) and the stage tiles (xf, d) are only read
+    assert acc.startswith("y_t") and not acc.endswith("_once"), acc
+    assert fma.reads[0] == fma.writes[0]
+    assert [r.tensor.endswith("_once") for r in fma.reads[1:]] == [True, True]
+    assert ("vec_binary", "add") not in _fn_ops(k)  # the add of beta is gone
+    assert not any(i.writes[0].tensor.endswith("_once") or i.writes[0].tensor in (
+        "xf_ub", "d_ub") for i in fmas)
+
+
+def test_layernorm_row_tiles_with_tails_fuse_and_match_numpy() -> None:
+    """20 x 1000 in tiles of 3 rows (a 2-row tail, 1000 = 15 * 64 + 40 lanes): float32(gamma)
+    is computed per tile here (no load_once), and still only the product d * r is
+    overwritten."""
+    s = row_tiles(L.layernorm(20, 1000), 3, LAYERNORM)
+    k, res = assert_matches_reference(s, trace=True)
+    fmas = _instrs(k, "vec_fma")
+    assert fmas and {str(i.attr("fn")) for i in fmas} == {"fused_mul_add"}
+    assert len({i.writes[0].tensor for i in fmas}) <= 2  # the full and the tail tile version
+    report = check_trace(res.trace, k.target)
+    assert report.ok and not report.races and not report.deadlocks, report.summary()
+
+
+@pytest.mark.parametrize("make", [lambda: schedule_for(L.layernorm(8, 1024)),
+                                  lambda: schedule_for(L.layernorm(64, 512))])
+def test_layernorm_default_with_fma_matches_numpy_race_free(make) -> None:  # noqa: ANN001
+    k, res = assert_matches_reference(make(), trace=True)
+    assert _instrs(k, "vec_fma")
+    report = check_trace(res.trace, k.target)
+    assert report.ok and not report.races, report.summary()
+
+
+def test_computed_addend_is_accumulated_with_mul_add_dst() -> None:
+    s = Schedule(_mul_add_exp()).split("y", "i", 4)
+    k, res = assert_matches_reference(s, trace=True)
+    (fma,) = _instrs(k, "vec_fma")
+    assert fma.attr("fn") == "mul_add_dst"
+    assert {r.tensor for r in fma.reads[1:]} == {"x_ub", "w_ub"}  # inputs only read
+    assert check_trace(res.trace, k.target).ok
+
+
+def test_no_fma_when_every_operand_is_live_elsewhere() -> None:
+    """x * w + b over input tiles: overwriting any of them would clobber a live buffer (an
+    input tile), so the Mul and Add stay."""
+    k, _ = assert_matches_reference(Schedule(_mul_add_loads()).split("y", "i", 4))
+    assert not _instrs(k, "vec_fma")
+    assert _fn_ops(k) == [("vec_binary", "mul"), ("vec_binary", "add")]
+
+
+def test_no_fma_on_a_hoisted_or_stage_operand() -> None:
+    """y = d * float32(gamma) + float32(beta) with d a stage of its own (a tile other
+    readers share) and gamma, beta hoisted once per core: no operand dies at the add."""
+    x = placeholder("x", (8, 512), "float16")
+    g = placeholder("gamma", (512,), "float16")
+    b = placeholder("beta", (512,), "float16")
+    d = compute("d", (8, 512), lambda i, j: x[i, j].astype("float32") * 2.0)
+    y = compute("y", (8, 512), lambda i, j: (d[i, j] * g[j].astype("float32")
+                                             + b[j].astype("float32")).astype("float16"))
+    a = algorithm("scale_shift", y)
+    s = (Schedule(a).split("y", "i", 2).compute_at("d", "y", "i_o").load_once("gamma")
+         .load_once("beta"))
+    k, _ = assert_matches_reference(s)
+    assert not _instrs(k, "vec_fma")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
 
@@ -98,7 +98,8 @@ class CubePlan:
     """The decisions of a Cube schedule. ``tile``: the L1 tile as written (None: the whole
     problem); ``k0``: the L0 K step (None: the L1 tile's k); ``copies``: (level, copies) of
     the levels given (``gemm_records.LEVELS``); ``epilogue``: where the steps after the sum
-    run (None: the Fixpipe when it can apply them, else the Vector cores)."""
+    run (None: the Fixpipe when it can apply them, else the Vector cores); ``source``: the
+    schedule as written (its printout, kept on the kernel as notes)."""
 
     algo: Algorithm
     target: Target
@@ -108,6 +109,10 @@ class CubePlan:
     cores: int = 1
     swizzle: Swizzle = Swizzle(1, "m")
     epilogue: EpilogueOn | None = None
+    source: str = field(default="", repr=False)
+
+    def __str__(self) -> str:
+        return self.source
 
     @cached_property
     def split(self) -> GemmSplit | None:

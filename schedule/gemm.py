@@ -47,11 +47,12 @@ from ascendsched.schedule.gemm_records import (  # noqa: F401 -- re-exported
     TileClass,
     cube_geometry,
 )
+from ascendsched.schedule.schedule import Scheduled
 from ascendsched.target import DEFAULT_TARGET, Target
 
 
 @dataclass(frozen=True, eq=False)
-class GemmSchedule:
+class GemmSchedule(Scheduled):
     """A GEMM algorithm plus an ordered tuple of Cube scheduling directives."""
 
     algo: Algorithm
@@ -73,7 +74,14 @@ class GemmSchedule:
         for d in self.directives:
             if isinstance(d, Swizzle):
                 sw = d
-        return CubePlan(self.algo, self.target, tile, k0, copies, cores, sw, self._epilogue())
+        return CubePlan(self.algo, self.target, tile, k0, copies, cores, sw, self._epilogue(),
+                        str(self))
+
+    @property
+    def cube(self) -> CubePlan:
+        """The Cube plan ``lower()`` builds from (needs the L1 tile)."""
+        self._tile()
+        return self.plan
 
     @property
     def split(self) -> GemmSplit | None:

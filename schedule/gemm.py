@@ -28,10 +28,20 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.expr import Reduce
+from ascendsched.algo.gemm_epilogue import is_matmul_stage, walk
 from ascendsched.algo.gemm_spec import GemmSpec
 from ascendsched.algo.gemm_vector_epilogue import GemmSplit, VectorEpilogue
 from ascendsched.errors import ScheduleError
-from ascendsched.schedule.cube_plan import CubePlan
+from ascendsched.schedule.cube_directives import (
+    CacheRead,
+    CacheWrite,
+    Place,
+    Tensorize,
+    TileSwizzle,
+)
+from ascendsched.schedule.cube_plan import CubePlan, cube_split, matched
+from ascendsched.schedule.cube_resolve import resolve_cube
 from ascendsched.schedule.gemm_records import (  # noqa: F401 -- re-exported
     EPILOGUE_UNITS,
     LEVELS,
@@ -47,7 +57,7 @@ from ascendsched.schedule.gemm_records import (  # noqa: F401 -- re-exported
     TileClass,
     cube_geometry,
 )
-from ascendsched.schedule.schedule import Scheduled
+from ascendsched.schedule.schedule import Bind, Fuse, Schedule, Scheduled, Split
 from ascendsched.target import DEFAULT_TARGET, Target
 
 
@@ -63,19 +73,58 @@ class GemmSchedule(Scheduled):
         _ = self.spec  # UnsupportedError now, not at lowering
 
     @cached_property
-    def plan(self) -> CubePlan:
-        """The resolved Cube facts of these directives (``schedule/cube_plan.py``)."""
+    def schedule(self) -> Schedule:
+        """The general records these directives stand for (``GemmSchedule`` is sugar for them):
+        ``tile(m, n, k)`` splits i by m, j by n, k by k and fuses the tile loops, ``split_k``
+        splits k_i, the innermost K loop is tensorized, ``buffer`` is cache_read/cache_write
+        at the level's loop, ``bind``/``swizzle`` act on the fused tile loop and
+        ``epilogue_on`` places the output stage. Made directly (``GemmSchedule`` checked its
+        own calls; ``tile`` may exceed the problem, which the plan clamps)."""
+        unit = self._epilogue().unit if self._epilogue() is not None else None
+        split = cube_split(self.algo, unit)  # the matcher's UnsupportedError, if any
+        sp = matched(split.cube if split is not None else self.algo)
+        c = next(t for t in self.algo.stages if is_matmul_stage(t))
+        assert c.op is not None
+        i, j = (a.name for a in c.op.axes[-2:])
+        k = next(e for e in walk(c.op.body) if isinstance(e, Reduce)).axes[0].name
+        st, ko, ki, tl = c.name, f"{k}_o", f"{k}_i", f"{i}_o_{j}_o"
+        recs: list = []
         tile = next((d for d in self.directives if isinstance(d, L1Tile)), None)
         k0 = next((d.k0 for d in self.directives if isinstance(d, SplitK)), None)
-        copies = tuple((d.level, d.copies) for d in self.directives
-                       if isinstance(d, CubeBuffering))
-        cores = next((d.cores for d in self.directives if isinstance(d, CubeBind)), 1)
-        sw = Swizzle(1, "m")
+        if tile is not None:
+            recs += [Split(st, i, f"{i}_o", f"{i}_i", tile.m),
+                     Split(st, j, f"{j}_o", f"{j}_i", tile.n),
+                     Split(st, k, ko, ki, tile.k), Fuse(st, f"{i}_o", f"{j}_o", tl)]
+            if k0 is not None:
+                recs.append(Split(st, ki, f"{ki}_o", f"{ki}_i", k0))
+        k_loops = [] if tile is None else [ko] if k0 is None else [ko, f"{ki}_o"]
+        recs.append(Tensorize(st, f"{ki}_i" if k0 is not None else ki if tile else k, "mmad"))
+        at = {"l1": k_loops[0] if k_loops else None, "l0": k_loops[-1] if k_loops else None}
+        copies = {d.level: d.copies for d in self.directives if isinstance(d, CubeBuffering)}
+        for level, n in copies.items():
+            if level in at:
+                loop = at[level]
+                scopes = ("L1", "L1") if level == "l1" else ("L0A", "L0B")
+                recs += [CacheRead(x, sc, st if loop else None, loop, n)
+                         for x, sc in zip((sp.a, sp.b), scopes)]
+            else:
+                recs.append(CacheWrite(st, "L0C" if level == "l0c" else level, n))
         for d in self.directives:
-            if isinstance(d, Swizzle):
-                sw = d
-        return CubePlan(self.algo, self.target, tile, k0, copies, cores, sw, self._epilogue(),
-                        str(self))
+            if isinstance(d, CubeBind) and tile is not None:
+                recs.append(Bind(st, tl, d.cores))
+            elif isinstance(d, Swizzle) and tile is not None:
+                recs.append(TileSwizzle(st, tl, d.width, i if d.direction == "m" else j))
+            elif isinstance(d, EpilogueOn):
+                recs.append(Place(self.algo.outputs[0].name, d.unit, d.rows, d.vector_cores))
+        return Schedule(self.algo, tuple(recs), self.target)
+
+    @cached_property
+    def plan(self) -> CubePlan:
+        """The resolved Cube facts (``cube_resolve.resolve_cube`` of :attr:`schedule`); no
+        L1 tile: the whole problem (``tiling`` asks for one)."""
+        plan = resolve_cube(self.schedule)
+        assert plan is not None
+        return replace(plan, tile=plan.tile if self._has_tile() else None, source=str(self))
 
     @property
     def cube(self) -> CubePlan:
@@ -289,6 +338,9 @@ class GemmSchedule(Scheduled):
 
     def _epilogue(self) -> EpilogueOn | None:
         return next((d for d in self.directives if isinstance(d, EpilogueOn)), None)
+
+    def _has_tile(self) -> bool:
+        return any(isinstance(d, L1Tile) for d in self.directives)
 
     def _tile(self) -> L1Tile:
         for d in self.directives:

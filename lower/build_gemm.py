@@ -40,19 +40,20 @@ from ascendsched.errors import CapacityError, UnsupportedError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.cube_ops import FIXPIPE_QUANT, MMAD_DTYPES, cube_c0, make_cube_instr
 from ascendsched.lower.ir import BLOCK_IDX, Buffer, For, GmTensor, If, Instr, Kernel, Program, Stmt
-from ascendsched.schedule.gemm import GemmSchedule, GemmTiling, TileClass
+from ascendsched.schedule.cube_plan import CubePlan
+from ascendsched.schedule.gemm_records import GemmTiling, TileClass
 from ascendsched.target import CoreType, Scope, Target
 
 _QUANT = {("float32", "float16"): "F322F16", ("float32", "bfloat16"): "F322BF16",
           ("float32", "float32"): "NoQuant", ("int32", "int32"): "NoQuant"}
 
 
-def build_gemm(sched: GemmSchedule, target: Target | None = None) -> Kernel:
+def build_gemm(sched: CubePlan, target: Target | None = None) -> Kernel:
     """Lower a GEMM schedule to an unsynchronised, unplanned AIC kernel."""
     return _Builder(sched, target or sched.target).build()
 
 
-def capacity_hint(sched: GemmSchedule, err: CapacityError) -> CapacityError:
+def capacity_hint(sched: CubePlan, err: CapacityError) -> CapacityError:
     """The planner's CapacityError plus the GEMM schedule decisions that size the buffers of
     the overflowing scope, and the way out."""
     t = sched.tiling
@@ -99,7 +100,7 @@ class _Tile:
 
 
 class _Builder:
-    def __init__(self, sched: GemmSchedule, target: Target) -> None:
+    def __init__(self, sched: CubePlan, target: Target) -> None:
         self.s = sched
         self.t: GemmTiling = sched.tiling
         self.sp = sched.spec

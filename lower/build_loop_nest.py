@@ -49,12 +49,14 @@ from ascendsched.lower.select_vector import _ExprGen
 from ascendsched.lower.several_outputs import check_output_tiles
 from ascendsched.lower.tile_memory import Layout, _TileMemory
 from ascendsched.lower.vector_instrs import Val
+from ascendsched.schedule.cube_directives import check_vector_schedule
 from ascendsched.schedule.schedule import ComputeAt, ComputeInline, Schedule
 from ascendsched.target import CoreType, Target
 
 
 def build_loop_nest(sched: Schedule, target: Target | None = None) -> Kernel:
     """Lower ``sched`` (vector algorithms) to an unsynchronised, unplanned AIV kernel."""
+    check_vector_schedule(sched)
     return _Builder(sched, target or sched.target).build()
 
 

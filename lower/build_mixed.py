@@ -54,13 +54,14 @@ from ascendsched.lower.ir import (
     Stmt,
     copied,
 )
-from ascendsched.schedule.gemm import GemmSchedule, TileClass
+from ascendsched.schedule.cube_plan import CubePlan
+from ascendsched.schedule.gemm_records import TileClass
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.schedule.ub_budget import TileShape, computed_per_tile, tile_bytes
 from ascendsched.target import CoreType, Scope, Target
 
 
-def build_mixed(sched: GemmSchedule, target: Target | None = None) -> Kernel:
+def build_mixed(sched: CubePlan, target: Target | None = None) -> Kernel:
     """Lower a GEMM schedule whose epilogue runs on the Vector cores to an unsynchronised,
     unplanned mixed kernel (module docstring)."""
     epi = sched.vector_epilogue
@@ -121,7 +122,7 @@ def row_halves(rows: int, subs: int) -> list[tuple[Affine, int, tuple[Cond, ...]
     return out
 
 
-def mixed_capacity_hint(sched: GemmSchedule, err: CapacityError) -> CapacityError:
+def mixed_capacity_hint(sched: CubePlan, err: CapacityError) -> CapacityError:
     """``capacity_hint`` of the Cube path, and for UB the Vector epilogue's step that sized
     its buffers and the way out."""
     msg = str(err)
@@ -161,7 +162,7 @@ def even_steps(rows: int, most: int) -> int:
     return -(-rows // steps)
 
 
-def epilogue_schedule(sched: GemmSchedule, epi: VectorEpilogue, rows: int, cols: int,
+def epilogue_schedule(sched: CubePlan, epi: VectorEpilogue, rows: int, cols: int,
                       target: Target) -> Schedule:
     """The Vector schedule of one ``rows x cols`` tile of the epilogue: its stages inlined
     into the output (row reductions and stages read twice computed per step, as the default
@@ -223,7 +224,7 @@ class _CubeBuilder(_GemmBuilder):
     """``build_gemm``'s builder with the Fixpipe writing workspace slots, each class loop
     kept as a loop (one trip included) so both programs share the loop skeleton."""
 
-    def __init__(self, sched: GemmSchedule, target: Target) -> None:
+    def __init__(self, sched: CubePlan, target: Target) -> None:
         super().__init__(sched, target)
         self.slots = sched.copies("workspace")
         self.ws = sched.vector_epilogue.workspace  # type: ignore[union-attr]

@@ -3,7 +3,8 @@
 Each step is one call through the :class:`PassLog`, which keeps its result, times it, prints
 it on request and dumps it (``NNN_<step>.txt``). The steps, in order (``STEPS``)::
 
-    build                   Schedule -> Kernel (build_loop_nest; build_gemm for the Cube)
+    build                   Schedule -> Kernel (build_loop_nest; build_gemm/build_mixed
+                            when a stage is tensorized)
     verify built            the IR contract (lower/verify.py), before any buffer is placed
     lifetimes               first and last use of every buffer copy
     memory plan             byte offsets per scope
@@ -42,8 +43,7 @@ from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
 from ascendsched.lower.verify import verify
-from ascendsched.schedule.gemm import GemmSchedule
-from ascendsched.schedule.schedule import Schedule
+from ascendsched.schedule.schedule import Schedule, Scheduled
 from ascendsched.target import Target
 
 T = TypeVar("T")
@@ -58,7 +58,7 @@ class _Stop(Exception):
     """Raised by the step named ``stop_after`` (only inside ``lower``)."""
 
 
-def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
+def lower(sched: Scheduled, target: Target | None = None, *,
           log: PassLog | None = None, stop_after: str | None = None) -> Kernel:
     """Lower a scheduled algorithm to a final kernel: verified, memory planned, synchronised.
 
@@ -85,9 +85,10 @@ def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
         try:
             plan = plan_memory(k, lifetimes, target)
         except CapacityError as e:
-            if isinstance(sched, GemmSchedule):
-                hint = capacity_hint if sched.vector_epilogue is None else mixed_capacity_hint
-                raise hint(sched, e) from None
+            cube = sched.cube
+            if cube is not None:
+                hint = capacity_hint if cube.vector_epilogue is None else mixed_capacity_hint
+                raise hint(cube, e) from None
             raise
         step("memory plan", plan)
         k = step("apply memory plan", apply_memory_plan(k, plan))
@@ -114,14 +115,16 @@ def lower(sched: Schedule | GemmSchedule, target: Target | None = None, *,
         return made
 
 
-def build(sched: Schedule | GemmSchedule, target: Target) -> Kernel:
-    """The loop nest of a schedule: ``build_gemm`` for the Cube path (``build_mixed`` when its
-    epilogue runs on the Vector cores), else ``build_loop_nest``."""
-    if isinstance(sched, GemmSchedule):
-        if sched.vector_epilogue is not None:
-            return build_mixed(sched, target)
-        return build_gemm(sched, target)
-    return build_loop_nest(sched, target)
+def build(sched: Scheduled, target: Target) -> Kernel:
+    """The loop nest of a schedule: with a tensorized stage, ``build_gemm`` for the Cube
+    (``build_mixed`` when stages run on the Vector cores too), else ``build_loop_nest``."""
+    cube = sched.cube
+    if cube is None:
+        assert isinstance(sched, Schedule)  # GemmSchedule always has a Cube plan
+        return build_loop_nest(sched, target)
+    if cube.vector_epilogue is not None:
+        return build_mixed(cube, target)
+    return build_gemm(cube, target)
 
 
 def _check_args(sched: object, stop_after: str | None) -> None:
@@ -129,7 +132,7 @@ def _check_args(sched: object, stop_after: str | None) -> None:
         raise ScheduleError(
             f"lower() takes a Schedule; algorithm '{sched.name}' has none yet: "
             f"lower(schedule_for(algo)) for the default one, or lower(Schedule(algo).split(...))")
-    if not isinstance(sched, (Schedule, GemmSchedule)):
+    if not isinstance(sched, Scheduled):
         raise ScheduleError(f"lower() takes a Schedule or GemmSchedule, got "
                             f"{type(sched).__name__} {sched!r}")
     if stop_after is not None and stop_after not in STEPS:

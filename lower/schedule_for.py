@@ -11,18 +11,17 @@ from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.pipeline import build
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.schedule.default import default_schedules
-from ascendsched.schedule.gemm import GemmSchedule
-from ascendsched.schedule.schedule import Schedule
+from ascendsched.schedule.schedule import Scheduled
 from ascendsched.target import DEFAULT_TARGET, Target
 
 
-def schedule_for(obj: Schedule | GemmSchedule | Algorithm, target: Target = DEFAULT_TARGET
-                 ) -> Schedule | GemmSchedule:
+def schedule_for(obj: Scheduled | Algorithm, target: Target = DEFAULT_TARGET
+                 ) -> Scheduled:
     """The schedule to lower: ``obj`` itself, or the first default candidate whose buffers
     the memory planner fits with their buffering honoured (``plan_memory``'s first plan); when
     none does, the first that fits at all (its plan warns what it gave up). A GEMM algorithm
     gets a Cube schedule (``schedule/gemm.py``)."""
-    if isinstance(obj, (Schedule, GemmSchedule)):
+    if isinstance(obj, Scheduled):
         return obj
     if not isinstance(obj, Algorithm):
         raise ScheduleError(
@@ -35,7 +34,7 @@ def schedule_for(obj: Schedule | GemmSchedule | Algorithm, target: Target = DEFA
                 f"(and its default schedule) needs concrete sizes: build the algorithm with "
                 f"integers for this kernel")
     last: CapacityError | None = None
-    fallback: Schedule | GemmSchedule | None = None
+    fallback: Scheduled | None = None
     for cand in _defaults(obj, target):
         try:
             k = build(cand, target)
@@ -52,7 +51,7 @@ def schedule_for(obj: Schedule | GemmSchedule | Algorithm, target: Target = DEFA
     raise last
 
 
-def _defaults(algo: Algorithm, target: Target) -> Iterator[Schedule | GemmSchedule]:
+def _defaults(algo: Algorithm, target: Target) -> Iterator[Scheduled]:
     """The default candidates; a ScheduleError while making them is the default schedule's
     limit, not a call of the user's: say so and point at writing a Schedule."""
     try:

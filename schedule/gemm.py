@@ -24,17 +24,24 @@ moving to the next N column, so cores working at the same time share A and B til
 
 from __future__ import annotations
 
-import copy
-import weakref
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TypeVar
 
 from ascendsched.algo.algorithm import Algorithm
-from ascendsched.algo.gemm_spec import GemmSpec, match_gemm
-from ascendsched.algo.gemm_vector_epilogue import GemmSplit, VectorEpilogue, split_vector_epilogue
-from ascendsched.errors import ScheduleError, UnsupportedError
+from ascendsched.algo.expr import Reduce
+from ascendsched.algo.gemm_epilogue import is_matmul_stage, walk
+from ascendsched.algo.gemm_spec import GemmSpec
+from ascendsched.algo.gemm_vector_epilogue import GemmSplit, VectorEpilogue
+from ascendsched.errors import ScheduleError
+from ascendsched.schedule.cube_directives import (
+    CacheRead,
+    CacheWrite,
+    Place,
+    Tensorize,
+    TileSwizzle,
+)
+from ascendsched.schedule.cube_plan import CubePlan, cube_split, matched
+from ascendsched.schedule.cube_resolve import resolve_cube
 from ascendsched.schedule.gemm_records import (  # noqa: F401 -- re-exported
     EPILOGUE_UNITS,
     LEVELS,
@@ -50,45 +57,12 @@ from ascendsched.schedule.gemm_records import (  # noqa: F401 -- re-exported
     TileClass,
     cube_geometry,
 )
+from ascendsched.schedule.schedule import Bind, Fuse, Schedule, Scheduled, Split
 from ascendsched.target import DEFAULT_TARGET, Target
-
-T = TypeVar("T")
-
-# every directive makes a new schedule of the same algorithm: match and split it once
-_SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_SPLITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _once(table: weakref.WeakKeyDictionary, make: Callable[[Algorithm], T], algo: Algorithm
-          ) -> T:
-    """``make(algo)``, once per algorithm in ``table``; an UnsupportedError is kept too and
-    raised again (a copy) every time."""
-    got = table.get(algo)
-    if got is None:
-        try:
-            got = make(algo)
-        except UnsupportedError as e:
-            got = e
-        table[algo] = got
-    if isinstance(got, UnsupportedError):
-        raise copy.copy(got)
-    return got
-
-
-def _matched(algo: Algorithm) -> GemmSpec:
-    """``match_gemm(algo)``, once per algorithm (one with a Vector epilogue is not a plain
-    GEMM: its UnsupportedError is kept)."""
-    return _once(_SPECS, lambda a: match_gemm(a), algo)
-
-
-def _split(algo: Algorithm) -> GemmSplit:
-    """``split_vector_epilogue(algo)``, once per algorithm: its Cube part is then one
-    algorithm object, matched once too."""
-    return _once(_SPLITS, lambda a: split_vector_epilogue(a), algo)
 
 
 @dataclass(frozen=True, eq=False)
-class GemmSchedule:
+class GemmSchedule(Scheduled):
     """A GEMM algorithm plus an ordered tuple of Cube scheduling directives."""
 
     algo: Algorithm
@@ -99,55 +73,95 @@ class GemmSchedule:
         _ = self.spec  # UnsupportedError now, not at lowering
 
     @cached_property
-    def split(self) -> GemmSplit | None:
-        """The Cube and Vector parts when the epilogue runs on the Vector cores (a mixed
-        kernel), else None. Steps the Fixpipe can apply stay there unless
-        ``epilogue_on("vector")`` asks otherwise; any other step puts the whole epilogue on
-        the Vector cores."""
-        unit = self.epilogue_unit
-        if unit == "vector":
-            return _split(self.algo)
-        try:
-            _matched(self.algo)
-            return None
-        except UnsupportedError as e:
-            if unit == "fixpipe":
-                raise
-            try:
-                split = _split(self.algo)
-                _matched(split.cube)
-            except UnsupportedError:
-                raise e from None
-            return split
+    def schedule(self) -> Schedule:
+        """The general records these directives stand for (``GemmSchedule`` is sugar for them):
+        ``tile(m, n, k)`` splits i by m, j by n, k by k and fuses the tile loops, ``split_k``
+        splits k_i, the innermost K loop is tensorized, ``buffer`` is cache_read/cache_write
+        at the level's loop, ``bind``/``swizzle`` act on the fused tile loop and
+        ``epilogue_on`` places the output stage. Made directly (``GemmSchedule`` checked its
+        own calls; ``tile`` may exceed the problem, which the plan clamps)."""
+        unit = self._epilogue().unit if self._epilogue() is not None else None
+        split = cube_split(self.algo, unit)  # the matcher's UnsupportedError, if any
+        sp = matched(split.cube if split is not None else self.algo)
+        c = next(t for t in self.algo.stages if is_matmul_stage(t))
+        assert c.op is not None
+        i, j = (a.name for a in c.op.axes[-2:])
+        k = next(e for e in walk(c.op.body) if isinstance(e, Reduce)).axes[0].name
+        st, ko, ki, tl = c.name, f"{k}_o", f"{k}_i", f"{i}_o_{j}_o"
+        recs: list = []
+        tile = next((d for d in self.directives if isinstance(d, L1Tile)), None)
+        k0 = next((d.k0 for d in self.directives if isinstance(d, SplitK)), None)
+        if tile is not None:
+            recs += [Split(st, i, f"{i}_o", f"{i}_i", tile.m),
+                     Split(st, j, f"{j}_o", f"{j}_i", tile.n),
+                     Split(st, k, ko, ki, tile.k), Fuse(st, f"{i}_o", f"{j}_o", tl)]
+            if k0 is not None:
+                recs.append(Split(st, ki, f"{ki}_o", f"{ki}_i", k0))
+        k_loops = [] if tile is None else [ko] if k0 is None else [ko, f"{ki}_o"]
+        recs.append(Tensorize(st, f"{ki}_i" if k0 is not None else ki if tile else k, "mmad"))
+        at = {"l1": k_loops[0] if k_loops else None, "l0": k_loops[-1] if k_loops else None}
+        copies = {d.level: d.copies for d in self.directives if isinstance(d, CubeBuffering)}
+        for level, n in copies.items():
+            if level in at:
+                loop = at[level]
+                scopes = ("L1", "L1") if level == "l1" else ("L0A", "L0B")
+                recs += [CacheRead(x, sc, st if loop else None, loop, n)
+                         for x, sc in zip((sp.a, sp.b), scopes)]
+            else:
+                recs.append(CacheWrite(st, "L0C" if level == "l0c" else level, n))
+        for d in self.directives:
+            if isinstance(d, CubeBind) and tile is not None:
+                recs.append(Bind(st, tl, d.cores))
+            elif isinstance(d, Swizzle) and tile is not None:
+                recs.append(TileSwizzle(st, tl, d.width, i if d.direction == "m" else j))
+            elif isinstance(d, EpilogueOn):
+                recs.append(Place(self.algo.outputs[0].name, d.unit, d.rows, d.vector_cores))
+        return Schedule(self.algo, tuple(recs), self.target)
 
     @cached_property
+    def plan(self) -> CubePlan:
+        """The resolved Cube facts (``cube_resolve.resolve_cube`` of :attr:`schedule`); no
+        L1 tile: the whole problem (``tiling`` asks for one)."""
+        plan = resolve_cube(self.schedule)
+        assert plan is not None
+        return replace(plan, tile=plan.tile if self._has_tile() else None, source=str(self))
+
+    @property
+    def cube(self) -> CubePlan:
+        """The Cube plan ``lower()`` builds from (needs the L1 tile)."""
+        self._tile()
+        return self.plan
+
+    @property
+    def split(self) -> GemmSplit | None:
+        """The Cube and Vector parts when the epilogue runs on the Vector cores (a mixed
+        kernel), else None (``cube_plan.cube_split``)."""
+        return self.plan.split
+
+    @property
     def spec(self) -> GemmSpec:
         """The GEMM the Cube core runs (with a Vector epilogue: the sum alone, stored as the
         accumulator into the workspace)."""
-        split = self.split
-        return _matched(split.cube if split is not None else self.algo)
+        return self.plan.spec
 
     @property
     def vector_epilogue(self) -> VectorEpilogue | None:
-        return self.split.epilogue if self.split is not None else None
+        return self.plan.vector_epilogue
 
     @property
     def epilogue_unit(self) -> str | None:
         """``epilogue_on``'s unit, or None when not given."""
-        d = self._epilogue()
-        return d.unit if d is not None else None
+        return self.plan.epilogue_unit
 
     @property
     def epilogue_rows(self) -> int | None:
-        d = self._epilogue()
-        return d.rows if d is not None else None
+        return self.plan.epilogue_rows
 
     @property
     def epilogue_vector_cores(self) -> int:
         """Vector cores per block that split each tile of a Vector epilogue: 2 unless
         ``epilogue_on('vector', vector_cores=1)``."""
-        d = self._epilogue()
-        return d.vector_cores if d is not None else 2
+        return self.plan.epilogue_vector_cores
 
     @property
     def geometry(self) -> CubeGeometry:
@@ -262,77 +276,26 @@ class GemmSchedule:
 
     # ----------------------------------------------------------------- queries
     def copies(self, level: str) -> int:
-        n = 2 if level == "workspace" else 1
-        for d in self.directives:
-            if isinstance(d, CubeBuffering) and d.level == level:
-                n = d.copies
-        return n
+        return self.plan.copies(level)
 
-    @cached_property
+    @property
     def tiling(self) -> GemmTiling:
         """Effective tiling: tiles clamped to the fractal-padded problem."""
-        sp, g = self.spec, self.geometry
-        t = self._tile()
-        c0 = g.c0(sp.in_dtype.bytes)
-        ng, mg = self._n_granule(), self._m_granule()
-        tm = min(t.m, _round_up(sp.m, mg))
-        tn = min(t.n, _round_up(sp.n, ng))
-        tk = min(t.k, _round_up(sp.k, c0))
-        k0 = next((d.k0 for d in self.directives if isinstance(d, SplitK)), t.k)
-        k0 = min(k0, tk)
-        if tk % k0:  # the clamp broke divisibility: largest divisor of tk not above k0
-            k0 = max(d for d in range(c0, k0 + 1, c0) if tk % d == 0)
-        mt, nt, kt = -(-sp.m // tm), -(-sp.n // tn), -(-sp.k // tk)
-        tiles = sp.batch * mt * nt
-        cores = min(next((d.cores for d in self.directives if isinstance(d, CubeBind)), 1),
-                    tiles)
-        sw = Swizzle(1, "m")
-        for d in self.directives:
-            if isinstance(d, Swizzle):
-                sw = d
-        width = min(sw.width, mt if sw.direction == "m" else nt)
-        return GemmTiling(sp, tm, tn, tk, k0, mt, nt, kt, tk // k0, tiles, cores,
-                          -(-tiles // cores), self.copies("l1"), self.copies("l0"),
-                          self.copies("l0c"), Swizzle(width, sw.direction))
+        self._tile()
+        return self.plan.tiling
 
-    @cached_property
+    @property
     def tile_classes(self) -> tuple[TileClass, ...]:
-        """The output tiles as rectangles of equal-size tiles, in execution order: interior
-        tiles in whole swizzle strips, the last (narrower) strip, the M-edge row, the N-edge
-        column, the corner. Each is one persistent loop in the kernel, with static sizes."""
-        t, sp = self.tiling, self.spec
-        mtail, ntail = sp.m - (t.mt - 1) * t.tm, sp.n - (t.nt - 1) * t.tn
-        mi = t.mt - 1 if mtail != t.tm else t.mt  # interior tile rows / columns
-        ni = t.nt - 1 if ntail != t.tn else t.nt
-        w, d = t.swizzle.width, t.swizzle.direction
-        out: list[TileClass] = []
-        if mi and ni:
-            major = mi if d == "m" else ni
-            full = major // w * w if w > 1 else major
-            if d == "m":
-                parts = [(full, ni, 0, 0, w), (mi - full, ni, full, 0, mi - full)]
-            else:
-                parts = [(mi, full, 0, 0, w), (mi, ni - full, 0, full, ni - full)]
-            out += [TileClass("interior", r, c, m0, n0, width, d, t.tm, t.tn)
-                    for r, c, m0, n0, width in parts if r and c]
-        if mi < t.mt and ni:
-            out.append(TileClass("M edge", 1, ni, mi, 0, 1, "m", mtail, t.tn))
-        if ni < t.nt and mi:
-            out.append(TileClass("N edge", mi, 1, 0, ni, 1, "m", t.tm, ntail))
-        if mi < t.mt and ni < t.nt:
-            out.append(TileClass("corner", 1, 1, mi, ni, 1, "m", mtail, ntail))
-        return tuple(out)
+        """The output tiles as rectangles of equal-size tiles, in execution order (each one
+        persistent loop in the kernel, with static sizes; ``CubePlan.tile_classes``)."""
+        self._tile()
+        return self.plan.tile_classes
 
     def tile_order(self) -> list[tuple[int, int, int]]:
         """(batch, m tile, n tile) of every tile in execution order (tile T runs on core
         T % cores)."""
-        order = []
-        for c in self.tile_classes:
-            for i in range(self.spec.batch * c.rows * c.cols):
-                b, r = divmod(i, c.rows * c.cols)
-                mi, ni = c.coords(r)
-                order.append((b, c.m0 + mi, c.n0 + ni))
-        return order
+        self._tile()
+        return self.plan.tile_order()
 
     def tile_coords(self, tile: int) -> tuple[int, int, int]:
         """(batch, m tile, n tile) of tile number ``tile`` in execution order."""
@@ -340,33 +303,8 @@ class GemmSchedule:
 
     def loop_nest_text(self) -> str:
         """Pseudocode of the loops before lowering: one persistent loop per tile class."""
-        t = self.tiling
-        lines = [f"# {t.tiles} tiles of {t.tm} x {t.tn} on {t.cores} Cube cores (tile T on core "
-                 f"T % {t.cores}), swizzle({t.swizzle.width}, {t.swizzle.direction!r})"]
-        for c in self.tile_classes:
-            n = self.spec.batch * c.rows * c.cols
-            lines.append(f"for each of this core's {c.label} tiles ({n}: {c.rows} x {c.cols} at "
-                         f"tile ({c.m0}, {c.n0}), valid {c.mv} x {c.nv}):")
-            lines.append("  <tile body>")
-        lines += [
-            "<tile body>:",
-            f"  for kt in 0..{t.kt}:   # L1 K step {t.tk}, {t.l1_copies} L1 copies",
-            f"    GM -> L1 (ND -> NZ): A {t.tm} x {t.tk}, B {t.tk} x {t.tn}",
-            f"    for kk in 0..{t.kk}:   # L0 K step {t.k0}, {t.l0_copies} L0A/L0B copies",
-            f"      L1 -> L0A {t.tm} x {t.k0} (Zz), L1 -> L0B {t.k0} x {t.tn} (Zn)",
-            "      Mmad L0C += L0A x L0B   # C = A x B on the first K step",
-            f"  L0C -> GM (Fixpipe NZ -> ND, {self.spec.acc_dtype} -> {self.spec.out_dtype}), "
-            f"{t.l0c_copies} L0C copies"]
-        epi = self.vector_epilogue
-        if epi is not None:
-            lines[-1] += f", into workspace slot (iteration % {self.copies('workspace')})"
-            n = self.epilogue_vector_cores
-            lines.append(("  on the block's 2 Vector cores (AIC:AIV 1:2), each half of the "
-                          "tile's rows: " if n == 2 else "  on the block's Vector core (1:1): ")
-                         + f"{epi}, "
-                         + (f"{self.epilogue_rows} rows per step" if self.epilogue_rows
-                            else "as many rows per step as UB holds"))
-        return "\n".join(lines)
+        self._tile()
+        return self.plan.loop_nest_text()
 
     def __repr__(self) -> str:
         return f"<{str(self).replace(chr(10) + '  ', '')} of {self.spec}>"
@@ -401,6 +339,9 @@ class GemmSchedule:
     def _epilogue(self) -> EpilogueOn | None:
         return next((d for d in self.directives if isinstance(d, EpilogueOn)), None)
 
+    def _has_tile(self) -> bool:
+        return any(isinstance(d, L1Tile) for d in self.directives)
+
     def _tile(self) -> L1Tile:
         for d in self.directives:
             if isinstance(d, L1Tile):
@@ -409,15 +350,10 @@ class GemmSchedule:
                             f"first (or use default_gemm_schedules)")
 
     def _m_granule(self) -> int:
-        """M granule: 16 (fractal rows), but int8 A^T sits in L1 with M along C0 (32)."""
-        sp, g = self.spec, self.geometry
-        return g.c0(1) if sp.in_dtype.bytes == 1 and sp.trans_a else g.rows
+        return self.plan.m_granule()
 
     def _n_granule(self) -> int:
-        """N granule: 16 (L0B/L0C fractal), but int8 B (K, N) sits in L1 with N along C0 (32)
-        and its LoadDataWithTranspose fills 32 columns at a time (lower/cube_ops.py load_l0b)."""
-        sp, g = self.spec, self.geometry
-        return g.c0(1) if sp.in_dtype.bytes == 1 and not sp.trans_b else g.rows
+        return self.plan.n_granule()
 
 
 def _round_up(x: int, a: int) -> int:

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
 
 
 def format_schedule(s: Schedule) -> str:
+    from ascendsched.schedule import cube_directives as c
     from ascendsched.schedule import schedule as d
 
     lines = [f"Schedule({s.algo.name})"]
@@ -30,6 +31,19 @@ def format_schedule(s: Schedule) -> str:
             lines.append(f"  .buffer({x.tensor!r}, copies={x.copies})")
         elif isinstance(x, d.LoadOnce):
             lines.append(f"  .load_once({x.tensor!r}" + (")" if x.hoist else ", hoist=False)"))
+        elif isinstance(x, c.Tensorize):
+            lines.append(f"  .tensorize({x.stage!r}, {x.loop!r}, {x.intrinsic!r})")
+        elif isinstance(x, c.Place):
+            rows = f", rows={x.rows}" if x.rows is not None else ""
+            vc = f", vector_cores={x.vector_cores}" if x.vector_cores != 2 else ""
+            lines.append(f"  .place({x.stage!r}, {x.unit!r}{rows}{vc})")
+        elif isinstance(x, c.CacheRead):
+            at = f", at=({x.at_stage!r}, {x.at_loop!r})" if x.at_loop is not None else ""
+            lines.append(f"  .cache_read({x.tensor!r}, {x.scope!r}{at}, copies={x.copies})")
+        elif isinstance(x, c.CacheWrite):
+            lines.append(f"  .cache_write({x.stage!r}, {x.scope!r}, copies={x.copies})")
+        elif isinstance(x, c.TileSwizzle):
+            lines.append(f"  .swizzle({x.stage!r}, {x.loop!r}, {x.width}, {x.axis!r})")
     return "\n".join(lines)
 
 

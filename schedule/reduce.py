@@ -93,7 +93,10 @@ class Reduction:
 
 
 def reduce_instance(sched: Schedule | GemmSchedule) -> Reduction:
-    """The smallest instance of ``sched`` with the same kernel structure (module docstring)."""
+    """The smallest instance of ``sched`` with the same kernel structure (module docstring).
+    A general ``Schedule`` with a tensorized stage is its own instance (not reduced yet)."""
+    if not isinstance(sched, GemmSchedule) and sched.cube is not None:
+        return Reduction(sched, sched)
     for limit in SEARCH:
         red = _reduce_gemm(sched, limit) if isinstance(sched, GemmSchedule) else \
             _reduce_vector(sched, limit)
@@ -104,10 +107,11 @@ def reduce_instance(sched: Schedule | GemmSchedule) -> Reduction:
 
 def describe(sched: Schedule | GemmSchedule) -> str:
     """The problem size and cores of a scheduled kernel, e.g. ``y[28, 4096] on 2 cores``."""
-    if isinstance(sched, GemmSchedule):
-        sp = sched.spec
+    cube = sched.cube
+    if cube is not None:
+        sp = cube.spec
         b = f"{sp.batch} x " if sp.batched else ""
-        return f"gemm {b}{sp.m} x {sp.n} x {sp.k} on {sched.tiling.cores} cores"
+        return f"gemm {b}{sp.m} x {sp.n} x {sp.k} on {cube.tiling.cores} cores"
     out = sched.algo.outputs[0]
     nest = sched.loop_nest(out.name)
     cores = nest.bound[1] if nest.bound else 1

@@ -13,12 +13,19 @@ a tile touches lives in UB (inputs through a ``cache_read`` buffer ``<name>_ub``
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ascendsched.algo.algorithm import Algorithm, root_output, upstream
 from ascendsched.algo.expr import Reduce
 from ascendsched.algo.tensor import Tensor
 from ascendsched.errors import ScheduleError
+from ascendsched.schedule import cube_directives as cube
+from ascendsched.schedule.cube_directives import CubeDirective
 from ascendsched.target import DEFAULT_TARGET, Target
+
+if TYPE_CHECKING:
+    from ascendsched.schedule.cube_plan import CubePlan
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,22 @@ class LoadOnce:
     hoist: bool = True  # values of it alone computed once too (not per tile)
 
 
-Directive = Split | Reorder | Fuse | Bind | ComputeAt | ComputeInline | Buffering | LoadOnce
+Directive = (Split | Reorder | Fuse | Bind | ComputeAt | ComputeInline | Buffering | LoadOnce
+             | CubeDirective)
+
+
+class Scheduled:
+    """What ``lower()`` takes: an algorithm (``algo``), a ``target`` and records saying how to
+    compute it. ``cube`` is the resolved Cube plan when a stage is tensorized (None: Vector
+    path only). ``Schedule`` is the one scheduling language; ``GemmSchedule`` is sugar for
+    its Cube records."""
+
+    algo: Algorithm
+    target: Target
+
+    @property
+    def cube(self) -> CubePlan | None:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -88,7 +110,7 @@ class LoopNest:
 
 
 @dataclass(frozen=True, eq=False)
-class Schedule:
+class Schedule(Scheduled):
     """An algorithm plus an ordered tuple of scheduling directives."""
 
     algo: Algorithm
@@ -117,23 +139,34 @@ class Schedule:
         outer = outer or f"{axis}_o"
         inner = inner or f"{axis}_i"
         axes = self._axes(t)
-        if axis not in axes:
+        sizes: dict[str, object] = dict(zip(axes, t.shape))
+        kv = cube.reduce_var_of(self, stage)
+        k = kv.name if kv is not None else None
+        if kv is not None:  # a reduce axis, for a stage to tensorize (cube_resolve.py)
+            sizes[kv.name] = kv.extent
+        splits = cube.splits_of(self, stage)
+        derived = cube.derived_loops(self, stage, k) if k is not None else []
+        sizes.update({d.inner: d.factor for d in splits})
+        if axis not in sizes:
             raise ScheduleError(
                 f"split('{stage}', '{axis}', {factor}): stage '{stage}' has no axis '{axis}'; "
-                f"its axes are {', '.join(axes)}")
-        if any(isinstance(d, Split) and d.stage == stage and d.axis == axis
-               for d in self.directives):
+                f"its axes are {', '.join(axes)}"
+                + (f" (reduce axis '{k}', and the inner loops of splits: "
+                   f"{', '.join(d.inner for d in splits) or 'none'})" if k else ""))
+        if any(d.axis == axis for d in splits):
             raise ScheduleError(
                 f"split('{stage}', '{axis}', {factor}): '{axis}' is already split; "
                 f"change the existing factor instead of splitting twice")
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
             raise ScheduleError(f"split('{stage}', '{axis}', {factor}): factor must be an int >= 1")
-        size = t.shape[axes.index(axis)]
-        if isinstance(size, int) and factor > size:
+        size = sizes[axis]
+        # a reduce axis to tensorize may be split past its extent: the Cube pads K to its
+        # fractal and clamps the tile (cube_resolve.py)
+        if isinstance(size, int) and factor > size and axis not in derived:
             raise ScheduleError(
                 f"split('{stage}', '{axis}', {factor}): factor exceeds the axis size {size}; "
                 f"use a factor <= {size} (or no split)")
-        names = set(self.loop_names(stage)) | set(axes)
+        names = set(self.loop_names(stage)) | set(sizes) | {d.outer for d in splits}
         for n in (outer, inner):
             if n in names:
                 raise ScheduleError(
@@ -262,10 +295,51 @@ class Schedule:
             raise ScheduleError(f"load_once('{tensor}'): '{tensor}' is a stage, not an input")
         return self._add(LoadOnce(tensor, hoist))
 
-    cache_read = buffer  # UB placement of an input's tile; copies as for buffer()
-    cache_write = buffer  # UB placement of a stage's tile
+    def cache_read(self, tensor: str, scope: str = "UB", *, at: tuple[str, str] | None = None,
+                   copies: int = 2) -> Schedule:
+        """Stage input ``tensor`` in ``scope``: ``"UB"`` (the Vector path's tile buffer:
+        ``buffer(tensor, copies)``), or ``"L1"``/``"L0A"``/``"L0B"`` for a tensorized stage's
+        operands, loaded once per iteration of loop ``at=(stage, loop)``."""
+        if scope == "UB" and at is None:
+            return self.buffer(tensor, copies)
+        return self._add(cube.make_cache_read(self, tensor, scope, at, copies))
+
+    def cache_write(self, stage: str, scope: str = "UB", *, copies: int = 2) -> Schedule:
+        """Stage ``stage``'s result in ``scope``: ``"UB"`` (``buffer(stage, copies)``),
+        ``"L0C"`` (a tensorized stage's accumulator) or ``"workspace"`` (the GM slots
+        between the Cube and a Vector epilogue; default 2)."""
+        if scope == "UB":
+            return self.buffer(stage, copies)
+        return self._add(cube.make_cache_write(self, stage, scope, copies))
+
+    def tensorize(self, stage: str, loop: str, intrinsic: str = "mmad") -> Schedule:
+        """Run the contraction of ``stage`` under ``loop`` (its innermost reduce loop) as
+        ``intrinsic`` on the Cube (``schedule/cube_resolve.py`` says which loop structures
+        the Cube builder builds)."""
+        return self._add(cube.make_tensorize(self, stage, loop, intrinsic))
+
+    def place(self, stage: str, unit: str, *, rows: int | None = None,
+              vector_cores: int = 2) -> Schedule:
+        """Run ``stage`` on ``"cube"``, ``"vector"`` or ``"fixpipe"`` (default: contractions
+        on the Cube, the Fixpipe for the steps after the sum when it can apply them, the
+        rest on the Vector cores). ``rows``, ``vector_cores``: a Vector epilogue's rows per
+        step and Vector cores per tile (2: each half of the rows; or 1)."""
+        return self._add(cube.make_place(self, stage, unit, rows, vector_cores))
+
+    def swizzle(self, stage: str, loop: str, width: int, axis: str) -> Schedule:
+        """Order the tiles of tile loop ``loop`` in strips of ``width`` tiles along output
+        axis ``axis`` (so cores working at once share operand tiles in L2)."""
+        return self._add(cube.make_swizzle(self, stage, loop, width, axis))
 
     # ----------------------------------------------------------------- queries
+    @cached_property
+    def cube(self) -> CubePlan | None:
+        """The resolved Cube plan when a stage is tensorized (``cube_resolve.py``), else
+        None."""
+        from ascendsched.schedule.cube_resolve import resolve_cube
+
+        return resolve_cube(self)
+
     def root(self) -> Tensor:
         """The output whose loops the schedule splits, binds and fuses
         (:func:`ascendsched.algo.algorithm.root_output`)."""

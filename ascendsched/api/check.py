@@ -172,14 +172,15 @@ def _ladder(sched: Schedule | GemmSchedule, k: Kernel, work_dir: Path | None, sa
         out.append(Verdict(check, ok, detail, instance))
 
     inputs = given if given is not None else random_inputs(algo, seed)
-    if isinstance(sched, GemmSchedule) and sched.vector_epilogue is not None:
-        spec, epi = sched.spec, sched.vector_epilogue
+    cube = sched.cube
+    if cube is not None and cube.vector_epilogue is not None:
+        spec, epi = cube.spec, cube.vector_epilogue
 
         def against_ref(name: str, got: np.ndarray, dtype: str) -> tuple[bool, str]:
             return vector_epilogue_error(spec, epi, inputs, got, k.target)
-    elif isinstance(sched, GemmSchedule):
+    elif cube is not None:
         # numpy matmul (evaluate() would build the M x N x K product) and a K-scaled bound
-        spec = sched.spec
+        spec = cube.spec
 
         def against_ref(name: str, got: np.ndarray, dtype: str) -> tuple[bool, str]:
             return gemm_error(spec, inputs, got)

@@ -5,7 +5,8 @@ What broke: every ``GemmSchedule`` directive returns a new frozen schedule, and 
 default schedule generator builds about 350 candidates of up to 9 directives each.
 How it showed: ``schedule_for(gemm(4096, 4096, 4096))`` took 0.20 s of CPU, more than lowering
 the chosen schedule, with 3109 calls of ``match_gemm`` (cProfile).
-Fixed by: ``GemmSchedule.spec`` keeps the match per algorithm (a weak-key cache).
+Fixed by: ``GemmSchedule.spec`` keeps the match per algorithm (a weak-key cache, now in
+``schedule/cube_plan.py``).
 Speed is measured in ``benchmarks/compile_scaling.py``; this test counts the matches.
 """
 
@@ -15,7 +16,7 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.lower.schedule_for import schedule_for
-from ascendsched.schedule import gemm as gemm_schedule
+from ascendsched.schedule import cube_plan as gemm_schedule
 
 
 def test_the_default_search_matches_each_algorithm_once(monkeypatch: pytest.MonkeyPatch) -> None:

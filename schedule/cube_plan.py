@@ -1,0 +1,263 @@
+"""The resolved Cube facts of a schedule with a tensorized stage: which GEMM the Cube runs (and
+the Vector epilogue, if any), the effective tiling, the tile classes in execution order and the
+copies per staging level. ``lower/build_gemm.py`` and ``lower/build_mixed.py`` build from a
+:class:`CubePlan` alone.
+
+A plan is made from the few numbers a Cube schedule decides (``schedule/cube_resolve.py`` reads
+them from a general ``Schedule``'s records; ``GemmSchedule`` is sugar for those records)::
+
+    CubePlan(gemm(1024, 1024, 1024), tile=L1Tile(128, 256, 256), k0=64,
+             copies=(("l1", 2), ("l0", 2)), cores=24, swizzle=Swizzle(4, "m"))
+
+Tiles are clamped to the problem padded to the fractal (a 1 x 1 x 1 GEMM uses one 16 x 16 x C0
+fractal tile); see ``schedule/gemm.py`` for the model and the swizzle.
+"""
+
+from __future__ import annotations
+
+import copy
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TypeVar
+
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.gemm_spec import GemmSpec, match_gemm
+from ascendsched.algo.gemm_vector_epilogue import GemmSplit, VectorEpilogue, split_vector_epilogue
+from ascendsched.errors import UnsupportedError
+from ascendsched.schedule.gemm_records import (
+    CubeGeometry,
+    EpilogueOn,
+    GemmTiling,
+    L1Tile,
+    Swizzle,
+    TileClass,
+    cube_geometry,
+)
+from ascendsched.target import Target
+
+T = TypeVar("T")
+
+# every directive makes a new schedule of the same algorithm: match and split it once
+_SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SPLITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _once(table: weakref.WeakKeyDictionary, make: Callable[[Algorithm], T], algo: Algorithm
+          ) -> T:
+    """``make(algo)``, once per algorithm in ``table``; an UnsupportedError is kept too and
+    raised again (a copy) every time."""
+    got = table.get(algo)
+    if got is None:
+        try:
+            got = make(algo)
+        except UnsupportedError as e:
+            got = e
+        table[algo] = got
+    if isinstance(got, UnsupportedError):
+        raise copy.copy(got)
+    return got
+
+
+def matched(algo: Algorithm) -> GemmSpec:
+    """``match_gemm(algo)``, once per algorithm (one with a Vector epilogue is not a plain
+    GEMM: its UnsupportedError is kept)."""
+    return _once(_SPECS, lambda a: match_gemm(a), algo)
+
+
+def split_once(algo: Algorithm) -> GemmSplit:
+    """``split_vector_epilogue(algo)``, once per algorithm: its Cube part is then one
+    algorithm object, matched once too."""
+    return _once(_SPLITS, lambda a: split_vector_epilogue(a), algo)
+
+
+def cube_split(algo: Algorithm, unit: str | None) -> GemmSplit | None:
+    """The Cube and Vector parts when the epilogue runs on the Vector cores (a mixed kernel),
+    else None. Steps the Fixpipe can apply stay there unless ``unit == "vector"``; any other
+    step puts the whole epilogue on the Vector cores. ``unit == "fixpipe"`` on an epilogue
+    the Fixpipe cannot apply raises the matcher's UnsupportedError."""
+    if unit == "vector":
+        return split_once(algo)
+    try:
+        matched(algo)
+        return None
+    except UnsupportedError as e:
+        if unit == "fixpipe":
+            raise
+        try:
+            split = split_once(algo)
+            matched(split.cube)
+        except UnsupportedError:
+            raise e from None
+        return split
+
+
+@dataclass(frozen=True, eq=False)
+class CubePlan:
+    """The decisions of a Cube schedule. ``tile``: the L1 tile as written (None: the whole
+    problem); ``k0``: the L0 K step (None: the L1 tile's k); ``copies``: (level, copies) of
+    the levels given (``gemm_records.LEVELS``); ``epilogue``: where the steps after the sum
+    run (None: the Fixpipe when it can apply them, else the Vector cores); ``source``: the
+    schedule as written (its printout, kept on the kernel as notes)."""
+
+    algo: Algorithm
+    target: Target
+    tile: L1Tile | None = None
+    k0: int | None = None
+    copies_given: tuple[tuple[str, int], ...] = ()
+    cores: int = 1
+    swizzle: Swizzle = Swizzle(1, "m")
+    epilogue: EpilogueOn | None = None
+    source: str = field(default="", repr=False)
+
+    def __str__(self) -> str:
+        return self.source
+
+    @cached_property
+    def split(self) -> GemmSplit | None:
+        return cube_split(self.algo, self.epilogue_unit)
+
+    @cached_property
+    def spec(self) -> GemmSpec:
+        """The GEMM the Cube core runs (with a Vector epilogue: the sum alone, stored as the
+        accumulator into the workspace)."""
+        split = self.split
+        return matched(split.cube if split is not None else self.algo)
+
+    @property
+    def vector_epilogue(self) -> VectorEpilogue | None:
+        return self.split.epilogue if self.split is not None else None
+
+    @property
+    def epilogue_unit(self) -> str | None:
+        return self.epilogue.unit if self.epilogue is not None else None
+
+    @property
+    def epilogue_rows(self) -> int | None:
+        return self.epilogue.rows if self.epilogue is not None else None
+
+    @property
+    def epilogue_vector_cores(self) -> int:
+        """Vector cores per block that split each tile of a Vector epilogue (2 by default)."""
+        return self.epilogue.vector_cores if self.epilogue is not None else 2
+
+    @property
+    def geometry(self) -> CubeGeometry:
+        return cube_geometry(self.target)
+
+    def copies(self, level: str) -> int:
+        n = 2 if level == "workspace" else 1
+        for lv, c in self.copies_given:
+            if lv == level:
+                n = c
+        return n
+
+    def m_granule(self) -> int:
+        """M granule: 16 (fractal rows), but int8 A^T sits in L1 with M along C0 (32)."""
+        sp, g = self.spec, self.geometry
+        return g.c0(1) if sp.in_dtype.bytes == 1 and sp.trans_a else g.rows
+
+    def n_granule(self) -> int:
+        """N granule: 16 (L0B/L0C fractal), but int8 B (K, N) sits in L1 with N along C0 (32)
+        and its LoadDataWithTranspose fills 32 columns at a time (lower/cube_ops.py load_l0b)."""
+        sp, g = self.spec, self.geometry
+        return g.c0(1) if sp.in_dtype.bytes == 1 and not sp.trans_b else g.rows
+
+    def k_granule(self) -> int:
+        """K granule: the input dtype's C0 (16 for 16-bit, 32 for int8)."""
+        return self.geometry.c0(self.spec.in_dtype.bytes)
+
+    @cached_property
+    def tiling(self) -> GemmTiling:
+        """Effective tiling: tiles clamped to the fractal-padded problem."""
+        sp = self.spec
+        c0, ng, mg = self.k_granule(), self.n_granule(), self.m_granule()
+        t = self.tile or L1Tile(_round_up(sp.m, mg), _round_up(sp.n, ng), _round_up(sp.k, c0))
+        tm = min(t.m, _round_up(sp.m, mg))
+        tn = min(t.n, _round_up(sp.n, ng))
+        tk = min(t.k, _round_up(sp.k, c0))
+        k0 = min(self.k0 if self.k0 is not None else t.k, tk)
+        if tk % k0:  # the clamp broke divisibility: largest divisor of tk not above k0
+            k0 = max(d for d in range(c0, k0 + 1, c0) if tk % d == 0)
+        mt, nt, kt = -(-sp.m // tm), -(-sp.n // tn), -(-sp.k // tk)
+        tiles = sp.batch * mt * nt
+        cores = min(self.cores, tiles)
+        sw = self.swizzle
+        width = min(sw.width, mt if sw.direction == "m" else nt)
+        return GemmTiling(sp, tm, tn, tk, k0, mt, nt, kt, tk // k0, tiles, cores,
+                          -(-tiles // cores), self.copies("l1"), self.copies("l0"),
+                          self.copies("l0c"), Swizzle(width, sw.direction))
+
+    @cached_property
+    def tile_classes(self) -> tuple[TileClass, ...]:
+        """The output tiles as rectangles of equal-size tiles, in execution order: interior
+        tiles in whole swizzle strips, the last (narrower) strip, the M-edge row, the N-edge
+        column, the corner. Each is one persistent loop in the kernel, with static sizes."""
+        t, sp = self.tiling, self.spec
+        mtail, ntail = sp.m - (t.mt - 1) * t.tm, sp.n - (t.nt - 1) * t.tn
+        mi = t.mt - 1 if mtail != t.tm else t.mt  # interior tile rows / columns
+        ni = t.nt - 1 if ntail != t.tn else t.nt
+        w, d = t.swizzle.width, t.swizzle.direction
+        out: list[TileClass] = []
+        if mi and ni:
+            major = mi if d == "m" else ni
+            full = major // w * w if w > 1 else major
+            if d == "m":
+                parts = [(full, ni, 0, 0, w), (mi - full, ni, full, 0, mi - full)]
+            else:
+                parts = [(mi, full, 0, 0, w), (mi, ni - full, 0, full, ni - full)]
+            out += [TileClass("interior", r, c, m0, n0, width, d, t.tm, t.tn)
+                    for r, c, m0, n0, width in parts if r and c]
+        if mi < t.mt and ni:
+            out.append(TileClass("M edge", 1, ni, mi, 0, 1, "m", mtail, t.tn))
+        if ni < t.nt and mi:
+            out.append(TileClass("N edge", mi, 1, 0, ni, 1, "m", t.tm, ntail))
+        if mi < t.mt and ni < t.nt:
+            out.append(TileClass("corner", 1, 1, mi, ni, 1, "m", mtail, ntail))
+        return tuple(out)
+
+    def tile_order(self) -> list[tuple[int, int, int]]:
+        """(batch, m tile, n tile) of every tile in execution order (tile T runs on core
+        T % cores)."""
+        order = []
+        for c in self.tile_classes:
+            for i in range(self.spec.batch * c.rows * c.cols):
+                b, r = divmod(i, c.rows * c.cols)
+                mi, ni = c.coords(r)
+                order.append((b, c.m0 + mi, c.n0 + ni))
+        return order
+
+    def loop_nest_text(self) -> str:
+        """Pseudocode of the loops before lowering: one persistent loop per tile class."""
+        t = self.tiling
+        lines = [f"# {t.tiles} tiles of {t.tm} x {t.tn} on {t.cores} Cube cores (tile T on core "
+                 f"T % {t.cores}), swizzle({t.swizzle.width}, {t.swizzle.direction!r})"]
+        for c in self.tile_classes:
+            n = self.spec.batch * c.rows * c.cols
+            lines.append(f"for each of this core's {c.label} tiles ({n}: {c.rows} x {c.cols} at "
+                         f"tile ({c.m0}, {c.n0}), valid {c.mv} x {c.nv}):")
+            lines.append("  <tile body>")
+        lines += [
+            "<tile body>:",
+            f"  for kt in 0..{t.kt}:   # L1 K step {t.tk}, {t.l1_copies} L1 copies",
+            f"    GM -> L1 (ND -> NZ): A {t.tm} x {t.tk}, B {t.tk} x {t.tn}",
+            f"    for kk in 0..{t.kk}:   # L0 K step {t.k0}, {t.l0_copies} L0A/L0B copies",
+            f"      L1 -> L0A {t.tm} x {t.k0} (Zz), L1 -> L0B {t.k0} x {t.tn} (Zn)",
+            "      Mmad L0C += L0A x L0B   # C = A x B on the first K step",
+            f"  L0C -> GM (Fixpipe NZ -> ND, {self.spec.acc_dtype} -> {self.spec.out_dtype}), "
+            f"{t.l0c_copies} L0C copies"]
+        epi = self.vector_epilogue
+        if epi is not None:
+            lines[-1] += f", into workspace slot (iteration % {self.copies('workspace')})"
+            n = self.epilogue_vector_cores
+            lines.append(("  on the block's 2 Vector cores (AIC:AIV 1:2), each half of the "
+                          "tile's rows: " if n == 2 else "  on the block's Vector core (1:1): ")
+                         + f"{epi}, "
+                         + (f"{self.epilogue_rows} rows per step" if self.epilogue_rows
+                            else "as many rows per step as UB holds"))
+        return "\n".join(lines)
+
+
+def _round_up(x: int, a: int) -> int:
+    return -(-x // a) * a

@@ -24,6 +24,7 @@ moving to the next N column, so cores working at the same time share A and B til
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -60,6 +61,21 @@ from ascendsched.schedule.gemm_records import (  # noqa: F401 -- re-exported
 from ascendsched.schedule.schedule import Bind, Fuse, Schedule, Scheduled, Split
 from ascendsched.target import DEFAULT_TARGET, Target
 
+_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _names(algo: Algorithm) -> tuple[str, str, str, str]:
+    """The contraction stage of ``algo`` and the names of its row, column and reduce axes,
+    found once per algorithm (every directive makes a new schedule of the same one)."""
+    got = _NAMES.get(algo)
+    if got is None:
+        c = next(t for t in algo.stages if is_matmul_stage(t))
+        assert c.op is not None
+        i, j = (a.name for a in c.op.axes[-2:])
+        k = next(e for e in walk(c.op.body) if isinstance(e, Reduce)).axes[0].name
+        got = _NAMES[algo] = (c.name, i, j, k)
+    return got
+
 
 @dataclass(frozen=True, eq=False)
 class GemmSchedule(Scheduled):
@@ -83,11 +99,8 @@ class GemmSchedule(Scheduled):
         unit = self._epilogue().unit if self._epilogue() is not None else None
         split = cube_split(self.algo, unit)  # the matcher's UnsupportedError, if any
         sp = matched(split.cube if split is not None else self.algo)
-        c = next(t for t in self.algo.stages if is_matmul_stage(t))
-        assert c.op is not None
-        i, j = (a.name for a in c.op.axes[-2:])
-        k = next(e for e in walk(c.op.body) if isinstance(e, Reduce)).axes[0].name
-        st, ko, ki, tl = c.name, f"{k}_o", f"{k}_i", f"{i}_o_{j}_o"
+        st, i, j, k = _names(self.algo)
+        ko, ki, tl = f"{k}_o", f"{k}_i", f"{i}_o_{j}_o"
         recs: list = []
         tile = next((d for d in self.directives if isinstance(d, L1Tile)), None)
         k0 = next((d.k0 for d in self.directives if isinstance(d, SplitK)), None)
@@ -132,36 +145,43 @@ class GemmSchedule(Scheduled):
         self._tile()
         return self.plan
 
-    @property
+    # The checks of every directive call ask for the GEMM and its epilogue: answered from the
+    # epilogue_on record and the per-algorithm matcher cache (the same functions the plan
+    # uses), not by resolving the whole schedule (``plan``) once per call.
+    @cached_property
     def split(self) -> GemmSplit | None:
         """The Cube and Vector parts when the epilogue runs on the Vector cores (a mixed
         kernel), else None (``cube_plan.cube_split``)."""
-        return self.plan.split
+        return cube_split(self.algo, self.epilogue_unit)
 
-    @property
+    @cached_property
     def spec(self) -> GemmSpec:
         """The GEMM the Cube core runs (with a Vector epilogue: the sum alone, stored as the
         accumulator into the workspace)."""
-        return self.plan.spec
+        split = self.split
+        return matched(split.cube if split is not None else self.algo)
 
     @property
     def vector_epilogue(self) -> VectorEpilogue | None:
-        return self.plan.vector_epilogue
+        return self.split.epilogue if self.split is not None else None
 
     @property
     def epilogue_unit(self) -> str | None:
         """``epilogue_on``'s unit, or None when not given."""
-        return self.plan.epilogue_unit
+        d = self._epilogue()
+        return d.unit if d is not None else None
 
     @property
     def epilogue_rows(self) -> int | None:
-        return self.plan.epilogue_rows
+        d = self._epilogue()
+        return d.rows if d is not None else None
 
     @property
     def epilogue_vector_cores(self) -> int:
         """Vector cores per block that split each tile of a Vector epilogue: 2 unless
         ``epilogue_on('vector', vector_cores=1)``."""
-        return self.plan.epilogue_vector_cores
+        d = self._epilogue()
+        return d.vector_cores if d is not None else 2
 
     @property
     def geometry(self) -> CubeGeometry:

@@ -15,9 +15,11 @@ busiest core's time (ties: larger tiles). The candidates:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.errors import UnsupportedError
-from ascendsched.schedule.gemm import GemmSchedule
+from ascendsched.schedule.gemm import GemmSchedule, L1Tile
 from ascendsched.schedule.gemm_cost import estimate_gemm
 from ascendsched.target import DEFAULT_TARGET, Target
 from ascendsched.target.model import Scope
@@ -80,7 +82,9 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
 
 def _schedule(base: GemmSchedule, tm: int, tn: int, tk: int, k0: int,
               copies: tuple[int, int, int], cores: int, mtiles: int) -> GemmSchedule:
-    eff = base.tile(tm, tn, tk).split_k(k0).tiling  # clamped to the problem
+    # the tile clamped to the problem: the plan's own tiling of these numbers (resolving the
+    # schedule of base.tile(tm, tn, tk).split_k(k0) would give the same, at 2x the cost)
+    eff = replace(base.plan, tile=L1Tile(tm, tn, tk), k0=k0).tiling
     s = base.tile(eff.tm, eff.tn, eff.tk).split_k(eff.k0)
     for level, n in zip(("l1", "l0", "l0c"), copies):
         if n > 1:

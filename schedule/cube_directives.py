@@ -32,6 +32,7 @@ from ascendsched.schedule.cube_plan import cube_split, matched
 
 if TYPE_CHECKING:
     from ascendsched.schedule.schedule import Schedule, Split
+    from ascendsched.target import Target
 
 
 @dataclass(frozen=True)
@@ -151,22 +152,29 @@ def make_tensorize(s: Schedule, stage: str, loop: str, intrinsic: str) -> Tensor
     return Tensorize(stage, loop, intrinsic)
 
 
+def check_vector_step(call: str, unit: str, rows: int | None, vector_cores: int,
+                      target: Target) -> None:
+    """The ``rows`` and ``vector_cores`` of an epilogue placement (``place`` and its sugar
+    ``GemmSchedule.epilogue_on``; ``call``: the call up to its unit, for the message)."""
+    if rows is not None and (unit != "vector" or not isinstance(rows, int)
+                             or isinstance(rows, bool) or rows < 1):
+        raise ScheduleError(f"{call}, rows={rows!r}): rows is a positive int and only for "
+                            f"the 'vector' unit")
+    if vector_cores not in (1, 2) or isinstance(vector_cores, bool) or (
+            vector_cores != 2 and unit != "vector"):
+        raise ScheduleError(f"{call}, vector_cores={vector_cores!r}): a block of "
+                            f"{target.name} has 2 Vector cores per Cube core; use "
+                            f"vector_cores=2 (each half of a tile's rows) or 1, and only for "
+                            f"the 'vector' unit")
+
+
 def make_place(s: Schedule, stage: str, unit: str, rows: int | None, vector_cores: int
                ) -> Place:
     call = f"place('{stage}', {unit!r})"
     t = s._stage(stage, "place")
     if unit not in UNITS:
         raise ScheduleError(f"{call}: the unit is one of {', '.join(map(repr, UNITS))}")
-    if rows is not None and (unit != "vector" or not isinstance(rows, int)
-                             or isinstance(rows, bool) or rows < 1):
-        raise ScheduleError(f"{call}: rows={rows!r} is a positive int and only for the "
-                            f"'vector' unit")
-    if vector_cores not in (1, 2) or isinstance(vector_cores, bool) or (
-            vector_cores != 2 and unit != "vector"):
-        raise ScheduleError(f"{call}: vector_cores={vector_cores!r}: a block of "
-                            f"{s.target.name} has 2 Vector cores per Cube core; use "
-                            f"vector_cores=2 (each half of a tile's rows) or 1, and only for "
-                            f"the 'vector' unit")
+    check_vector_step(f"place('{stage}', {unit!r}", unit, rows, vector_cores, s.target)
     assert t.op is not None
     contraction = is_matmul_stage(t) and reduce_axis_of(s, stage) is not None
     if unit == "cube" and not contraction:

@@ -40,6 +40,7 @@ from ascendsched.schedule.cube_directives import (
     Place,
     Tensorize,
     TileSwizzle,
+    check_vector_step,
 )
 from ascendsched.schedule.cube_plan import CubePlan, cube_split, matched
 from ascendsched.schedule.cube_resolve import resolve_cube
@@ -145,43 +146,43 @@ class GemmSchedule(Scheduled):
         self._tile()
         return self.plan
 
-    # The checks of every directive call ask for the GEMM and its epilogue: answered from the
-    # epilogue_on record and the per-algorithm matcher cache (the same functions the plan
-    # uses), not by resolving the whole schedule (``plan``) once per call.
     @cached_property
+    def _head(self) -> CubePlan:
+        """The plan's GEMM and epilogue facts without its tiling: every directive call's
+        checks ask for them, so they come from a plan of the epilogue_on record alone (the
+        matcher is cached per algorithm), not from resolving the whole schedule per call."""
+        return CubePlan(self.algo, self.target, epilogue=self._epilogue())
+
+    @property
     def split(self) -> GemmSplit | None:
         """The Cube and Vector parts when the epilogue runs on the Vector cores (a mixed
         kernel), else None (``cube_plan.cube_split``)."""
-        return cube_split(self.algo, self.epilogue_unit)
+        return self._head.split
 
-    @cached_property
+    @property
     def spec(self) -> GemmSpec:
         """The GEMM the Cube core runs (with a Vector epilogue: the sum alone, stored as the
         accumulator into the workspace)."""
-        split = self.split
-        return matched(split.cube if split is not None else self.algo)
+        return self._head.spec
 
     @property
     def vector_epilogue(self) -> VectorEpilogue | None:
-        return self.split.epilogue if self.split is not None else None
+        return self._head.vector_epilogue
 
     @property
     def epilogue_unit(self) -> str | None:
         """``epilogue_on``'s unit, or None when not given."""
-        d = self._epilogue()
-        return d.unit if d is not None else None
+        return self._head.epilogue_unit
 
     @property
     def epilogue_rows(self) -> int | None:
-        d = self._epilogue()
-        return d.rows if d is not None else None
+        return self._head.epilogue_rows
 
     @property
     def epilogue_vector_cores(self) -> int:
         """Vector cores per block that split each tile of a Vector epilogue: 2 unless
         ``epilogue_on('vector', vector_cores=1)``."""
-        d = self._epilogue()
-        return d.vector_cores if d is not None else 2
+        return self._head.epilogue_vector_cores
 
     @property
     def geometry(self) -> CubeGeometry:
@@ -263,16 +264,7 @@ class GemmSchedule(Scheduled):
                                 f"{', '.join(map(repr, EPILOGUE_UNITS))}")
         if self._epilogue() is not None:
             raise ScheduleError("epilogue_on(): already set; give epilogue_on() once")
-        if rows is not None and (unit != "vector" or not isinstance(rows, int)
-                                 or isinstance(rows, bool) or rows < 1):
-            raise ScheduleError(f"epilogue_on({unit!r}, rows={rows!r}): rows is a positive int "
-                                f"and only for the 'vector' unit")
-        if vector_cores not in (1, 2) or isinstance(vector_cores, bool) or (
-                vector_cores != 2 and unit != "vector"):
-            raise ScheduleError(f"epilogue_on({unit!r}, vector_cores={vector_cores!r}): a "
-                                f"block of {self.target.name} has 2 Vector cores per Cube core; "
-                                "use vector_cores=2 (each half of a tile's rows) or 1, and only "
-                                "for the 'vector' unit")
+        check_vector_step(f"epilogue_on({unit!r}", unit, rows, vector_cores, self.target)
         return self._add(EpilogueOn(unit, rows, vector_cores))
 
     def bind(self, cores: int) -> GemmSchedule:

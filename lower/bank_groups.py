@@ -165,12 +165,18 @@ def read_together(kernel: Kernel, target: Target) -> dict[_Key, list[ReadTogethe
             if ins.pipe != Pipe.V or ins.op not in ("vec_binary", "vec_fma"):
                 continue
             loops = [n for n in around if isinstance(n, For)]
+            # Weights and samples must not depend on the problem size, or a reduced instance
+            # of the kernel (schedule/reduce.py) gets another memory plan than the full one:
+            # the outermost loop (a core's tiles) counts once, and only the loops the
+            # sources' offsets move with are sampled.
             runs = 1
-            for n in loops:
+            for n in loops[1:]:
                 runs *= n.extent
+            moving = {v for reg in ins.reads for v in reg.offset.vars()}
             envs: list[dict[str, int]] = [{}]
             for n in loops:
-                envs = [{**e, n.var: v} for e in envs for v in range(min(n.extent, groups))]
+                if n.var in moving:
+                    envs = [{**e, n.var: v} for e in envs for v in range(min(n.extent, groups))]
             if len(envs) > SAMPLES:
                 continue
             known = {n.var for n in loops}

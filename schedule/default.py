@@ -71,10 +71,10 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
     for copies, tile in tiles:
         # values of the loaded-once inputs computed once, then (if that changes the UB
         # estimate: they hold UB all the time) per tile, for rows too wide for both
-        hoists = (True, False) if tile_bytes(algo, tile, copies, target) != tile_bytes(
-            algo, tile, copies, target, hoist=False) else (True,)
+        need = {h: tile_bytes(algo, tile, copies, target, hoist=h) for h in (True, False)}
+        hoists = (True, False) if need[True] != need[False] else (True,)
         for hoist in hoists:
-            if tile_bytes(algo, tile, copies, target, hoist=hoist) > WHOLE_ROW_SLACK * usable:
+            if need[hoist] > WHOLE_ROW_SLACK * usable:
                 continue  # only a whole row is offered over the estimate: hopelessly over
             s = _candidate(algo, target, tile, copies, hoist)
             key = str(s)

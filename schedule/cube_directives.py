@@ -163,7 +163,8 @@ def check_vector_step(call: str, unit: str, rows: int | None, vector_cores: int,
     if vector_cores not in (1, 2) or isinstance(vector_cores, bool) or (
             vector_cores != 2 and unit != "vector"):
         raise ScheduleError(f"{call}, vector_cores={vector_cores!r}): a block of "
-                            f"{target.name} has 2 Vector cores per Cube core; use "
+                            f"{target.name} has {target.aiv_per_aic} Vector cores per Cube "
+                            f"core and mixed kernels pair them 1:2 or 1:1; use "
                             f"vector_cores=2 (each half of a tile's rows) or 1, and only for "
                             f"the 'vector' unit")
 

@@ -107,16 +107,16 @@ class Lifetimes:
     in_place: frozenset[tuple[str, str]] = frozenset()  # (a, b): b may take a's exact bytes
     pipelined: tuple[tuple[str, int, int], ...] = ()  # (var, first, last) of each loop that a
     # multi-copy buffer alternates over
+    loops: tuple[tuple[str, int, int], ...] = ()  # (var, first, last) of every loop
 
     def pipelined_loop(self, a: Lifetime, b: Lifetime) -> str | None:
         """The innermost pipelined loop holding both used lifetimes (one iteration's work),
         or None."""
-        if not a.used or not b.used:
-            return None
-        lo, hi = min(a.start, b.start), max(a.end, b.end)
-        inside = [(last - first, v) for v, first, last in self.pipelined
-                  if first <= lo and hi <= last]
-        return min(inside)[1] if inside else None
+        return _innermost(self.pipelined, a, b)
+
+    def enclosing_loop(self, a: Lifetime, b: Lifetime) -> str | None:
+        """The innermost loop of any kind holding both used lifetimes, or None."""
+        return _innermost(self.loops, a, b)
 
     def of(self, buffer: str, copy: int = 0) -> Lifetime:
         for e in self.entries:
@@ -167,7 +167,17 @@ def buffer_lifetimes(kernel: Kernel) -> Lifetimes:
         entries.extend(copies)
     return Lifetimes(kernel.name, tuple(entries), tuple(walk.lines),
                      _in_place_pairs(kernel, entries, walk.at, walk.ranges, walk.loops),
-                     tuple(pipelined[i] for i in sorted(pipelined)))
+                     tuple(pipelined[i] for i in sorted(pipelined)),
+                     tuple(walk.spans[i] for i in sorted(walk.spans)))
+
+
+def _innermost(loops: tuple[tuple[str, int, int], ...], a: Lifetime, b: Lifetime) -> str | None:
+    """The innermost of ``loops`` holding both used lifetimes, or None."""
+    if not a.used or not b.used:
+        return None
+    lo, hi = min(a.start, b.start), max(a.end, b.end)
+    inside = [(last - first, v) for v, first, last in loops if first <= lo and hi <= last]
+    return min(inside)[1] if inside else None
 
 
 def _whole_loop(copies: list[Lifetime], uses: dict[tuple[str, int], list[tuple[int, Pipe, str]]],

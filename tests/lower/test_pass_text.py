@@ -98,21 +98,22 @@ def test_memory_plan_reuses_dead_bytes_and_apply_places_the_buffers() -> None:
         """)
     log = PassLog()
     after = lower(MUL_ADD_RELU, log=log, stop_after="apply memory plan")
-    # live ranges are instruction positions; d_ub (live [5, 6]) takes c_ub's bytes (dead after
-    # 4), d_t2 takes d_t1's: 544 B instead of 832. Of the two packings of that peak, this one
-    # keeps the sources of the mul (a_ub, b_ub: groups 0-3, 4-7 of the 16 UB bank groups of
-    # 32 B) and of the add (d_t1: 12-15 and 0, c_ub: 8-11) apart; first-fit-decreasing put
-    # d_t1 and c_ub both in group 0 (lower/bank_groups.py)
+    # live ranges are instruction positions; d_t2 takes d_t1's bytes (both V): 672 B instead
+    # of 832. d_ub (live [5, 6]) could take c_ub's (dead after 4) for 544 B, but then the next
+    # tile's load of c (MTE2) would wait for this tile's store of d (MTE3): UB has room, so
+    # no bytes are shared across pipes inside the loop. Of the packings of that peak, this
+    # one keeps the sources of the mul (a_ub, b_ub: groups 0-3, 4-7 of the 16 UB bank groups
+    # of 32 B) and of the add (d_t1: 12-15 and 0, c_ub: 8-11) apart (lower/bank_groups.py)
     assert log.text("memory plan") == expect("""
         memory plan of mul_add_relu:
           buffer      copy  scope  offset   size     live
           a_ub        0     UB     0        128      [0, 3]
           b_ub        0     UB     128      128      [1, 3]
           c_ub        0     UB     256      128      [2, 4]
-          d_ub        0     UB     256      128      [5, 6]
+          d_ub        0     UB     544      128      [5, 6]
           d_t1        0     UB     384      160      [3, 4]
           d_t2        0     UB     384      160      [4, 5]
-          UB: peak 544 B of 188160 B usable; all buffers without reuse 832 B (best-fit-by-start, 0 cross-pipe reuses)
+          UB: peak 672 B of 188160 B usable; all buffers without reuse 832 B (best-fit-by-start, 0 cross-pipe reuses)
         """)
     # only the buffer declarations change: each gets its byte offset per copy
     assert format_kernel(after) == expect("""
@@ -126,7 +127,7 @@ def test_memory_plan_reuses_dead_bytes_and_apply_places_the_buffers() -> None:
           UB a_ub: float16[64] x1 at [0]   # tile of a
           UB b_ub: float16[64] x1 at [128]   # tile of b
           UB c_ub: float16[64] x1 at [256]   # tile of c
-          UB d_ub: float16[64] x1 at [256]   # tile of d
+          UB d_ub: float16[64] x1 at [544]   # tile of d
           UB d_t1: float16[80] x1 at [384]   # temporary of d: (a[i] * b[i])
           UB d_t2: float16[80] x1 at [384]   # temporary of d: ((a[i] * b[i]) + c[i])
           program AIV:
@@ -242,50 +243,55 @@ def test_remove_redundant_syncs_drops_the_implied_ones() -> None:
 def test_allocate_event_ids_separates_overlapping_channels() -> None:
     # Pruned, both MTE2->V channels use id 0, and the second is set (after c's load) before
     # the first is waited (before the mul): one id would be set twice. Allocation gives the
-    # second id 1. The MTE3->MTE2 pair is the WAR that reuse made (d_ub sits in c_ub's bytes,
-    # so only c's load of the next tile waits for the store), V->MTE2 the WAR of a_ub and b_ub
-    # against the mul, and the barrier before the mul the WAR of d_t1 against the last tile's
-    # relu reading d_t2 at the same bytes (no longer implied by the store's chain).
+    # second id 1; likewise the two V->MTE2 WARs (a_ub and b_ub against the mul, c_ub against
+    # the add: the next tile's loads wait for the last reads of this one). MTE3->V is the WAR
+    # of d_ub against the last tile's store, and the barrier before the mul the WAR of d_t1
+    # against the last tile's relu reading d_t2 at the same bytes.
     before = lower(MUL_ADD_RELU, stop_after="remove redundant syncs")
     assert text(before, comments=False) == expect("""
         program AIV:
+          set_flag V->MTE2 id=0 [ch 8, prologue]
           set_flag V->MTE2 id=0 [ch 9, prologue]
-          set_flag MTE3->MTE2 id=0 [ch 12, prologue]
+          set_flag MTE3->V id=0 [ch 11, prologue]
           for i_o in 0..4:
-            wait_flag V->MTE2 id=0 [ch 9, wait]
+            wait_flag V->MTE2 id=0 [ch 8, wait]
             [MTE2] copy_gm_ub  a_ub@(0)[1:64, 64:1] <- a@(64*i_o)[1:64, 64:1]
             [MTE2] copy_gm_ub  b_ub@(0)[1:64, 64:1] <- b@(64*i_o)[1:64, 64:1]
             set_flag MTE2->V id=0 [ch 6, set]
-            wait_flag MTE3->MTE2 id=0 [ch 12, wait]
+            wait_flag V->MTE2 id=0 [ch 9, wait]
             [MTE2] copy_gm_ub  c_ub@(0)[1:64, 64:1] <- c@(64*i_o)[1:64, 64:1]
             set_flag MTE2->V id=0 [ch 7, set]
             wait_flag MTE2->V id=0 [ch 6, wait]
             barrier V [ch 3]
             [V] vec_binary fn=mul  d_t1@(0)[1:128, 64:1] <- a_ub@(0)[1:128, 64:1], b_ub@(0)[1:128, 64:1]
-            set_flag V->MTE2 id=0 [ch 9, set]
+            set_flag V->MTE2 id=0 [ch 8, set]
             wait_flag MTE2->V id=0 [ch 7, wait]
             barrier V [ch 4, keep]
             [V] vec_binary fn=add  d_t2@(0)[1:128, 64:1] <- d_t1@(0)[1:128, 64:1], c_ub@(0)[1:128, 64:1]
+            set_flag V->MTE2 id=0 [ch 9, set]
+            wait_flag MTE3->V id=0 [ch 11, wait]
             barrier V [ch 5, keep]
             [V] vec_unary fn=relu  d_ub@(0)[1:128, 64:1] <- d_t2@(0)[1:128, 64:1]
-            set_flag V->MTE3 id=0 [ch 11, set]
-            wait_flag V->MTE3 id=0 [ch 11, wait]
+            set_flag V->MTE3 id=0 [ch 10, set]
+            wait_flag V->MTE3 id=0 [ch 10, wait]
             [MTE3] copy_ub_gm  d@(64*i_o)[1:64, 64:1] <- d_ub@(0)[1:64, 64:1]
-            set_flag MTE3->MTE2 id=0 [ch 12, set]
+            set_flag MTE3->V id=0 [ch 11, set]
+          wait_flag V->MTE2 id=0 [ch 8, epilogue]
           wait_flag V->MTE2 id=0 [ch 9, epilogue]
-          wait_flag MTE3->MTE2 id=0 [ch 12, epilogue]
+          wait_flag MTE3->V id=0 [ch 11, epilogue]
         """)
     after = lower(MUL_ADD_RELU, stop_after="allocate event ids")
     assert text(after, comments=False) == expect("""
         program AIV:
           set_flag V->MTE2 id=0
-          set_flag MTE3->MTE2 id=0
+          set_flag V->MTE2 id=1
+          set_flag MTE3->V id=0
           for i_o in 0..4:
             wait_flag V->MTE2 id=0
             [MTE2] copy_gm_ub  a_ub@(0)[1:64, 64:1] <- a@(64*i_o)[1:64, 64:1]
             [MTE2] copy_gm_ub  b_ub@(0)[1:64, 64:1] <- b@(64*i_o)[1:64, 64:1]
             set_flag MTE2->V id=0
-            wait_flag MTE3->MTE2 id=0
+            wait_flag V->MTE2 id=1
             [MTE2] copy_gm_ub  c_ub@(0)[1:64, 64:1] <- c@(64*i_o)[1:64, 64:1]
             set_flag MTE2->V id=1
             wait_flag MTE2->V id=0
@@ -295,12 +301,15 @@ def test_allocate_event_ids_separates_overlapping_channels() -> None:
             wait_flag MTE2->V id=1
             barrier V
             [V] vec_binary fn=add  d_t2@(0)[1:128, 64:1] <- d_t1@(0)[1:128, 64:1], c_ub@(0)[1:128, 64:1]
+            set_flag V->MTE2 id=1
+            wait_flag MTE3->V id=0
             barrier V
             [V] vec_unary fn=relu  d_ub@(0)[1:128, 64:1] <- d_t2@(0)[1:128, 64:1]
             set_flag V->MTE3 id=0
             wait_flag V->MTE3 id=0
             [MTE3] copy_ub_gm  d@(64*i_o)[1:64, 64:1] <- d_ub@(0)[1:64, 64:1]
-            set_flag MTE3->MTE2 id=0
+            set_flag MTE3->V id=0
           wait_flag V->MTE2 id=0
-          wait_flag MTE3->MTE2 id=0
+          wait_flag V->MTE2 id=1
+          wait_flag MTE3->V id=0
         """)

@@ -51,10 +51,12 @@ def test_two_vector_cores_split_the_work_and_overlap_the_cube() -> None:
     v1 = sum(b - a for a, b in _busy(one.slices[(0, "AIV")]))
     for name in ("AIV0", "AIV1"):
         aiv = _busy(two.slices[(0, name)])
-        assert sum(b - a for a, b in aiv) < 0.65 * v1  # about half the Vector work each
+        # busy time per core: modelled 51.1 k cycles each vs 69.3 k for the single AIV (its
+        # loads and stores overlap its own vector work, which halves less than the rows)
+        assert sum(b - a for a, b in aiv) < 0.8 * v1
         both, shorter = _overlap(aic, aiv)
-        assert both > 0.8 * shorter  # modelled: 93% (62% with 1:1)
-    assert two.cycles < 0.7 * one.cycles  # modelled: 66.8 k vs 109.9 k cycles
+        assert both > 0.8 * shorter  # modelled: 96% (91% with 1:1)
+    assert two.cycles < 0.85 * one.cycles  # modelled: 64.2 k vs 81.2 k cycles
 
 
 def test_vector_cores_share_the_dma_fabric_by_the_bytes_they_move() -> None:

@@ -55,16 +55,16 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 17696 B of 188160 B usable UB.
+    // Arena: 21792 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 17696);
+    pipe.InitBuffer(ubuf, 21792);
     // gamma_ub: float16[1024] [1024] x1 at UB bytes [4128, 6176); tile of gamma
     LocalTensor<half> gamma_ub = ubuf.GetWithOffset<half>(1024, 4128);
     // beta_ub: float16[1024] [1024] x1 at UB bytes [8480, 10528); tile of beta
     LocalTensor<half> beta_ub = ubuf.GetWithOffset<half>(1024, 8480);
-    // x_ub: float16[1, 1024] [1024] x1 at UB bytes [12576, 14624); tile of x
-    LocalTensor<half> x_ub = ubuf.GetWithOffset<half>(1024, 12576);
+    // x_ub: float16[1, 1024] [1024] x1 at UB bytes [16928, 18976); tile of x
+    LocalTensor<half> x_ub = ubuf.GetWithOffset<half>(1024, 16928);
     // xf_ub: float32[1, 1024] [1024] x1 at UB bytes [8480, 12576); tile of xf
     LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(1024, 8480);
     // d_ub: float32[1, 1024] [1024] x1 at UB bytes [12832, 16928); tile of d
@@ -77,16 +77,16 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     LocalTensor<float> d_blk3 = ubuf.GetWithOffset<float>(16, 4128);
     // d_t4: float32[1] [16] x1 at UB bytes [4128, 4192); temporary of d: (sum[float32](k<1024: xf[i, k]) * 0.0009765625)
     LocalTensor<float> d_t4 = ubuf.GetWithOffset<float>(16, 4128);
-    // d_brcb5: float32[16, 8] [128] x1 at UB bytes [16928, 17440); d_t4 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
-    LocalTensor<float> d_brcb5 = ubuf.GetWithOffset<float>(128, 16928);
-    // y_ub: float16[1, 1024] [1024] x1 at UB bytes [12832, 14880); tile of y
-    LocalTensor<half> y_ub = ubuf.GetWithOffset<half>(1024, 12832);
+    // d_brcb5: float32[16, 8] [128] x1 at UB bytes [21024, 21536); d_t4 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> d_brcb5 = ubuf.GetWithOffset<float>(128, 21024);
+    // y_ub: float16[1, 1024] [1024] x1 at UB bytes [18976, 21024); tile of y
+    LocalTensor<half> y_ub = ubuf.GetWithOffset<half>(1024, 18976);
     // y_t6: float32[1, 1024] [1032] x1 at UB bytes [8480, 12608); temporary of y: (d[i, k2] * d[i, k2])
     LocalTensor<float> y_t6 = ubuf.GetWithOffset<float>(1032, 8480);
     // y_t7: float32[1] [16] x1 at UB bytes [4192, 4256); temporary of y: sum[float32](k2<1024: (d[i, k2] * d[i, k2]))
     LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(16, 4192);
-    // y_blk8: float32[1, 128] [128] x1 at UB bytes [16928, 17440); sum of each 32 B block of the rows of y
-    LocalTensor<float> y_blk8 = ubuf.GetWithOffset<float>(128, 16928);
+    // y_blk8: float32[1, 128] [128] x1 at UB bytes [21024, 21536); sum of each 32 B block of the rows of y
+    LocalTensor<float> y_blk8 = ubuf.GetWithOffset<float>(128, 21024);
     // y_blk9: float32[1, 16] [16] x1 at UB bytes [4128, 4192); sum of each 32 B block of the rows of y
     LocalTensor<float> y_blk9 = ubuf.GetWithOffset<float>(16, 4128);
     // y_t10: float32[1] [16] x1 at UB bytes [4128, 4192); temporary of y: (sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625)
@@ -97,8 +97,8 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     LocalTensor<float> y_t12 = ubuf.GetWithOffset<float>(16, 4128);
     // y_t13: float32[1, 1024] [1032] x1 at UB bytes [8704, 12832); temporary of y: (d[i, j] * rsqrt(((sum[float32](k2<1024: (d[i, k2] * d[i, k2])) * 0.0009765625) + 1e-05)))
     LocalTensor<float> y_t13 = ubuf.GetWithOffset<float>(1032, 8704);
-    // y_brcb14: float32[16, 8] [128] x1 at UB bytes [17184, 17696); y_t12 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
-    LocalTensor<float> y_brcb14 = ubuf.GetWithOffset<float>(128, 17184);
+    // y_brcb14: float32[16, 8] [128] x1 at UB bytes [21280, 21792); y_t12 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb14 = ubuf.GetWithOffset<float>(128, 21280);
     // y_t1_once: float32[1024] [1032] x1 at UB bytes [0, 4128); temporary of y (computed once, before the tile loops): float32(gamma[j])
     LocalTensor<float> y_t1_once = ubuf.GetWithOffset<float>(1032, 0);
     // y_t2_once: float32[1024] [1032] x1 at UB bytes [4352, 8480); temporary of y (computed once, before the tile loops): float32(beta[j])
@@ -116,10 +116,10 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     PipeBarrier<PIPE_V>();  // beta_ub/xf_ub: V read -> V write (WAR) (+3 more)
     for (int64_t i_o_k = 0; i_o_k < 1; ++i_o_k) {  // tiles i_o = i_o_k*8 + block_idx over 8 cores
         DataCopy(x_ub, x_gm[1024*block_idx + 8192*i_o_k], DataCopyParams(1, 64, 0, 0));  // load x tile into UB (1 x 2048 B; lengths in 32 B blocks)
-        SetFlag<HardEvent::MTE2_V>(2);  // x_ub: MTE2 write -> V read (RAW) (+7 more)
-        WaitFlag<HardEvent::MTE2_V>(2);  // x_ub: MTE2 write -> V read (RAW) (+7 more)
+        SetFlag<HardEvent::MTE2_V>(2);  // x_ub: MTE2 write -> V read (RAW)
+        WaitFlag<HardEvent::MTE2_V>(2);  // x_ub: MTE2 write -> V read (RAW)
         Cast(xf_ub, x_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
-        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+1 more)
+        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW)
         BlockReduceSum(d_blk2, xf_ub, 16, 64, 1, 1, 8);  // d: sum of each 32 B block
         PipeBarrier<PIPE_V>();  // d_blk2: V write -> V read (RAW)
         BlockReduceSum(d_blk3, d_blk2, 2, 64, 1, 1, 8);  // d: sum of each 32 B block
@@ -127,10 +127,10 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
         WholeReduceSum(d_t1, d_blk3, 16, 1, 1, 1, 0);  // d: sum over k
         PipeBarrier<PIPE_V>();  // d_t1: V write -> V read (RAW) (+2 more)
         Muls(d_t4, d_t1, 0.0009765625f, 1, 1, UnaryRepeatParams(1, 1, 0, 0));  // d: muls
-        PipeBarrier<PIPE_V>();  // d_t4: V write -> V read (RAW) (+5 more)
+        PipeBarrier<PIPE_V>();  // d_t4: V write -> V read (RAW) (+4 more)
         Brcb(d_brcb5, d_t4, 1, BrcbRepeatParams(1, 8));  // d: broadcast d_t4 per row
         Brcb(d_brcb5[64], d_t4, 1, BrcbRepeatParams(1, 8));  // d: broadcast d_t4 per row
-        PipeBarrier<PIPE_V>();  // d_brcb5: V write -> V read (RAW) (+5 more)
+        PipeBarrier<PIPE_V>();  // d_brcb5: V write -> V read (RAW) (+4 more)
         Sub(d_ub, xf_ub, d_brcb5, 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // d: sub
         Sub(d_ub[64], xf_ub[64], d_brcb5[64], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // d: sub
         PipeBarrier<PIPE_V>();  // d_ub: V write -> V read (RAW) (+4 more)
@@ -150,15 +150,15 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
         PipeBarrier<PIPE_V>();  // y_t12: V write -> V read (RAW) (+13 more)
         Brcb(y_brcb14, y_t12, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t12 per row
         Brcb(y_brcb14[64], y_t12, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t12 per row
-        PipeBarrier<PIPE_V>();  // y_brcb14: V write -> V read (RAW) (+11 more)
+        PipeBarrier<PIPE_V>();  // y_brcb14: V write -> V read (RAW) (+10 more)
         Mul(y_t13, d_ub, y_brcb14, 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
         Mul(y_t13[64], d_ub[64], y_brcb14[64], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
-        PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW) (+9 more)
+        PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW) (+4 more)
         FusedMulAdd(y_t13, y_t1_once, y_t2_once, 64, 16, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // y: fused_mul_add
         PipeBarrier<PIPE_V>();  // y_t13: V write -> V read (RAW)
         Cast(y_ub, y_t13, RoundMode::CAST_RINT, 64, 16, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
-        SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+2 more)
-        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+2 more)
+        SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW)
+        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW)
         DataCopy(y_gm[1024*block_idx + 8192*i_o_k], y_ub, DataCopyParams(1, 64, 0, 0));  // store y tile to GM (1 x 2048 B; lengths in 32 B blocks)
     }
 }

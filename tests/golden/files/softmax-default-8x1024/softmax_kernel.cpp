@@ -47,53 +47,53 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 6176 B of 188160 B usable UB.
+    // Arena: 8960 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 6176);
-    // x_ub: float16[1, 1024] [1024] x1 at UB bytes [4096, 6144); tile of x
-    LocalTensor<half> x_ub = ubuf.GetWithOffset<half>(1024, 4096);
+    pipe.InitBuffer(ubuf, 8960);
+    // x_ub: float16[1, 1024] [1024] x1 at UB bytes [4128, 6176); tile of x
+    LocalTensor<half> x_ub = ubuf.GetWithOffset<half>(1024, 4128);
     // xf_ub: float32[1, 1024] [1024] x1 at UB bytes [0, 4096); tile of xf
     LocalTensor<float> xf_ub = ubuf.GetWithOffset<float>(1024, 0);
     // mx_ub: float32[1] [8] x1 at UB bytes [4096, 4128); tile of mx
     LocalTensor<float> mx_ub = ubuf.GetWithOffset<float>(8, 4096);
-    // mx_blk1: float32[1, 128] [128] x1 at UB bytes [4096, 4608); max of each 32 B block of the rows of mx
-    LocalTensor<float> mx_blk1 = ubuf.GetWithOffset<float>(128, 4096);
-    // mx_blk2: float32[1, 16] [16] x1 at UB bytes [4608, 4672); max of each 32 B block of the rows of mx
-    LocalTensor<float> mx_blk2 = ubuf.GetWithOffset<float>(16, 4608);
+    // mx_blk1: float32[1, 128] [128] x1 at UB bytes [8224, 8736); max of each 32 B block of the rows of mx
+    LocalTensor<float> mx_blk1 = ubuf.GetWithOffset<float>(128, 8224);
+    // mx_blk2: float32[1, 16] [16] x1 at UB bytes [8736, 8800); max of each 32 B block of the rows of mx
+    LocalTensor<float> mx_blk2 = ubuf.GetWithOffset<float>(16, 8736);
     // e_ub: float32[1, 1024] [1024] x1 at UB bytes [0, 4096); tile of e
     LocalTensor<float> e_ub = ubuf.GetWithOffset<float>(1024, 0);
     // e_t3: float32[1, 1024] [1032] x1 at UB bytes [0, 4128); temporary of e: (xf[i, j] - mx[i])
     LocalTensor<float> e_t3 = ubuf.GetWithOffset<float>(1032, 0);
-    // e_brcb4: float32[16, 8] [128] x1 at UB bytes [4352, 4864); mx_ub broadcast to one 32 B block per row (Brcb), twice: one copy per phase
-    LocalTensor<float> e_brcb4 = ubuf.GetWithOffset<float>(128, 4352);
-    // s_ub: float32[1] [8] x1 at UB bytes [4160, 4192); tile of s
-    LocalTensor<float> s_ub = ubuf.GetWithOffset<float>(8, 4160);
-    // s_blk5: float32[1, 128] [128] x1 at UB bytes [4096, 4608); sum of each 32 B block of the rows of s
-    LocalTensor<float> s_blk5 = ubuf.GetWithOffset<float>(128, 4096);
-    // s_blk6: float32[1, 16] [16] x1 at UB bytes [4608, 4672); sum of each 32 B block of the rows of s
-    LocalTensor<float> s_blk6 = ubuf.GetWithOffset<float>(16, 4608);
-    // y_ub: float16[1, 1024] [1024] x1 at UB bytes [4128, 6176); tile of y
-    LocalTensor<half> y_ub = ubuf.GetWithOffset<half>(1024, 4128);
-    // y_t7: float32[1] [16] x1 at UB bytes [4096, 4160); temporary of y: 1, the dividend of 1 / s[i]
-    LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(16, 4096);
-    // y_t8: float32[1] [16] x1 at UB bytes [4096, 4160); temporary of y: 1 / s[i]
-    LocalTensor<float> y_t8 = ubuf.GetWithOffset<float>(16, 4096);
+    // e_brcb4: float32[16, 8] [128] x1 at UB bytes [8448, 8960); mx_ub broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> e_brcb4 = ubuf.GetWithOffset<float>(128, 8448);
+    // s_ub: float32[1] [8] x1 at UB bytes [4096, 4128); tile of s
+    LocalTensor<float> s_ub = ubuf.GetWithOffset<float>(8, 4096);
+    // s_blk5: float32[1, 128] [128] x1 at UB bytes [8224, 8736); sum of each 32 B block of the rows of s
+    LocalTensor<float> s_blk5 = ubuf.GetWithOffset<float>(128, 8224);
+    // s_blk6: float32[1, 16] [16] x1 at UB bytes [8736, 8800); sum of each 32 B block of the rows of s
+    LocalTensor<float> s_blk6 = ubuf.GetWithOffset<float>(16, 8736);
+    // y_ub: float16[1, 1024] [1024] x1 at UB bytes [6176, 8224); tile of y
+    LocalTensor<half> y_ub = ubuf.GetWithOffset<half>(1024, 6176);
+    // y_t7: float32[1] [16] x1 at UB bytes [8224, 8288); temporary of y: 1, the dividend of 1 / s[i]
+    LocalTensor<float> y_t7 = ubuf.GetWithOffset<float>(16, 8224);
+    // y_t8: float32[1] [16] x1 at UB bytes [8224, 8288); temporary of y: 1 / s[i]
+    LocalTensor<float> y_t8 = ubuf.GetWithOffset<float>(16, 8224);
     // y_t9: float32[1, 1024] [1032] x1 at UB bytes [0, 4128); temporary of y: (e[i, j] / s[i])
     LocalTensor<float> y_t9 = ubuf.GetWithOffset<float>(1032, 0);
-    // y_brcb10: float32[16, 8] [128] x1 at UB bytes [4352, 4864); y_t8 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
-    LocalTensor<float> y_brcb10 = ubuf.GetWithOffset<float>(128, 4352);
+    // y_brcb10: float32[16, 8] [128] x1 at UB bytes [8448, 8960); y_t8 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb10 = ubuf.GetWithOffset<float>(128, 8448);
 
     for (int64_t i_o_k = 0; i_o_k < 1; ++i_o_k) {  // tiles i_o = i_o_k*8 + block_idx over 8 cores
         DataCopy(x_ub, x_gm[1024*block_idx + 8192*i_o_k], DataCopyParams(1, 64, 0, 0));  // load x tile into UB (1 x 2048 B; lengths in 32 B blocks)
-        SetFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW) (+20 more)
-        WaitFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW) (+20 more)
+        SetFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW)
+        WaitFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW)
         Cast(xf_ub, x_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
-        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+2 more)
+        PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW)
         BlockReduceMax(mx_blk1, xf_ub, 16, 64, 1, 1, 8);  // mx: max of each 32 B block
-        PipeBarrier<PIPE_V>();  // mx_blk1: V write -> V read (RAW) (+2 more)
+        PipeBarrier<PIPE_V>();  // mx_blk1: V write -> V read (RAW)
         BlockReduceMax(mx_blk2, mx_blk1, 2, 64, 1, 1, 8);  // mx: max of each 32 B block
-        PipeBarrier<PIPE_V>();  // mx_blk2: V write -> V read (RAW) (+5 more)
+        PipeBarrier<PIPE_V>();  // mx_blk2: V write -> V read (RAW) (+2 more)
         WholeReduceMax(mx_ub, mx_blk2, 16, 1, 1, 1, 0, ReduceOrder::ORDER_ONLY_VALUE);  // mx: max over k
         PipeBarrier<PIPE_V>();  // mx_ub: V write -> V read (RAW) (+8 more)
         Brcb(e_brcb4, mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
@@ -101,27 +101,27 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
         PipeBarrier<PIPE_V>();  // e_brcb4: V write -> V read (RAW) (+7 more)
         Sub(e_t3, xf_ub, e_brcb4, 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
         Sub(e_t3[64], xf_ub[64], e_brcb4[64], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
-        PipeBarrier<PIPE_V>();  // e_t3: V write -> V read (RAW) (+11 more)
+        PipeBarrier<PIPE_V>();  // e_t3: V write -> V read (RAW) (+8 more)
         Exp(e_ub, e_t3, 64, 16, UnaryRepeatParams(1, 1, 8, 8));  // e: exp
-        PipeBarrier<PIPE_V>();  // e_ub: V write -> V read (RAW) (+8 more)
+        PipeBarrier<PIPE_V>();  // e_ub: V write -> V read (RAW) (+5 more)
         BlockReduceSum(s_blk5, e_ub, 16, 64, 1, 1, 8);  // s: sum of each 32 B block
-        PipeBarrier<PIPE_V>();  // s_blk5: V write -> V read (RAW) (+6 more)
+        PipeBarrier<PIPE_V>();  // s_blk5: V write -> V read (RAW) (+4 more)
         BlockReduceSum(s_blk6, s_blk5, 2, 64, 1, 1, 8);  // s: sum of each 32 B block
-        PipeBarrier<PIPE_V>();  // s_blk6: V write -> V read (RAW) (+18 more)
+        PipeBarrier<PIPE_V>();  // s_blk6: V write -> V read (RAW) (+11 more)
         WholeReduceSum(s_ub, s_blk6, 16, 1, 1, 1, 0);  // s: sum over k2
         Duplicate(y_t7, 1.0f, 1, 1, 1, 0);  // y: dup
-        PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+13 more)
+        PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+11 more)
         Div(y_t8, y_t7, s_ub, 1, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // y: div
-        PipeBarrier<PIPE_V>();  // y_t8: V write -> V read (RAW) (+23 more)
+        PipeBarrier<PIPE_V>();  // y_t8: V write -> V read (RAW) (+25 more)
         Brcb(y_brcb10, y_t8, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8 per row
         Brcb(y_brcb10[64], y_t8, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8 per row
-        PipeBarrier<PIPE_V>();  // y_brcb10: V write -> V read (RAW) (+29 more)
+        PipeBarrier<PIPE_V>();  // y_brcb10: V write -> V read (RAW) (+15 more)
         Mul(y_t9, e_ub, y_brcb10, 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
         Mul(y_t9[64], e_ub[64], y_brcb10[64], 64, 8, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
-        PipeBarrier<PIPE_V>();  // y_t9: V write -> V read (RAW) (+1 more)
+        PipeBarrier<PIPE_V>();  // y_t9: V write -> V read (RAW)
         Cast(y_ub, y_t9, RoundMode::CAST_RINT, 64, 16, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
-        SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+7 more)
-        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW) (+7 more)
+        SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW)
+        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW)
         DataCopy(y_gm[1024*block_idx + 8192*i_o_k], y_ub, DataCopyParams(1, 64, 0, 0));  // store y tile to GM (1 x 2048 B; lengths in 32 B blocks)
     }
 }

@@ -407,12 +407,22 @@ def _compromise(kernel: Kernel, lifetimes: Lifetimes, scope: Scope, items: list[
             if loop is None or not _reuse_cost(a, b, loop):
                 continue
             first, second = (a, b) if a.end < b.start else (b, a)
-            pipes = "/".join(sorted(str(p) for p in first.first_pipes | second.last_pipes))
+            waits = []  # (waiting pipes and buffer, pipes and buffer waited for) across pipes
+            if len(first.last_pipes | second.first_pipes) > 1:
+                waits.append((_users(second.first_pipes, second), _users(first.last_pipes,
+                                                                        first)))
+            if len(second.last_pipes | first.first_pipes) > 1:
+                waits.append((_users(first.first_pipes, first) + " of the next iteration",
+                              _users(second.last_pipes, second)))
+            why = "; ".join(f"{w} waits for {f}" for w, f in waits)
             pairs.append(f"{second.buffer} reuses the bytes of {first.buffer} inside pipelined "
-                         f"loop {loop} (pipes {pipes} then wait for each other every "
-                         "iteration)")
+                         f"loop {loop} ({why}, every iteration)")
         cause = "; ".join(dict.fromkeys(pairs)) or "buffers reuse bytes across pipes"
     return f"{head}{cause}. Try {' or '.join(fixes)}."
+
+
+def _users(pipes: frozenset, e: Lifetime) -> str:
+    return f"{'/'.join(sorted(str(p) for p in pipes))} on {e.buffer}"
 
 
 def _overflow_message(kernel: Kernel, lifetimes: Lifetimes, scope: Scope, items: list[Lifetime],

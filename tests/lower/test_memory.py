@@ -164,7 +164,7 @@ def test_cross_pipe_reuse_when_ub_is_too_small_warns_naming_the_buffers() -> Non
         plan = plan_memory(k, lt, ASCEND_910B)
     msg = str(rec[0].message)
     for text in ("pipelined loop k", "204800 B of UB", "u_ub reuses the bytes of y_ub", "188160 B", "copies=1 on x_ub",
-                 "a smaller tile"):
+                 "a smaller tile", "MTE2 on y_ub of the next iteration waits for MTE3 on u_ub"):
         assert text in msg
     assert plan.compromises == (msg,) and plan.peak(Scope.UB) <= 188160
     assert rec[0].message.warning_id == "buffering-not-honoured"

@@ -36,8 +36,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ascendsched.errors import CapacityError, UnsupportedError
+from ascendsched.errors import UnsupportedError
 from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.cube_hints import bias_table_error
 from ascendsched.lower.cube_ops import FIXPIPE_QUANT, MMAD_DTYPES, cube_c0, make_cube_instr
 from ascendsched.lower.ir import BLOCK_IDX, Buffer, For, GmTensor, If, Instr, Kernel, Program, Stmt
 from ascendsched.schedule.cube_plan import CubePlan
@@ -51,39 +52,6 @@ _QUANT = {("float32", "float16"): "F322F16", ("float32", "bfloat16"): "F322BF16"
 def build_gemm(sched: CubePlan, target: Target | None = None) -> Kernel:
     """Lower a GEMM schedule to an unsynchronised, unplanned AIC kernel."""
     return _Builder(sched, target or sched.target).build()
-
-
-def capacity_hint(sched: CubePlan, err: CapacityError) -> CapacityError:
-    """The planner's CapacityError plus the GEMM schedule decisions that size the buffers of
-    the overflowing scope, and the way out."""
-    t = sched.tiling
-    sp = sched.spec
-    eb, ab = sp.in_dtype.bytes, sp.acc_dtype.bytes
-    why = {
-        "L1": (f"a_l1 + b_l1 = ({t.tm} x {t.tk} + {t.tk} x {t.tn}) x {eb} B x {t.l1_copies} "
-               f"copies, from .tile({t.tm}, {t.tn}, {t.tk}) and .buffer('l1', {t.l1_copies})",
-               "a smaller tile k (or m, n)" + (", or .buffer('l1', 1)" if t.l1_copies > 1 else "")),
-        "L0A": (f"a_l0 = {t.tm} x {t.k0} x {eb} B x {t.l0_copies} copies, from the tile's "
-                f"m={t.tm}, .split_k({t.k0}) and .buffer('l0', {t.l0_copies})",
-                "a smaller split_k or tile m" + (", or .buffer('l0', 1)" if t.l0_copies > 1
-                                                  else "")),
-        "L0B": (f"b_l0 = {t.k0} x {t.tn} x {eb} B x {t.l0_copies} copies, from the tile's "
-                f"n={t.tn}, .split_k({t.k0}) and .buffer('l0', {t.l0_copies})",
-                "a smaller split_k or tile n" + (", or .buffer('l0', 1)" if t.l0_copies > 1
-                                                  else "")),
-        "L0C": (f"c_l0 = {t.tm} x {t.tn} x {ab} B x {t.l0c_copies} copies, from the tile's "
-                f"m x n and .buffer('l0c', {t.l0c_copies})",
-                "a smaller tile m or n" + (", or .buffer('l0c', 1)" if t.l0c_copies > 1
-                                           else "")),
-        "BT": (f"bias_bt = {t.tn} x {ab} B (the tile's n columns of bias), from the tile's "
-               f"n={t.tn}", f"a tile n <= {sched.target.scope(Scope.BT).usable // ab}"),
-    }
-    msg = str(err)
-    scope = next((s for s in why if f": {s} buffers need" in msg), None)
-    if scope is None:
-        return err
-    cause, fix = why[scope]
-    return CapacityError(f"{msg}\nIn GEMM schedule ({sp}): {cause}. Try {fix}.")
 
 
 # --------------------------------------------------------------------------- builder
@@ -119,11 +87,7 @@ class _Builder:
         self.bias = epi.bias
         bt = target.scope(Scope.BT).usable
         if self.bias is not None and self.t.tn * sp.acc_dtype.bytes > bt:
-            raise CapacityError(
-                f"In GEMM schedule ({sp}): the bias row of a tile, n={self.t.tn} x "
-                f"{sp.acc_dtype.bytes} B, does not fit the {target.name} bias table ({bt} B, "
-                f"bias_bt), from .tile(..., n={self.t.tn}, ...). Try a tile n <= "
-                f"{bt // sp.acc_dtype.bytes}")
+            raise bias_table_error(sched, target)
         q = _QUANT.get((sp.acc_dtype.name, sp.out_dtype.name))
         if q is None or q not in FIXPIPE_QUANT:
             raise UnsupportedError(

@@ -36,8 +36,9 @@ from ascendsched.algo.gemm_vector_epilogue import VectorEpilogue
 from ascendsched.errors import CapacityError, InternalCompilerError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.build_gemm import _Builder as _GemmBuilder
-from ascendsched.lower.build_gemm import _Tile, capacity_hint
+from ascendsched.lower.build_gemm import _Tile
 from ascendsched.lower.build_loop_nest import build_loop_nest
+from ascendsched.lower.cube_hints import narrower_tile, where
 from ascendsched.lower.cube_ops import make_cube_instr
 from ascendsched.lower.ir import (
     BLOCK_IDX,
@@ -122,23 +123,6 @@ def row_halves(rows: int, subs: int) -> list[tuple[Affine, int, tuple[Cond, ...]
     return out
 
 
-def mixed_capacity_hint(sched: CubePlan, err: CapacityError) -> CapacityError:
-    """``capacity_hint`` of the Cube path, and for UB the Vector epilogue's step that sized
-    its buffers and the way out."""
-    msg = str(err)
-    if ": UB buffers need" not in msg:
-        return capacity_hint(sched, err)
-    rows, t, vc = sched.epilogue_rows, sched.tiling, sched.epilogue_vector_cores
-    keep = f", vector_cores={vc}" if vc != 2 else ""  # the fix keeps the user's Vector cores
-    asked = (f", rows={rows}" if rows else "") + keep
-    fewer = max(1, (rows or -(-t.tm // vc)) // 2)  # rows count one Vector core's share
-    return CapacityError(
-        f"{msg}\nIn GEMM schedule ({sched.spec}): the Vector epilogue's step of "
-        f"{rows or 'as many rows as UB was estimated to hold'} x {t.tn} columns (its loads, its "
-        f"output and its temporaries), from .epilogue_on('vector'{asked}) and the tile's "
-        f"n={t.tn}. Try .epilogue_on('vector', rows={fewer}{keep}) or a smaller tile n")
-
-
 def _most_rows(fits: Callable[[int], bool], most: int) -> int:
     """The largest ``r`` in ``1..most`` with ``fits(r)`` (0: none), by bisection: a step's UB
     bytes grow with its rows (every tile, temporary, partial and row broadcast is sized by
@@ -181,9 +165,9 @@ def epilogue_schedule(sched: CubePlan, epi: VectorEpilogue, rows: int, cols: int
         r = rows if fits(rows, 1) else _most_rows(lambda r: fits(r, 2), rows - 1)
         if r == 0:
             raise CapacityError(
-                f"In GEMM schedule ({sched.spec}): one row of the Vector epilogue's tile "
-                f"({cols} columns of {', '.join(i.name for i in epi.inputs)} and "
-                f"{out}) does not fit the {target.name} UB ({usable} B); try a smaller tile n")
+                f"{where(sched)}: one row of the Vector epilogue's tile ({cols} columns of "
+                f"{', '.join(i.name for i in epi.inputs)} and {out}) does not fit the "
+                f"{target.name} UB ({usable} B); try {narrower_tile(sched)}")
         r = even_steps(rows, r)
     else:
         r = min(want, rows)

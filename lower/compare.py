@@ -8,9 +8,11 @@ the two emit the same code except for numbers that come from the sizes.
 May differ (they follow from the sizes):
 - GM tensor shapes and ``block_dim``;
 - ``For`` extents;
-- the numbers in ``If`` conditions and in GM region offsets: constants, coefficients, divisors
-  and moduli, as long as both expressions have the same form (the same loop variables, in the
-  same floor/mod nesting);
+- the numbers in ``If`` conditions, in condition-valued instruction attributes (mmad's
+  ``cmatrixInitVal``, the first K step: ``kk + 28 == 0`` in the K tail step after 7 L1 steps
+  of 4 L0 steps) and in GM region offsets: constants, coefficients, divisors and moduli, as
+  long as both expressions have the same form (the same loop variables, in the same floor/mod
+  nesting);
 - GM strides: the strides of GM region dims, and the GM row/matrix strides among the Cube ops'
   parameters (``GM_STRIDE_PARAMS``);
 - comments and notes (they quote sizes and the schedule's core count).
@@ -128,7 +130,9 @@ def _instr_diffs(a: Instr, b: Instr, at: str, gm: frozenset[str]) -> Iterator[st
         return
     free = GM_STRIDE_PARAMS.get(a.op, frozenset())
     for (k, u), (_, v) in zip(a.attrs, b.attrs):
-        if k not in free and u != v:
+        if isinstance(u, Cond) and isinstance(v, Cond):
+            yield from _cond_diffs((u,), (v,), f"{at}: {k}")
+        elif k not in free and u != v:
             yield f"{at}: {k}: full {u}, reduced {v}"
     for kind, ra, rb in (("writes", a.writes, b.writes), ("reads", a.reads, b.reads)):
         if len(ra) != len(rb):

@@ -31,10 +31,11 @@ from ascendsched.algo.algorithm import Algorithm
 from ascendsched.errors import CapacityError, InternalCompilerError, ScheduleError
 from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
-from ascendsched.lower.build_gemm import build_gemm, capacity_hint
+from ascendsched.lower.build_gemm import build_gemm
 from ascendsched.lower.build_loop_nest import build_loop_nest
-from ascendsched.lower.build_mixed import build_mixed, mixed_capacity_hint
+from ascendsched.lower.build_mixed import build_mixed
 from ascendsched.lower.cross_core_sync import insert_cross_sync, leave_to_cross, plan_cross_sync
+from ascendsched.lower.cube_hints import capacity_hint, mixed_capacity_hint
 from ascendsched.lower.insert_sync import place_syncs
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.lifetimes import buffer_lifetimes

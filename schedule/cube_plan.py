@@ -93,13 +93,35 @@ def cube_split(algo: Algorithm, unit: str | None) -> GemmSplit | None:
         return split
 
 
+@dataclass(frozen=True)
+class Written:
+    """How a general ``Schedule`` wrote a plan's decisions, for the messages that name one and
+    its fix (``lower/cube_hints.py``): the tensorized ``stage``; per tile decision (``m``,
+    ``n``, ``k``: the L1 K step, ``k0``: the L0 K step) the axis or loop split for it and the
+    factor (None: not split); the K loops L1 and L0A/L0B are loaded at (``cache_read``'s
+    ``at``; None: not split); the operands; the stages placed on the Vector cores."""
+
+    stage: str
+    splits: tuple[tuple[str, str, int | None], ...]  # (decision, axis or loop, factor)
+    l1_at: str | None
+    l0_at: str | None
+    a: str
+    b: str
+    placed: tuple[str, ...]
+
+    def split(self, decision: str) -> tuple[str, int | None]:
+        """The axis or loop split for ``decision`` and its factor (None: not split)."""
+        return next((axis, f) for d, axis, f in self.splits if d == decision)
+
+
 @dataclass(frozen=True, eq=False)
 class CubePlan:
     """The decisions of a Cube schedule. ``tile``: the L1 tile as written (None: the whole
     problem); ``k0``: the L0 K step (None: the L1 tile's k); ``copies``: (level, copies) of
     the levels given (``gemm_records.LEVELS``); ``epilogue``: where the steps after the sum
     run (None: the Fixpipe when it can apply them, else the Vector cores); ``source``: the
-    schedule as written (its printout, kept on the kernel as notes)."""
+    schedule as written (its printout, kept on the kernel as notes); ``written``: how a
+    general ``Schedule`` spelled the decisions (None: ``GemmSchedule`` calls)."""
 
     algo: Algorithm
     target: Target
@@ -110,6 +132,7 @@ class CubePlan:
     swizzle: Swizzle = Swizzle(1, "m")
     epilogue: EpilogueOn | None = None
     source: str = field(default="", repr=False)
+    written: Written | None = field(default=None, repr=False)
 
     def __str__(self) -> str:
         return self.source

@@ -39,7 +39,7 @@ from ascendsched.schedule.cube_directives import (
     reduce_axis_of,
     splits_of,
 )
-from ascendsched.schedule.cube_plan import CubePlan
+from ascendsched.schedule.cube_plan import CubePlan, Written
 from ascendsched.schedule.gemm_records import EpilogueOn, L1Tile, Swizzle
 
 if TYPE_CHECKING:
@@ -101,7 +101,22 @@ class _Resolver:
         cores = self._cores(tile_loop)
         return replace(base, tile=L1Tile(tm, tn, tk), k0=k0,
                        copies_given=self._copies(k_chain, base), cores=cores,
-                       swizzle=self._swizzle(tile_loop), source=str(self.s))
+                       swizzle=self._swizzle(tile_loop), source=str(self.s),
+                       written=self._written(i_split, j_split, k_chain, base))
+
+    def _written(self, i_split: Split | None, j_split: Split | None, k_chain: list[Split],
+                 base: CubePlan) -> Written:
+        """The names a message needs to spell the plan's decisions as these records do."""
+        l0 = k_chain[1] if len(k_chain) == 2 else None
+        l0_axis = l0.axis if l0 else k_chain[0].inner if k_chain else self.k
+        splits = (("m", self.i, i_split.factor if i_split else None),
+                  ("n", self.j, j_split.factor if j_split else None),
+                  ("k", self.k, k_chain[0].factor if k_chain else None),
+                  ("k0", l0_axis, l0.factor if l0 else None))
+        placed = tuple(p.stage for p in self._places().values() if p.unit == "vector")
+        return Written(self.st, splits, k_chain[0].outer if k_chain else None,
+                       k_chain[-1].outer if k_chain else None, base.spec.a, base.spec.b,
+                       placed or (self.s.algo.outputs[0].name,))
 
     # ----------------------------------------------------------------- structure
     def _check_others(self) -> None:
@@ -293,15 +308,15 @@ class _Resolver:
         return tuple(out.items())
 
     # ----------------------------------------------------------------- placement
+    def _places(self) -> dict[str, Place]:
+        """The last place() of each stage."""
+        return {d.stage: d for d in self.s.directives if isinstance(d, Place)}
+
     def _epilogue(self) -> EpilogueOn | None:
         algo = self.s.algo
         contraction = algo.tensor(self.st)
-        last: dict[str, Place] = {}
-        for d in self.s.directives:
-            if isinstance(d, Place):
-                last[d.stage] = d
         units = {}
-        for p in last.values():
+        for p in self._places().values():
             t = algo.tensor(p.stage)
             if p.stage == self.st:
                 if p.unit != "cube":

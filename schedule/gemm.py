@@ -135,10 +135,12 @@ class GemmSchedule(Scheduled):
     @cached_property
     def plan(self) -> CubePlan:
         """The resolved Cube facts (``cube_resolve.resolve_cube`` of :attr:`schedule`); no
-        L1 tile: the whole problem (``tiling`` asks for one)."""
+        L1 tile: the whole problem (``tiling`` asks for one). Its messages spell the
+        ``GemmSchedule`` calls (no ``written`` records)."""
         plan = resolve_cube(self.schedule)
         assert plan is not None
-        return replace(plan, tile=plan.tile if self._has_tile() else None, source=str(self))
+        return replace(plan, tile=plan.tile if self._has_tile() else None, source=str(self),
+                       written=None)
 
     @property
     def cube(self) -> CubePlan:

@@ -3,8 +3,11 @@
 ``reduce_instance(sched)`` finds the smallest resize of the algorithm (``algo/resize.py``),
 scheduled by the same directives (only ``bind``'s core count changes), whose kernel differs
 from the full one only in loop bounds, GM offsets and strides, guard constants and block count
-(``lower/compare.py`` checks that on the lowered IR). The lowering reads these facts from the
-sizes, so a reduced instance keeps each of them (:func:`structure_facts` lists them):
+(``lower/compare.py`` checks that on the lowered IR). A schedule with a tensorized stage, a
+``GemmSchedule`` or a general ``Schedule`` (its records replayed by ``Schedule.on``), is
+reduced by the facts of its resolved Cube plan, so both spellings of one plan reduce to the
+same sizes and cores. The lowering reads these facts from the sizes, so a reduced instance
+keeps each of them (:func:`structure_facts` lists them):
 
 - tile and tail sizes: a split axis keeps its factor and ``size % factor``; a GEMM keeps its
   effective tile (m, n, k, k0), swizzle width and the M, N, K remainders. Axes that are not
@@ -50,6 +53,7 @@ from ascendsched.algo.expr import Reduce
 from ascendsched.algo.gemm_epilogue import is_matmul_stage, walk
 from ascendsched.algo.resize import axis_class, resize
 from ascendsched.errors import InternalCompilerError
+from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.gemm import (
     CubeBind,
     CubeBuffering,
@@ -59,17 +63,7 @@ from ascendsched.schedule.gemm import (
     SplitK,
     Swizzle,
 )
-from ascendsched.schedule.schedule import (
-    Bind,
-    Buffering,
-    ComputeAt,
-    ComputeInline,
-    Fuse,
-    LoadOnce,
-    Reorder,
-    Schedule,
-    Split,
-)
+from ascendsched.schedule.schedule import Schedule
 
 MIN_TRIPS = 3  # loops of at least this many trips run MIN_TRIPS or MIN_TRIPS + 1 times
 SEARCH = (16, 64)  # tiles per axis tried, a wider search if the first finds nothing
@@ -94,12 +88,15 @@ class Reduction:
 
 def reduce_instance(sched: Schedule | GemmSchedule) -> Reduction:
     """The smallest instance of ``sched`` with the same kernel structure (module docstring).
-    A general ``Schedule`` with a tensorized stage is its own instance (not reduced yet)."""
-    if not isinstance(sched, GemmSchedule) and sched.cube is not None:
-        return Reduction(sched, sched)
+    A schedule with a tensorized stage, a ``GemmSchedule`` or its general spelling, is reduced
+    by its Cube plan's facts (both spellings to the same sizes and cores)."""
+    cube = sched.cube
     for limit in SEARCH:
-        red = _reduce_gemm(sched, limit) if isinstance(sched, GemmSchedule) else \
-            _reduce_vector(sched, limit)
+        if cube is not None:
+            red = _reduce_gemm(sched, limit)
+        else:
+            assert isinstance(sched, Schedule)  # a GemmSchedule always has a Cube plan
+            red = _reduce_vector(sched, limit)
         if red is not None:
             return Reduction(sched, red)
     return Reduction(sched, sched)
@@ -132,8 +129,10 @@ def reduced_trips(n: int) -> int:
 def structure_facts(sched: Schedule | GemmSchedule) -> tuple:
     """Everything the lowering of ``sched`` reads from its sizes (module docstring); two
     instances with equal facts lower to kernels that differ only in sizes."""
-    if isinstance(sched, GemmSchedule):
-        return _gemm_facts(sched, sched.tiling.cores)
+    cube = sched.cube
+    if cube is not None:
+        return _gemm_facts(cube, cube.tiling.cores)
+    assert isinstance(sched, Schedule)
     out = sched.algo.outputs[0]
     nest = sched.loop_nest(out.name)
     sizes = {a.name: int(s) for a, s in zip(out.op.axes, out.shape)}  # type: ignore[union-attr]
@@ -166,7 +165,7 @@ def _reduce_vector(sched: Schedule, limit: int) -> Schedule | None:
             if new == sizes and c == cores:
                 return sched
             algo = resize(sched.algo, {(out.name, a): n for a, n in new.items()})
-            return _replay_vector(sched, algo, c)
+            return sched.on(algo, cores=c)
     return None
 
 
@@ -251,34 +250,13 @@ def _reduction_sizes(algo: Algorithm) -> Iterator[tuple[str, int]]:
             stack.extend(children(e))
 
 
-def _replay_vector(sched: Schedule, algo: Algorithm, cores: int) -> Schedule:
-    s = Schedule(algo, target=sched.target)
-    for d in sched.directives:
-        if isinstance(d, Split):
-            s = s.split(d.stage, d.axis, d.factor, outer=d.outer, inner=d.inner)
-        elif isinstance(d, Reorder):
-            s = s.reorder(d.stage, *d.order)
-        elif isinstance(d, Fuse):
-            s = s.fuse(d.stage, d.outer, d.inner, fused=d.fused)
-        elif isinstance(d, Bind):
-            s = s.bind(d.stage, d.loop, cores)
-        elif isinstance(d, ComputeAt):
-            s = s.compute_at(d.stage, d.consumer, d.loop)
-        elif isinstance(d, ComputeInline):
-            s = s.compute_inline(d.stage)
-        elif isinstance(d, Buffering):
-            s = s.buffer(d.tensor, d.copies)
-        elif isinstance(d, LoadOnce):
-            s = s.load_once(d.tensor, hoist=d.hoist)
-        else:
-            raise InternalCompilerError(f"reduce_instance: unknown directive {d!r}")
-    return s
-
-
 # --------------------------------------------------------------------------- GEMM path
-def _reduce_gemm(sched: GemmSchedule, limit: int) -> GemmSchedule | None:
-    t, sp = sched.tiling, sched.spec
-    want, cheap = _gemm_facts(sched, t.cores), _gemm_facts(sched, t.cores, False)
+def _reduce_gemm(sched: Schedule | GemmSchedule, limit: int) -> Schedule | GemmSchedule | None:
+    """The Cube path of :func:`reduce_instance`, on ``sched``'s resolved Cube plan."""
+    plan = sched.cube
+    assert plan is not None
+    t, sp = plan.tiling, plan.spec
+    want, cheap = _gemm_facts(plan, t.cores), _gemm_facts(plan, t.cores, False)
     mtail, ntail = sp.m - (t.mt - 1) * t.tm, sp.n - (t.nt - 1) * t.tn
     k = reduced_trips(sp.k // t.tk) * t.tk + sp.k % t.tk
     w = t.swizzle.width
@@ -290,25 +268,33 @@ def _reduce_gemm(sched: GemmSchedule, limit: int) -> GemmSchedule | None:
              for c in range(min(2, t.cores), t.cores + 1)]
     # least work first, then the fewest tiles per core, then the fewest cores
     cands.sort(key=lambda c: c[0])
-    built: dict[tuple[int, int, int], GemmSchedule] = {}
+    built: dict[tuple[int, int, int], CubePlan] = {}
     for _, (b, mt, nt), c in cands:
         m, n = (mt - 1) * t.tm + mtail, (nt - 1) * t.tn + ntail
         if (b, mt, nt) not in built:
-            built[(b, mt, nt)] = _gemm_candidate(sched, b, m, n, k)
+            built[(b, mt, nt)] = _cube_plan(_gemm_candidate(sched, plan, b, m, n, k))
         cand = built[(b, mt, nt)]
         if _gemm_facts(cand, c, False) == cheap and _gemm_facts(cand, c) == want:
             if (b, m, n, k, c) == (sp.batch, sp.m, sp.n, sp.k, t.cores):
                 return sched
-            return _gemm_candidate(sched, b, m, n, k, c)
+            return _gemm_candidate(sched, plan, b, m, n, k, c)
     return None
 
 
-def _gemm_candidate(sched: GemmSchedule, batch: int, m: int, n: int, k: int,
-                    cores: int | None = None) -> GemmSchedule:
+def _cube_plan(sched: Schedule | GemmSchedule) -> CubePlan:
+    """The Cube plan of a candidate (a Cube schedule's records on a resized algorithm)."""
+    plan = sched.cube
+    assert plan is not None
+    return plan
+
+
+def _gemm_candidate(sched: Schedule | GemmSchedule, plan: CubePlan, batch: int, m: int, n: int,
+                    k: int, cores: int | None = None) -> Schedule | GemmSchedule:
     """``sched``'s directives on the GEMM resized to (batch, m, n, k), bound to ``cores``
-    (None: unbound; the facts take the core count as an argument)."""
-    sp = sched.spec
-    stage = sp.gemm_stage if sched.vector_epilogue is None else next(
+    (None: a ``GemmSchedule`` unbound, a general ``Schedule`` bound as it was; the facts take
+    the core count as an argument). ``plan``: ``sched``'s Cube plan."""
+    sp = plan.spec
+    stage = sp.gemm_stage if plan.vector_epilogue is None else next(
         t.name for t in sched.algo.stages if is_matmul_stage(t))  # the original's sum stage
     out = sched.algo.tensor(stage)  # the sum; epilogue stages resize with it
     assert out.op is not None
@@ -319,6 +305,8 @@ def _gemm_candidate(sched: GemmSchedule, batch: int, m: int, n: int, k: int,
     if sp.batched:
         sizes[(out.name, axes[0])] = batch
     algo = resize(sched.algo, sizes)
+    if not isinstance(sched, GemmSchedule):
+        return sched.on(algo, cores=cores)
     s = GemmSchedule(algo, target=sched.target)
     for d in sched.directives:
         if isinstance(d, L1Tile):
@@ -332,13 +320,13 @@ def _gemm_candidate(sched: GemmSchedule, batch: int, m: int, n: int, k: int,
         elif isinstance(d, CubeBind):
             s = s.bind(cores) if cores is not None else s
         elif isinstance(d, EpilogueOn):
-            s = s.epilogue_on(d.unit, d.rows)
+            s = s.epilogue_on(d.unit, d.rows, vector_cores=d.vector_cores)
         else:
             raise InternalCompilerError(f"reduce_instance: unknown GEMM directive {d!r}")
     return s
 
 
-def _gemm_facts(sched: GemmSchedule, cores: int, neighbours: bool = True) -> tuple:
+def _gemm_facts(plan: CubePlan, cores: int, neighbours: bool = True) -> tuple:
     """What ``lower/build_gemm.py`` derives from the sizes on ``cores`` cores: the effective
     tiling, the K loop's trip class and tail, and per tile class (its ``_class_loop``): shape,
     swizzle, valid sizes, whether rows/columns are more than one, whether it is a loop (more
@@ -347,12 +335,12 @@ def _gemm_facts(sched: GemmSchedule, cores: int, neighbours: bool = True) -> tup
     also say whether a core runs 2 or 3 tiles of a class. The trip count's parity does not
     matter here: copies in a class loop are ``t % 2`` of its own variable and restart at the
     next class (the neighbours' parities cover that)."""
-    t, sp = sched.tiling, sched.spec
+    t, sp = plan.tiling, plan.spec
     cores = min(cores, t.tiles)
     classes = []
-    counts = [sp.batch * c.rows * c.cols for c in sched.tile_classes]
+    counts = [sp.batch * c.rows * c.cols for c in plan.tile_classes]
     base = 0
-    for c, count in zip(sched.tile_classes, counts):
+    for c, count in zip(plan.tile_classes, counts):
         iters = -(-count // cores)
         classes.append((c.label, c.width, c.direction, c.mv, c.nv, c.rows > 1, c.cols > 1,
                         iters > 1, iters * cores > count, base % cores == 0))

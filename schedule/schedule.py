@@ -331,6 +331,21 @@ class Schedule(Scheduled):
         axis ``axis`` (so cores working at once share operand tiles in L2)."""
         return self._add(cube.make_swizzle(self, stage, loop, width, axis))
 
+    def on(self, algo: Algorithm, *, cores: int | None = None) -> Schedule:
+        """These records on ``algo``, an algorithm of the same tensors at other sizes
+        (``algo/resize.py``), with ``bind``'s cores replaced by ``cores`` (None: kept). The
+        records are taken as they are, not checked again: a split factor may exceed a smaller
+        axis (a Cube plan clamps its tiles; ``schedule/reduce.py`` keeps every tile count)."""
+        names = [t.name for t in self.algo.tensors]
+        if [t.name for t in algo.tensors] != names:
+            raise ScheduleError(
+                f"on('{algo.name}'): the schedule of '{self.algo.name}' names tensors "
+                f"{', '.join(names)}; give the same algorithm at other sizes "
+                f"(ascendsched.algo.resize.resize)")
+        recs = tuple(replace(d, cores=cores) if isinstance(d, Bind) and cores is not None
+                     else d for d in self.directives)
+        return Schedule(algo, recs, self.target)
+
     # ----------------------------------------------------------------- queries
     @cached_property
     def cube(self) -> CubePlan | None:

@@ -7,7 +7,7 @@ import pytest
 from ascendsched.algo import library as L
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.compare import affine_form, structural_diff
-from ascendsched.lower.ir import For, If, Instr, Kernel, StmtMutator
+from ascendsched.lower.ir import For, If, Instr, Kernel, StmtMutator, iter_instrs
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.sync_ir import Barrier, SetFlag, WaitFlag
 from ascendsched.schedule import Schedule
@@ -127,3 +127,31 @@ def test_affine_form_ignores_numbers_only():
     assert affine_form(a) != affine_form(Affine.of("k") * 4 + 8)
     assert affine_form((Affine.of("t") + 3).floordiv(5)) == affine_form(Affine.of("t").floordiv(7))
     assert affine_form(Affine.of("t").floordiv(5)) != affine_form(Affine.of("t"))
+
+
+def test_first_k_step_conditions_differ_in_numbers_only():
+    """The K tail step of a GEMM runs an L0 loop whose Mmad tests "first K step" as a Cond
+    over ``kk`` with the L0 steps before it: ``kk + 12 == 0`` after 3 L1 steps of 4, ``kk + 20
+    == 0`` after 5. Such an attribute may differ in its numbers, not in its form."""
+    from ascendsched.schedule.gemm import GemmSchedule
+
+    def gemm(k: int) -> Kernel:
+        return lower(GemmSchedule(L.gemm(32, 32, k)).tile(32, 32, 64).split_k(16))
+
+    full, reduced = gemm(5 * 64 + 58), gemm(3 * 64 + 58)
+    inits = [s.attr("cmatrixInitVal") for k in (full, reduced)
+             for s, _ in iter_instrs(k.programs[0].body) if s.op == "mmad"]
+    assert {str(c) for c in inits if isinstance(c, Cond)} == {
+        "kk + 4*kt == 0", "kk + 20 == 0", "kk + 12 == 0"}  # the L1 K loop's, the tails'.
+    assert structural_diff(full, reduced) is None
+
+    def other_form(s: Instr):
+        if not isinstance(s.attr("cmatrixInitVal"), Cond):
+            return None
+        attrs = tuple((k, Cond(Affine.of("kt") + 12, "==", 0) if k == "cmatrixInitVal" else v)
+                      for k, v in s.attrs)
+        return (replace(s, attrs=attrs),)
+
+    msg = structural_diff(full, _edit(full, other_form))
+    assert msg is not None and "mmad: cmatrixInitVal: condition: full `kk + 4*kt == 0`, " \
+        "reduced `kt + 12 == 0` (different form" in msg

@@ -132,7 +132,7 @@ def evaluate_schedule(sched: AnySchedule) -> Evaluation:
         rf = rep.roofline
         st = sync_stats(kernel)
         plan = log.results.get("memory plan")
-        scope = Scope.L1 if isinstance(sched, GemmSchedule) else Scope.UB
+        scope = Scope.L1 if sched.cube is not None else Scope.UB
         util = tuple((f"{ct} {p}", round(v, 4)) for ct in sorted({c.core for c in rep.cores})
                      for p, v in rep.mean_utilisation(ct).items())
         return Evaluation(

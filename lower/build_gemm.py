@@ -401,9 +401,13 @@ class _Builder:
             what="int8 B nz -> Zn (LoadDataWithTranspose)")
 
     def _either(self, op: str, ops, what: str, extra: dict, *options) -> list[Stmt]:
-        """The LoadData2D walk with the fewest calls. Each option: (loop var, calls, dst(v),
-        src(v), repeatTimes, srcStride, dstGap)."""
-        var, count, dst, src, rep, stride, gap = min(options, key=lambda o: o[1])
+        """The LoadData2D walk with the fewest calls among those whose repeatTimes is in
+        range (LoadData2DParams: 1..255; a tile too big for both walks is too big for L0 and
+        the memory plan says so). Each option: (loop var, calls, dst(v), src(v), repeatTimes,
+        srcStride, dstGap)."""
+        limit = self.target.cube_param_ranges[op]["repeatTimes"][1]
+        legal = [o for o in options if o[4] <= limit] or list(options)
+        var, count, dst, src, rep, stride, gap = min(legal, key=lambda o: o[1])
         return self._per_block(var, count, op, ops, dst=dst, src=src, what=what, params=dict(
             startIndex=0, repeatTimes=rep, srcStride=stride, sid=0, dstGap=gap, addrMode=0,
             **extra))

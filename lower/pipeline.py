@@ -81,9 +81,16 @@ def lower(sched: Scheduled, target: Target | None = None, *,
 
     try:
         k = step("build", build(sched, target))
-        k = step("verify built", verify(k))
-        lifetimes = step("lifetimes", buffer_lifetimes(k))
         try:
+            try:
+                k = step("verify built", verify(k))
+            except InternalCompilerError:
+                # a tile too big for its buffer is often too big for an instruction's
+                # parameters too (64 x 4096 on L0B: Mmad n=4096 > 4095): when the plan
+                # cannot fit it, that capacity error is the user's problem to report
+                plan_memory(k, buffer_lifetimes(k), target, warn=False)
+                raise
+            lifetimes = step("lifetimes", buffer_lifetimes(k))
             plan = plan_memory(k, lifetimes, target)
         except CapacityError as e:
             cube = sched.cube

@@ -30,6 +30,19 @@ def test_overflow_is_the_planners_capacity_error(scope: str, sched: GemmSchedule
     assert buffer in msg and "In GEMM schedule" in msg and ". Try " in msg
 
 
+def test_a_tile_too_big_for_the_instructions_too_is_reported_as_the_capacity_error() -> None:
+    # b_l1 = 64 x 4096 fp16 = 512 KB > L1's usable bytes; its L0B slice would also need
+    # Mmad n=4096 (documented range 1..4095) and LoadData2D repeatTimes=256 (1..255): the
+    # user's problem is the tile's size, so that is what is reported, not the IR check
+    s = GemmSchedule(L.gemm(64, 4096, 64)).tile(64, 4096, 64)
+    with pytest.raises(CapacityError, match=r"L1 buffers need 532480 B but ascend910b L1 has "
+                                            r"524032 B usable") as e:
+        lower(s)
+    msg = str(e.value)
+    assert "b_l1: 1 copy x 524288 B" in msg and ".tile(64, 4096, 64)" in msg
+    assert "Try a smaller tile k (or m, n)" in msg
+
+
 def test_double_buffering_is_what_overflows_l0a() -> None:
     s = GemmSchedule(L.gemm(256, 16, 256)).tile(256, 16, 256).split_k(128)
     lower(s, stop_after="apply memory plan")  # 64 KB: fits exactly

@@ -259,10 +259,11 @@ def equivalence_key(sched: AnySchedule) -> str:
     """Schedules with the same key lower to the same kernel: a GEMM's resolved tiling (tiles
     clamped to the problem, cores to the tile count; with a Vector epilogue its Vector cores per
     block and workspace slots), else the schedule's text."""
-    if isinstance(sched, GemmSchedule):
-        t = sched.tiling
-        epi = ((sched.epilogue_vector_cores, sched.copies("workspace"))
-               if sched.vector_epilogue is not None else ())
+    cube = sched.cube  # either spelling of a Cube schedule resolves to its plan
+    if cube is not None:
+        t = cube.tiling
+        epi = ((cube.epilogue_vector_cores, cube.copies("workspace"))
+               if cube.vector_epilogue is not None else ())
         return repr((t.tm, t.tn, t.tk, t.k0, t.cores, t.l1_copies, t.l0_copies, t.l0c_copies,
                      t.swizzle) + epi)
     return str(sched)

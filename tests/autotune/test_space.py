@@ -7,6 +7,7 @@ from ascendsched.autotune import default_space, gemm_space, library_space
 from ascendsched.autotune.spaces import LIBRARY
 from ascendsched.errors import AscendSchedError, CapacityError, ScheduleError
 from ascendsched.lower.pipeline import lower
+from ascendsched.schedule.gemm import GemmSchedule
 
 
 def test_every_library_kernel_has_a_default_space():
@@ -146,3 +147,16 @@ def test_an_epilogue_the_fixpipe_can_run_may_move_to_the_vector_cores():
     vector = {sp.as_dict(c.point)["vector_cores"]: c.schedule for c in rep.legal
               if sp.as_dict(c.point)["epilogue"] == "vector"}
     assert {n: lower(s).sub_blocks for n, s in vector.items()} == {1: 1, 2: 2}
+
+
+def test_the_general_spelling_of_a_gemm_schedule_is_the_same_point() -> None:
+    # the equivalence key reads the resolved Cube plan, so a tuner seeded with a general
+    # Schedule does not evaluate its GemmSchedule twin again; another tiling is another point
+    from ascendsched.autotune.space import equivalence_key
+    from tests.kit.general_cube import general_spelling
+
+    g = (GemmSchedule(L.gemm_gelu(520, 260, 300)).tile(128, 128, 128).split_k(64)
+         .buffer("l1", 2).bind(4).epilogue_on("vector", vector_cores=1).buffer("workspace", 3))
+    assert equivalence_key(general_spelling(g)) == equivalence_key(g)
+    other = GemmSchedule(L.gemm_gelu(520, 260, 300)).tile(128, 128, 128).split_k(64).bind(4)
+    assert equivalence_key(general_spelling(other)) != equivalence_key(g)

@@ -103,14 +103,28 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
             off = off + (start - lay.box[k].start) * lay.strides[k]
             if a is not None:
                 if a <= last_axis:
-                    raise UnsupportedError(
-                        f"stage '{self.stage}': {e} reads '{e.tensor.name}' transposed; the "
-                        f"vector path needs subscripts in the stage's axis order: transpose "
-                        f"'{e.tensor.name}' in its own kernel (a GEMM with B transposed reads it "
-                        f"so) or store it transposed")
+                    raise self._out_of_order(e, k)
                 last_axis = a
                 strides[a] = lay.strides[k]
         return Val(lay.buf, lay.copy, lay.dtype, off, tuple(strides))
+
+    def _out_of_order(self, e: Load, k: int) -> UnsupportedError:
+        """The error for a load whose subscript ``k`` walks an axis before an earlier one's:
+        a reduction over a leading dimension, or a transposed read."""
+        red = [ix for ix in e.indices[:k + 1] if isinstance(ix, ReduceVar)]
+        if red and not isinstance(e.indices[-1], ReduceVar):
+            v = red[0]
+            dim = list(e.indices).index(v)
+            return UnsupportedError(
+                f"stage '{self.stage}': {e} reduces over '{v.name}', dimension {dim} of "
+                f"'{e.tensor.name}' (of {len(e.indices)}): the vector path reduces along the "
+                f"innermost dimension of a tensor only (row reductions: softmax, RMSNorm), not "
+                f"over a leading one (a column sum): store '{e.tensor.name}' with "
+                f"'{v.name}' as its last dimension")
+        return UnsupportedError(
+            f"stage '{self.stage}': {e} reads '{e.tensor.name}' transposed; the vector path "
+            f"needs subscripts in the stage's axis order: transpose '{e.tensor.name}' in its own "
+            f"kernel (a GEMM with B transposed reads it so) or store it transposed")
 
     def _axis_of(self, ix: Expr) -> tuple[int | None, int]:
         if isinstance(ix, (IndexVar, ReduceVar)):

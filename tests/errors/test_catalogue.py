@@ -56,6 +56,7 @@ H = placeholder("h", (4, 8), "float16")
 N = placeholder("n", (4, 8), "int32")
 V = placeholder("v", (8,), "float32")
 K = reduce_axis(8, "k")
+_ROWS = reduce_axis(4, "r")  # the rows of X
 SM = L.softmax(8, 256)
 SPLIT = Schedule(SM).split("y", "i", 2)
 
@@ -251,6 +252,9 @@ SCHEDULES = [
         E.UnsupportedError, "'a'", "integers"),
     Bad("transposed-read", lambda t: _lower1(lambda i, j: X[j, i], (8, 4)), E.UnsupportedError,
         r"x\[j, i\]", "store it transposed"),
+    Bad("column-sum", lambda t: _lower1(lambda j: reduce_sum(X[_ROWS, j], _ROWS), (8,)),
+        E.UnsupportedError, r"reduces over 'r', dimension 0 of 'x'",
+        "store 'x' with 'r' as its last dimension"),
     Bad("cast-int32-bfloat16", lambda t: _lower1(lambda i, j: N[i, j].astype("bfloat16")),
         E.UnsupportedError, "int32 -> bfloat16", "cast to an intermediate type"),
     Bad("bf16-arithmetic", lambda t: _lower1(lambda i, j: exp(placeholder(

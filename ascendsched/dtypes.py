@@ -39,9 +39,12 @@ int16 = DType("int16", 2, False, "int16")
 int32 = DType("int32", 4, False, "int32")
 uint8 = DType("uint8", 1, False, "uint8")  # compare masks; not a user tensor type
 bool_ = DType("bool", 1, False, "bool")  # result of comparisons; never stored
+# Fixpipe per-channel quantisation words (lower/fixpipe_quant.py); not a user tensor type
+uint64 = DType("uint64", 8, False, "uint64")
 
 USER_DTYPES = {d.name: d for d in (float16, bfloat16, float32, int8, int32)}
-ALL_DTYPES = {d.name: d for d in (float16, bfloat16, float32, int8, int16, int32, uint8, bool_)}
+ALL_DTYPES = {d.name: d for d in (float16, bfloat16, float32, int8, int16, int32, uint8, bool_,
+                                  uint64)}
 
 
 def as_dtype(value: DType | str) -> DType:

@@ -14,7 +14,7 @@ from ascendsched.lower.ir import Region
 
 _C_TYPES = {
     "float16": "half", "float32": "float", "bfloat16": "bfloat16_t", "int8": "int8_t",
-    "int16": "int16_t", "int32": "int32_t", "uint8": "uint8_t",
+    "int16": "int16_t", "int32": "int32_t", "uint8": "uint8_t", "uint64": "uint64_t",
 }
 
 

@@ -136,10 +136,12 @@ def run_cpu(binary: Path, kernel: Kernel, inputs: dict[str, np.ndarray], *,
             if p.name not in inputs:
                 raise AscendSchedError(f"run_cpu: kernel {kernel.name} needs input {p.name!r}")
             arr = np.asarray(inputs[p.name])
-            if arr.shape != p.shape:
+            # a host-converted input is the user's array: the driver converts it (project.py)
+            shape, dtype = (p.host.shape, p.host.dtype) if p.host else (p.shape, p.dtype)
+            if arr.shape != shape:
                 raise AscendSchedError(
-                    f"run_cpu: input {p.name!r} has shape {arr.shape}, kernel wants {p.shape}")
-            (tmpd / "in" / f"{p.name}.bin").write_bytes(_to_bytes(arr, p.dtype))
+                    f"run_cpu: input {p.name!r} has shape {arr.shape}, kernel wants {shape}")
+            (tmpd / "in" / f"{p.name}.bin").write_bytes(_to_bytes(arr, dtype))
         trace_path = tmpd / "trace.jsonl"
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
                    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")

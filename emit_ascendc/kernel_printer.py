@@ -151,6 +151,9 @@ class _KernelPrinter:
             *(("//   GetSubBlockIdx, GetSubBlockNum    include/basic_api/kernel_operator_sys_var_intf.h",)
               if k.sub_blocks > 1 else ()),
             *(_CUBE_API_LINES if CoreType.AIC in _cores(k) else ()),
+            *(("//   DataCopy(count) GM->L1, Fixpipe with a per-channel quant tensor (VDEQF16):",
+               "//                                     the same headers",)
+              if _uses_op(k, "fixpipe_quant") else ()),
             '#include "kernel_operator.h"',
             f'#include "{k.name}_tiling.h"',
             "",

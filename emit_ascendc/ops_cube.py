@@ -12,6 +12,9 @@ AscendC parameter struct, so the printer passes them through in constructor orde
       srcNdStride, dstNdStride, unitFlag)  include/basic_api/kernel_struct_fixpipe.h
   DataCopyParams(blockCount, blockLen, srcStride, dstStride) (L1 -> bias table, blockLen in
       64 B)  include/basic_api/kernel_struct_data_copy.h
+  DataCopy(l1, gm, count) (GM -> L1 contiguous, docs DataCopy（GMToL1连续数据搬运）.md) and
+      Fixpipe(gm, l0c, cbufWorkspace, FixpipeParamsV220) with quantPre VDEQF16 (the per-channel
+      overload, docs Fixpipe（L0C到GM数据搬运）.md; include/basic_api/kernel_operator_fixpipe_intf.h)
   Mmad(c, a, b, bias, MmadParams) with the bias in C2 (the with-bias prototype of Mmad.md)
 Every call's params were verified against the footprint its regions describe (lower/verify_cube.py).
 ``CUBE_TEMPLATES`` maps each op to its template.
@@ -109,6 +112,13 @@ def _mmad_bias(p: _KernelPrinter, i: Instr) -> None:
             "" if i.comment else f"C[{a['m']} x {a['n']}] = A x B + bias")
 
 
+def _copy_gm_l1_cont(p: _KernelPrinter, i: Instr) -> None:
+    a = _cube_args(p, i)
+    l1, gm = i.writes[0], i.reads[0]
+    p._line(i, f"DataCopy({p._ub(l1)}, {p._gm(gm)}, {a['count']});",
+            f"{a['count']} contiguous elements GM -> L1")
+
+
 def _copy_l1_bt(p: _KernelPrinter, i: Instr) -> None:
     a = _cube_args(p, i)
     bt, l1 = i.writes[0], i.reads[0]
@@ -118,23 +128,28 @@ def _copy_l1_bt(p: _KernelPrinter, i: Instr) -> None:
 
 
 _QUANT = {"NoQuant": "QuantMode_t::NoQuant", "F322F16": "QuantMode_t::F322F16",
-          "F322BF16": "QuantMode_t::F322BF16"}
+          "F322BF16": "QuantMode_t::F322BF16", "VDEQF16": "QuantMode_t::VDEQF16"}
 
 
 def _fixpipe(p: _KernelPrinter, i: Instr) -> None:
     a = _cube_args(p, i)
     gm, l0c = i.writes[0], i.reads[0]
-    quant = _QUANT[str(a["quantPre"])]  # one of FIXPIPE_QUANT (verified)
+    # fixpipe_quant: the per-channel overload, quant words in L1 (cbufWorkspace); the API
+    # copies them to the Fixpipe buffer itself (kernel_operator_fixpipe_v2_impl.h)
+    qarg = f"{p._ub(i.reads[1])}, " if i.op == "fixpipe_quant" else ""
+    quant = _QUANT[str(a["quantPre"])]  # one of FIXPIPE_QUANT / FIXPIPE_VQUANT (verified)
     t, u = _ctype(p.k.dtype_of(gm.tensor)), _ctype(p.k.dtype_of(l0c.tensor))
     params = (f"FixpipeParamsV220({a['nSize']}, {a['mSize']}, {a['srcStride']}, {a['dstStride']}, "
               f"{_cbool(a['reluEn'])}, {quant}, 0, {a['ndNum']}, {a['srcNdStride']}, "
               f"{a['dstNdStride']}, {a['unitFlag']})")
     note = "" if i.comment else f"{a['mSize']} x {a['nSize']} valid region, NZ -> ND"
-    p._line(i, f"Fixpipe<{t}, {u}, CFG_ROW_MAJOR>({p._gm(gm)}, {p._ub(l0c)}, {params});", note)
+    p._line(i, f"Fixpipe<{t}, {u}, CFG_ROW_MAJOR>({p._gm(gm)}, {p._ub(l0c)}, {qarg}{params});",
+            note)
 
 
 CUBE_TEMPLATES = {
     "copy_gm_l1": _copy_gm_l1, "load_l0a": _load2d, "load_l0b": _load2d,
     "load_l0a_transpose": _load_transpose, "load_l0b_transpose": _load_transpose,
     "mmad": _mmad, "mmad_bias": _mmad_bias, "copy_l1_bt": _copy_l1_bt, "fixpipe": _fixpipe,
+    "copy_gm_l1_cont": _copy_gm_l1_cont, "fixpipe_quant": _fixpipe,
 }

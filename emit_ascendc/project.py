@@ -27,6 +27,7 @@ from ascendsched.emit_ascendc.kernel_printer import (
     _uses_ffts,
 )
 from ascendsched.errors import InternalCompilerError
+from ascendsched.lower.fixpipe_quant import M1_MASK, SIGN_BIT
 from ascendsched.lower.ir import GmTensor, Kernel
 from ascendsched.lower.verify import verify as verify_ir
 from ascendsched.target.model import CoreType, Scope, Target
@@ -156,6 +157,66 @@ def _workspace_bytes(k: Kernel) -> int:
                for p in k.params if p.kind == "workspace") or _GM_WORKSPACE_ALIGN
 
 
+# --------------------------------------------------------------------------- host conversions
+def _host_params(k: Kernel) -> list[GmTensor]:
+    return [p for p in k.params if p.host is not None]
+
+
+def _trans_quant_param() -> str:
+    """C++ of the host conversion of a float32 scale into Fixpipe quant words, the one of
+    ``lower/fixpipe_quant.py`` (same constants)."""
+    return f"""
+// Fixpipe per-channel quant words from a float32 scale, as aclnnTransQuantParam makes them
+// (hicann/ops-nn quant/trans_quant_param/docs/aclnnTransQuantParam.md): the scale's bits with
+// the low 13 mantissa bits cleared (the Fixpipe multiplies by (1, 8, 10) floats: asc-devkit
+// docs/zh/api/SIMD-API/基础API/矩阵计算（ISASI）/矩阵搬出关键特性说明/随路量化.md 表1) and bit
+// 46 set; the words past n stay 0 (whole 128 B, as the Fixpipe copies them from L1).
+static std::vector<uint8_t> TransQuantParam(const std::vector<uint8_t>& scale, size_t n, size_t words) {{
+    std::vector<uint8_t> out(words * sizeof(uint64_t), 0);
+    for (size_t i = 0; i < n; ++i) {{
+        uint32_t bits = 0;
+        std::memcpy(&bits, scale.data() + i * sizeof(float), sizeof(bits));
+        const uint64_t word = (static_cast<uint64_t>(bits) & 0x{M1_MASK:X}ull) | (1ull << {SIGN_BIT.bit_length() - 1});
+        std::memcpy(out.data() + i * sizeof(uint64_t), &word, sizeof(word));
+    }}
+    return out;
+}}"""
+
+
+def _host_helpers(k: Kernel, acl: bool) -> str:
+    if not _host_params(k):
+        return ""
+    text = "\n\n#include <cstring>\n" + _trans_quant_param()
+    if acl:
+        text += """
+
+// The kernel reads Fixpipe quant words, not the user's float32 scale: convert before launch.
+static void CopyQuantFileToDevice(const char* path, size_t n, void* device, size_t words) {
+    std::vector<uint8_t> scale(n * sizeof(float));
+    std::FILE* f = std::fopen(path, "rb");
+    if (!f || std::fread(scale.data(), 1, scale.size(), f) != scale.size()) {
+        std::fprintf(stderr, "cannot read %zu bytes from %s\\n", scale.size(), path);
+        std::exit(1);
+    }
+    std::fclose(f);
+    std::vector<uint8_t> host = TransQuantParam(scale, n, words);
+    CHECK_ACL(aclrtMemcpy(device, host.size(), host.data(), host.size(), ACL_MEMCPY_HOST_TO_DEVICE));
+}"""
+    return text
+
+
+def _host_note(k: Kernel) -> str:
+    ps = _host_params(k)
+    if not ps:
+        return ""
+    names = ", ".join(f"`{p.name}`" for p in ps)
+    return ("\n\nHost-converted inputs: " + names + " is given as the user's float32 scale "
+            "(`input/<param>.bin`, one float per output column); `main.cpp` and `cpu_main.cpp` "
+            "convert it before launch into the Fixpipe's uint64 quant words (`TransQuantParam`, "
+            "as aclnnTransQuantParam / torch_npu.npu_trans_quant_param do: the scale keeps 10 "
+            "mantissa bits), which the kernel reads (Fixpipe VDEQF16).")
+
+
 def _host_vars(k: Kernel, fields: list[tuple[str, int]]) -> dict[str, str]:
     args, _ws = _io_params(k)
     decl, h2d, d2h, free = [], [], [], []
@@ -164,7 +225,10 @@ def _host_vars(k: Kernel, fields: list[tuple[str, int]]) -> dict[str, str]:
         decl.append(f"    const size_t {n}Bytes = {p.nbytes};\n"
                     f"    void* {n}Device = nullptr;\n"
                     f"    CHECK_ACL(aclrtMalloc(&{n}Device, {n}Bytes, ACL_MEM_MALLOC_HUGE_FIRST));")
-        if p.kind == "input":
+        if p.host is not None:  # the user's float32 scale -> quant words (fixpipe_quant)
+            h2d.append(f"    CopyQuantFileToDevice(\"./input/{p.name}.bin\", {p.host.shape[0]}, "
+                       f"{n}Device, {p.elems});")
+        elif p.kind == "input":
             h2d.append(f"    CopyFileToDevice(\"./input/{p.name}.bin\", {n}Device, {n}Bytes);")
         else:
             d2h.append(f"    CopyDeviceToFile({n}Device, {n}Bytes, \"./output/{p.name}.bin\");")
@@ -182,6 +246,7 @@ def _host_vars(k: Kernel, fields: list[tuple[str, int]]) -> dict[str, str]:
                        "    uint64_t fftsAddr = 0;\n    uint32_t fftsLen = 0;\n"
                        "    CHECK_ACL(rtGetC2cCtrlAddr(&fftsAddr, &fftsLen));") if ffts else "",
         "workspace_bytes": str(_workspace_bytes(k)),
+        "host_helpers": _host_helpers(k, acl=True),
     }
 
 
@@ -190,7 +255,7 @@ def _cmake_vars(k: Kernel) -> dict[str, str]:
             "soc_version": _SOC_VERSION.get(k.target.name, "Ascend910B2"),
             "target": k.target.name, "npu_arch": k.target.npu_arch,
             "extra_libs": "    runtime  # rtGetC2cCtrlAddr (cross-core flags)\n" if _uses_ffts(k)
-            else "", "cores_note": _cores_note(k)}
+            else "", "cores_note": _cores_note(k), "host_note": _host_note(k)}
 
 
 def _cores_note(k: Kernel) -> str:
@@ -214,7 +279,11 @@ def _cpu_main(k: Kernel, fields: list[tuple[str, int]]) -> str:
     setup, call, outs = [], [], []
     for p in args:
         n = _ident(p.name)
-        if p.kind == "input":
+        if p.host is not None:  # the user's float32 scale, converted as main.cpp does
+            user = p.host.shape[0]
+            setup.append(f"    std::vector<uint8_t> {n} = TransQuantParam(read_file(in_dir + \"/{p.name}.bin\", "
+                         f"{user * p.host.dtype.bytes}), {user}, {p.elems});")
+        elif p.kind == "input":
             setup.append(f"    std::vector<uint8_t> {n} = read_file(in_dir + \"/{p.name}.bin\", {p.nbytes});")
         else:
             setup.append(f"    std::vector<uint8_t> {n}({p.nbytes}, 0xFF);  // poisoned: unwritten output shows")
@@ -235,6 +304,7 @@ def _cpu_main(k: Kernel, fields: list[tuple[str, int]]) -> str:
         "call": ", ".join(call), "outputs": "\n".join(outs), "block_dim": str(k.block_dim),
         "tiling_struct": _struct_name(k), "workspace_bytes": str(_workspace_bytes(k)),
         "sub_arg": f", {k.sub_blocks}" if k.sub_blocks > 1 else "",
+        "host_helpers": _host_helpers(k, acl=False),
     })
 
 

@@ -13,7 +13,12 @@ Per output tile (``m x n``, coordinates from the persistent loop and the swizzle
 
 Epilogue (algo/gemm_spec.py ``Epilogue``): a bias vector goes per tile GM -> L1 (one Nd2Nz row)
 -> bias table (``copy_l1_bt``) before the K loop, and the tile's first K step runs
-``mmad_bias`` (C = A x B + bias); ReLU is the Fixpipe's ``reluEn``. Stages the epilogue absorbs
+``mmad_bias`` (C = A x B + bias); ReLU is the Fixpipe's ``reluEn``. A per-column dequantisation
+scale (int32 -> float16, Fixpipe VDEQF16) is a GM tensor of uint64 quant words that the host
+converts from the user's float32 scale before launch (``lower/fixpipe_quant.py``, as
+aclnnTransQuantParam does); after the K loop each tile copies its columns' words GM -> L1
+(``copy_gm_l1_cont``, into ``quant_l1``, one copy per L0C copy) and ``fixpipe_quant`` reads them,
+so the sync analysis derives the MTE2 -> FIX and FIX -> MTE2 flags. Stages the epilogue absorbs
 are never stored: the kernel's GM tensors are A, B, the epilogue's vectors and the output.
 
 Padding (lower/cube_ops.py): tiles are whole fractals on chip, but Mmad reads only what the
@@ -36,11 +41,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ascendsched.errors import UnsupportedError
+from ascendsched import dtypes as dt
+from ascendsched.errors import InternalCompilerError, UnsupportedError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.cube_hints import bias_table_error
-from ascendsched.lower.cube_ops import FIXPIPE_QUANT, MMAD_DTYPES, cube_c0, make_cube_instr
-from ascendsched.lower.ir import BLOCK_IDX, Buffer, For, GmTensor, If, Instr, Kernel, Program, Stmt
+from ascendsched.lower.cube_ops import (
+    FIXPIPE_QUANT,
+    FIXPIPE_VQUANT,
+    MMAD_DTYPES,
+    cube_c0,
+    make_cube_instr,
+)
+from ascendsched.lower.fixpipe_quant import padded_words
+from ascendsched.lower.ir import (
+    BLOCK_IDX,
+    Buffer,
+    For,
+    GmTensor,
+    HostInput,
+    If,
+    Instr,
+    Kernel,
+    Program,
+    Stmt,
+)
 from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.gemm_records import GemmTiling, TileClass
 from ascendsched.target import CoreType, Scope, Target
@@ -81,15 +105,20 @@ class _Builder:
                 f"{sp.acc_dtype}; supported: "
                 + ", ".join(f"{a} -> {c}" for (a, _), c in MMAD_DTYPES.items()))
         epi = sp.epilogue
-        if epi.scale is not None:
-            raise UnsupportedError(f"{sp}: the per-column dequantisation scale '{epi.scale}' "
-                                   f"(Fixpipe VDEQF16) is not lowered yet")
+        self.scale = epi.scale
         self.bias = epi.bias
         bt = target.scope(Scope.BT).usable
         if self.bias is not None and self.t.tn * sp.acc_dtype.bytes > bt:
             raise bias_table_error(sched, target)
         q = _QUANT.get((sp.acc_dtype.name, sp.out_dtype.name))
-        if q is None or q not in FIXPIPE_QUANT:
+        if self.scale is not None:  # the front end checked int32 -> float32 * scale -> float16
+            q = "VDEQF16"
+            if FIXPIPE_VQUANT[q] != (sp.acc_dtype.name, sp.out_dtype.name):
+                raise InternalCompilerError(f"{sp}: VDEQF16 does not convert {sp.acc_dtype} "
+                                            f"-> {sp.out_dtype}")
+            if self.t.tn % self.target.cube_rows:
+                raise InternalCompilerError(f"{sp}: tile n {self.t.tn} is not whole fractals")
+        elif q is None or q not in FIXPIPE_QUANT:
             raise UnsupportedError(
                 f"{sp}: Fixpipe cannot convert {sp.acc_dtype} to {sp.out_dtype}; outputs from "
                 f"{sp.acc_dtype}: "
@@ -128,6 +157,10 @@ class _Builder:
                        comment=f"bias[{t.tn}] of the tile's columns, ND"),
                 Buffer("bias_bt", Scope.BT, acc, nb, 1, (nb,),
                        comment="bias table: Mmad's initial C row"))
+        if self.scale is not None:  # one tile's quant words, whole 128 B (lower/fixpipe_quant.py)
+            nq = padded_words(t.tn)
+            buffers += (Buffer("quant_l1", Scope.L1, dt.uint64, nq, t.l0c_copies, (nq,),
+                               comment=f"Fixpipe quant words of the tile's {t.tn} columns"),)
         ashape = (sp.k, sp.m) if sp.trans_a else (sp.m, sp.k)
         bshape = (sp.n, sp.k) if sp.trans_b else (sp.k, sp.n)
         cshape: tuple[int, ...] = (sp.m, sp.n)
@@ -139,6 +172,9 @@ class _Builder:
         params = (GmTensor(sp.a, ashape, ind), GmTensor(sp.b, bshape, ind))
         if self.bias is not None:
             params += (GmTensor(self.bias, (sp.n,), acc),)
+        if self.scale is not None:
+            params += (GmTensor(self.scale, (padded_words(sp.n),), dt.uint64,
+                                host=HostInput("fixpipe_quant", dt.float32, (sp.n,))),)
         params += (GmTensor(sp.c, cshape, out, "output"),)
         return Kernel.build(name=sp.name, params=params, buffers=buffers, block_dim=t.cores,
                             programs=(Program(CoreType.AIC, tuple(self._tiles())),),
@@ -443,12 +479,23 @@ class _Builder:
         sp, t = self.sp, self.t
         off = tile.b * (sp.m * sp.n) + tile.mi * (t.tm * sp.n) + tile.ni * t.tn
         mp = _round(self._mmad_mn(tile)[0], self.rows)  # the L0C Nz tile's rows (Mmad's Mp)
-        return [make_cube_instr(
-            "fixpipe", ((sp.c, off, 0, sp.out_dtype), ("c_l0", 0, ccopy, sp.acc_dtype)),
+        ops: tuple = ((sp.c, off, 0, sp.out_dtype), ("c_l0", 0, ccopy, sp.acc_dtype))
+        out: list[Stmt] = []
+        if self.scale is not None:  # the tile's quant words GM -> L1 (whole 128 B), then VDEQF16
+            words = padded_words(tile.nv)
+            out.append(make_cube_instr(
+                "copy_gm_l1_cont", (("quant_l1", 0, ccopy, dt.uint64),
+                                    (self.scale, tile.ni * t.tn, 0, dt.uint64)),
+                comment=f"quant words of columns [{tile.nv}] -> L1", target=self.target,
+                count=words))
+            ops += (("quant_l1", 0, ccopy, dt.uint64),)
+        out.append(make_cube_instr(
+            "fixpipe_quant" if self.scale is not None else "fixpipe", ops,
             target=self.target, comment=f"C tile {tile.mv} x {tile.nv} (NZ -> ND, {self.quant}"
             + (", ReLU)" if sp.epilogue.relu else ")"),
             nSize=tile.nv, mSize=tile.mv, srcStride=mp, dstStride=sp.n, quantPre=self.quant,
-            reluEn=sp.epilogue.relu, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0)]
+            reluEn=sp.epilogue.relu, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0))
+        return out
 
 
 def _mod2(e: Affine) -> Affine:

@@ -37,6 +37,7 @@ from ascendsched.lower.sync_ir import CrossSync, EventSync, Sync
 GM_STRIDE_PARAMS: dict[str, frozenset[str]] = {
     "copy_gm_l1": frozenset(["srcDValue", "srcNdMatrixStride"]),
     "fixpipe": frozenset(["dstStride", "dstNdStride"]),
+    "fixpipe_quant": frozenset(["dstStride", "dstNdStride"]),
 }
 
 

@@ -134,6 +134,19 @@ NaN for floats, -1 for ints), so a lowering that relies on unwritten padding get
                   fp16), ``F322BF16`` (fp32 -> bf16), both round to nearest even (CAST_RINT).
                   reluEn: max(x, 0) before the cast. nSize 1..4095, mSize 1..8192, unitFlag 0.
                   L0C start 1 KB aligned (the doc asks 64 B; we keep Mmad's 1 KB).
+  ``copy_gm_l1_cont``  MTE2  writes (l1,) reads (gm,). ``DataCopy(l1, gm, count)``
+                  (ISASI/矩阵计算的搬入/DataCopy（GMToL1连续数据搬运）.md: b8..b64 on 910B):
+                  l1[e] = gm[e] for e < count, as they are; count * eb a multiple of 32 (else
+                  the hardware rounds down: refused). Here: one tile's Fixpipe quant words.
+  ``fixpipe_quant``  FIX  writes (gm,) reads (l0c, quant). ``Fixpipe<T, U, CFG_ROW_MAJOR>(gm,
+                  l0c, quant, FixpipeParamsV220{...})``, the per-channel ("tensor") overload with
+                  ``cbufWorkspace`` = a ``LocalTensor<uint64_t>`` in L1, 32 B aligned
+                  (Fixpipe（L0C到GM数据搬运）.md 表2; impl/basic_api/dav_c220/
+                  kernel_operator_fixpipe_v2_impl.h: the API itself copies the words L1 -> Fixpipe
+                  buffer, in 128 B units, 128 columns at a time past 256, and sets the FPC, so no
+                  SetFixPipeConfig call is needed). Params and the gm/l0c boxes as ``fixpipe``;
+                  quantPre = VDEQF16 (int32 -> float16 with quant[n] for column n, formula in
+                  lower/fixpipe_quant.py); it reads quant[0, ceil(nSize/16)*16) (whole 128 B).
 """
 
 from __future__ import annotations
@@ -141,16 +154,20 @@ from __future__ import annotations
 from ascendsched.dtypes import DType
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine
+from ascendsched.lower.fixpipe_quant import padded_words
 from ascendsched.lower.ir import AttrValue, Dim, Instr, Region
 from ascendsched.target import DEFAULT_TARGET
 from ascendsched.target.model import Pipe, Scope, Target
 
 CUBE_LOAD_OPS = frozenset(["load_l0a", "load_l0b", "load_l0a_transpose", "load_l0b_transpose"])
 MMAD_OPS = frozenset(["mmad", "mmad_bias"])
-CUBE_OPS = frozenset(["copy_gm_l1", "copy_l1_bt", "fixpipe"]) | CUBE_LOAD_OPS | MMAD_OPS
+FIXPIPE_OPS = frozenset(["fixpipe", "fixpipe_quant"])
+CUBE_OPS = (frozenset(["copy_gm_l1", "copy_gm_l1_cont", "copy_l1_bt"]) | FIXPIPE_OPS
+            | CUBE_LOAD_OPS | MMAD_OPS)
 CUBE_PIPES: dict[str, Pipe] = {
     "copy_gm_l1": Pipe.MTE2, **{op: Pipe.MTE1 for op in CUBE_LOAD_OPS}, "mmad": Pipe.M,
     "mmad_bias": Pipe.M, "copy_l1_bt": Pipe.MTE1, "fixpipe": Pipe.FIX,
+    "copy_gm_l1_cont": Pipe.MTE2, "fixpipe_quant": Pipe.FIX,
 }
 # Scopes of (writes..., reads...) per op.
 CUBE_SCOPES: dict[str, tuple[Scope, ...]] = {
@@ -161,6 +178,8 @@ CUBE_SCOPES: dict[str, tuple[Scope, ...]] = {
     "mmad_bias": (Scope.L0C, Scope.L0A, Scope.L0B, Scope.BT),
     "copy_l1_bt": (Scope.BT, Scope.L1),
     "fixpipe": (Scope.GM, Scope.L0C),
+    "copy_gm_l1_cont": (Scope.L1, Scope.GM),
+    "fixpipe_quant": (Scope.GM, Scope.L0C, Scope.L1),
 }
 # The fields of each op's AscendC parameter struct, in struct order (all required as attrs).
 CUBE_PARAMS: dict[str, tuple[str, ...]] = {
@@ -175,6 +194,8 @@ CUBE_PARAMS: dict[str, tuple[str, ...]] = {
     "fixpipe": ("nSize", "mSize", "srcStride", "dstStride", "quantPre", "reluEn", "unitFlag",
                 "ndNum", "srcNdStride", "dstNdStride"),
 }
+CUBE_PARAMS["copy_gm_l1_cont"] = ("count",)
+CUBE_PARAMS["fixpipe_quant"] = CUBE_PARAMS["fixpipe"]
 CUBE_PARAMS["mmad_bias"] = CUBE_PARAMS["mmad"]
 CUBE_PARAMS["load_l0b"] = CUBE_PARAMS["load_l0a"]
 CUBE_PARAMS["load_l0b_transpose"] = CUBE_PARAMS["load_l0a_transpose"]
@@ -184,6 +205,8 @@ FIXPIPE_QUANT: dict[str, tuple[str, str]] = {  # quantPre -> (L0C dtype, GM dtyp
     "NoQuant": ("float32|int32", "float32|int32"), "F322F16": ("float32", "float16"),
     "F322BF16": ("float32", "bfloat16"),
 }
+# quantPre of ``fixpipe_quant`` (a per-channel quant tensor in L1) -> (L0C dtype, GM dtype)
+FIXPIPE_VQUANT: dict[str, tuple[str, str]] = {"VDEQF16": ("int32", "float16")}
 MMAD_DTYPES: dict[tuple[str, str], str] = {  # (A, B) -> C (Mmad.md 表7, the modelled subset)
     ("float16", "float16"): "float32", ("bfloat16", "bfloat16"): "float32",
     ("int8", "int8"): "int32",
@@ -245,13 +268,17 @@ def cube_footprints(op: str, params: dict[str, AttrValue], dtypes: tuple[DType, 
     if op == "copy_l1_bt":
         n = p["blockCount"] * p["blockLen"] * t.bias_block_bytes // dtypes[0].bytes
         return ((Dim(n, 1),), (Dim(n, 1),))
-    if op == "fixpipe":
+    if op == "copy_gm_l1_cont":
+        return ((Dim(p["count"], 1),), (Dim(p["count"], 1),))
+    if op in FIXPIPE_OPS:
         r = rows
         gm = (Dim(p["ndNum"], p["dstNdStride"]), Dim(p["mSize"], p["dstStride"]),
               Dim(p["nSize"], 1))
         l0c = (Dim(p["ndNum"], p["srcNdStride"] * r * r),
                Dim(_ceil(p["nSize"], r), p["srcStride"] * r), Dim(p["mSize"], r), Dim(r, 1))
-        return (gm, l0c)
+        if op == "fixpipe":
+            return (gm, l0c)
+        return (gm, l0c, (Dim(padded_words(p["nSize"]), 1),))
     raise InternalCompilerError(f"{op!r} is not a cube op")
 
 
@@ -286,7 +313,8 @@ def make_cube_instr(op: str, operands: tuple[tuple[str, Affine | int, Affine | i
 
     ``operands``: ``(tensor, offset, copy, dtype)`` per region, writes first (order as in the
     module docstring: copy_gm_l1 (l1, gm), loads (l0, l1), mmad (l0c, l0a, l0b), mmad_bias
-    (l0c, l0a, l0b, bt), copy_l1_bt (bt, l1), fixpipe (gm, l0c)). ``params``: every field of ``CUBE_PARAMS[op]``.
+    (l0c, l0a, l0b, bt), copy_l1_bt (bt, l1), fixpipe (gm, l0c), copy_gm_l1_cont (l1, gm),
+    fixpipe_quant (gm, l0c, quant)). ``params``: every field of ``CUBE_PARAMS[op]``.
     """
     missing = [n for n in CUBE_PARAMS[op] if n not in params]
     if missing:

@@ -107,13 +107,27 @@ SUB_BLOCK_IDX = "sub_block_idx"
 
 # --------------------------------------------------------------------------- storage
 @dataclass(frozen=True)
+class HostInput:
+    """What the user hands a GM input that the host converts before launch: an array of
+    ``dtype`` and ``shape``, turned into the kernel's format by ``convert`` (a name in
+    ``lower/fixpipe_quant.py`` ``HOST_CONVERSIONS``), as frameworks do (e.g. a float32 scale
+    into Fixpipe quant words)."""
+
+    convert: str
+    dtype: DType
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class GmTensor:
-    """A global-memory kernel parameter (``kind`` input/output) or workspace."""
+    """A global-memory kernel parameter (``kind`` input/output) or workspace. ``host``: the
+    user's array the host launcher converts into this tensor (None: passed as it is)."""
 
     name: str
     shape: tuple[int, ...]
     dtype: DType
     kind: str = "input"  # input | output | workspace
+    host: HostInput | None = None
 
     @property
     def elems(self) -> int:
@@ -495,7 +509,9 @@ def format_kernel(k: Kernel) -> str:
     for n in k.notes:
         lines.append(f"  # {n}")
     for t in k.params:
-        lines.append(f"  gm {t.kind} {t.name}: {t.dtype}{list(t.shape)}")
+        lines.append(f"  gm {t.kind} {t.name}: {t.dtype}{list(t.shape)}"
+                     + (f"   # host: {t.host.convert}({t.host.dtype}{list(t.host.shape)})"
+                        if t.host else ""))
     for b in k.buffers:
         off = "" if b.offsets is None else f" at {list(b.offsets)}"
         lines.append(f"  {b.scope} {b.name}: {b.dtype}[{b.elems}] x{b.copies}{off}"

@@ -16,6 +16,7 @@ from ascendsched.lower.cube_ops import (
     CUBE_PIPES,
     CUBE_SCOPES,
     FIXPIPE_QUANT,
+    FIXPIPE_VQUANT,
     MMAD_DTYPES,
     MMAD_OPS,
     cube_footprints,
@@ -47,8 +48,11 @@ def params(site: Site) -> dict[str, AttrValue]:
             raise site.fail("params", f"{ins.op} {name}={v!r} must be a bool")
         if name == "cmatrixInitVal" and not isinstance(v, (bool, Cond)):
             raise site.fail("params", f"cmatrixInitVal={v!r} must be a bool or a Cond")
-        if name == "quantPre" and v not in FIXPIPE_QUANT:
-            raise site.fail("params", f"quantPre={v!r}; one of {', '.join(FIXPIPE_QUANT)}")
+        modes = FIXPIPE_VQUANT if ins.op == "fixpipe_quant" else FIXPIPE_QUANT
+        if name == "quantPre" and v not in modes:
+            raise site.fail("params", f"{ins.op} quantPre={v!r}; one of {', '.join(modes)}"
+                            + (" (a per-channel mode reads a quant tensor: fixpipe_quant)"
+                               if v in FIXPIPE_VQUANT else ""))
     for name, (lo, hi) in site.kernel.target.cube_param_ranges.get(ins.op, {}).items():
         v = got[name]
         if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
@@ -161,7 +165,29 @@ def _fixpipe(site: Site, p: dict, dtypes: tuple) -> None:
         raise site.fail("dtype", f"quantPre={quant} does not convert {sd} -> {dd}")
 
 
-_OWN = {"copy_gm_l1": _same_dtype, "load_l0a": _load2d, "load_l0b": _load2d,
+def _copy_gm_l1_cont(site: Site, p: dict, dtypes: tuple) -> None:
+    _same_dtype(site, p, dtypes)
+    nbytes = p["count"] * dtypes[0].bytes
+    block = site.kernel.target.block_bytes
+    if nbytes % block:
+        raise site.fail("params", f"DataCopy count {p['count']} moves {nbytes} B, not a "
+                                  f"multiple of {block} B (the hardware rounds down); copy "
+                                  "whole blocks")
+
+
+def _fixpipe_quant(site: Site, p: dict, dtypes: tuple) -> None:
+    dd, sd, qd = (d.name for d in dtypes)
+    want = FIXPIPE_VQUANT[p["quantPre"]]
+    if (sd, dd) != want:
+        raise site.fail("dtype", f"quantPre={p['quantPre']} converts {want[0]} -> {want[1]}, "
+                                 f"not {sd} -> {dd}")
+    if qd != "uint64":
+        raise site.fail("dtype", f"the quant tensor is {qd}; Fixpipe's cbufWorkspace is a "
+                                 "LocalTensor<uint64_t> (Fixpipe（L0C到GM数据搬运）.md)")
+
+
+_OWN = {"copy_gm_l1": _same_dtype, "copy_gm_l1_cont": _copy_gm_l1_cont,
+        "fixpipe_quant": _fixpipe_quant, "load_l0a": _load2d, "load_l0b": _load2d,
         "load_l0a_transpose": _load_transpose, "load_l0b_transpose": _load_transpose,
         "mmad": _mmad, "mmad_bias": _mmad, "copy_l1_bt": _copy_l1_bt, "fixpipe": _fixpipe}
 CUBE_CHECKS: dict[str, OpRule] = {

@@ -12,6 +12,12 @@ Rules (parameters from ``target/costs.py``, each with its source):
   ~3.5 cycles, not a per-copy maximum. The rate of a GM read mixes the L2-hit and HBM per-core
   rates by the tensor's L2 hit fraction.
 - LoadData: ``head_l1_l0 + bytes / rate`` (L0A and L0B rates differ).
+- Per-channel quant (``copy_gm_l1_cont``: one contiguous GM -> L1 row, pipelined like
+  ``copy_gm_l1``; ``fixpipe_quant``: the Fixpipe plus, per chunk of quant words the API moves
+  L1 -> Fixpipe buffer (one, or 128 columns each past 256), ``head_l1_l0 + bytes / l1_l0b_rate``
+  and a ``barrier`` (its PipeBarrier<PIPE_FIX>). No published cost of the L1 -> FB copy: priced
+  as an MTE1 move into L0B like ``copy_l1_bt`` (GUESS); VDEQF16 is taken to run at the
+  Fixpipe's F322F16 rate (GUESS).
 - Mmad: ``ceil(m/16) * ceil(k/K0) * ceil(n/16) * cycles(dtype)``, plus ``mmad_head`` when the
   M pipe's stream was interrupted (decided by the engine).
 - Vector: ``slope(fn, dtype) * repeats`` (a bank-group conflict between the sources raises a
@@ -142,13 +148,25 @@ class CostTable:
             return Cost(pipe, KIND_PIPELINED, 0.0, head=c.head_gm_l1,
                         name=f"copy_gm_l1 {gm.tensor}", gm_bytes=nbytes,
                         req=rows * c.row_cycles, data=nbytes / rate)
-        if op == "fixpipe":
+        if op == "copy_gm_l1_cont":
+            gm = ins.reads[0]
+            nbytes = gm.count * self.k.dtype_of(gm.tensor).bytes
+            rate = r.read_rate(gm.tensor, r.gm_l1_hbm, r.gm_l1_l2)
+            return Cost(pipe, KIND_PIPELINED, 0.0, head=c.head_gm_l1,
+                        name=f"copy_gm_l1_cont {gm.tensor}", gm_bytes=nbytes,
+                        req=c.row_cycles, data=nbytes / rate)
+        if op in ("fixpipe", "fixpipe_quant"):
             gm = ins.writes[0]
             p = dict(ins.attrs)
             rows = p["ndNum"] * p["mSize"]
             nbytes = rows * p["nSize"] * self.k.dtype_of(gm.tensor).bytes
             dur = c.head_l0c_gm + max(rows * c.row_cycles, nbytes / r.l0c_gm)
-            return Cost(pipe, KIND_DMA, dur, name=f"fixpipe {gm.tensor}", gm_bytes=nbytes)
+            if op == "fixpipe_quant":  # the API's L1 -> FB copies (module docstring, GUESS)
+                q = ins.reads[1]
+                chunks = 1 if p["nSize"] <= 256 else math.ceil(p["nSize"] / 128)
+                qbytes = q.count * self.k.dtype_of(q.tensor).bytes
+                dur += chunks * (c.head_l1_l0 + c.barrier) + qbytes / c.l1_l0b_rate
+            return Cost(pipe, KIND_DMA, dur, name=f"{op} {gm.tensor}", gm_bytes=nbytes)
         if op in CUBE_LOAD_OPS:
             p = dict(ins.attrs)
             nfrac = 2 if op.endswith("_transpose") and self.k.dtype_of(

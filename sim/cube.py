@@ -15,7 +15,9 @@ Arithmetic: fp16 x fp16 and bf16 x bf16 products are exact in float32 and summed
 C outside the logical m x n (but inside the fractal padding) are written as poison. Fixpipe
 applies ReLU, then casts with round-to-nearest-even (F322F16 / F322BF16) or keeps the value. An
 Mmad with a bias (``mmad_bias``) starts C from the bias-table row instead of zero: float32
-``bias + sum`` rounded once per Mmad like the accumulation, int32 wrapping.
+``bias + sum`` rounded once per Mmad like the accumulation, int32 wrapping. ``fixpipe_quant``
+(VDEQF16) multiplies each column by the M1 of its quant word (``lower/fixpipe_quant.py``
+``vdeqf16``, the one statement of its arithmetic); ``copy_gm_l1_cont`` moves words as they are.
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Cond
+from ascendsched.lower.fixpipe_quant import padded_words, vdeqf16
 from ascendsched.sim.trace import Interval
 from ascendsched.target.model import Scope
 
 __all__ = ["CUBE_HANDLERS", "POISON_BYTE", "Storage"]
 
 POISON_BYTE = 0xFF  # unwritten cube memory: NaN for every float type, -1 for ints
-_RAW = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+_RAW = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,8 @@ def _move(cx: Any, dst: _Opnd, didx: np.ndarray, src: _Opnd, sidx: np.ndarray,
     _mark_loaded(dst, didx, src, sidx)
 
 
-_ALL = {1: np.uint8(0xFF), 2: np.uint16(0xFFFF), 4: np.uint32(0xFFFFFFFF)}
+_ALL = {1: np.uint8(0xFF), 2: np.uint16(0xFFFF), 4: np.uint32(0xFFFFFFFF),
+        8: np.uint64(0xFFFFFFFFFFFFFFFF)}
 
 
 def _mark_loaded(dst: _Opnd, didx: np.ndarray, src: _Opnd | None = None,
@@ -194,6 +198,13 @@ def _copy_gm_l1(cx: Any) -> None:
     vals[:, :, :d] = gm.raw()[sidx]
     l1.raw()[didx] = vals
     _mark_loaded(l1, didx)
+
+
+def _copy_gm_l1_cont(cx: Any) -> None:
+    """GM -> L1 DataCopy of ``count`` contiguous elements, as they are."""
+    p, (l1, gm) = _operands(cx)
+    idx = np.arange(p["count"], dtype=np.int64)
+    _move(cx, l1, l1.off + idx, gm, gm.off + idx)
 
 
 # --------------------------------------------------------------------------- L1 -> L0A / L0B
@@ -302,7 +313,7 @@ def _mmad(cx: Any) -> None:
 
 # --------------------------------------------------------------------------- L0C -> GM
 def _fixpipe(cx: Any) -> None:
-    p, (gm, l0c) = _operands(cx)
+    p, (gm, l0c, *quant) = _operands(cx)
     fr = cx.m.t.cube_rows  # rows of a fractal (L0C fractals: fr x fr)
     nd, ms, ns = p["ndNum"], p["mSize"], p["nSize"]
     i = np.arange(nd, dtype=np.int64)[:, None, None]
@@ -317,6 +328,12 @@ def _fixpipe(cx: Any) -> None:
     cx.read(l0c.bytes_of(sidx.reshape(nd, ms, -1, fr).transpose(0, 2, 1, 3)))
     cx.write(gm.bytes_of(didx))
     v = _values(l0c.st.dtype, l0c.raw()[sidx[:, :, :ns]])
+    if quant:  # VDEQF16 (the only per-channel mode, verified): the API copies whole 128 B
+        (q,) = quant
+        cx.read(q.bytes_of(q.off + np.arange(padded_words(ns), dtype=np.int64)))
+        words = q.raw()[q.off + np.arange(ns, dtype=np.int64)]
+        gm.raw()[didx] = _bits(gm.st.dtype, vdeqf16(v, words, bool(p["reluEn"])))
+        return
     if p["reluEn"]:
         v = np.where(v < 0, v.dtype.type(0), v)
     gm.raw()[didx] = _bits(gm.st.dtype, v)
@@ -332,4 +349,6 @@ CUBE_HANDLERS: dict[str, Callable[[Any], None]] = {
     "mmad_bias": _mmad,
     "copy_l1_bt": _copy_l1_bt,
     "fixpipe": _fixpipe,
+    "copy_gm_l1_cont": _copy_gm_l1_cont,
+    "fixpipe_quant": _fixpipe,
 }

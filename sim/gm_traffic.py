@@ -22,8 +22,8 @@ import numpy as np
 
 from ascendsched.lower.ir import BLOCK_IDX, SUB_BLOCK_IDX, For, If, Instr, Kernel, Region, Stmt
 
-_READS = {"copy_gm_ub": 0, "copy_gm_l1": 0}
-_WRITES = {"copy_ub_gm": 0, "fixpipe": 0}
+_READS = {"copy_gm_ub": 0, "copy_gm_l1": 0, "copy_gm_l1_cont": 0}
+_WRITES = {"copy_ub_gm": 0, "fixpipe": 0, "fixpipe_quant": 0}
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import numpy as np
 from ascendsched import dtypes as dt
 from ascendsched.dtypes import DType
 from ascendsched.errors import AscendSchedError, InternalCompilerError
+from ascendsched.lower.fixpipe_quant import HOST_CONVERSIONS
 from ascendsched.lower.ir import BLOCK_IDX, SUB_BLOCK_IDX, For, Instr, Kernel, Program, Region, Stmt
 from ascendsched.lower.sync_ir import CrossSet, CrossSync, EventSync, Sync, program_epilogue
 from ascendsched.sim.cube import CUBE_HANDLERS, POISON_BYTE, Storage
@@ -187,6 +188,12 @@ class _Machine:
         for t in self.k.params:
             if t.name in inputs:
                 a = np.asarray(inputs[t.name])
+                if t.host is not None:  # the user's array, converted as the host launcher does
+                    if a.shape != tuple(t.host.shape):
+                        raise AscendSchedError(
+                            f"kernel {self.k.name}: input {t.name} has shape {a.shape}, "
+                            f"expected {tuple(t.host.shape)}")
+                    a = HOST_CONVERSIONS[t.host.convert](a, tuple(t.shape))
                 if a.shape != tuple(t.shape):
                     raise AscendSchedError(f"kernel {self.k.name}: input {t.name} has shape "
                                            f"{a.shape}, expected {tuple(t.shape)}")

@@ -127,7 +127,12 @@ _CUBE_PARAM_RANGES: dict[str, dict[str, tuple[int, int]]] = {
     "fixpipe": {"nSize": (1, 4095), "mSize": (1, 8192), "srcStride": (0, 65535),
                 "dstStride": (1, 2**32 - 1), "unitFlag": (0, 0), "ndNum": (1, 65535),
                 "srcNdStride": (0, 512), "dstNdStride": (0, 65535)},
+    # DataCopy（GMToL1连续数据搬运）.md: count elements, count * eb a multiple of 32 B; the call
+    # builds one DataCopyParams (impl/basic_api/kernel_operator_data_copy_intf_impl.h:826-834),
+    # whose uint16 blockLen counts 32 B blocks: at most 65535 blocks (here of 8-byte words)
+    "copy_gm_l1_cont": {"count": (1, 65535 * 32 // 8)},
 }
+_CUBE_PARAM_RANGES["fixpipe_quant"] = _CUBE_PARAM_RANGES["fixpipe"]
 _CUBE_PARAM_RANGES["load_l0b"] = _CUBE_PARAM_RANGES["load_l0a"]
 _CUBE_PARAM_RANGES["load_l0b_transpose"] = _CUBE_PARAM_RANGES["load_l0a_transpose"]
 

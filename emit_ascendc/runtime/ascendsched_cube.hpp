@@ -12,6 +12,9 @@
 //                                                                           FIX   "fixpipe"
 //   L1 -> BT   DataCopy(LocalTensor C2, LocalTensor C1, DataCopyParams)     MTE1  "copy_l1_bt"
 //   A x B + bias  Mmad(dst CO1, fm A2, filter B2, bias C2, MmadParams)      M     "mmad_bias"
+//   GM -> L1   DataCopy(LocalTensor, GlobalTensor, count) (kernel_operator.h) MTE2  "copy_gm_l1_cont"
+//   L0C -> GM  Fixpipe<T, U, CFG_ROW_MAJOR>(GlobalTensor, LocalTensor CO1, LocalTensor<uint64_t> C1,
+//              FixpipeParamsV220) with quantPre VDEQF16 (per-channel quant)  FIX   "fixpipe_quant"
 //
 // Sources (asc-devkit = mirror-cann/asc-devkit, docs = docs/zh/api/SIMD-API/basic_api/
 // cube_compute_ISASI/ of hicann/asc-devkit):
@@ -202,6 +205,7 @@ template <typename T> constexpr const char* tname() {
     else if constexpr (std::is_same_v<T, uint16_t>) return "uint16_t";
     else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
     else if constexpr (std::is_same_v<T, uint8_t>) return "uint8_t";
+    else if constexpr (std::is_same_v<T, uint64_t>) return "uint64_t";
     else return "?";
 }
 
@@ -731,8 +735,19 @@ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const Loca
 // NoQuant (float -> float, int32_t -> int32_t), F322F16 / F322BF16 (float -> half / bfloat16_t,
 // CAST_RINT); reluEn applies ReLU before the cast. src 64 B aligned in L0C; mSize in [1, 8192] with NZ2ND;
 // nSize in [1, 4095]; GM destinations must not overlap (dstStride >= nSize).
-template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
-inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p, ASCENDSCHED_LOC) {
+//
+// With a quant tensor (the per-channel overload, docs Fixpipe（L0C到GM数据搬运）.md 表2: cbufWorkspace
+// a LocalTensor<uint64_t> in L1, 32 B aligned, for VDEQF16/VQF322B8_PRE/VREQ8; modelled: VDEQF16,
+// int32_t -> half): column c is float(v) * M1(word[c]), M1 = the word's bits 0..31 with the low 13
+// cleared (the hardware's (1, 8, 10) float, 随路量化.md 表1), negative v times 0 under reluEn (M2 = 0,
+// 随路量化与随路ReLU场景组合.md 表1), stored as half. The API copies the words L1 -> Fixpipe buffer in
+// 128 B units (impl/basic_api/dav_c220/kernel_operator_fixpipe_v2_impl.h CopyDeqTensorToFbuf): it
+// reads words [0, ceil(nSize/16)*16). Rounding of the conversion, product and store is not
+// documented: round to nearest even assumed (lower/fixpipe_quant.py says the same).
+namespace cube {
+template <typename T, typename U, typename S>
+inline void fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const LocalTensor<S>* quant,
+                    const FixpipeParamsV220& p, const FixpipeConfig& config, const char* file_, int line_) {
     static_assert(std::is_same_v<U, float> || std::is_same_v<U, int32_t>, "L0C holds float or int32_t");
     const char* api = "Fixpipe";
     cube::need_aic(api, file_, line_);
@@ -744,12 +759,35 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
     constexpr bool f2h = std::is_same_v<U, float> && std::is_same_v<T, half>;
     constexpr bool f2b = std::is_same_v<U, float> && std::is_same_v<T, bfloat16_t>;
     constexpr bool same = std::is_same_v<U, T>;
+    constexpr bool deq = std::is_same_v<U, int32_t> && std::is_same_v<T, half>;
     const QuantMode_t want = f2h ? QuantMode_t::F322F16 : f2b ? QuantMode_t::F322BF16 : QuantMode_t::NoQuant;
-    if (!(f2h || f2b || same)) {
+    const uint64_t words = (static_cast<uint64_t>(p.nSize) + 15) / 16 * 16;  // whole 128 B
+    if (quant != nullptr) {
+        if (!deq || p.quantPre != QuantMode_t::VDEQF16) {
+            rt::fail(file_, line_, std::string("Fixpipe with a quant tensor: ") + cube::tname<U>() + " -> " + cube::tname<T>() +
+                                       " with mode " + cube::S(static_cast<uint64_t>(p.quantPre)) +
+                                       "; the CPU runtime models VDEQF16 (int32_t -> half) only");
+        }
+        cube::need_space(api, "cbufWorkspace", *quant, rt::kL1, "C1", file_, line_);
+        cube::need_align(api, "cbufWorkspace", rt::kL1, quant->addr_, cube::kC0Bytes, file_, line_);
+        rt::check_space(file_, line_, api, rt::kL1, quant->addr_, words * sizeof(uint64_t));
+        const uint8_t* l = rt::loaded(rt::kL1).data() + quant->addr_;
+        for (uint64_t b = 0; b < p.nSize * sizeof(uint64_t); ++b) {
+            if (!l[b]) {
+                rt::fail(file_, line_, "Fixpipe reads quant word " + cube::S(b / sizeof(uint64_t)) + " of cbufWorkspace, "
+                                       "which no copy wrote: the column's scale would be garbage");
+            }
+        }
+    } else if (p.quantPre == QuantMode_t::VDEQF16 || p.quantPre == QuantMode_t::VREQ8 ||
+               p.quantPre == QuantMode_t::VQF322B8_PRE) {
+        rt::fail(file_, line_, "Fixpipe: a per-channel quant mode needs the overload with cbufWorkspace "
+                               "(docs Fixpipe（L0C到GM数据搬运）.md)");
+    }
+    if (quant == nullptr && !(f2h || f2b || same)) {
         rt::fail(file_, line_, std::string("Fixpipe: ") + cube::tname<U>() + " -> " + cube::tname<T>() +
                                    " needs a quantization mode the CPU runtime does not model");
     }
-    if (p.quantPre != want) {
+    if (quant == nullptr && p.quantPre != want) {
         rt::fail(file_, line_, std::string("Fixpipe: ") + cube::tname<U>() + " -> " + cube::tname<T>() + " needs quantPre " +
                                    (f2h ? "F322F16" : f2b ? "F322BF16" : "NoQuant") + ", got mode " +
                                    cube::S(static_cast<uint64_t>(p.quantPre)));
@@ -770,8 +808,17 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
     if (p.unitFlag != 0) rt::fail(file_, line_, "Fixpipe: unitFlag != 0 is not modelled by the CPU runtime");
     if (p.isChannelSplit) rt::fail(file_, line_, "Fixpipe: isChannelSplit cannot be combined with NZ2ND");
     rt::Record rec;
-    rec.op = "fixpipe";
+    rec.op = quant ? "fixpipe_quant" : "fixpipe";
     rec.pipe = "FIX";
+    std::vector<float> m1(quant ? p.nSize : 0);
+    if (quant) {
+        rec.reads.push_back(cube::acc(rt::kL1, quant->addr_, words * sizeof(uint64_t)));
+        for (uint64_t c = 0; c < p.nSize; ++c) {
+            const uint64_t w = cube::load<uint64_t>(rt::kL1, quant->addr_ + c * sizeof(uint64_t));
+            const uint32_t bits = static_cast<uint32_t>(w & 0xFFFFE000ull);
+            std::memcpy(&m1[c], &bits, sizeof(bits));
+        }
+    }
     std::vector<T> row(p.nSize);
     for (uint64_t i = 0; i < p.ndNum; ++i) {
         const uint64_t s0 = src.addr_ + i * p.srcNdStride * 256 * sizeof(U);
@@ -784,7 +831,15 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
                 for (uint64_t j = 0; j < cnt; ++j) {
                     U v = cube::load<U>(rt::kL0C, lo + j * sizeof(U));
                     if (p.reluEn && v < U(0)) v = U(0);
-                    row[cb * 16 + j] = T(v);  // half(float) / bfloat16_t(float) round to nearest even
+                    if constexpr (deq) {
+                        if (quant) {  // VDEQF16: float32 product, then half (both to nearest even)
+                            row[cb * 16 + j] = T(static_cast<float>(v) * m1[cb * 16 + j]);
+                            continue;
+                        }
+                    }
+                    if constexpr (f2h || f2b || same) {
+                        row[cb * 16 + j] = T(v);  // half(float) / bfloat16_t(float) round to nearest even
+                    }
                 }
             }
             const uint64_t gm_elem = i * p.dstNdStride + r * static_cast<uint64_t>(p.dstStride);
@@ -795,6 +850,21 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
     }
     rec.label = rt::label(api, file_, line_);
     rt::emit(rec);
+}
+}  // namespace cube
+
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p, ASCENDSCHED_LOC) {
+    cube::fixpipe(dst, src, static_cast<const LocalTensor<uint64_t>*>(nullptr), p, config, file_, line_);
+}
+
+// The per-channel ("tensor") quantisation overload (docs Fixpipe（L0C到GM数据搬运）.md, 函数原型:
+// S must be uint64_t).
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR, typename S = uint64_t>
+inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const LocalTensor<S>& cbufWorkspace,
+                    const FixpipeParamsV220& p, ASCENDSCHED_LOC) {
+    static_assert(std::is_same_v<S, uint64_t>, "Fixpipe's cbufWorkspace is a LocalTensor<uint64_t>");
+    cube::fixpipe(dst, src, &cbufWorkspace, p, config, file_, line_);
 }
 
 }  // namespace AscendC

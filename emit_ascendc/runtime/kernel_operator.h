@@ -652,12 +652,43 @@ inline DataCopyParams count_params(uint32_t count, uint64_t size, const char* fi
     return p;
 }
 
+// docs DataCopy（GMToL1连续数据搬运）.md: count elements GM -> L1 (TPosition A1/B1/C1), as they
+// are (b8..b64 on 910B); count*sizeof(T) must be a multiple of 32 B (the hardware rounds down:
+// refused here, as the IR verifier does); dst 32 B aligned. MTE2, traced as "copy_gm_l1_cont".
+template <typename T>
+inline void copy_gm_l1_count(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t count, const char* file_,
+                             int line_) {
+    const char* api = "DataCopy(GM -> L1, count)";
+    if (!rt::is_aic()) rt::fail(file_, line_, std::string(api) + " is a Cube (AIC) instruction, but this code runs on the AIV");
+    const uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    if (bytes == 0 || bytes % rt::kBlock != 0) {
+        rt::fail(file_, line_, std::string(api) + ": count " + rt::S(count) + " moves " + rt::S(static_cast<long long>(bytes)) +
+                                   " B, not a positive multiple of 32 B (the hardware rounds down)");
+    }
+    rt::check_align(file_, line_, api, "the L1 destination", dst.addr_, rt::kBlock);
+    const uint8_t* g = gm_bytes(src, 0, bytes, api, file_, line_);
+    rt::check_space(file_, line_, api, rt::kL1, dst.addr_, bytes);
+    std::memcpy(rt::mem(rt::kL1).data() + dst.addr_, g, bytes);
+    std::memset(rt::loaded(rt::kL1).data() + dst.addr_, 1, bytes);
+    rt::Record rec;
+    rec.op = "copy_gm_l1_cont";
+    rec.pipe = "MTE2";
+    rec.reads.push_back(rt::gm_access(file_, line_, g, bytes));
+    rec.writes.push_back(rt::Access{rt::space_name(rt::kL1), dst.addr_, dst.addr_ + bytes});
+    rec.label = rt::label(api, file_, line_);
+    rt::emit(rec);
+}
+
 }  // namespace detail
 
 // include/basic_api/kernel_operator_data_copy_intf.h: DataCopy(dst, src, count) moves
 // count*sizeof(T) bytes, which must be a multiple of 32 B (the hardware rounds down).
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count, ASCENDSCHED_LOC) {
+    if (dst.space_ == rt::kL1) {  // GM -> L1 (DataCopy（GMToL1连续数据搬运）.md)
+        detail::copy_gm_l1_count(dst, src, count, file_, line_);
+        return;
+    }
     const DataCopyParams p = detail::count_params(count, sizeof(T), file_, line_);
     detail::need_ub_tensor("DataCopy", "dst", dst.space_, file_, line_);
     detail::copy_blocks(true, src, dst.addr_, p, "DataCopy", file_, line_);

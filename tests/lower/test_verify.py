@@ -125,8 +125,9 @@ def test_if_condition_variables() -> None:
 
 def test_op_core_pipe_operands() -> None:
     k = vadd_kernel()
-    _raises(_vec(k, op="vec_pow"), "(op): unknown op 'vec_pow' (ops: copy_gm_l1, copy_gm_ub, "
-                                   "copy_l1_bt, copy_ub_gm, fixpipe, load_l0a, load_l0a_transpose, "
+    _raises(_vec(k, op="vec_pow"), "(op): unknown op 'vec_pow' (ops: copy_gm_l1, copy_gm_l1_cont, "
+                                   "copy_gm_ub, copy_l1_bt, copy_ub_gm, fixpipe, fixpipe_quant, "
+                                   "load_l0a, load_l0a_transpose, "
                                    "load_l0b, load_l0b_transpose, mmad, mmad_bias, vec_binary, vec_block_reduce, vec_brcb, vec_cast, "
                                    "vec_cmp, vec_dup, vec_fma, vec_reduce, vec_scalar, vec_select, "
                                    "vec_unary)")

@@ -45,6 +45,7 @@ from ascendsched import dtypes as dt
 from ascendsched.errors import InternalCompilerError, UnsupportedError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.cube_hints import bias_table_error
+from ascendsched.lower.cube_l0_loads import L0Loads, round_up
 from ascendsched.lower.cube_ops import (
     FIXPIPE_QUANT,
     FIXPIPE_VQUANT,
@@ -91,7 +92,7 @@ class _Tile:
     nv: int = 0
 
 
-class _Builder:
+class _Builder(L0Loads):
     def __init__(self, sched: CubePlan, target: Target) -> None:
         self.s = sched
         self.t: GemmTiling = sched.tiling
@@ -151,7 +152,7 @@ class _Builder:
                    comment="C tile Nz"),
         )
         if self.bias is not None:  # one tile's columns, whole 64 B bias-table blocks
-            nb = _round(t.tn, self.target.bias_block_bytes // acc.bytes)
+            nb = round_up(t.tn, self.target.bias_block_bytes // acc.bytes)
             buffers += (
                 Buffer("bias_l1", Scope.L1, acc, nb, 1, (nb,),
                        comment=f"bias[{t.tn}] of the tile's columns, ND"),
@@ -264,7 +265,7 @@ class _Builder:
         l0copy = _mod2(step) if t.l0_copies == 2 else Affine()
         m, n = self._mmad_mn(tile)
         out = (self._load_a(kk, ks, m, l1copy, l0copy)
-               + self._load_b(kk, ks, _round(n, self.rows), l1copy, l0copy))
+               + self._load_b(kk, ks, round_up(n, self.rows), l1copy, l0copy))
         first = (step - tile.t * self.steps_per_tile)  # K step within the tile
         init: bool | Cond = True if first.is_const and first.const == 0 else (
             False if first.is_const else Cond(first, "==", 0))
@@ -296,7 +297,7 @@ class _Builder:
         GM -> L1 path) -> bias table (whole 64 B blocks covering Mmad's n rounded to 16)."""
         acc = self.sp.acc_dtype
         assert self.bias is not None
-        np_ = _round(self._mmad_mn(tile)[1], self.rows)
+        np_ = round_up(self._mmad_mn(tile)[1], self.rows)
         unit = self.target.bias_block_bytes
         return [
             make_cube_instr(
@@ -317,7 +318,7 @@ class _Builder:
         m = max(tile.mv, 2)
         n = tile.nv
         if self.int8 and not self.sp.trans_b:
-            n = _round(n, self.c0)
+            n = round_up(n, self.c0)
         return m, n
 
     # ----------------------------------------------------------------- GM -> L1 (Nd2Nz)
@@ -359,126 +360,11 @@ class _Builder:
             dstNzC0Stride=l1_rows, dstNzNStride=1,
             dstNzMatrixStride=rows * self.c0 if nd_num > 1 else 0)
 
-    # ----------------------------------------------------------------- L1 -> L0
-    def _load_a(self, kk: Affine, ks: int, m: int, l1copy: Affine, l0copy: Affine) -> list[Stmt]:
-        """A slice (the 16-row blocks of Mmad's ``m`` rows x ks at L1 K offset kk*k0) -> L0A Zz
-        with Kp = ks padded to C0.
-
-        Zz puts fractal (mb, kg) at ``(mb * Kp/C0 + kg) * F``. Plain LoadData walks either one
-        16-row block (repeat over kg) or one K group (repeat over mb): whichever needs fewer
-        calls (lower/cube_ops.py ``load_l0a``: src step ``srcStride*F``, dst step ``(dstGap+1)*F``).
-        """
-        sp, t, f, c0 = self.sp, self.t, self.f, self.c0
-        kp = -(-ks // c0) * c0
-        ops = (("a_l0", l0copy), ("a_l1", l1copy))
-        mbs, kgs = _round(m, self.rows) // self.rows, kp // c0
-        if not sp.trans_a:  # L1 (M, K) nz: fractal (mb, kg) at (kg * tm/16 + mb) * F
-            base = kk * (t.k0 // c0 * t.tm * c0)
-            return self._either(
-                "load_l0a", ops, "A nz -> Zz", dict(ifTranspose=False),
-                ("mb", mbs, lambda v: v * (kgs * f), lambda v: base + v * f, kgs,
-                 t.tm // self.rows, 0),
-                ("kg", kgs, lambda v: v * f, lambda v: base + v * (t.tm * c0), mbs, 1,
-                 kgs - 1))
-        if not self.int8:  # L1 (K, M) nz, 16-bit: fractal (kb, mb) at (mb * tk/16 + kb) * F
-            base = kk * (t.k0 // self.rows * f)
-            return self._either(
-                "load_l0a", ops, "A^T nz -> Zz (fractal transpose)", dict(ifTranspose=True),
-                ("mb", mbs, lambda v: v * (kgs * f), lambda v: base + v * (t.tk // self.rows * f),
-                 kgs, 1, 0),
-                ("kb", kgs, lambda v: v * f, lambda v: base + v * f, mbs, t.tk // self.rows,
-                 kgs - 1))
-        # int8 A^T: L1 (K, M) nz, 32 x 32 squares -> two Zz fractals each (catlass nZ -> zZ)
-        sq = 2 * f
-        return self._per_block(
-            "mg", -(-m // c0), "load_l0a_transpose", ops,
-            dst=lambda v: v * (2 * kgs * f),
-            src=lambda v: v * (t.tk // c0 * sq) + kk * (t.k0 // c0 * sq),
-            params=dict(startIndex=0, repeatTimes=kgs, srcStride=1, dstGap=0,
-                        dstFracGap=kgs - 1, addrMode=0),
-            what="int8 A^T nz -> Zz (LoadDataWithTranspose)")
-
-    def _load_b(self, kk: Affine, ks: int, np_: int, l1copy: Affine,
-                l0copy: Affine) -> list[Stmt]:
-        """B slice (ks x np_ at L1 K offset kk*k0) -> L0B Zn with Kp = ks padded to C0, where
-        np_ is Mmad's n padded to 16 (the tile's, or less on an N edge).
-
-        Zn puts fractal (kg, nb) at ``(kg * np_/16 + nb) * F``.
-        """
-        sp, t, f, c0 = self.sp, self.t, self.f, self.c0
-        kp = -(-ks // c0) * c0
-        ops = (("b_l0", l0copy), ("b_l1", l1copy))
-        nbs, kgs = np_ // self.rows, kp // c0
-        if sp.trans_b and np_ == t.tn:  # L1 (N, K) nz is Zn already: one plain copy
-            return self._chunks("load_l0b", ops, kgs * nbs, kk * (t.k0 // c0 * t.tn * c0),
-                                "B^T nz -> Zn (plain)")
-        if sp.trans_b:  # the first np_ rows of each K group (L1 groups hold tn rows)
-            base = kk * (t.k0 // c0 * t.tn * c0)
-            return self._per_block(
-                "kg", kgs, "load_l0b", ops, dst=lambda v: v * (nbs * f),
-                src=lambda v: base + v * (t.tn * c0), what="B^T nz -> Zn (plain, N edge)",
-                params=dict(startIndex=0, repeatTimes=nbs, srcStride=1, sid=0, dstGap=0,
-                            ifTranspose=False, addrMode=0))
-        if not self.int8:  # L1 (K, N) nz, 16-bit: fractal (kb, nb) at (nb * tk/16 + kb) * F
-            base = kk * (t.k0 // self.rows * f)
-            return self._either(
-                "load_l0b", ops, "B nz -> Zn (fractal transpose)", dict(ifTranspose=True),
-                ("kb", kgs, lambda v: v * (nbs * f), lambda v: base + v * f, nbs,
-                 t.tk // self.rows, 0),
-                ("nb", nbs, lambda v: v * f, lambda v: base + v * (t.tk // self.rows * f), kgs,
-                 1, nbs - 1))
-        sq = 2 * f  # int8 B (K, N): per 32-row block, 32 x 32 squares (catlass SplitBTranspose)
-        return self._per_block(
-            "kb", kgs, "load_l0b_transpose", ops,
-            dst=lambda v: v * (nbs * f),
-            src=lambda v: kk * (t.k0 // c0 * sq) + v * sq,
-            params=dict(startIndex=0, repeatTimes=np_ // c0, srcStride=t.tk // c0, dstGap=1,
-                        dstFracGap=0, addrMode=0),
-            what="int8 B nz -> Zn (LoadDataWithTranspose)")
-
-    def _either(self, op: str, ops, what: str, extra: dict, *options) -> list[Stmt]:
-        """The LoadData2D walk with the fewest calls among those whose repeatTimes is in
-        range (LoadData2DParams: 1..255; a tile too big for both walks is too big for L0 and
-        the memory plan says so). Each option: (loop var, calls, dst(v), src(v), repeatTimes,
-        srcStride, dstGap)."""
-        limit = self.target.cube_param_ranges[op]["repeatTimes"][1]
-        legal = [o for o in options if o[4] <= limit] or list(options)
-        var, count, dst, src, rep, stride, gap = min(legal, key=lambda o: o[1])
-        return self._per_block(var, count, op, ops, dst=dst, src=src, what=what, params=dict(
-            startIndex=0, repeatTimes=rep, srcStride=stride, sid=0, dstGap=gap, addrMode=0,
-            **extra))
-
-    def _per_block(self, var: str, count: int, op: str, ops, dst, src, params: dict,
-                   what: str) -> list[Stmt]:
-        """One load per block ``var < count`` (a loop when count > 1)."""
-        v = Affine.of(var) if count > 1 else Affine()
-        (dn, dc), (sn, sc) = ops
-        d = self.sp.in_dtype
-        ins = make_cube_instr(op, ((dn, dst(v), dc, d), (sn, src(v), sc, d)), comment=what,
-                              target=self.target, **params)
-        return [For(var, count, (ins,), what)] if count > 1 else [ins]
-
-    def _chunks(self, op: str, ops, total: int, src0: Affine, what: str) -> list[Stmt]:
-        """Plain fractal copy of ``total`` fractals, in calls within the repeat limit."""
-        (dn, dc), (sn, sc) = ops
-        dd = sd = self.sp.in_dtype
-        out: list[Stmt] = []
-        done = 0
-        limit = self.target.cube_param_ranges[op]["repeatTimes"][1]  # LoadData2DParams
-        while done < total:
-            n = min(limit, total - done)
-            out.append(make_cube_instr(
-                op, ((dn, done * self.f, dc, dd), (sn, src0 + done * self.f, sc, sd)),
-                comment=what, target=self.target, startIndex=0, repeatTimes=n, srcStride=1,
-                sid=0, dstGap=0, ifTranspose=False, addrMode=0))
-            done += n
-        return out
-
     # ----------------------------------------------------------------- L0C -> GM
     def _fixpipe(self, tile: _Tile, ccopy: Affine) -> list[Stmt]:
         sp, t = self.sp, self.t
         off = tile.b * (sp.m * sp.n) + tile.mi * (t.tm * sp.n) + tile.ni * t.tn
-        mp = _round(self._mmad_mn(tile)[0], self.rows)  # the L0C Nz tile's rows (Mmad's Mp)
+        mp = round_up(self._mmad_mn(tile)[0], self.rows)  # the L0C Nz tile's rows (Mmad's Mp)
         ops: tuple = ((sp.c, off, 0, sp.out_dtype), ("c_l0", 0, ccopy, sp.acc_dtype))
         out: list[Stmt] = []
         if self.scale is not None:  # the tile's quant words GM -> L1 (whole 128 B), then VDEQF16
@@ -510,10 +396,6 @@ def _mod2(e: Affine) -> Affine:
     if len(terms) == 1 and r.const == 0:
         return Affine.mod(terms[0][0], 2)
     return r.modulo(2)
-
-
-def _round(x: int, to: int) -> int:
-    return -(-x // to) * to
 
 
 def _aff(x: Affine | int) -> Affine:

@@ -258,8 +258,10 @@ static std::map<std::string, std::function<void()>> cases() {
         Mmad(B.l0c.Get<float>(), B.l1.Get<half>(), B.l0b.Get<half>(), MmadParams(16, 16, 16, 0, false, true)); }); };
     m["vector_on_l1"] = [] { small_setup([](Bufs& B, GlobalTensor<half>&, GlobalTensor<half>&) {
         Add(B.l1.Get<half>(), B.l1.Get<half>(), B.l1.Get<half>(), 128, 1, BinaryRepeatParams()); }); };
-    m["ub_copy_into_l1"] = [] { small_setup([](Bufs& B, GlobalTensor<half>& a, GlobalTensor<half>&) {
-        DataCopy(B.l1.Get<half>(), a, 64); }); };
+    // GM -> L1 by count is legal (DataCopy（GMToL1连续数据搬运）.md); GM -> L0A is not: L0A is
+    // filled from L1 by LoadData
+    m["gm_copy_into_l0a"] = [] { small_setup([](Bufs& B, GlobalTensor<half>& a, GlobalTensor<half>&) {
+        DataCopy(B.l0a.Get<half>(), a, 64); }); };
     m["pipe_v_barrier_on_aic"] = [] { PipeBarrier<PIPE_V>(); };
     // A: 40 rows loaded into a 48-row nz tile; Mmad over 48 rows reads 8 never-loaded rows
     for (int rows : {40, 48}) {

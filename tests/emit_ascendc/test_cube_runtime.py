@@ -242,7 +242,7 @@ def test_gemm_bf16_accumulates_over_k(harness, tmp_path):
     ("ub_on_aic", r"TPipe::InitBuffer: UB does not exist on the AIC"),
     ("mmad_operand_in_l1", r"Mmad: fm is a LocalTensor in L1, but must be in L0A \(TPosition A2\)"),
     ("vector_on_l1", r"Add: dst is a LocalTensor in L1: vector instructions and GM<->UB copies work on UB"),
-    ("ub_copy_into_l1", r"DataCopy: dst is a LocalTensor in L1; this DataCopy overload moves GM <-> UB"),
+    ("gm_copy_into_l0a", r"DataCopy: dst is a LocalTensor in L0A; this DataCopy overload moves GM <-> UB"),
     ("pipe_v_barrier_on_aic", r"PipeBarrier<PIPE_V>: the AIC has no V pipe"),
 ])
 def test_documented_rules_abort(harness, tmp_path, case, message):

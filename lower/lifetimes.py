@@ -112,11 +112,7 @@ class Lifetimes:
     def pipelined_loop(self, a: Lifetime, b: Lifetime) -> str | None:
         """The innermost pipelined loop holding both used lifetimes (one iteration's work),
         or None."""
-        return _innermost(self.pipelined, a, b)
-
-    def enclosing_loop(self, a: Lifetime, b: Lifetime) -> str | None:
-        """The innermost loop of any kind holding both used lifetimes, or None."""
-        return _innermost(self.loops, a, b)
+        return innermost_loop(self.pipelined, a, b)
 
     def of(self, buffer: str, copy: int = 0) -> Lifetime:
         for e in self.entries:
@@ -171,7 +167,8 @@ def buffer_lifetimes(kernel: Kernel) -> Lifetimes:
                      tuple(walk.spans[i] for i in sorted(walk.spans)))
 
 
-def _innermost(loops: tuple[tuple[str, int, int], ...], a: Lifetime, b: Lifetime) -> str | None:
+def innermost_loop(loops: tuple[tuple[str, int, int], ...], a: Lifetime, b: Lifetime
+                   ) -> str | None:
     """The innermost of ``loops`` holding both used lifetimes, or None."""
     if not a.used or not b.used:
         return None

@@ -65,7 +65,7 @@ from dataclasses import dataclass, replace
 from ascendsched.errors import BufferingWarning, CapacityError
 from ascendsched.lower.bank_groups import ReadTogether, read_together
 from ascendsched.lower.ir import Kernel
-from ascendsched.lower.lifetimes import Lifetime, Lifetimes
+from ascendsched.lower.lifetimes import Lifetime, Lifetimes, innermost_loop
 from ascendsched.target.model import Scope, ScopeSpec, Target
 
 
@@ -144,24 +144,25 @@ def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: b
         items = [e for e in lifetimes.entries if e.scope == scope]
         sizes = {(e.buffer, e.copy): _round_up(max(e.nbytes, 1), spec.alignment) for e in items}
         narrow = [_own(e) for e in items]
-        tries = ((items, EVERY_LOOP, ""), (items, PIPELINED, ""),
-                 (items, None, "pipelined reuse"), (narrow, None, "copies"))
+        # (copies, loops no cross-pipe reuse may happen inside, what the plan gives up)
+        tries = [(items, lifetimes.loops, "")]
+        if not set(lifetimes.loops) <= set(lifetimes.pipelined):
+            tries.append((items, lifetimes.pipelined, ""))
+        tries.append((items, (), "pipelined reuse"))
+        if narrow != items:  # else no multi-copy buffer: nothing left to give up
+            tries.append((narrow, (), "copies"))
         chosen = None
-        strict_peak = 0
-        for level, (its, refuse, kind) in enumerate(tries):
-            if level == 1 and set(lifetimes.loops) <= set(lifetimes.pipelined):
-                continue  # every loop is pipelined: the first try was this one
-            if level == 3 and its == items:
-                break  # no multi-copy buffer: nothing left to give up
+        strict_peak = 0  # the peak of the buffering as scheduled (the last plan giving nothing up)
+        for its, refuse, kind in tries:
             peak, reuses, name, offs = _best(its, sizes, spec, lifetimes, refuse,
                                              banks if scope == Scope.UB else None)
-            if refuse == PIPELINED or (level == 0 and strict_peak == 0):
+            if not kind:
                 strict_peak = peak
             if peak <= spec.usable:
                 chosen = (its, peak, reuses, name, offs, kind)
                 break
         if chosen is None:
-            peak, _, _, _ = _best(items, sizes, spec, lifetimes, PIPELINED, None)
+            peak, _, _, _ = _best(items, sizes, spec, lifetimes, lifetimes.pipelined, None)
             raise CapacityError(_overflow_message(kernel, lifetimes, scope, items, sizes, peak,
                                                   spec.usable, spec.capacity))
         its, peak, reuses, name, offs, kind = chosen
@@ -182,8 +183,7 @@ def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: b
 
 # --------------------------------------------------------------------------- private helpers
 _Key = tuple[str, int]
-PIPELINED = "pipelined"  # no cross-pipe reuse inside a loop a multi-copy buffer alternates over
-EVERY_LOOP = "every loop"  # nor inside any other loop
+_Loops = tuple[tuple[str, int, int], ...]  # (var, first, last) per loop (``Lifetimes.loops``)
 
 
 def _round_up(n: int, a: int) -> int:
@@ -245,7 +245,7 @@ class _Banks:
 
 
 def _best(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec, lifetimes: Lifetimes,
-          refuse: str | None, banks: _Banks | None) -> tuple[int, int, str, dict[_Key, int]]:
+          refuse: _Loops, banks: _Banks | None) -> tuple[int, int, str, dict[_Key, int]]:
     """(peak, cross-pipe reuses, strategy, offsets) of the best packing: one that fits the
     scope and needs at most one bank period (512 B) per buffer read together with another
     over the smallest peak, then fewest bank-conflict beats, then the smallest peak, then
@@ -271,10 +271,10 @@ def _best(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec, lifeti
 
 def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
           pick: Callable[[list[tuple]], tuple],
-          lifetimes: Lifetimes, refuse: str | None, banks: _Banks | None) -> dict[_Key, int]:
-    """Place ``items`` in order. ``refuse``: never reuse bytes across pipes inside a loop of
-    that kind (``PIPELINED`` or ``EVERY_LOOP``; such offsets are not candidates, the top of
-    the scope always is one). ``banks``:
+          lifetimes: Lifetimes, refuse: _Loops, banks: _Banks | None) -> dict[_Key, int]:
+    """Place ``items`` in order. ``refuse``: never reuse bytes across pipes inside these
+    loops (the pipelined ones, or every loop; such offsets are not candidates, the top of the
+    scope always is one). ``banks``:
     a copy read by one vector instruction together with a copy already placed also gets the
     candidates shifted by whole alignment units within the bank period, and takes one with
     fewest conflict beats: within the current peak if that removes as many, else at most one
@@ -295,20 +295,15 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
                    or (e.buffer, p.buffer) in in_place}
         live: list[tuple[str, int, int]] = []
         # the placed copies not live with e, each with what sharing its bytes would cost:
-        # (offset, size, cross-pipe reuses, refused under ``strict``), computed once per copy
+        # (offset, size, cross-pipe reuses, refused), computed once per copy
         others: list[tuple[int, int, int, bool]] = []
         for p, o, s in placed:
             if p.overlaps(e):
                 live.append((p.buffer, o, s))
             elif p.used:
-                loop = lifetimes.pipelined_loop(p, e)
-                rc = _reuse_cost(p, e, loop)
-                if refuse == EVERY_LOOP:
-                    hold = lifetimes.enclosing_loop(p, e)
-                    refused = bool(hold and _reuse_cost(p, e, hold))
-                else:
-                    refused = bool(refuse and rc and loop)
-                others.append((o, s, rc, refused))
+                hold = innermost_loop(refuse, p, e)
+                others.append((o, s, _reuse_cost(p, e, lifetimes.pipelined_loop(p, e)),
+                               bool(hold and _reuse_cost(p, e, hold))))
         starts = {0} | {_round_up(o + s, align) for _, o, s in placed} | {o for _, o in partner}
         aware = banks is not None and any(p.b in offs for p in banks.pairs.get(key, ()))
         if aware:

@@ -159,7 +159,7 @@ class _Builder(L0Loads):
                 Buffer("bias_bt", Scope.BT, acc, nb, 1, (nb,),
                        comment="bias table: Mmad's initial C row"))
         if self.scale is not None:  # one tile's quant words, whole 128 B (lower/fixpipe_quant.py)
-            nq = padded_words(t.tn)
+            nq = padded_words(t.tn, self.target)
             buffers += (Buffer("quant_l1", Scope.L1, dt.uint64, nq, t.l0c_copies, (nq,),
                                comment=f"Fixpipe quant words of the tile's {t.tn} columns"),)
         ashape = (sp.k, sp.m) if sp.trans_a else (sp.m, sp.k)
@@ -174,7 +174,7 @@ class _Builder(L0Loads):
         if self.bias is not None:
             params += (GmTensor(self.bias, (sp.n,), acc),)
         if self.scale is not None:
-            params += (GmTensor(self.scale, (padded_words(sp.n),), dt.uint64,
+            params += (GmTensor(self.scale, (padded_words(sp.n, self.target),), dt.uint64,
                                 host=HostInput("fixpipe_quant", dt.float32, (sp.n,))),)
         params += (GmTensor(sp.c, cshape, out, "output"),)
         return Kernel.build(name=sp.name, params=params, buffers=buffers, block_dim=t.cores,
@@ -368,7 +368,7 @@ class _Builder(L0Loads):
         ops: tuple = ((sp.c, off, 0, sp.out_dtype), ("c_l0", 0, ccopy, sp.acc_dtype))
         out: list[Stmt] = []
         if self.scale is not None:  # the tile's quant words GM -> L1 (whole 128 B), then VDEQF16
-            words = padded_words(tile.nv)
+            words = padded_words(tile.nv, self.target)
             out.append(make_cube_instr(
                 "copy_gm_l1_cont", (("quant_l1", 0, ccopy, dt.uint64),
                                     (self.scale, tile.ni * t.tn, 0, dt.uint64)),

@@ -278,7 +278,7 @@ def cube_footprints(op: str, params: dict[str, AttrValue], dtypes: tuple[DType, 
                Dim(_ceil(p["nSize"], r), p["srcStride"] * r), Dim(p["mSize"], r), Dim(r, 1))
         if op == "fixpipe":
             return (gm, l0c)
-        return (gm, l0c, (Dim(padded_words(p["nSize"]), 1),))
+        return (gm, l0c, (Dim(padded_words(p["nSize"], t), 1),))
     raise InternalCompilerError(f"{op!r} is not a cube op")
 
 

@@ -26,20 +26,20 @@ from __future__ import annotations
 import numpy as np
 
 from ascendsched.errors import InternalCompilerError
+from ascendsched.target.model import Target
 
 # Bits of a quant word the Fixpipe reads as M1 (float32 with the low 13 mantissa bits cleared)
 M1_MASK = 0xFFFFE000
 # aclnnTransQuantParam sets bit 46 (the sign flag, unused by (V)DEQF16); we do the same
 SIGN_BIT = 1 << 46
-# Fixpipe buffer burst: the quant tensor is copied L1 -> FB in 128 B units (CopyDeqTensorToFbuf)
-FB_UNIT_BYTES = 128
-WORD_BYTES = 8
-WORDS_PER_UNIT = FB_UNIT_BYTES // WORD_BYTES  # 16 quant words per 128 B
+WORD_BYTES = 8  # a quant word is a uint64
 
 
-def padded_words(n: int) -> int:
-    """Quant words of the kernel's GM tensor for ``n`` columns: whole 128 B units."""
-    return -(-n // WORDS_PER_UNIT) * WORDS_PER_UNIT
+def padded_words(n: int, target: Target) -> int:
+    """Quant words of the kernel's GM tensor for ``n`` columns: whole units of the L1 ->
+    Fixpipe-buffer copy (``fixpipe_quant_unit_bytes``, 128 B = 16 words on 910B)."""
+    per = target.fixpipe_quant_unit_bytes // WORD_BYTES
+    return -(-n // per) * per
 
 
 def quant_words(scale: np.ndarray, elems: int) -> np.ndarray:

@@ -330,7 +330,7 @@ def _fixpipe(cx: Any) -> None:
     v = _values(l0c.st.dtype, l0c.raw()[sidx[:, :, :ns]])
     if quant:  # VDEQF16 (the only per-channel mode, verified): the API copies whole 128 B
         (q,) = quant
-        cx.read(q.bytes_of(q.off + np.arange(padded_words(ns), dtype=np.int64)))
+        cx.read(q.bytes_of(q.off + np.arange(padded_words(ns, cx.m.t), dtype=np.int64)))
         words = q.raw()[q.off + np.arange(ns, dtype=np.int64)]
         gm.raw()[didx] = _bits(gm.st.dtype, vdeqf16(v, words, bool(p["reluEn"])))
         return

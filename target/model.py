@@ -98,6 +98,10 @@ class Target:
     # blockLen unit of the L1 -> BiasTable DataCopy (64 B on 910B; 32 B on 950: docs
     # DataCopy（L1ToBiasTable-Buffer数据搬运）.md 约束说明)
     bias_block_bytes: int = 64
+    # unit of the L1 -> Fixpipe-buffer copy of a per-channel quant tensor (128 B on 910B:
+    # asc-devkit impl/basic_api/dav_c220/kernel_operator_fixpipe_v2_impl.h CopyDeqTensorToFbuf),
+    # so a kernel's quant words come in whole units
+    fixpipe_quant_unit_bytes: int = 128
     # documented value range of each integer parameter of the Cube calls (per IR op)
     cube_param_ranges: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     # Consecutive Mmads of at least this many output fractals, (m / 16) * (n / 16), are ordered

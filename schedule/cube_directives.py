@@ -232,12 +232,7 @@ def make_cache_write(s: Schedule, stage: str, scope: str, copies: int) -> CacheW
                             f"(a tensorized stage's accumulator) or 'workspace' (its GM slots "
                             f"for a Vector epilogue)")
     if scope == "workspace":
-        cap = s.target.cross_flag_max_pending
-        if not isinstance(copies, int) or isinstance(copies, bool) or not 1 <= copies <= cap:
-            raise ScheduleError(
-                f"{call}: copies={copies!r}: the slot-free cross-core flag starts with one set "
-                f"per slot and {s.target.name} counts at most {cap} pending sets per flag; use "
-                f"1 <= copies <= {cap}")
+        check_workspace_copies(f"{call}: copies={copies!r}", copies, s.target)
     else:
         _check_copies(call, copies)
     return CacheWrite(stage, scope, copies)
@@ -290,6 +285,17 @@ def _all_loops(s: Schedule, stage: str) -> list[str]:
     names += [k] if k is not None else []
     names += [n for d in splits_of(s, stage) for n in (d.outer, d.inner)]
     return names + [n for n, _ in s.loop_nest(stage).loops if n not in names]
+
+
+def check_workspace_copies(head: str, copies: int, target: Target) -> None:
+    """Workspace slots: the slot-free cross-core flag starts with one set per slot, and a flag
+    counts at most ``cross_flag_max_pending`` pending sets. ``head`` starts the message (the
+    call as the user spelled it)."""
+    cap = target.cross_flag_max_pending
+    if not isinstance(copies, int) or isinstance(copies, bool) or not 1 <= copies <= cap:
+        raise ScheduleError(
+            f"{head}: the slot-free cross-core flag starts with one set per slot and "
+            f"{target.name} counts at most {cap} pending sets per flag; use 1 <= copies <= {cap}")
 
 
 def _check_copies(call: str, copies: int) -> None:

@@ -41,6 +41,7 @@ from ascendsched.schedule.cube_directives import (
     Tensorize,
     TileSwizzle,
     check_vector_step,
+    check_workspace_copies,
 )
 from ascendsched.schedule.cube_plan import CubePlan, cube_split, matched
 from ascendsched.schedule.cube_resolve import resolve_cube
@@ -237,12 +238,8 @@ class GemmSchedule(Scheduled):
         if level not in LEVELS:
             raise ScheduleError(f"buffer({level!r}): the level is one of {', '.join(LEVELS)}")
         if level == "workspace":
-            cap = self.target.cross_flag_max_pending
-            if not isinstance(copies, int) or isinstance(copies, bool) or not 1 <= copies <= cap:
-                raise ScheduleError(
-                    f"buffer('workspace', copies={copies!r}): the slot-free cross-core flag "
-                    f"starts with one set per slot and {self.target.name} counts at most {cap} "
-                    f"pending sets per flag; use 1 <= copies <= {cap}")
+            check_workspace_copies(f"buffer('workspace', copies={copies!r})", copies,
+                                   self.target)
             if self.vector_epilogue is None:
                 raise ScheduleError(
                     f"buffer('workspace', {copies}): GEMM '{self.algo.name}' has no Vector "

@@ -6,10 +6,26 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.gemm_epilogue import is_matmul_stage
 from ascendsched.lower.ir import Kernel, format_kernel
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.schedule import Schedule
+
+
+def issue_example(algo: Algorithm) -> tuple[Schedule, GemmSchedule]:
+    """The issue's example GEMM schedule (128 x 256 x 256 tiles, K step 64, double buffered,
+    24 cores, swizzle 4 along m), written generally and as a GemmSchedule."""
+    s = (Schedule(algo).tile("C", ("i", "j"), (128, 256)).split("C", "k", 256)
+         .split("C", "k_i", 64).tensorize("C", "k_i_i", "mmad")
+         .cache_read("A", "L1", at=("C", "k_o"), copies=2)
+         .cache_read("B", "L1", at=("C", "k_o"), copies=2)
+         .cache_read("A", "L0A", at=("C", "k_i_o"), copies=2)
+         .cache_read("B", "L0B", at=("C", "k_i_o"), copies=2)
+         .fuse("C", "i_o", "j_o").bind("C", "i_o_j_o", 24).swizzle("C", "i_o_j_o", 4, "i"))
+    g = (GemmSchedule(algo).tile(128, 256, 256).split_k(64).buffer("l1", 2).buffer("l0", 2)
+         .bind(24).swizzle(4, "m"))
+    return s, g
 
 
 def general_spelling(g: GemmSchedule) -> Schedule:

@@ -12,7 +12,7 @@ from ascendsched.lower.pipeline import lower
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.schedule import Schedule
-from tests.kit.general_cube import general_spelling, kernel_text
+from tests.kit.general_cube import general_spelling, issue_example, kernel_text
 
 DEFAULTS = {
     "gemm 1000^3 (tails)": lambda: L.gemm(1000, 1000, 1000),
@@ -56,16 +56,7 @@ def test_gemm_bias_relu_on_the_fixpipe_spelled_generally() -> None:
 
 
 def test_the_issue_example_lowers_like_its_gemm_schedule() -> None:
-    algo = L.gemm(1024, 1024, 1024)
-    g = (GemmSchedule(algo).tile(128, 256, 256).split_k(64).buffer("l1", 2).buffer("l0", 2)
-         .bind(24).swizzle(4, "m"))
-    s = (Schedule(algo).tile("C", ("i", "j"), (128, 256)).split("C", "k", 256)
-         .split("C", "k_i", 64).tensorize("C", "k_i_i", "mmad")
-         .cache_read("A", "L1", at=("C", "k_o"), copies=2)
-         .cache_read("B", "L1", at=("C", "k_o"), copies=2)
-         .cache_read("A", "L0A", at=("C", "k_i_o"), copies=2)
-         .cache_read("B", "L0B", at=("C", "k_i_o"), copies=2)
-         .fuse("C", "i_o", "j_o").bind("C", "i_o_j_o", 24).swizzle("C", "i_o_j_o", 4, "i"))
+    s, g = issue_example(L.gemm(1024, 1024, 1024))
     k = lower(s)
     assert kernel_text(k) == kernel_text(lower(g))
     assert k.notes[0] == "Schedule(gemm)" and "  .tensorize('C', 'k_i_i', 'mmad')" in k.notes

@@ -14,7 +14,7 @@ from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Bind, Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.reduce import describe, reduce_instance, structure_facts
-from tests.kit.general_cube import general_spelling, kernel_text
+from tests.kit.general_cube import general_spelling, issue_example, kernel_text
 
 # the GemmSchedule spellings; their general spellings come from tests/kit/general_cube.py
 CASES = {
@@ -87,16 +87,7 @@ def test_large_general_reduced_kernel_is_the_gemm_schedules_and_the_full_one_up_
 
 
 def test_the_issue_example_written_generally_reduces_like_its_gemm_schedule() -> None:
-    algo = L.gemm(4096, 4096, 4096)
-    s = (Schedule(algo).tile("C", ("i", "j"), (128, 256)).split("C", "k", 256)
-         .split("C", "k_i", 64).tensorize("C", "k_i_i", "mmad")
-         .cache_read("A", "L1", at=("C", "k_o"), copies=2)
-         .cache_read("B", "L1", at=("C", "k_o"), copies=2)
-         .cache_read("A", "L0A", at=("C", "k_i_o"), copies=2)
-         .cache_read("B", "L0B", at=("C", "k_i_o"), copies=2)
-         .fuse("C", "i_o", "j_o").bind("C", "i_o_j_o", 24).swizzle("C", "i_o_j_o", 4, "i"))
-    g = (GemmSchedule(algo).tile(128, 256, 256).split_k(64).buffer("l1", 2).buffer("l0", 2)
-         .bind(24).swizzle(4, "m"))
+    s, g = issue_example(L.gemm(4096, 4096, 4096))
     rs = reduce_instance(s)
     assert str(rs) == str(reduce_instance(g))
     assert describe(rs.reduced) == "gemm 512 x 512 x 1024 on 3 cores"

@@ -35,6 +35,7 @@ from ascendsched.algo.expr import Binary, Cast, Const, Expr, Reduce, Select, Una
 if TYPE_CHECKING:
     from ascendsched.lower.vector_instrs import Val
 
+
 class _MulAdds:
     """A part of ``_ExprGen`` (lower/select_vector.py): ``value``, ``temp``, ``vec`` and the
     builder ``b`` are its."""

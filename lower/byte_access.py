@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import islpy as isl
+import numpy as np
 
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine, Cond
@@ -28,7 +29,6 @@ from ascendsched.lower.instances import (
     affine_text,
     block_count,
     coalesced,
-    domain_text,
     loop_dims,
 )
 from ascendsched.lower.ir import BLOCK_IDX, DMA_OPS, VECTOR_OPS, Instr, Kernel, Region
@@ -55,17 +55,19 @@ class Access:
     # region, no instance condition, and no domain condition ties the loops the regions use
     # to the block index or to other loops (the domain is a product of the two)
     block_free: bool = False
-    # a fixed access's bytes per region as masks of whole 32-byte blocks (None: isl decides)
+    # the bytes per region as masks of whole 32-byte blocks (None: isl decides), for an
+    # access whose instances together touch exactly the union of its loop values' bytes
     make_blocks: Callable[[], tuple[int, ...] | None] | None = field(default=None, repr=False)
     part_names: tuple[str, ...] = ()  # the description of each part (``parts``), in order
 
     @cached_property
     def part_blocks(self) -> tuple[int, ...] | None:
-        """Per region, the bytes every instance touches as a mask of 32-byte blocks (bit
-        ``8 * k``: block ``k`` of the space), or None: the access is not fixed, a region
-        touches part of a block, or it has more than ``MAX_MASK_ROWS`` rows. Where both
-        accesses have masks, their bytes meet iff the masks do (the byte sets are unions of
-        whole blocks)."""
+        """Per region, the bytes its instances touch as a mask of 32-byte blocks (bit ``k``:
+        block ``k`` of the space), or None: a region touches part of a block, has more than
+        ``MAX_MASK_ROWS`` rows over the loop values it uses, or its bytes depend on the block
+        index or on loops the instance conditions restrict (not every combination of loop
+        values occurs). Where both accesses have masks, their bytes meet iff the masks do
+        (the byte sets are unions of whole blocks)."""
         return self.make_blocks() if self.make_blocks is not None else None
 
     @cached_property
@@ -151,7 +153,10 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
         block_free = BLOCK_IDX not in used and not any(when for *_, when in parts) and all(
             c.lhs.vars() <= used or not c.lhs.vars() & used for c in info.conds)
         blocks = None
-        if fixed:
+        # every combination of the loop values the regions use occurs (no instance condition
+        # names those loops), so enumerating them gives the exact bytes
+        if not any(when for *_, when in parts) and BLOCK_IDX not in used and not any(
+                c.lhs.vars() & used for c in info.conds):
             def blocks(parts=parts) -> tuple[int, ...] | None:  # noqa: ANN001
                 got = [_region_blocks(kernel, info, r, kind) for _, r, kind, _ in parts]
                 return None if None in got else tuple(got)  # type: ignore[arg-type]
@@ -271,7 +276,10 @@ def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str, when: str
     off = affine_text(r.offset, bound, where)
     dims = r.dims or ()
     mode = _mode(kernel, ins, r, kind)
-    row_dims = dims[:-1] if mode in ("dma", "brcb") else dims
+    # exact bytes of a contiguous last dimension are one byte range per row (fewer
+    # existential variables for isl: the same set)
+    rowwise = mode in ("dma", "brcb") or (bool(dims) and dims[-1].stride == 1)
+    row_dims = dims[:-1] if rowwise else dims
     exists: list[str] = []
     cons: list[str] = []
     elem = off
@@ -293,17 +301,18 @@ def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str, when: str
             byte_c = (f"{blk}*floor(({eb}*({elem}))/{blk}) <= {b} and "
                       f"{b} < {blk}*floor(({eb}*({elem}))/{blk}) + {blk}")
         else:
-            byte_c = f"{eb}*({elem}) <= {b} and {b} < {eb}*({elem}) + {eb}"
+            span = eb * dims[-1].extent if rowwise else eb
+            byte_c = f"{eb}*({elem}) <= {b} and {b} < {eb}*({elem}) + {span}"
         body = " and ".join(cons + [byte_c])
         ex = f"exists ({', '.join(exists)} : {body})" if exists else body
         pieces.append(f"{copy_cond} and {ex}" if copy_cond else ex)
-    dom = domain_text(kernel, info.loops, info.conds, info.core)
     if when:
-        dom = f"{dom} and ({when})"
+        pieces = [f"({when}) and {p}" for p in pieces]
     space = region_space(kernel, r.tensor)
-    text = "; ".join(f"S{info.id}[{loop_dims(info.loops)}] -> M_{space}[{BYTE}] : {dom} and {p}"
+    text = "; ".join(f"S{info.id}[{loop_dims(info.loops)}] -> M_{space}[{BYTE}] : {p}"
                      for p in pieces)
-    return isl.Map(f"{{ {text} }}")
+    # the statement's domain is parsed once (``kernel_instrs``), not again in every region
+    return isl.Map(f"{{ {text} }}").intersect_domain(info.domain)
 
 
 def _mode(kernel: Kernel, ins: Instr, r: Region, kind: str) -> str:
@@ -324,11 +333,18 @@ MAX_MASK_BLOCKS = 1 << 16  # highest block of a mask (2 MiB of 32-byte blocks)
 
 
 def _region_blocks(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> int | None:
-    """The bytes of a region whose offset and copy are constants, by ``_region_map``'s rules,
-    as a mask of whole 32-byte blocks (``Access.part_blocks``); None where a row covers part
-    of a block or the region is too large to enumerate."""
-    if not (r.offset.is_const and r.copy.is_const):
+    """The bytes a region touches over every value of the loops its offset and copy use, by
+    ``_region_map``'s rules, as a mask of whole 32-byte blocks (``Access.part_blocks``); None
+    where a row covers part of a block or there are too many rows to enumerate."""
+    loops = {f.var: f.extent for f in info.loops}
+    used = sorted(r.offset.vars() | r.copy.vars())
+    if any(v not in loops for v in used):
         return None
+    envs = [{}]
+    for v in used:
+        envs = [{**e, v: j} for e in envs for j in range(loops[v])]
+        if len(envs) > MAX_MASK_ROWS:
+            return None
     eb = kernel.dtype_of(r.tensor).bytes
     blk = kernel.target.block_bytes
     dims = r.dims or ()
@@ -338,32 +354,39 @@ def _region_blocks(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> int
     else:
         rows, cols = dims, 1  # every element on its own
     rows = tuple(d for d in rows if d.extent != 1)
-    count = 1
+    bases = _copy_offsets(kernel, r)
+    starts = set()  # (element offset, copy base): loop values often repeat them (k % 2)
+    for env in envs:
+        copy = r.copy.evaluate(env)
+        if not 0 <= copy < len(bases):
+            raise InternalCompilerError(f"region {r} of S{info.id}: copy {copy} of a "
+                                        f"{len(bases)}-copy buffer")
+        starts.add((r.offset.evaluate(env), bases[copy]))
+    count = len(starts)
     for d in rows:
         count *= d.extent
     if count > MAX_MASK_ROWS:
         return None
-    starts = [r.offset.const]
-    for d in rows:
-        starts = [e + j * d.stride for e in starts for j in range(d.extent)]
-    (base, _), = _copy_bases(kernel, r, frozenset(), f"region {r} of S{info.id}")
-    spans = []
-    for e in starts:
-        if mode == "dma":
-            lo, hi = eb * e // blk * blk, -(-eb * (e + cols) // blk) * blk
-        elif mode == "brcb":
-            lo = eb * e // blk * blk
-            hi = lo + blk
-        else:
-            lo, hi = eb * e, eb * (e + cols)
-        lo, hi = lo + base, hi + base
-        if lo % blk or hi % blk or lo < 0 or hi > MAX_MASK_BLOCKS * blk:
-            return None
-        spans.append((lo // blk, hi // blk))
-    mask = bytearray(max((h for _, h in spans), default=0))
-    for lo, hi in spans:
-        mask[lo:hi] = b"\x01" * (hi - lo)
-    return int.from_bytes(mask, "little")
+    pairs = np.array(sorted(starts), dtype=np.int64)
+    e, base = pairs[:, 0], pairs[:, 1]
+    for d in rows:  # every row start, with its copy's base
+        e = (e[:, None] + np.arange(d.extent, dtype=np.int64) * d.stride).ravel()
+        base = np.repeat(base, d.extent)
+    if mode == "dma":
+        lo, hi = eb * e // blk * blk, -(-eb * (e + cols) // blk) * blk
+    elif mode == "brcb":
+        lo = eb * e // blk * blk
+        hi = lo + blk
+    else:
+        lo, hi = eb * e, eb * (e + cols)
+    lo, hi = lo + base, hi + base
+    if (lo % blk).any() or (hi % blk).any() or lo.min() < 0 or hi.max() > MAX_MASK_BLOCKS * blk:
+        return None
+    edges = np.zeros(int(hi.max()) // blk + 1, dtype=np.int64)  # +1 at a span's first block,
+    np.add.at(edges, lo // blk, 1)                              # -1 after its last
+    np.add.at(edges, hi // blk, -1)
+    mask = (np.cumsum(edges[:-1]) > 0).astype(np.uint8)  # one byte per block: bit 8 * k
+    return int.from_bytes(mask.tobytes(), "little")
 
 
 def _copy_bases(kernel: Kernel, r: Region, bound: frozenset[str], where: str
@@ -372,9 +395,7 @@ def _copy_bases(kernel: Kernel, r: Region, bound: frozenset[str], where: str
     buf = kernel.buffer_map.get(r.tensor)
     if buf is None:
         return [(0, "")]
-    stride = -(-buf.nbytes // kernel.target.block_bytes) * kernel.target.block_bytes
-    bases = buf.offsets if buf.offsets is not None else tuple(c * stride
-                                                              for c in range(buf.copies))
+    bases = _copy_offsets(kernel, r)
     if r.copy.is_const:
         c = r.copy.const
         if not 0 <= c < buf.copies:
@@ -382,3 +403,14 @@ def _copy_bases(kernel: Kernel, r: Region, bound: frozenset[str], where: str
         return [(bases[c], "")]
     text = affine_text(r.copy, bound, where)
     return [(bases[c], f"{text} = {c}") for c in range(buf.copies)]
+
+
+def _copy_offsets(kernel: Kernel, r: Region) -> tuple[int, ...]:
+    """The byte offset of each copy of ``r``'s buffer in its space (a GM tensor: (0,))."""
+    buf = kernel.buffer_map.get(r.tensor)
+    if buf is None:
+        return (0,)
+    if buf.offsets is not None:
+        return tuple(buf.offsets)
+    stride = -(-buf.nbytes // kernel.target.block_bytes) * kernel.target.block_bytes
+    return tuple(c * stride for c in range(buf.copies))

@@ -129,7 +129,9 @@ def _place_deferring(kernel: Kernel, reqs: Reasons, per_dep: list[list[Requireme
     for n in late:
         for r in per_dep[n]:
             extra.setdefault(spanning(r, deps.deps[n], kernel), []).append(deps.deps[n].reason)
-    trial = fewest_flags(merged({**{r: list(w) for r, w in lean.items()}, **extra}))
+    # the lean placement's settled requirements (ping-pong ids already given where a source
+    # pipe runs ahead) plus the spanning pairs: the re-check rarely has to rebuild again
+    trial = fewest_flags(merged({**{r: list(w) for r, w in settled.items()}, **extra}))
     placed, trial, problems, oracle = _settle(kernel, trial, deps, target, skip)
     return None if problems else (placed, trial, oracle)
 

@@ -31,7 +31,7 @@ from ascendsched.lower.instances import (
     coalesced,
     loop_dims,
 )
-from ascendsched.lower.ir import BLOCK_IDX, DMA_OPS, VECTOR_OPS, Instr, Kernel, Region
+from ascendsched.lower.ir import BLOCK_IDX, DMA_OPS, VECTOR_OPS, Dim, Instr, Kernel, Region
 from ascendsched.lower.sync_ir import Sync
 
 BYTE = "__byte"
@@ -152,11 +152,11 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
         used = frozenset().union(*(r.offset.vars() | r.copy.vars() for _, r, _, _ in parts))
         block_free = BLOCK_IDX not in used and not any(when for *_, when in parts) and all(
             c.lhs.vars() <= used or not c.lhs.vars() & used for c in info.conds)
-        blocks = None
         # every combination of the loop values the regions use occurs (no instance condition
-        # names those loops), so enumerating them gives the exact bytes
-        if not any(when for *_, when in parts) and BLOCK_IDX not in used and not any(
-                c.lhs.vars() & used for c in info.conds):
+        # names those loops), so enumerating them gives the exact bytes as block masks
+        enumerable = block_free and not any(c.lhs.vars() & used for c in info.conds)
+        blocks = None
+        if enumerable:
             def blocks(parts=parts) -> tuple[int, ...] | None:  # noqa: ANN001
                 got = [_region_blocks(kernel, info, r, kind) for _, r, kind, _ in parts]
                 return None if None in got else tuple(got)  # type: ignore[arg-type]
@@ -276,10 +276,7 @@ def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str, when: str
     off = affine_text(r.offset, bound, where)
     dims = r.dims or ()
     mode = _mode(kernel, ins, r, kind)
-    # exact bytes of a contiguous last dimension are one byte range per row (fewer
-    # existential variables for isl: the same set)
-    rowwise = mode in ("dma", "brcb") or (bool(dims) and dims[-1].stride == 1)
-    row_dims = dims[:-1] if rowwise else dims
+    row_dims, cols = _rows(dims, mode)
     exists: list[str] = []
     cons: list[str] = []
     elem = off
@@ -294,15 +291,13 @@ def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str, when: str
     for base, copy_cond in _copy_bases(kernel, r, bound, where):
         b = f"({BYTE} - {base})"
         if mode == "dma":
-            cols = dims[-1].extent
             byte_c = (f"{blk}*floor(({eb}*({elem}))/{blk}) <= {b} and "
                       f"{b} < {blk}*floor(({eb}*({elem} + {cols}) + {blk - 1})/{blk})")
         elif mode == "brcb":
             byte_c = (f"{blk}*floor(({eb}*({elem}))/{blk}) <= {b} and "
                       f"{b} < {blk}*floor(({eb}*({elem}))/{blk}) + {blk}")
         else:
-            span = eb * dims[-1].extent if rowwise else eb
-            byte_c = f"{eb}*({elem}) <= {b} and {b} < {eb}*({elem}) + {span}"
+            byte_c = f"{eb}*({elem}) <= {b} and {b} < {eb}*({elem}) + {eb * cols}"
         body = " and ".join(cons + [byte_c])
         ex = f"exists ({', '.join(exists)} : {body})" if exists else body
         pieces.append(f"{copy_cond} and {ex}" if copy_cond else ex)
@@ -313,6 +308,16 @@ def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str, when: str
                      for p in pieces)
     # the statement's domain is parsed once (``kernel_instrs``), not again in every region
     return isl.Map(f"{{ {text} }}").intersect_domain(info.domain)
+
+
+def _rows(dims: tuple[Dim, ...], mode: str) -> tuple[tuple[Dim, ...], int]:
+    """A region's row dimensions and the elements of each row, by the byte rules: a DMA row
+    and a block broadcast's row start are the last dimension; an exact region's contiguous last
+    dimension is one byte range per row (the same bytes as element by element, with fewer
+    existential variables for isl); else every element is a row of its own."""
+    if mode != "exact" or (dims and dims[-1].stride == 1):
+        return dims[:-1], dims[-1].extent
+    return dims, 1
 
 
 def _mode(kernel: Kernel, ins: Instr, r: Region, kind: str) -> str:
@@ -349,10 +354,7 @@ def _region_blocks(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> int
     blk = kernel.target.block_bytes
     dims = r.dims or ()
     mode = _mode(kernel, info.instr, r, kind)
-    if mode != "exact" or (dims and dims[-1].stride == 1):
-        rows, cols = dims[:-1], dims[-1].extent  # a row: the last dim, contiguous
-    else:
-        rows, cols = dims, 1  # every element on its own
+    rows, cols = _rows(dims, mode)
     rows = tuple(d for d in rows if d.extent != 1)
     bases = _copy_offsets(kernel, r)
     starts = set()  # (element offset, copy base): loop values often repeat them (k % 2)

@@ -229,20 +229,13 @@ class SyncText:
     def _drain_point(self, f: Flag, point: tuple) -> tuple | None:
         """Where flag ``f`` (standard) has its destination pipe wait for the work of its
         source pipe at ``point`` (``_across``), or None if it does not."""
-        got = self._cache.get(("drain", f.key))
-        if got is None:
-            got = self._cache[("drain", f.key)] = self._drain_span(f)
-        return got[1] if got and _before(point, got[0]) else None
-
-    def _drain_span(self, f: Flag) -> tuple[tuple, tuple] | tuple[()]:
-        """(the set a point must precede, where the destination pipe has waited) of
-        ``_drain_point``, or () if ``f`` drains nothing: an in-body pair's set and wait; the
-        carried pattern's main set and last epilogue wait."""
         if self._in_body_pair(f):
-            return f.sets[0].path, f.waits[0].path
+            return f.waits[0].path if _before(point, f.sets[0].path) else None
         main = [x for x in f.sets if _role(x) == SyncRole.SET]
         ends = [y.path for y in f.waits if _role(y) == SyncRole.EPILOGUE]
-        return (main[0].path, max(ends)) if len(main) == 1 and ends else ()
+        if len(main) != 1 or not ends or not _before(point, main[0].path):
+            return None
+        return max(ends)
 
 
 MAX_DRAIN = 3  # flags chained out of a branch by ``_across``

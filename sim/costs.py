@@ -14,7 +14,8 @@ Rules (parameters from ``target/costs.py``, each with its source):
 - LoadData: ``head_l1_l0 + bytes / rate`` (L0A and L0B rates differ).
 - Per-channel quant (``copy_gm_l1_cont``: one contiguous GM -> L1 row, pipelined like
   ``copy_gm_l1``; ``fixpipe_quant``: the Fixpipe plus, per chunk of quant words the API moves
-  L1 -> Fixpipe buffer (one, or 128 columns each past 256), ``head_l1_l0 + bytes / l1_l0b_rate``
+  L1 -> Fixpipe buffer (one, or half of the target's ``fixpipe_quant_buffer_cols`` each past
+  them: 128 past 256 on 910B), ``head_l1_l0 + bytes / l1_l0b_rate``
   and a ``barrier`` (its PipeBarrier<PIPE_FIX>). No published cost of the L1 -> FB copy: priced
   as an MTE1 move into L0B like ``copy_l1_bt`` (GUESS); VDEQF16 is taken to run at the
   Fixpipe's F322F16 rate (GUESS).
@@ -163,7 +164,8 @@ class CostTable:
             dur = c.head_l0c_gm + max(rows * c.row_cycles, nbytes / r.l0c_gm)
             if op == "fixpipe_quant":  # the API's L1 -> FB copies (module docstring, GUESS)
                 q = ins.reads[1]
-                chunks = 1 if p["nSize"] <= 256 else math.ceil(p["nSize"] / 128)
+                fb = self.k.target.fixpipe_quant_buffer_cols
+                chunks = 1 if p["nSize"] <= fb else math.ceil(p["nSize"] / (fb // 2))
                 qbytes = q.count * self.k.dtype_of(q.tensor).bytes
                 dur += chunks * (c.head_l1_l0 + c.barrier) + qbytes / c.l1_l0b_rate
             return Cost(pipe, KIND_DMA, dur, name=f"{op} {gm.tensor}", gm_bytes=nbytes)

@@ -102,6 +102,10 @@ class Target:
     # asc-devkit impl/basic_api/dav_c220/kernel_operator_fixpipe_v2_impl.h CopyDeqTensorToFbuf),
     # so a kernel's quant words come in whole units
     fixpipe_quant_unit_bytes: int = 128
+    # quant words the Fixpipe buffer holds for one Fixpipe call: a call with more columns is
+    # split by the API into calls of half as many (double-buffered FB), each with its own
+    # L1 -> FB copy (kernel_operator_fixpipe_v2_impl.h GenFixpipeTilingV220: maxDeqNums = 256)
+    fixpipe_quant_buffer_cols: int = 256
     # documented value range of each integer parameter of the Cube calls (per IR op)
     cube_param_ranges: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     # Consecutive Mmads of at least this many output fractals, (m / 16) * (n / 16), are ordered

@@ -154,7 +154,7 @@ class SyncText:
         for r in {f.src for f in self._menu(s.pipe, t.pipe, t.core)[2]}:  # via a third pipe
             out += [frozenset([k1, k2]) for k1, j1 in pairs(s.pipe, r, lo)
                     for k2, _ in pairs(r, t.pipe, j1)]
-        return out + self._across(s, t, c)
+        return minimal(out + self._across(s, t, c))
 
     def _across(self, s: InstrInfo, t: InstrInfo, c: int) -> list[frozenset]:
         """Chains out of s's branch and into t's, for sibling branches of one body ``B`` (s's
@@ -195,29 +195,51 @@ class SyncText:
     def _drained(self, s: InstrInfo, c: int) -> list[tuple[Pipe, int, frozenset]]:
         """The pipes ``_across`` finds waiting for s's work inside the body at depth ``c``,
         each with the position in that body where it has (the child holding its point) and
-        the syncs of its chain."""
+        the syncs of its chain: a first step from s, then up to ``MAX_DRAIN - 1`` more, none
+        using a sync twice. The steps after the first depend only on where the first one
+        reached, so they are shared by every statement whose chains pass there."""
         body = s.path[:c]
-        flags = self._body_flags(body, s.core)
-        bars = [(k, x) for k, x in self.barriers if x.core == s.core and x.path[:c] == body
-                and len(x.path) > c]
         reached: list[tuple[Pipe, int, frozenset]] = []
-        frontier = [(s.pipe, s.path, frozenset())]
-        for _ in range(MAX_DRAIN):
-            step = []
-            for pipe, point, keys in frontier:
-                for f in flags:
-                    if f.src == pipe and f.key not in keys:
-                        at = self._drain_point(f, point)
-                        if at is not None:
-                            step.append((f.dst, at, keys | {f.key}))
-                # a barrier of the pipe completes its work; after that (keys non-empty: a
-                # flag's wait or a barrier got here) only PIPE_ALL adds anything
-                step += [(x.pipe, x.path, keys | {k}) for k, x in bars if k not in keys
-                         and (x.pipe == Pipe.ALL or (x.pipe == pipe and not keys))
-                         and _before(point, x.path)]
-            reached += [(p, at[c], k) for p, at, k in step]
-            frontier = step
+        for pipe, at, keys in self._steps(s.pipe, s.path, body, s.core, True):
+            reached.append((pipe, at[c], keys))
+            reached += [(p, a[c], keys | k) for p, a, k in
+                        self._onward(pipe, at, body, s.core, MAX_DRAIN - 1) if not k & keys]
         return reached
+
+    def _onward(self, pipe: Pipe, point: tuple, body: tuple, core: CoreType, depth: int
+                ) -> list[tuple[Pipe, tuple, frozenset]]:
+        """The chains of 1 to ``depth`` steps from ``pipe`` waiting at ``point`` (``_drained``
+        after its first step), each as (pipe, point, syncs), none using a sync twice."""
+        if depth == 0:
+            return []
+
+        def make() -> list[tuple[Pipe, tuple, frozenset]]:
+            out = []
+            for p, at, keys in self._steps(pipe, point, body, core, False):
+                out.append((p, at, keys))
+                out += [(p2, a2, keys | k2) for p2, a2, k2 in
+                        self._onward(p, at, body, core, depth - 1) if not k2 & keys]
+            return out
+        return self._cached(("onward", pipe, point, body, core, depth), make)  # type: ignore
+
+    def _steps(self, pipe: Pipe, point: tuple, body: tuple, core: CoreType, first: bool
+               ) -> list[tuple[Pipe, tuple, frozenset]]:
+        """One step of a chain out of pipe-``pipe`` work at ``point`` inside ``body``: a flag
+        from the pipe whose wait has its destination wait for that work (``_drain_point``), or
+        a barrier after it. A barrier of the pipe itself completes its work only on the first
+        step (``first``, from the statement); after a flag's wait or a barrier only PIPE_ALL
+        adds anything."""
+        c = len(body)
+        out = []
+        for f in self._body_flags(body, core):
+            if f.src == pipe:
+                at = self._drain_point(f, point)
+                if at is not None:
+                    out.append((f.dst, at, frozenset([f.key])))
+        out += [(x.pipe, x.path, frozenset([k])) for k, x in self.barriers
+                if x.core == core and x.path[:c] == body and len(x.path) > c
+                and (x.pipe == Pipe.ALL or (x.pipe == pipe and first)) and _before(point, x.path)]
+        return out
 
     def _fills(self, t: InstrInfo, c: int) -> list[tuple[Flag, int]]:
         """The flags into t's pipe inside the body at depth ``c`` with a wait before t in t's
@@ -239,6 +261,34 @@ class SyncText:
 
 
 MAX_DRAIN = 3  # flags chained out of a branch by ``_across``
+
+
+def minimal(alternatives: list[frozenset]) -> list[frozenset]:
+    """The alternatives (sets of syncs, any one of which orders some pairs) that contain no
+    other one, in their order: a set with more syncs than another orders the same pairs and
+    survives fewer drops, so it never decides whether the pairs are ordered."""
+    if len(alternatives) < 2:
+        return alternatives
+    singles: set = set()  # the syncs that alone are an alternative
+    kept: list[frozenset] = []
+    for a in sorted(set(alternatives), key=len):
+        if not singles.isdisjoint(a):
+            continue
+        if len(a) == 1:
+            singles |= a
+        elif any(k <= a for k in kept):
+            continue
+        kept.append(a)
+    if len(kept) == len(alternatives):
+        return alternatives
+    keep = set(kept)
+    seen: set = set()
+    out = []
+    for a in alternatives:
+        if a in keep and a not in seen:
+            seen.add(a)
+            out.append(a)
+    return out
 
 
 def _before(point: tuple, x: tuple, *, after: bool = False) -> bool:

@@ -20,7 +20,12 @@ class ScheduleError(AscendSchedError):
 
 
 class CapacityError(ScheduleError):
-    """On-chip buffers do not fit the target's usable capacity."""
+    """On-chip buffers do not fit the target's usable capacity. ``facts``: what does not fit,
+    without the message's advice (for a caller that knows the better way out)."""
+
+    def __init__(self, message: str, facts: str | None = None) -> None:
+        super().__init__(message)
+        self.facts = facts if facts is not None else message
 
 
 class NotAffineError(AscendSchedError):

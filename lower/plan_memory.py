@@ -163,8 +163,9 @@ def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: b
                 break
         if chosen is None:
             peak, _, _, _ = _best(items, sizes, spec, lifetimes, lifetimes.pipelined, None)
-            raise CapacityError(_overflow_message(kernel, lifetimes, scope, items, sizes, peak,
-                                                  spec.usable, spec.capacity))
+            facts, fixes = _overflow_message(kernel, lifetimes, scope, items, sizes, peak,
+                                             spec.usable, spec.capacity)
+            raise CapacityError(f"{facts} Try {' or '.join(fixes)}.", facts)
         its, peak, reuses, name, offs, kind = chosen
         if kind:
             why = _compromise(kernel, lifetimes, scope, items, its, sizes, offs, kind,
@@ -421,7 +422,9 @@ def _users(pipes: frozenset, e: Lifetime) -> str:
 
 
 def _overflow_message(kernel: Kernel, lifetimes: Lifetimes, scope: Scope, items: list[Lifetime],
-                      sizes: dict[_Key, int], peak: int, usable: int, capacity: int) -> str:
+                      sizes: dict[_Key, int], peak: int, usable: int, capacity: int
+                      ) -> tuple[str, list[str]]:
+    """What does not fit (the buffers live at the peak), and the ways out."""
     used = [e for e in items if e.used]
     points = sorted({lo for e in used for lo, _ in e.spans})
     at = max(points, key=lambda p: sum(sizes[(e.buffer, e.copy)] for e in used if e.live(p)))
@@ -440,4 +443,4 @@ def _overflow_message(kernel: Kernel, lifetimes: Lifetimes, scope: Scope, items:
     where = lifetimes.positions[at] if at < len(lifetimes.positions) else f"position {at}"
     return (f"In kernel '{kernel.name}': {scope} buffers need {peak} B but {kernel.target.name} "
             f"{scope} has {usable} B usable (of {capacity} B). Live at the peak ({need} B, at "
-            f"{where}): {listing}. Try {' or '.join(fixes)}.")
+            f"{where}): {listing}.", fixes)

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ascendsched.algo.algorithm import Algorithm, root_output
+from ascendsched.algo.expr import Reduce
+from ascendsched.algo.gemm_epilogue import walk
+from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.pipeline import build
@@ -48,7 +51,27 @@ def schedule_for(obj: Scheduled | Algorithm, target: Target = DEFAULT_TARGET
     if fallback is not None:
         return fallback
     assert last is not None
-    raise last
+    reductions = _reduction_stages(obj)
+    if not reductions or looks_like_gemm(obj):
+        raise last
+    out = root_output(obj)
+    cols = int(out.shape[-1])
+    raise CapacityError(
+        f"no default schedule of '{obj.name}' fits {target.name}: even its smallest tile of "
+        f"'{out.name}' (one row of {cols} columns, or a piece of it) does not. {last.facts} "
+        f"A smaller tile cannot help: on the Vector cores a reduction's tile holds its whole "
+        f"axis, so {', '.join(repr(r) for r in reductions)} "
+        f"{'keeps' if len(reductions) == 1 else 'keep'} whole rows of {cols} "
+        f"elements in UB whatever the schedule, and splitting a reduction axis across UB tiles "
+        f"is not supported yet. Ways out: rows of fewer columns, or fewer or narrower "
+        f"row-wide values in the algorithm (e.g. float16 instead of float32 intermediates: "
+        f"that changes the results)", last.facts) from None
+
+
+def _reduction_stages(algo: Algorithm) -> list[str]:
+    """The stages that reduce (on the Vector cores always along the innermost axis)."""
+    return [st.name for st in algo.stages
+            if st.op is not None and any(isinstance(e, Reduce) for e in walk(st.op.body))]
 
 
 def _defaults(algo: Algorithm, target: Target) -> Iterator[Scheduled]:

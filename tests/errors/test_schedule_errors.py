@@ -59,3 +59,25 @@ def test_bind_must_be_outermost_and_inline_rejects_reductions():
         s.bind("y", "j_o", 4)
     with pytest.raises(ScheduleError, match="is a reduction"):
         Schedule(L.softmax()).compute_inline("mx")
+
+
+@pytest.mark.parametrize("algo, names", [
+    (L.softmax(8, 32000), "'mx', 's' keep"),  # a Llama-2 vocabulary row of float32 values
+    (L.rmsnorm(4, 70000), "'ss' keeps"),
+])
+def test_default_schedule_of_a_row_too_wide_for_ub_says_why_no_tile_helps(algo, names):
+    """The default schedule's last candidate already has one-row tiles: its error says that the
+    row reductions hold whole rows and that a reduction axis cannot be split (not 'a smaller
+    tile'), with the planner's figures."""
+    from ascendsched.lower.schedule_for import schedule_for
+
+    cols = algo.outputs[0].shape[-1]
+    with pytest.raises(CapacityError) as e:
+        schedule_for(algo)
+    msg = str(e.value)
+    assert f"no default schedule of '{algo.name}' fits ascend910b" in msg
+    assert f"{names} whole rows of {cols} elements" in msg
+    assert "188160 B usable" in msg and "Live at the peak" in msg
+    assert "splitting a reduction axis across UB tiles is not supported yet" in msg
+    assert "Try a smaller tile" not in msg and "split the tiled axis" not in msg
+    assert e.value.facts.startswith(f"In kernel '{algo.name}': UB buffers need")

@@ -267,16 +267,17 @@ class SyncOracle(ChainRelations):
 
     @cached_property
     def _all_groups(self) -> list[tuple[list[tuple[int, _Item]], frozenset, frozenset,
-                                         tuple]]:
+                                         tuple[int, tuple, list[_Item]]]]:
         """The items per (source, sink) statement pair, in order of their first item: (the
         items with their positions, their dependences' indices, their double sets' flag keys,
-        the group's key with every item)."""
+        the group as ``_groups`` gives it when none of its items is left out)."""
         groups: dict[tuple[int, int], list[tuple[int, _Item]]] = {}
         for n, item in enumerate(self.items):
             groups.setdefault((item.src.id, item.dst.id), []).append((n, item))
         return [(its, frozenset(it.key[1] for _, it in its if it.key[0] == "dep"),
                  frozenset(it.key[1] for _, it in its if it.key[0] == "double set"),
-                 (sid, tid, frozenset(it.key for _, it in its)))
+                 (its[0][0], (sid, tid, frozenset(it.key for _, it in its)),
+                  [it for _, it in its]))
                 for (sid, tid), its in groups.items()]
 
     def _groups(self, skip: frozenset[int], dropped: frozenset
@@ -285,10 +286,11 @@ class SyncOracle(ChainRelations):
         dependences of ``skip`` and the double sets of the flags in ``dropped``, in order of
         their first item left (the grouping is built once per oracle, not once per trial)."""
         out = []
-        for its, deps, sets, gkey in self._all_groups:
-            if not (deps & skip or sets & dropped):
-                out.append((its[0][0], gkey, [it for _, it in its]))
+        for its, deps, sets, whole in self._all_groups:
+            if deps.isdisjoint(skip) and sets.isdisjoint(dropped):
+                out.append(whole)
                 continue
+            gkey = whole[1]
             kept = [(n, it) for n, it in its
                     if not (it.key[1] in skip if it.key[0] == "dep" else it.key[1] in dropped)]
             if kept:

@@ -106,17 +106,17 @@ class ChainRelations(CarriedText):
         with a set and a wait there. (Leaving the others out changes no relation: each would
         order no pair.)"""
         bars, ones, relays = self._menu(s.pipe, t.pipe, t.core)
-        if len(s.path) < 2 or len(t.path) < 2 or s.path[0] != t.path[0]:
+        lo, hi = s.path[0], t.path[0]
+        if lo > hi or (lo == hi and (len(s.path) < 2 or len(t.path) < 2)):
             return bars, ones, relays
-        top = s.path[0]
-        key = ("menu inside", s.pipe, t.pipe, t.core, top)
+        key = ("menu inside", s.pipe, t.pipe, t.core, lo, hi)
         got = self._cache.get(key)
         if got is None:
             def inside(f: Flag) -> bool:
-                return any(x.path[0] == top for x in f.sets) and any(
-                    y.path[0] == top for y in f.waits)
+                return any(lo <= x.path[0] <= hi for x in f.sets) and any(
+                    lo <= y.path[0] <= hi for y in f.waits)
 
-            got = self._cache[key] = ([(k, x) for k, x in bars if x.path[0] == top],
+            got = self._cache[key] = ([(k, x) for k, x in bars if lo <= x.path[0] <= hi],
                                       [f for f in ones if inside(f)],
                                       [f for f in relays if inside(f)])
         return got  # type: ignore[return-value]

@@ -175,12 +175,21 @@ class SyncText:
         every set after s's branch, or on a drained pipe with every set after the child of B
         where the chain reached it."""
         hi = t.path[c]
-        drained = self._cached(("drained", s.id, c), lambda: self._drained(s, c))
-        reached = [(p, at, k) for p, at, k in drained if at < hi]
-        out = [keys for pipe, _, keys in reached if pipe in (t.pipe, Pipe.ALL)]
-        sources = [(s.pipe, s.path[c], frozenset())] + [r for r in reached if r[0] != Pipe.ALL]
+        by_pipe = self._cached(("drained by pipe", s.id, c), lambda: self._drained_by_pipe(s, c))
+        out = [keys for pipe in (t.pipe, Pipe.ALL) for at, keys in by_pipe.get(pipe, ())
+               if at < hi]
         for f, first in self._cached(("fills", t.id, c), lambda: self._fills(t, c)):
-            out += [keys | {f.key} for pipe, at, keys in sources if pipe == f.src and first > at]
+            bound = min(first, hi)
+            if f.src == s.pipe and first > s.path[c]:
+                out.append(frozenset([f.key]))
+            out += [keys | {f.key} for at, keys in by_pipe.get(f.src, ()) if at < bound]
+        return out
+
+    def _drained_by_pipe(self, s: InstrInfo, c: int) -> dict[Pipe, list[tuple[int, frozenset]]]:
+        """``_drained`` per pipe reached (PIPE_ALL apart), in its order."""
+        out: dict[Pipe, list[tuple[int, frozenset]]] = {}
+        for pipe, at, keys in self._cached(("drained", s.id, c), lambda: self._drained(s, c)):
+            out.setdefault(pipe, []).append((at, keys))
         return out
 
     def _body_flags(self, body: tuple, core: CoreType) -> list[Flag]:

@@ -12,6 +12,7 @@ fits is left to the schedule primitives and the memory planner (``autotune/space
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -125,7 +126,7 @@ def _estimate_seeds(algo: Algorithm, target: Target) -> list[GemmSchedule]:
     from ascendsched.schedule.gemm_default import default_gemm_schedules
 
     try:
-        return default_gemm_schedules(algo, target)[:ESTIMATE_SEEDS]
+        return list(itertools.islice(default_gemm_schedules(algo, target), ESTIMATE_SEEDS))
     except AscendSchedError:
         return []
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target.costs import GIB
 
@@ -47,8 +48,9 @@ class GemmEstimate:
         return self.cycles / clock_hz
 
 
-def estimate_gemm(s: GemmSchedule) -> GemmEstimate:
-    """The estimated time of ``s`` on its target (see the module docstring)."""
+def estimate_gemm(s: GemmSchedule | CubePlan) -> GemmEstimate:
+    """The estimated time of ``s`` (a schedule or its resolved plan) on its target (see the
+    module docstring)."""
     tgt, t, sp = s.target, s.tiling, s.spec
     c = tgt.costs
     if c is None:
@@ -124,7 +126,7 @@ def estimate_gemm(s: GemmSchedule) -> GemmEstimate:
                         tuple(sorted(per.items())))
 
 
-def _l2_hit(s: GemmSchedule, l2_bytes: int) -> float:
+def _l2_hit(s: GemmSchedule | CubePlan, l2_bytes: int) -> float:
     """Fraction of GM -> L1 reads served by L2: every re-read of A and B when both fit in
     L2, else the re-reads that stay within one wave's working set (its A and B panels)."""
     t, sp = s.tiling, s.spec

@@ -15,11 +15,13 @@ busiest core's time (ties: larger tiles). The candidates:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.errors import UnsupportedError
-from ascendsched.schedule.gemm import GemmSchedule, L1Tile
+from ascendsched.schedule.cube_plan import CubePlan
+from ascendsched.schedule.gemm import GemmSchedule, L1Tile, Swizzle
 from ascendsched.schedule.gemm_cost import estimate_gemm
 from ascendsched.target import DEFAULT_TARGET, Target
 from ascendsched.target.model import Scope
@@ -31,17 +33,19 @@ SWIZZLE = 4
 
 
 def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
-                           ) -> list[GemmSchedule]:
+                           ) -> Iterator[GemmSchedule]:
     """Candidate default schedules, best first (``schedule_for`` takes the first that fits;
-    see the module docstring)."""
+    see the module docstring). The candidates are ranked on their resolved plans; each
+    ``GemmSchedule`` is written only when the caller gets that far (most take the first)."""
     base = GemmSchedule(algo, target=target)
     sp, g = base.spec, base.geometry
     eb, ab = sp.in_dtype.bytes, sp.acc_dtype.bytes
     c0, ng, mg = g.c0(eb), base._n_granule(), base._m_granule()
     cap = {s: target.scope(s).usable for s in (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C)}
     mp, np_, kp = _round_up(sp.m, mg), _round_up(sp.n, ng), _round_up(sp.k, c0)
-    cands: list[tuple[tuple, GemmSchedule]] = []
-    seen: set[str] = set()
+    head = base.plan
+    cands: list[tuple[tuple, tuple]] = []
+    seen: set[tuple] = set()
     # a Vector epilogue that reduces along rows (softmax) needs tiles of whole rows
     rowwise = base.vector_epilogue is not None and base.vector_epilogue.rowwise
     tns = {np_} if rowwise else {min(_round_up(x, ng), np_) for x in TILE_MN}
@@ -66,27 +70,36 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
                     l1 = 2 if -(-sp.k // tk) > 1 or multi_tile else 1
                     if (tm + tn) * tk * eb * l1 > cap[Scope.L1]:
                         continue
-                    s = _schedule(base, tm, tn, tk, k0, (l1, l0, l0c), cores, -(-sp.m // tm))
-                    if str(s) in seen:
+                    # the tile clamped to the problem: the plan's own tiling of these numbers
+                    eff = replace(head, tile=L1Tile(tm, tn, tk), k0=k0).tiling
+                    key = (eff.tm, eff.tn, eff.tk, eff.k0, l1, l0, l0c, cores,
+                           -(-sp.m // eff.tm))
+                    if key in seen:
                         continue
-                    seen.add(str(s))
-                    eff = s.tiling
-                    est = estimate_gemm(s)
-                    cands.append(((round(est.cycles), -(eff.tm * eff.tn), -eff.tk, -eff.k0),
-                                  s))
+                    seen.add(key)
+                    plan = _plan(head, *key)
+                    t = plan.tiling
+                    est = estimate_gemm(plan)
+                    cands.append(((round(est.cycles), -(t.tm * t.tn), -t.tk, -t.k0), key))
     if not cands:
         raise UnsupportedError(f"no default GEMM tiling of {sp} fits {target.name}'s L0/L1")
     cands.sort(key=lambda c: c[0])
-    return [s for _, s in cands]
+    return (_schedule(base, *key) for _, key in cands)
 
 
-def _schedule(base: GemmSchedule, tm: int, tn: int, tk: int, k0: int,
-              copies: tuple[int, int, int], cores: int, mtiles: int) -> GemmSchedule:
-    # the tile clamped to the problem: the plan's own tiling of these numbers (resolving the
-    # schedule of base.tile(tm, tn, tk).split_k(k0) would give the same, at 2x the cost)
-    eff = replace(base.plan, tile=L1Tile(tm, tn, tk), k0=k0).tiling
-    s = base.tile(eff.tm, eff.tn, eff.tk).split_k(eff.k0)
-    for level, n in zip(("l1", "l0", "l0c"), copies):
+def _plan(head: CubePlan, tm: int, tn: int, tk: int, k0: int, l1: int, l0: int, l0c: int,
+          cores: int, mtiles: int) -> CubePlan:
+    """The plan ``_schedule`` of these numbers resolves to (what the estimate reads)."""
+    copies = tuple((lv, n) for lv, n in (("l1", l1), ("l0", l0), ("l0c", l0c)) if n > 1)
+    swizzle = Swizzle(min(SWIZZLE, mtiles), "m") if cores > 1 and mtiles > 1 else head.swizzle
+    return replace(head, tile=L1Tile(tm, tn, tk), k0=k0, copies_given=copies,
+                   cores=cores if cores > 1 else head.cores, swizzle=swizzle)
+
+
+def _schedule(base: GemmSchedule, tm: int, tn: int, tk: int, k0: int, l1: int, l0: int,
+              l0c: int, cores: int, mtiles: int) -> GemmSchedule:
+    s = base.tile(tm, tn, tk).split_k(k0)
+    for level, n in zip(("l1", "l0", "l0c"), (l1, l0, l0c)):
         if n > 1:
             s = s.buffer(level, n)
     if cores > 1:

@@ -9,7 +9,7 @@ import pytest
 from ascendsched.algo import compute, placeholder, reduce_axis, reduce_sum
 from ascendsched.algo import library as L
 from ascendsched.algo.algorithm import algorithm
-from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
+from ascendsched.errors import CapacityError, ScheduleError, SyncError, UnsupportedError
 from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.gemm import GemmSchedule
 
@@ -107,3 +107,18 @@ def test_unsupported_output_dtype() -> None:
     s = GemmSchedule(L.gemm(32, 32, 32, "int8", "float16")).tile(16, 32, 32)
     with pytest.raises(UnsupportedError, match="Fixpipe cannot convert int32 to float16"):
         lower(s)
+
+
+def test_event_ids_running_out_names_the_syncs_and_the_ways_out() -> None:
+    """A small GEMM with a bias and tails in M and K on one core: every tile class and peeled
+    tail repeats its MTE1 -> MTE2 syncs (20 of them); even as set-then-wait pairs they cannot
+    share the 6 event ids (MTE1 may run ahead of MTE2). A known limit of sync placement: the
+    error says which syncs and how to avoid it."""
+    s = (GemmSchedule(L.gemm_epilogue(17, 32, 17, bias=True, relu=True)).tile(16, 16, 16)
+         .buffer("l1", 2).bind(1))
+    with pytest.raises(SyncError, match=r"AIC MTE1_MTE2: cannot fit 20 syncs into event ids "
+                       r"\(0, 1, 2, 3, 4, 5\).*bias_l1: MTE1 read -> MTE2 write \(WAR\).*pick "
+                       r"tile sizes that divide the problem.*more cores"):
+        lower(s)
+    lower(GemmSchedule(L.gemm_epilogue(32, 32, 32, bias=True, relu=True)).tile(16, 16, 16)
+          .buffer("l1", 2).bind(1))  # no tails: it fits

@@ -72,25 +72,33 @@ class VectorEpilogue:
         return resize(self.algo, sizes)
 
     def __str__(self) -> str:
-        return f"vector epilogue {self.output} = f({self.workspace}, " \
-               f"{', '.join(i.name for i in self.inputs if i.name != self.workspace)})"
+        args = [self.workspace] + [i.name for i in self.inputs if i.name != self.workspace]
+        return f"vector epilogue {self.output} = f({', '.join(args)})"
 
 
 @dataclass(frozen=True, eq=False)
 class GemmSplit:
-    """``cube``: the contraction as its own algorithm; ``epilogue``: the rest."""
+    """``cube``: the contraction as its own algorithm; ``epilogue``: the rest. ``after``: the
+    stage of the original algorithm the Cube part ends with when it keeps steps after the
+    sum (``split_after``), else None."""
 
     cube: Algorithm
     epilogue: VectorEpilogue
+    after: str | None = None
 
     @cached_property
     def acc_name(self) -> str:
         return self.cube.outputs[0].name
 
 
-def split_vector_epilogue(algo: Algorithm) -> GemmSplit:
+def split_vector_epilogue(algo: Algorithm, after: str | None = None) -> GemmSplit:
     """The Cube and Vector parts of ``algo`` (module docstring), or UnsupportedError naming the
-    stage or subscript that keeps the Vector part from being elementwise."""
+    stage or subscript that keeps the Vector part from being elementwise. ``after``: a stage
+    between the sum and the output whose steps stay on the Cube core with the sum (the Mmad
+    bias table, the Fixpipe): the Cube part is the algorithm up to it, the workspace holds it
+    and the Vector part is the rest (``split_after``)."""
+    if after is not None:
+        return split_after(algo, after)
     where = f"algorithm '{algo.name}'"
     if len(algo.outputs) != 1:
         raise UnsupportedError(f"{where}: a GEMM with a Vector epilogue writes one output; "
@@ -133,7 +141,12 @@ def split_vector_epilogue(algo: Algorithm) -> GemmSplit:
             new[t.name] = Tensor(t.name, t.shape, t.dtype, ComputeOp(axes, body))
     vec = Algorithm(algo.name, (new[out.name],))
     rowwise = _check_rowwise(vec, where, cube_name)
-    rank = len(out.shape)
+    return GemmSplit(cube, VectorEpilogue(vec, ws, out.name, _inputs(vec, len(out.shape)),
+                                          rowwise))
+
+
+def _inputs(vec: Algorithm, rank: int) -> tuple[EpilogueInput, ...]:
+    """Which output axis each dimension of each input of the Vector part follows."""
     inputs = []
     for t in vec.inputs:
         for st in vec.stages:
@@ -146,7 +159,53 @@ def split_vector_epilogue(algo: Algorithm) -> GemmSplit:
                                     next(n for n, a in enumerate(sa) if a is ix)
                                     for ix in ld.indices)
         inputs.append(EpilogueInput(t.name, follows))
-    return GemmSplit(cube, VectorEpilogue(vec, ws, out.name, tuple(inputs), rowwise))
+    return tuple(inputs)
+
+
+def split_after(algo: Algorithm, after: str) -> GemmSplit:
+    """``split_vector_epilogue`` with the stages up to ``after`` on the Cube core::
+
+        C = sum_k A*B;  D = C + bias[j];  E = gelu(D)  (after='D')
+        ->  cube:   C, D = C + bias[j]  (output D, float32)
+            vector: D_ws (M, N) float32;  E = gelu(D_ws)
+
+    ``after`` must follow the sum, have its shape and dtype (the accumulator's: the workspace
+    holds it unconverted) and be the only Cube-side stage the Vector part reads."""
+    where = f"algorithm '{algo.name}'"
+    whole = split_vector_epilogue(algo)  # the checks of the plain split, and its sum stage
+    p = algo.tensor(after)
+    c = next(t for t in algo.stages if is_matmul_stage(t))
+    out = algo.outputs[0]
+    acc = whole.cube.outputs[0].dtype
+    if p is out or p.op is None or c is not p and c not in upstream_of(p) or \
+            tuple(p.shape) != tuple(c.shape) or p.dtype != acc:
+        raise UnsupportedError(
+            f"{where}: the steps up to '{after}' cannot stay with the sum on the Cube core: "
+            f"'{after}' must be a stage between the sum '{c.name}' and the output "
+            f"'{out.name}' with the sum's shape {list(c.shape)} and dtype {acc}")
+    names = {t.name for t in algo.tensors}
+    ws_t = Tensor(_fresh(f"{p.name}_ws", names), p.shape, p.dtype)
+    skip = upstream_of(p) | {p}
+    new: dict[str, Tensor] = {}
+    for t in algo.tensors:  # producers first
+        if t.op is None:
+            new[t.name] = t
+        elif t not in skip:
+            axes = t.op.axes
+            for ld in (e for e in walk(t.op.body) if isinstance(e, Load)):
+                if ld.tensor in skip and ld.tensor is not p and ld.tensor.op is not None:
+                    raise UnsupportedError(
+                        f"{where}: stage '{t.name}' reads '{ld.tensor.name}', which the Cube "
+                        f"core computes before '{after}'; only '{after}' reaches the Vector "
+                        f"cores (through the workspace)")
+            body = _map(t.op.body, lambda e: Load(ws_t, e.indices, e.dtype)
+                        if isinstance(e, Load) and e.tensor is p else None, new)
+            new[t.name] = Tensor(t.name, t.shape, t.dtype, ComputeOp(axes, body))
+    vec = Algorithm(algo.name, (new[out.name],))
+    rowwise = _check_rowwise(vec, where, p.name)
+    return GemmSplit(Algorithm(algo.name, (p,)),
+                     VectorEpilogue(vec, ws_t.name, out.name, _inputs(vec, len(out.shape)),
+                                    rowwise), after)
 
 
 def upstream_of(c: Tensor) -> set[Tensor]:

@@ -282,3 +282,16 @@ GEMM_KERNELS = {
     "batched_gemm": batched_gemm,
     "gemm_int8": gemm_int8,
 }
+
+
+def gemm_bias_gelu(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float16"
+                   ) -> Algorithm:
+    """A feed-forward layer with a bias (GPT-2, BERT): C = A x B (float32), D = C + bias[j],
+    E = float16(gelu(D)). The bias can stay on the Cube core (the Mmad bias table), GELU
+    needs the Vector cores: by default the bias is added by Mmad and the Vector cores apply
+    GELU to the workspace (``cube_plan._cube_prefix``)."""
+    c = _gemm_acc(m, n, k, dtype)
+    bias = placeholder("bias", (n,), "float32")
+    d = compute("D", (m, n), lambda i, j: c[i, j] + bias[j])
+    return algorithm("gemm_bias_gelu", compute("E", (m, n), lambda i, j:
+                                               gelu_tanh(d[i, j]).astype(dtype)))

@@ -59,9 +59,12 @@ class GemmBuild:
         s = GemmSchedule(algo, target=self.target)
         unit = c.get("epilogue", "vector" if "vector_cores" in c else None)
         if unit == "vector" and ("epilogue" in c or c["vector_cores"] != 2):
-            # before tile(): the tile checks depend on where the epilogue runs
+            # before tile(): the tile checks depend on where the epilogue runs; a Vector-only
+            # epilogue keeps the steps the default leaves on the Cube core (a bias) there
+            split = None if "epilogue" in c else s.split
             s = s.epilogue_on("vector", **({"vector_cores": c["vector_cores"]}
-                                           if c["vector_cores"] != 2 else {}))
+                                           if c["vector_cores"] != 2 else {}),
+                              after=split.after if split is not None else None)
         s = s.tile(c["tm"], c["tn"], c["tk"])
         s = s.split_k(c["k0"])
         for level in ("l1", "l0", "l0c"):

@@ -190,13 +190,16 @@ def make_place(s: Schedule, stage: str, unit: str, rows: int | None, vector_core
                 f"{call}: stage '{stage}' is a reduction; the Fixpipe applies only "
                 f"elementwise steps (a cast, ReLU, a per-column bias or scale) to the Cube's "
                 f"result on its way out: place it on 'vector'")
-        try:
-            matched(s.algo)
+        try:  # the Cube core applies the steps up to this stage on its way out
+            if t is s.algo.outputs[0]:
+                matched(s.algo)
+            else:
+                cube_split(s.algo, "vector", stage)
         except UnsupportedError as e:
             raise UnsupportedError(
-                f"{call}: the Fixpipe cannot run this epilogue (the Cube builder runs every step "
-                f"after the sum on one unit): {e}. Place the steps after the sum on "
-                f"'vector'") from None
+                f"{call}: the Cube core cannot apply the steps up to '{stage}' on its way out "
+                f"(a bias through the Mmad bias table, a cast, ReLU or per-column scale on the "
+                f"Fixpipe): {e}. Place '{stage}' and the steps after it on 'vector'") from None
     return Place(stage, unit, rows, vector_cores)
 
 

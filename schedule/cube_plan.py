@@ -23,8 +23,14 @@ from functools import cached_property
 from typing import TypeVar
 
 from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.gemm_epilogue import is_matmul_stage
 from ascendsched.algo.gemm_spec import GemmSpec, match_gemm
-from ascendsched.algo.gemm_vector_epilogue import GemmSplit, VectorEpilogue, split_vector_epilogue
+from ascendsched.algo.gemm_vector_epilogue import (
+    GemmSplit,
+    VectorEpilogue,
+    split_vector_epilogue,
+    upstream_of,
+)
 from ascendsched.errors import UnsupportedError
 from ascendsched.schedule.gemm_records import (
     CubeGeometry,
@@ -42,6 +48,8 @@ T = TypeVar("T")
 # every directive makes a new schedule of the same algorithm: match and split it once
 _SPECS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _SPLITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PREFIXES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_AFTER: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _once(table: weakref.WeakKeyDictionary, make: Callable[[Algorithm], T], algo: Algorithm
@@ -72,13 +80,16 @@ def split_once(algo: Algorithm) -> GemmSplit:
     return _once(_SPLITS, lambda a: split_vector_epilogue(a), algo)
 
 
-def cube_split(algo: Algorithm, unit: str | None) -> GemmSplit | None:
+def cube_split(algo: Algorithm, unit: str | None, after: str | None = None
+               ) -> GemmSplit | None:
     """The Cube and Vector parts when the epilogue runs on the Vector cores (a mixed kernel),
-    else None. Steps the Fixpipe can apply stay there unless ``unit == "vector"``; any other
-    step puts the whole epilogue on the Vector cores. ``unit == "fixpipe"`` on an epilogue
-    the Fixpipe cannot apply raises the matcher's UnsupportedError."""
+    else None. Steps the Fixpipe can apply stay there unless ``unit == "vector"``; otherwise
+    the longest run of steps the Cube core can apply stays with it and the rest go to the
+    Vector cores (``_cube_prefix``). ``unit == "vector"`` with ``after``: the steps up to stage
+    ``after`` on the Cube core, the rest on the Vector cores. ``unit == "fixpipe"`` on an
+    epilogue the Fixpipe cannot apply raises the matcher's UnsupportedError."""
     if unit == "vector":
-        return split_once(algo)
+        return split_once(algo) if after is None else _split_after(algo, after)
     try:
         matched(algo)
         return None
@@ -90,7 +101,55 @@ def cube_split(algo: Algorithm, unit: str | None) -> GemmSplit | None:
             matched(split.cube)
         except UnsupportedError:
             raise e from None
-        return split
+        return _cube_prefix(algo, split) or split
+
+
+def _split_after(algo: Algorithm, after: str) -> GemmSplit:
+    """``split_vector_epilogue(algo, after)`` whose Cube part the Cube core can run, once per
+    algorithm and stage."""
+    per = _AFTER.get(algo)
+    if per is None:
+        per = _AFTER[algo] = {}
+    got = per.get(after)
+    if got is None:
+        try:
+            got = split_vector_epilogue(algo, after=after)
+            try:
+                matched(got.cube)
+            except UnsupportedError as e:
+                raise UnsupportedError(
+                    f"algorithm '{algo.name}': the Cube core cannot apply the steps up to "
+                    f"'{after}' on its way out ({e}); keep fewer of them on it (an earlier "
+                    f"stage), or run every step after the sum on the Vector cores") from None
+        except UnsupportedError as e:
+            got = e
+        per[after] = got
+    if isinstance(got, UnsupportedError):
+        raise copy.copy(got)
+    return got
+
+
+def _cube_prefix(algo: Algorithm, whole: GemmSplit) -> GemmSplit | None:
+    """The split that keeps the longest run of steps after the sum the Cube core can apply
+    (a bias through the Mmad bias table, ReLU on the Fixpipe) with it, the rest on the Vector
+    cores (``split_after``), or None when no step can stay: ``C + bias[j]`` then GELU puts the
+    bias in the bias table, so the Vector cores read neither the bias nor add it."""
+    def make(a: Algorithm) -> GemmSplit | None:
+        acc = whole.cube.outputs[0]
+        sum_stage = next(t for t in a.stages if is_matmul_stage(t))
+        chain = [t for t in a.stages if t is not a.outputs[0] and t is not sum_stage
+                 and sum_stage in upstream_of(t) and tuple(t.shape) == tuple(acc.shape)
+                 and t.dtype == acc.dtype]
+        for t in reversed(chain):  # the longest prefix first
+            try:
+                return _split_after(a, t.name)
+            except UnsupportedError:
+                continue
+        return None
+    got = _PREFIXES.get(algo, _PREFIXES)
+    if got is _PREFIXES:
+        got = _PREFIXES[algo] = make(algo)
+    return got  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -139,7 +198,8 @@ class CubePlan:
 
     @cached_property
     def split(self) -> GemmSplit | None:
-        return cube_split(self.algo, self.epilogue_unit)
+        return cube_split(self.algo, self.epilogue_unit,
+                          self.epilogue.after if self.epilogue is not None else None)
 
     @cached_property
     def spec(self) -> GemmSpec:

@@ -16,8 +16,9 @@ The Cube model, in the general language (axes of a GEMM stage ``C[b?, i, j] = su
                  copies; cache_read(A, "L0A", at=(C, k_i_o)) and cache_read(B, "L0B", ...)
                  likewise; cache_write(C, "L0C", copies); cache_write(C, "workspace", copies)
                  for the GM slots of a Vector epilogue
-    placement    the steps after the sum all on one unit: "fixpipe" (a cast, ReLU, per-column
-                 bias or scale) or "vector" (rows, vector_cores on its place())
+    placement    the steps after the sum on one unit: "fixpipe" (a cast, ReLU, per-column
+                 bias or scale) or "vector" (rows, vector_cores on its place()); or a run of
+                 them right after the sum on "fixpipe" and the rest on "vector"
 
 Tile sizes must be multiples of the fractal (16, or 32 for int8 operands laid out along C0);
 they are clamped to the problem padded to the fractal, as ``GemmSchedule.tile`` is.
@@ -330,16 +331,33 @@ class _Resolver:
                 units[p.stage] = p
         if not units:
             return None
+        after = self._cube_side(units)
+        if after is not None:  # the Cube core's way out up to it, the Vector cores after
+            units = {n: p for n, p in units.items() if p.unit == "vector"}
         kinds = {(p.unit, p.rows, p.vector_cores) for p in units.values()}
-        if len({u for u, _, _ in kinds}) > 1:
-            by = ", ".join(f"'{n}' on {p.unit}" for n, p in units.items())
-            raise ScheduleError(
-                f"{self.where}: {by}: the Cube builder runs every step after the sum on one "
-                f"unit (the Fixpipe, or the Vector cores through a GM workspace); place them "
-                f"all on 'vector' or all on 'fixpipe'")
         if len(kinds) > 1:
             raise ScheduleError(
                 f"{self.where}: the Vector epilogue's places give different rows or "
                 f"vector_cores ({sorted(kinds, key=str)}); give them once")
         unit, rows, vc = kinds.pop()
-        return EpilogueOn(unit, rows, vc)
+        return EpilogueOn(unit, rows, vc, after)
+
+    def _cube_side(self, units: dict) -> str | None:
+        """With stages on both units: the last stage placed on the Fixpipe, when every one of
+        them comes before every stage placed on the Vector cores (the Cube core applies the
+        steps up to it on its way out, ``EpilogueOn.after``); None with one unit."""
+        algo = self.s.algo
+        fix = [n for n, p in units.items() if p.unit == "fixpipe"]
+        vec = [n for n, p in units.items() if p.unit == "vector"]
+        if not fix or not vec:
+            return None
+        late = [f for f in fix if not any(algo.tensor(f) in upstream(algo.tensor(g))
+                                          for g in fix if g != f)]
+        if len(late) != 1 or not all(algo.tensor(f) in upstream(algo.tensor(v))
+                                     for f in fix for v in vec):
+            by = ", ".join(f"'{n}' on {p.unit}" for n, p in units.items())
+            raise ScheduleError(
+                f"{self.where}: {by}: the Cube core applies a run of steps right after the sum "
+                f"on its way out and the Vector cores the rest, so every stage placed on "
+                f"'fixpipe' must come before every stage placed on 'vector'")
+        return late[0]

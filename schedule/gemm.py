@@ -98,8 +98,9 @@ class GemmSchedule(Scheduled):
         at the level's loop, ``bind``/``swizzle`` act on the fused tile loop and
         ``epilogue_on`` places the output stage. Made directly (``GemmSchedule`` checked its
         own calls; ``tile`` may exceed the problem, which the plan clamps)."""
-        unit = self._epilogue().unit if self._epilogue() is not None else None
-        split = cube_split(self.algo, unit)  # the matcher's UnsupportedError, if any
+        epi = self._epilogue()
+        split = cube_split(self.algo, epi.unit if epi is not None else None,
+                           epi.after if epi is not None else None)  # the matcher's error
         sp = matched(split.cube if split is not None else self.algo)
         st, i, j, k = _names(self.algo)
         ko, ki, tl = f"{k}_o", f"{k}_i", f"{i}_o_{j}_o"
@@ -130,6 +131,8 @@ class GemmSchedule(Scheduled):
             elif isinstance(d, Swizzle) and tile is not None:
                 recs.append(TileSwizzle(st, tl, d.width, i if d.direction == "m" else j))
             elif isinstance(d, EpilogueOn):
+                if d.after is not None:  # the steps up to it stay on the Cube core's way out
+                    recs.append(Place(d.after, "fixpipe"))
                 recs.append(Place(self.algo.outputs[0].name, d.unit, d.rows, d.vector_cores))
         return Schedule(self.algo, tuple(recs), self.target)
 
@@ -249,7 +252,7 @@ class GemmSchedule(Scheduled):
         return self._add(CubeBuffering(level, copies))
 
     def epilogue_on(self, unit: str, rows: int | None = None, *,
-                    vector_cores: int = 2) -> GemmSchedule:
+                    vector_cores: int = 2, after: str | None = None) -> GemmSchedule:
         """Run the steps after the sum on ``"vector"`` (each block's AIVs read the Cube's tile
         from a GM workspace slot; ``rows`` output rows per Vector step) or on ``"fixpipe"``
         (only a cast, ReLU and a bias; the default when the Fixpipe can apply them).
@@ -257,14 +260,24 @@ class GemmSchedule(Scheduled):
         ``vector_cores``: 2 (default, ``KERNEL_TYPE_MIX_AIC_1_2`` as the 910B pairs them): the
         block's two Vector cores split every tile by rows, the first ``ceil(m / 2)`` rows on
         GetSubBlockIdx() 0 and the rest on 1, and ``rows`` counts rows of one half; 1
-        (``KERNEL_TYPE_MIX_AIC_1_1``): one Vector core per block takes whole tiles."""
+        (``KERNEL_TYPE_MIX_AIC_1_1``): one Vector core per block takes whole tiles.
+
+        ``after`` (with ``"vector"``): a stage between the sum and the output up to which the
+        Cube core applies the steps (a bias through the Mmad bias table, ReLU on the Fixpipe;
+        the default when the Fixpipe cannot apply them all), the Vector cores the rest."""
         if unit not in EPILOGUE_UNITS:
             raise ScheduleError(f"epilogue_on({unit!r}): the unit is one of "
                                 f"{', '.join(map(repr, EPILOGUE_UNITS))}")
         if self._epilogue() is not None:
             raise ScheduleError("epilogue_on(): already set; give epilogue_on() once")
         check_vector_step(f"epilogue_on({unit!r}", unit, rows, vector_cores, self.target)
-        return self._add(EpilogueOn(unit, rows, vector_cores))
+        if after is not None:
+            if unit != "vector":
+                raise ScheduleError(f"epilogue_on({unit!r}, after={after!r}): 'after' splits "
+                                    f"the steps between the Cube and the Vector cores; give it "
+                                    f"with 'vector'")
+            cube_split(self.algo, unit, after)  # the split's UnsupportedError, if any
+        return self._add(EpilogueOn(unit, rows, vector_cores, after))
 
     def bind(self, cores: int) -> GemmSchedule:
         """Spread the output tiles over ``cores`` Cube cores; each core loops over its tiles
@@ -340,6 +353,8 @@ class GemmSchedule(Scheduled):
                 rows = f", rows={d.rows}" if d.rows is not None else ""
                 if d.vector_cores != 2:
                     rows += f", vector_cores={d.vector_cores}"
+                if d.after is not None:
+                    rows += f", after={d.after!r}"
                 lines.append(f"  .epilogue_on({d.unit!r}{rows})")
         return "\n".join(lines)
 

@@ -47,11 +47,14 @@ class EpilogueOn:
     ``"vector"`` (the AIVs of each block, through a GM workspace); ``rows``: output rows per
     Vector step (None: as many of the tile's rows as UB holds); ``vector_cores``: how many
     Vector cores of a block share each tile, 2 (the hardware's 1:2, each its half of the rows)
-    or 1."""
+    or 1; ``after`` (with ``"vector"``): the last stage the Cube core still computes (a bias
+    through the Mmad bias table, ReLU on the Fixpipe), so the Vector cores run only the steps
+    after it (None: every step after the sum)."""
 
     unit: str
     rows: int | None = None
     vector_cores: int = 2
+    after: str | None = None
 
 
 GemmDirective = L1Tile | SplitK | CubeBuffering | CubeBind | Swizzle | EpilogueOn

@@ -320,7 +320,7 @@ def _gemm_candidate(sched: Schedule | GemmSchedule, plan: CubePlan, batch: int, 
         elif isinstance(d, CubeBind):
             s = s.bind(cores) if cores is not None else s
         elif isinstance(d, EpilogueOn):
-            s = s.epilogue_on(d.unit, d.rows, vector_cores=d.vector_cores)
+            s = s.epilogue_on(d.unit, d.rows, vector_cores=d.vector_cores, after=d.after)
         else:
             raise InternalCompilerError(f"reduce_instance: unknown GEMM directive {d!r}")
     return s

@@ -13,6 +13,7 @@ import pytest
 from ascendsched.algo import algorithm, compute, placeholder, reduce_axis, reduce_sum
 from ascendsched.algo.library import (
     batched_gemm_row_scale,
+    gemm_bias_gelu,
     gemm_gelu,
     gemm_row_scale,
     gemm_softmax,
@@ -36,6 +37,9 @@ GELU = (GemmSchedule(gemm_gelu(33, 47, 70)).tile(32, 32, 32).split_k(16).buffer(
         .epilogue_on("vector", rows=8))
 SCALE = (GemmSchedule(gemm_row_scale(100, 130, 90)).tile(32, 64, 32).bind(3)
          .swizzle(2, "m").buffer("workspace", 3))
+# the bias added by Mmad from the bias table, GELU on the Vector cores (a split epilogue)
+BIAS_GELU = (GemmSchedule(gemm_bias_gelu(100, 130, 90)).epilogue_on("vector", after="D")
+             .tile(32, 64, 32).bind(3).buffer("workspace", 3))
 
 
 @functools.lru_cache(maxsize=8)
@@ -136,7 +140,8 @@ def test_ir_rungs_of_other_epilogues(kind: str) -> None:
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 
-@pytest.mark.parametrize("sched", [GELU, SCALE], ids=["gelu", "row_scale"])
+@pytest.mark.parametrize("sched", [GELU, SCALE, BIAS_GELU],
+                         ids=["gelu", "row_scale", "bias_gelu_split"])
 def test_dropping_any_derived_cross_flag_is_caught(sched) -> None:  # noqa: ANN001
     log = _lowered(sched)[1]
     plan = log.results["cross-core plan"]

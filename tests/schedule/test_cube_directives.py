@@ -5,10 +5,22 @@ from __future__ import annotations
 
 import pytest
 
+from ascendsched.algo import algorithm, compute, placeholder
 from ascendsched.algo import library as L
 from ascendsched.errors import ScheduleError, UnsupportedError
 from ascendsched.lower.pipeline import lower
+from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.schedule import Schedule
+
+
+def gemm_bias_gelu_cast(m: int, n: int, k: int):  # noqa: ANN201 -- Algorithm
+    """C = A x B, D = C + bias[j], E = gelu(D) in float32, F = float16(E)."""
+    c = L.gemm_bias_gelu(m, n, k).tensor("C")
+    bias = placeholder("bias", (n,), "float32")
+    d = compute("D", (m, n), lambda i, j: c[i, j] + bias[j])
+    e = compute("E", (m, n), lambda i, j: L.gelu_tanh(d[i, j]))
+    return algorithm("gemm_bias_gelu_cast", compute("F", (m, n), lambda i, j:
+                                                    e[i, j].astype("float16")))
 
 
 def _gemm(m: int = 512, n: int = 512, k: int = 512) -> Schedule:
@@ -43,8 +55,9 @@ def test_tensorize_of_an_unknown_intrinsic() -> None:
 
 def test_placing_exp_on_the_fixpipe() -> None:
     s = Schedule(L.gemm_gelu(256, 256, 256))
-    with pytest.raises(UnsupportedError, match=r"place\('D', 'fixpipe'\): the Fixpipe cannot "
-                       r"run this epilogue.*'vector'"):
+    with pytest.raises(UnsupportedError, match=r"place\('D', 'fixpipe'\): the Cube core cannot "
+                       r"apply the steps up to 'D' on its way out.*Place 'D' and the steps "
+                       r"after it on 'vector'"):
         s.place("D", "fixpipe")
 
 
@@ -60,13 +73,26 @@ def test_placing_a_reduction_on_the_fixpipe_or_the_cube() -> None:
         s.place("e", "cube")
 
 
-def test_an_epilogue_split_over_two_units() -> None:
+def test_an_epilogue_split_over_two_units_in_the_wrong_order() -> None:
+    """The Cube core applies a run of steps right after the sum, the Vector cores the rest:
+    a Fixpipe stage after a Vector one cannot be built."""
     algo = L.gemm_epilogue(256, 256, 256, bias=True, relu=True)
-    s = (Schedule(algo).split("C", "k", 128).tensorize("C", "k_i").place("D", "fixpipe")
-         .place("E", "vector"))
-    with pytest.raises(ScheduleError, match=r"'D' on fixpipe, 'E' on vector: the Cube builder "
-                       r"runs every step after the sum on one unit"):
+    s = (Schedule(algo).split("C", "k", 128).tensorize("C", "k_i").place("D", "vector")
+         .place("E", "fixpipe"))
+    with pytest.raises(ScheduleError, match=r"'D' on vector, 'E' on fixpipe: the Cube core "
+                       r"applies a run of steps right after the sum.*every stage placed on "
+                       r"'fixpipe' must come before every stage placed on 'vector'"):
         lower(s)
+
+
+def test_a_cube_side_stage_the_cube_cannot_apply() -> None:
+    """``after`` names a stage whose steps the Cube core cannot apply on its way out (GELU):
+    the error names the stage and the ways out."""
+    with pytest.raises(UnsupportedError, match=r"the Cube core cannot apply the steps up to "
+                       r"'E'.*keep fewer of them on it"):
+        GemmSchedule(gemm_bias_gelu_cast(64, 64, 64)).epilogue_on("vector", after="E")
+    with pytest.raises(ScheduleError, match=r"after='D'.*give it with 'vector'"):
+        GemmSchedule(L.gemm_bias_gelu(64, 64, 64)).epilogue_on("fixpipe", after="D")
 
 
 def test_tile_not_a_multiple_of_the_fractal() -> None:

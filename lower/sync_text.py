@@ -186,10 +186,19 @@ class SyncText:
         return out
 
     def _drained_by_pipe(self, s: InstrInfo, c: int) -> dict[Pipe, list[tuple[int, frozenset]]]:
-        """``_drained`` per pipe reached (PIPE_ALL apart), in its order."""
-        out: dict[Pipe, list[tuple[int, frozenset]]] = {}
+        """``_drained`` per pipe reached (PIPE_ALL apart), earliest first, without the chains
+        another one reaching that pipe as early or earlier with fewer syncs makes redundant
+        (``_across`` asks only whether a pipe is reached before a point, by which syncs)."""
+        per: dict[Pipe, list[tuple[int, frozenset]]] = {}
         for pipe, at, keys in self._cached(("drained", s.id, c), lambda: self._drained(s, c)):
-            out.setdefault(pipe, []).append((at, keys))
+            per.setdefault(pipe, []).append((at, keys))
+        out: dict[Pipe, list[tuple[int, frozenset]]] = {}
+        for pipe, got in per.items():
+            kept: list[tuple[int, frozenset]] = []
+            for at, keys in sorted(got, key=lambda x: (x[0], len(x[1]))):
+                if not any(k <= keys for _, k in kept):
+                    kept.append((at, keys))
+            out[pipe] = kept
         return out
 
     def _body_flags(self, body: tuple, core: CoreType) -> list[Flag]:

@@ -81,6 +81,20 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
                     t = plan.tiling
                     est = estimate_gemm(plan)
                     cands.append(((round(est.cycles), -(t.tm * t.tn), -t.tk, -t.k0), key))
+    if not cands and rowwise:
+        # the narrowest whole-row tile: mg rows, the smallest K step, single buffers
+        widest = min(cap[Scope.L0C] // (mg * ab), cap[Scope.L0B] // (c0 * eb),
+                     cap[Scope.L1] // (c0 * eb) - mg) // ng * ng
+        epi = base.vector_epilogue
+        assert epi is not None
+        raise UnsupportedError(
+            f"no default tiling of {sp} fits {target.name}'s L0/L1: its Vector epilogue "
+            f"reduces whole rows ({', '.join(map(repr, epi.rowwise))}), so every Cube tile "
+            f"holds whole rows of {sp.n} columns, and even {mg} of them need L0C "
+            f"{mg} x {np_} x {ab} B = {mg * np_ * ab} B (of {cap[Scope.L0C]}) and an L0B "
+            f"slice {c0} x {np_} x {eb} B = {c0 * np_ * eb} B (of {cap[Scope.L0B]}). Rows of "
+            f"up to {widest} columns fit; splitting a row over several Cube tiles (an online "
+            f"softmax) is not supported yet")
     if not cands:
         raise UnsupportedError(f"no default GEMM tiling of {sp} fits {target.name}'s L0/L1")
     cands.sort(key=lambda c: c[0])

@@ -122,3 +122,19 @@ def test_event_ids_running_out_names_the_syncs_and_the_ways_out() -> None:
         lower(s)
     lower(GemmSchedule(L.gemm_epilogue(32, 32, 32, bias=True, relu=True)).tile(16, 16, 16)
           .buffer("l1", 2).bind(1))  # no tails: it fits
+
+
+def test_a_row_softmax_wider_than_the_cube_tiles_says_why() -> None:
+    """Attention scores with 4096 keys and their row softmax: the Vector epilogue reduces whole
+    rows, so a Cube tile must hold whole rows; 16 rows of 4096 float32 overflow L0C. The error
+    gives the sizes, the widest row that fits (2048, checked) and what is not supported."""
+    from ascendsched.lower.schedule_for import schedule_for
+
+    with pytest.raises(UnsupportedError, match=r"reduces whole rows \('mx', 'sm'\).*even 16 of "
+                       r"them need L0C 16 x 4096 x 4 B = 262144 B \(of 131072\).*Rows of up to "
+                       r"2048 columns fit; splitting a row over several Cube tiles \(an online "
+                       r"softmax\) is not supported yet"):
+        schedule_for(L.gemm_softmax(256, 4096, 128))
+    assert schedule_for(L.gemm_softmax(256, 2048, 128)).plan.tiling.tn == 2048
+    with pytest.raises(UnsupportedError, match=r"Rows of up to 2048 columns fit"):
+        schedule_for(L.gemm_softmax(256, 2064, 128))

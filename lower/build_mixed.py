@@ -1,7 +1,8 @@
 """GEMM schedule with a Vector epilogue -> one mixed kernel: an AIC and an AIV program.
 
 The AIC program is the Cube path's (``build_gemm.py``) with each L0C tile written by the
-Fixpipe, unconverted, into a GM workspace slot instead of the output. The AIV program walks
+Fixpipe, unconverted, into a GM workspace slot instead of the output (with the steps a split
+epilogue keeps on the Cube core: a bias from the bias table, ReLU on the Fixpipe). The AIV program walks
 the same tiles in the same loops (one persistent loop per tile class, the same guard) and per
 tile runs the Vector part of the algorithm (``algo/gemm_vector_epilogue.py``) at that tile's
 size, lowered by the Vector path (``build_loop_nest``) and moved to the tile: its workspace
@@ -251,9 +252,10 @@ class _CubeBuilder(_GemmBuilder):
             "fixpipe", ((self.ws, self.slot_base(self.classes[-1]), 0, sp.acc_dtype),
                         ("c_l0", 0, ccopy, sp.acc_dtype)),
             target=self.target, comment=f"C tile {tile.mv} x {tile.nv} -> workspace slot "
-            f"(NZ -> ND, {sp.acc_dtype}, for the Vector epilogue)",
+            f"(NZ -> ND, {sp.acc_dtype}" + (", ReLU" if sp.epilogue.relu else "")
+            + ", for the Vector epilogue)",
             nSize=tile.nv, mSize=tile.mv, srcStride=mp, dstStride=tile.nv, quantPre=self.quant,
-            reluEn=False, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0)]
+            reluEn=sp.epilogue.relu, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0)]
 
 
 # --------------------------------------------------------------------------- the Vector side

@@ -9,7 +9,9 @@ import re
 
 import pytest
 
+from ascendsched.algo import algorithm, compute, placeholder
 from ascendsched.algo import library as L
+from ascendsched.algo.ops import exp, relu
 from ascendsched.api.check import check
 from ascendsched.api.sync_minimality import sync_minimality
 from ascendsched.lower.ir import iter_instrs
@@ -31,6 +33,16 @@ HAND = {
     .fuse("C", "i_o", "j_o").bind("C", "i_o_j_o", 3)
     .place("D", "fixpipe").place("E", "vector", rows=8),
 }
+
+
+def bias_relu_exp(m: int, n: int, k: int):  # noqa: ANN201 -- Algorithm
+    """D = relu(C + bias[j]) on the Cube core (bias table, Fixpipe ReLU), E = exp(-D / 10) on
+    the Vector cores: E <= 1 only if the ReLU really ran before the workspace."""
+    c = L.gemm_bias_gelu(m, n, k).tensor("C")
+    bias = placeholder("bias", (n,), "float32")
+    d = compute("D", (m, n), lambda i, j: relu(c[i, j] + bias[j]))
+    return algorithm("bias_relu_exp", compute("E", (m, n), lambda i, j:
+                                              exp(d[i, j] * -0.1).astype("float16")))
 
 
 def _ops(kernel, core: CoreType) -> list[str]:  # noqa: ANN001
@@ -77,15 +89,26 @@ def test_ir_ladder_hand(name: str) -> None:
     assert not bad, "\n".join(bad)
 
 
-def test_ir_ladder_default() -> None:
-    bad = [str(v) for v in check(L.gemm_bias_gelu(33, 47, 70), cpp=False) if not v.ok]
+@pytest.mark.parametrize("make", [L.gemm_bias_gelu, bias_relu_exp])
+def test_ir_ladder_default(make) -> None:  # noqa: ANN001
+    s = schedule_for(make(33, 47, 70))
+    assert str(s.plan.vector_epilogue) == "vector epilogue E = f(D_ws)"
+    bad = [str(v) for v in check(s, cpp=False) if not v.ok]
     assert not bad, "\n".join(bad)
 
 
+def test_the_relu_kept_on_the_cube_runs_on_the_fixpipe() -> None:
+    k = lower(schedule_for(bias_relu_exp(33, 47, 70)))
+    fix = [i for p in k.programs if p.core == CoreType.AIC for i, _ in iter_instrs(p.body)
+           if i.op == "fixpipe"]
+    assert fix and all(i.attr("reluEn") is True for i in fix)
+
+
 @pytest.mark.slow  # g++ builds and runs
-@pytest.mark.parametrize("name", ["default"] + list(HAND))
+@pytest.mark.parametrize("name", ["default", "default relu exp"] + list(HAND))
 def test_cpp_ladder(name: str) -> None:
-    s = L.gemm_bias_gelu(100, 130, 90) if name == "default" else HAND[name]()
+    s = {"default": lambda: L.gemm_bias_gelu(100, 130, 90),
+         "default relu exp": lambda: bias_relu_exp(100, 130, 90)}.get(name, HAND.get(name))()
     verdicts = check(s)
     bad = [str(v) for v in verdicts if not v.ok]
     assert not bad, "\n".join(bad)

@@ -1,6 +1,7 @@
 """Random GEMMs followed by an epilogue (GELU, row scale, column scale + ReLU, residual, row
 softmax on the Vector cores; bias + ReLU placed at random on the Fixpipe or the Vector cores;
-bias + GELU with the bias at random in the Cube's bias table or on the Vector cores;
+bias + GELU and ReLU(bias) + exp with the bias (and ReLU) at random on the Cube core or on the
+Vector cores;
 each dim 1..160) under random Cube schedules, workspace copies, cores, Vector cores per block
 (1:1 or 1:2) and Vector step rows:
 lowered to one mixed kernel, the IR run equals numpy (the accumulator bound carried through
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from ascendsched.algo import algorithm, compute, placeholder, reduce_axis, reduce_sum
 from ascendsched.algo import library as L
-from ascendsched.algo.ops import relu
+from ascendsched.algo.ops import exp, relu
 from ascendsched.api.check import check
 from ascendsched.errors import CapacityError, SyncError
 from ascendsched.lower.pass_log import PassLog
@@ -34,13 +35,22 @@ def _column_scale_relu(m: int, n: int, k: int):  # noqa: ANN202 -- Algorithm
                                               relu(c[i, j] * v[j]).astype("float16")))
 
 
+def _bias_relu_exp(m: int, n: int, k: int):  # noqa: ANN202 -- Algorithm
+    c = L.gemm_bias_gelu(m, n, k).tensor("C")
+    bias = placeholder("bias", (n,), "float32")
+    d = compute("D", (m, n), lambda i, j: relu(c[i, j] + bias[j]))
+    return algorithm("bias_relu_exp", compute("E", (m, n), lambda i, j:
+                                              exp(d[i, j] * -0.1).astype("float16")))
+
+
 def _bias_relu(m: int, n: int, k: int):  # noqa: ANN202 -- Algorithm
     return L.gemm_epilogue(m, n, k, bias=True, relu=True)
 
 
 EPILOGUES = {"gelu": L.gemm_gelu, "row_scale": L.gemm_row_scale,
              "residual": L.gemm_residual, "column_scale_relu": _column_scale_relu,
-             "softmax": L.gemm_softmax, "bias_relu": _bias_relu, "bias_gelu": L.gemm_bias_gelu}
+             "softmax": L.gemm_softmax, "bias_relu": _bias_relu, "bias_gelu": L.gemm_bias_gelu,
+             "bias_relu_exp": _bias_relu_exp}
 FIXPIPE_ABLE = {"bias_relu"}  # the rest can only run on the Vector cores
 
 
@@ -61,7 +71,7 @@ def mixed_cases(draw) -> GemmSchedule:
         rows = draw(st.sampled_from([None, 4, 8, 16]), label="rows")
         cores = draw(st.sampled_from([2, 1]), label="vector cores per block")
         after = (draw(st.sampled_from([None, "D"]), label="bias on the Cube")
-                 if kind == "bias_gelu" else None)
+                 if kind in ("bias_gelu", "bias_relu_exp") else None)
         s = s.epilogue_on("vector", rows=rows, vector_cores=cores, after=after)
     s = s.tile(tm, tn, tk)
     if draw(st.booleans()):

@@ -258,12 +258,13 @@ def plan_check(sched: AnySchedule) -> tuple[str | None, str]:
 def equivalence_key(sched: AnySchedule) -> str:
     """Schedules with the same key lower to the same kernel: a GEMM's resolved tiling (tiles
     clamped to the problem, cores to the tile count; with a Vector epilogue its Vector cores per
-    block and workspace slots), else the schedule's text."""
+    block, workspace slots and the last stage the Cube core keeps), else the schedule's text."""
     cube = sched.cube  # either spelling of a Cube schedule resolves to its plan
     if cube is not None:
         t = cube.tiling
-        epi = ((cube.epilogue_vector_cores, cube.copies("workspace"))
-               if cube.vector_epilogue is not None else ())
+        split = cube.split
+        epi = ((cube.epilogue_vector_cores, cube.copies("workspace"), split.after)
+               if split is not None else ())
         return repr((t.tm, t.tn, t.tk, t.k0, t.cores, t.l1_copies, t.l0_copies, t.l0c_copies,
                      t.swizzle) + epi)
     return str(sched)

@@ -160,3 +160,16 @@ def test_the_general_spelling_of_a_gemm_schedule_is_the_same_point() -> None:
     assert equivalence_key(general_spelling(g)) == equivalence_key(g)
     other = GemmSchedule(L.gemm_gelu(520, 260, 300)).tile(128, 128, 128).split_k(64).bind(4)
     assert equivalence_key(general_spelling(other)) != equivalence_key(g)
+
+
+def test_the_split_of_an_epilogue_is_part_of_the_equivalence_key() -> None:
+    """Bias on the Cube core and GELU on the Vector cores is another kernel than all of it on
+    the Vector cores (tuning must not take one's time for the other's); the default split and
+    its explicit spelling are one kernel."""
+    from ascendsched.autotune.space import equivalence_key
+
+    a = L.gemm_bias_gelu(256, 256, 256)
+    whole = GemmSchedule(a).epilogue_on("vector").tile(64, 64, 64)
+    split = GemmSchedule(a).epilogue_on("vector", after="D").tile(64, 64, 64)
+    assert equivalence_key(whole) != equivalence_key(split)
+    assert equivalence_key(GemmSchedule(a).tile(64, 64, 64)) == equivalence_key(split)

@@ -130,15 +130,8 @@ def split_vector_epilogue(algo: Algorithm, after: str | None = None) -> GemmSpli
     cube = Algorithm(algo.name, (cube_out,))
     ws_t = Tensor(ws, c.shape, acc.dtype)
     skip = upstream_of(c)  # stages only the sum reads (drop out with it)
-    new: dict[str, Tensor] = {}
-    for t in algo.tensors:  # producers first
-        if t.op is None:
-            new[t.name] = t
-        elif t not in skip:
-            axes = t.op.axes
-            body = _map(t.op.body, lambda e, axes=axes: Load(ws_t, axes, acc.dtype)
-                        if e is acc else None, new)
-            new[t.name] = Tensor(t.name, t.shape, t.dtype, ComputeOp(axes, body))
+    new = _rest(algo, skip, lambda t: lambda e: Load(ws_t, t.op.axes, acc.dtype)  # type: ignore[union-attr]
+                if e is acc else None)
     vec = Algorithm(algo.name, (new[out.name],))
     rowwise = _check_rowwise(vec, where, cube_name)
     return GemmSplit(cube, VectorEpilogue(vec, ws, out.name, _inputs(vec, len(out.shape)),
@@ -186,21 +179,16 @@ def split_after(algo: Algorithm, after: str) -> GemmSplit:
     names = {t.name for t in algo.tensors}
     ws_t = Tensor(_fresh(f"{p.name}_ws", names), p.shape, p.dtype)
     skip = upstream_of(p) | {p}
-    new: dict[str, Tensor] = {}
-    for t in algo.tensors:  # producers first
-        if t.op is None:
-            new[t.name] = t
-        elif t not in skip:
-            axes = t.op.axes
-            for ld in (e for e in walk(t.op.body) if isinstance(e, Load)):
-                if ld.tensor in skip and ld.tensor is not p and ld.tensor.op is not None:
-                    raise UnsupportedError(
-                        f"{where}: stage '{t.name}' reads '{ld.tensor.name}', which the Cube "
-                        f"core computes before '{after}'; only '{after}' reaches the Vector "
-                        f"cores (through the workspace)")
-            body = _map(t.op.body, lambda e: Load(ws_t, e.indices, e.dtype)
-                        if isinstance(e, Load) and e.tensor is p else None, new)
-            new[t.name] = Tensor(t.name, t.shape, t.dtype, ComputeOp(axes, body))
+    for t in algo.stages:
+        for ld in (e for e in walk(t.op.body) if isinstance(e, Load)):  # type: ignore[union-attr]
+            if t not in skip and ld.tensor in skip and ld.tensor is not p and \
+                    ld.tensor.op is not None:
+                raise UnsupportedError(
+                    f"{where}: stage '{t.name}' reads '{ld.tensor.name}', which the Cube core "
+                    f"computes before '{after}'; only '{after}' reaches the Vector cores "
+                    f"(through the workspace)")
+    new = _rest(algo, skip, lambda t: lambda e: Load(ws_t, e.indices, e.dtype)
+                if isinstance(e, Load) and e.tensor is p else None)
     vec = Algorithm(algo.name, (new[out.name],))
     rowwise = _check_rowwise(vec, where, p.name)
     return GemmSplit(Algorithm(algo.name, (p,)),
@@ -222,6 +210,20 @@ def upstream_of(c: Tensor) -> set[Tensor]:
 
 
 # --------------------------------------------------------------------------- private helpers
+def _rest(algo: Algorithm, cube: set[Tensor], mapper) -> dict[str, Tensor]:  # noqa: ANN001
+    """The tensors of ``algo`` outside ``cube`` (the Cube part), producers first, each stage's
+    body with ``mapper(stage)`` applied (``_map``: the workspace in place of the Cube's
+    result); inputs as they are."""
+    new: dict[str, Tensor] = {}
+    for t in algo.tensors:
+        if t.op is None:
+            new[t.name] = t
+        elif t not in cube:
+            new[t.name] = Tensor(t.name, t.shape, t.dtype,
+                                 ComputeOp(t.op.axes, _map(t.op.body, mapper(t), new)))
+    return new
+
+
 def _loaded(t: Tensor) -> list[Tensor]:
     if t.op is None:
         return []

@@ -52,17 +52,19 @@ _PREFIXES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _AFTER: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _once(table: weakref.WeakKeyDictionary, make: Callable[[Algorithm], T], algo: Algorithm
-          ) -> T:
-    """``make(algo)``, once per algorithm in ``table``; an UnsupportedError is kept too and
-    raised again (a copy) every time."""
-    got = table.get(algo)
-    if got is None:
+def _once(table: weakref.WeakKeyDictionary, make: Callable[[Algorithm], T], algo: Algorithm,
+          key: object = None) -> T:
+    """``make(algo)``, once per algorithm (and ``key``) in ``table``; an UnsupportedError is
+    kept too and raised again (a copy) every time."""
+    per = table.get(algo)
+    if per is None:
+        per = table[algo] = {}
+    if key not in per:
         try:
-            got = make(algo)
+            per[key] = make(algo)
         except UnsupportedError as e:
-            got = e
-        table[algo] = got
+            per[key] = e
+    got = per[key]
     if isinstance(got, UnsupportedError):
         raise copy.copy(got)
     return got
@@ -107,26 +109,17 @@ def cube_split(algo: Algorithm, unit: str | None, after: str | None = None
 def _split_after(algo: Algorithm, after: str) -> GemmSplit:
     """``split_vector_epilogue(algo, after)`` whose Cube part the Cube core can run, once per
     algorithm and stage."""
-    per = _AFTER.get(algo)
-    if per is None:
-        per = _AFTER[algo] = {}
-    got = per.get(after)
-    if got is None:
+    def make(a: Algorithm) -> GemmSplit:
+        split = split_vector_epilogue(a, after=after)
         try:
-            got = split_vector_epilogue(algo, after=after)
-            try:
-                matched(got.cube)
-            except UnsupportedError as e:
-                raise UnsupportedError(
-                    f"algorithm '{algo.name}': the Cube core cannot apply the steps up to "
-                    f"'{after}' on its way out ({e}); keep fewer of them on it (an earlier "
-                    f"stage), or run every step after the sum on the Vector cores") from None
+            matched(split.cube)
         except UnsupportedError as e:
-            got = e
-        per[after] = got
-    if isinstance(got, UnsupportedError):
-        raise copy.copy(got)
-    return got
+            raise UnsupportedError(
+                f"algorithm '{a.name}': the Cube core cannot apply the steps up to '{after}' "
+                f"on its way out ({e}); keep fewer of them on it (an earlier stage), or run "
+                f"every step after the sum on the Vector cores") from None
+        return split
+    return _once(_AFTER, make, algo, after)
 
 
 def _cube_prefix(algo: Algorithm, whole: GemmSplit) -> GemmSplit | None:
@@ -146,10 +139,7 @@ def _cube_prefix(algo: Algorithm, whole: GemmSplit) -> GemmSplit | None:
             except UnsupportedError:
                 continue
         return None
-    got = _PREFIXES.get(algo, _PREFIXES)
-    if got is _PREFIXES:
-        got = _PREFIXES[algo] = make(algo)
-    return got  # type: ignore[return-value]
+    return _once(_PREFIXES, make, algo)
 
 
 @dataclass(frozen=True)

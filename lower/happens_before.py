@@ -53,7 +53,7 @@ import islpy as isl
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.byte_access import shared_copy
 from ascendsched.lower.cube_ops import same_pipe_ordered
-from ascendsched.lower.instances import InstrInfo, kernel_instrs
+from ascendsched.lower.instances import InstrInfo, kernel_instrs, order_shape
 from ascendsched.lower.ir import Instr, Kernel
 from ascendsched.lower.polyhedral import Dependence, Dependences
 from ascendsched.lower.sync_chains import ChainRelations, point_text, union_of
@@ -163,6 +163,9 @@ class SyncOracle(ChainRelations):
         for f in self.flags.values():
             for w in f.waits:
                 for s in f.sets:
+                    m, later = order_shape(w, s)
+                    if not m and later:
+                        continue  # no common loop, the set first in the text: never after
                     rel = self._flag_rel(w, s)
                     if not rel.is_empty():
                         self.items.append(_Item(("double set", f.key, w.id, s.id), f.core, w,
@@ -183,7 +186,8 @@ class SyncOracle(ChainRelations):
         same = {a.id for a, b in zip(mine, theirs, strict=True)
                 if _event_id(a.instr) == _event_id(b.instr)}
         for key, val in other._cache.items():
-            if key[0] == "po" or (key[0] == "flag rel" and key[1] in same and key[2] in same):
+            if key[0] in ("po", "po shape", "po loops", "id eq") or (
+                    key[0] == "flag rel" and key[1] in same and key[2] in same):
                 self._cache[key] = val
 
         def ident(o: SyncOracle, f: Flag) -> tuple:
@@ -324,6 +328,9 @@ class SyncOracle(ChainRelations):
         for w_ins, w_id in waits:
             for s_ins, s_id in sets:
                 w, s = where[w_ins.id], where[s_ins.id]
+                m, later = order_shape(w, s)
+                if not m and later:
+                    continue  # no common loop, the set first in the text: never after
                 key = ("shared id", w.id, s.id, w_id, s_id, dropped)
                 if key not in self._cache:
                     # the text first (flag_pair_levels with these ids), then isl

@@ -182,9 +182,10 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                 common, carried, indep = _levels(s, d, rel, shapes) if shared else \
                     ((), (), True)
                 src_t, dst_t = conflicting_regions(sa, da, rel)
-                rel = coalesced(rel)
+                # coalesced when first asked for: the text settles most dependences unseen
                 deps.append(Dependence(kind, space, s.id, d.id, s.pipe, d.pipe, core, src_t,
-                                       dst_t, common, carried, indep, lambda rel=rel: rel))
+                                       dst_t, common, carried, indep,
+                                       lambda rel=rel: coalesced(rel)))
     deps.sort(key=lambda x: (x.src, x.dst, x.kind.value, x.space))
     return Dependences(kernel.name, instrs, accesses, tuple(deps))
 

@@ -21,7 +21,13 @@ from __future__ import annotations
 import islpy as isl
 
 from ascendsched.lower.affine import Affine
-from ascendsched.lower.instances import InstrInfo, affine_text, coalesced, program_order
+from ascendsched.lower.instances import (
+    InstrInfo,
+    affine_text,
+    coalesced,
+    order_shape,
+    program_order,
+)
 from ascendsched.lower.ir import BLOCK_IDX
 from ascendsched.lower.sync_ir import EventSync, SetFlag, WaitFlag
 from ascendsched.lower.sync_text import Flag, _apart, _shared, standard_pattern
@@ -138,6 +144,8 @@ class ChainRelations(CarriedText):
             return self._cache[key]  # type: ignore[return-value]
         out = None
         for x in f.sets:
+            if dropped is None and _never_before(s, x):
+                continue
             links = self._links(f, x, t)
             if links is None:
                 continue
@@ -206,6 +214,8 @@ class ChainRelations(CarriedText):
         if key not in self._cache:
             out = None
             for y in f.waits:
+                if _never_before(x, y) or _never_before(y, t):
+                    continue
                 rel = self._flag_rel(x, y)
                 if rel.is_empty():
                     continue
@@ -296,6 +306,13 @@ class ChainRelations(CarriedText):
         da = ", ".join(na[v] for v in (BLOCK_IDX,) + a.loop_vars)
         db = ", ".join(nb[v] for v in (BLOCK_IDX,) + b.loop_vars)
         return isl.Map(f"{{ {a.name}[{da}] -> {b.name}[{db}] : {ta} = {tb} }}")
+
+
+def _never_before(a: InstrInfo, b: InstrInfo) -> bool:
+    """Whether no instance of ``a`` precedes one of ``b`` by their place in the text alone:
+    no common loop, and ``a`` is ``b`` or comes after it (``program_order`` is empty)."""
+    m, later = order_shape(a, b)
+    return not m and later
 
 
 def union_of(maps: list[isl.Map]) -> isl.Map:

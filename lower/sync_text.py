@@ -132,29 +132,47 @@ class SyncText:
         if c >= min(len(s.path), len(t.path)) or s.path[c] >= t.path[c]:
             return []
         lo, hi, parent = s.path[c], t.path[c], s.path[:c]
-        plain = self._cached(("plain", parent), lambda: {
-            i.id: i.path[-1] for i in self.infos
-            if i.path[:-1] == parent and isinstance(i.instr, Sync) and i.core == s.core})
+        plain = self._plain(parent, s.core)
         out = [frozenset([key]) for key, x in self._menu(s.pipe, t.pipe, t.core)[0]
                if lo < plain.get(x.id, -1) < hi]
 
         def pairs(p: Pipe, q: Pipe, start: int) -> list[tuple[tuple, int]]:
-            got = []
-            for f in self._menu(p, q, t.core)[1]:
-                for x in f.sets:
-                    for y in f.waits:
-                        i, j = plain.get(x.id, -1), plain.get(y.id, -1)
-                        ex = _eid(x)
-                        if start < i < j < hi and ex is not None and ex == _eid(y) and (
-                                ex.is_const or self._in_body_pair(f)):
-                            got.append((f.key, j))
-            return got
+            return [(k, j) for k, i, j in self._plain_pairs(parent, t.core, p, q)
+                    if start < i and j < hi]
 
         out += [frozenset([k]) for k, _ in pairs(s.pipe, t.pipe, lo)]
         for r in {f.src for f in self._menu(s.pipe, t.pipe, t.core)[2]}:  # via a third pipe
             out += [frozenset([k1, k2]) for k1, j1 in pairs(s.pipe, r, lo)
                     for k2, _ in pairs(r, t.pipe, j1)]
         return minimal(out + self._across(s, t, c))
+
+    def _plain(self, parent: tuple, core: CoreType) -> dict[int, int]:
+        """The syncs of ``core`` that are plain children of the body at ``parent``: statement
+        id -> position in the body."""
+        return self._cached(("plain", parent, core), lambda: {  # type: ignore[return-value]
+            i.id: i.path[-1] for i in self.infos
+            if i.path[:-1] == parent and isinstance(i.instr, Sync) and i.core == core})
+
+    def _plain_pairs(self, parent: tuple, core: CoreType, p: Pipe, q: Pipe
+                     ) -> list[tuple[tuple, int, int]]:
+        """The (flag p -> q, set position, wait position) of each set and later wait of one
+        flag with one id, both plain children of the body at ``parent`` (an in-body pair when
+        the id varies): ``_straight``'s pairs before they are cut to a stretch of the body."""
+        def make() -> list[tuple[tuple, int, int]]:
+            plain = self._plain(parent, core)
+            got = []
+            for f in self._menu(p, q, core)[1]:
+                for x in f.sets:
+                    i = plain.get(x.id, -1)
+                    ex = _eid(x)
+                    if i < 0 or ex is None:
+                        continue
+                    for y in f.waits:
+                        j = plain.get(y.id, -1)
+                        if i < j and ex == _eid(y) and (ex.is_const or self._in_body_pair(f)):
+                            got.append((f.key, i, j))
+            return got
+        return self._cached(("plain pairs", parent, core, p, q), make)  # type: ignore
 
     def _across(self, s: InstrInfo, t: InstrInfo, c: int) -> list[frozenset]:
         """Chains out of s's branch and into t's, for sibling branches of one body ``B`` (s's
@@ -271,14 +289,27 @@ class SyncText:
         source pipe at ``point`` (``_across``), or None if it does not."""
         if self._in_body_pair(f):
             return f.waits[0].path if _before(point, f.sets[0].path) else None
-        main = [x for x in f.sets if _role(x) == SyncRole.SET]
-        ends = [y.path for y in f.waits if _role(y) == SyncRole.EPILOGUE]
-        if len(main) != 1 or not ends or not _before(point, main[0].path):
+        got = self._cached(("drain ends", f.key), lambda: _set_and_last_end(f))
+        if got is None or not _before(point, got[0]):
             return None
-        return max(ends)
+        return got[1]  # type: ignore[index]
+
+    def _main(self, f: Flag) -> tuple[InstrInfo, InstrInfo] | None:
+        """``_main_pair(f)``, cached."""
+        return self._cached(("main pair", f.key), lambda: _main_pair(f))  # type: ignore
 
 
 MAX_DRAIN = 3  # flags chained out of a branch by ``_across``
+
+
+def _set_and_last_end(f: Flag) -> tuple[tuple, tuple] | None:
+    """The path of the one main set of a carried flag and of its last epilogue wait (None:
+    not one main set, or no epilogue)."""
+    main = [x for x in f.sets if _role(x) == SyncRole.SET]
+    ends = [y.path for y in f.waits if _role(y) == SyncRole.EPILOGUE]
+    if len(main) != 1 or not ends:
+        return None
+    return main[0].path, max(ends)
 
 
 def minimal(alternatives: list[frozenset]) -> list[frozenset]:

@@ -23,7 +23,6 @@ from ascendsched.lower.sync_text import (
     _before,
     _carrying,
     _eid,
-    _main_pair,
     _mod_id,
     _prefix,
     _role,
@@ -82,7 +81,7 @@ class CarriedText(SyncText):
         bars, direct, relays = self._menu(s.pipe, t.pipe, t.core)
         out = []
         for f in direct + relays:
-            main = _main_pair(f)
+            main = self._main(f)
             if main is None:
                 continue
             x, y = main
@@ -146,7 +145,7 @@ class CarriedText(SyncText):
         _, direct, relays = self._menu(s.pipe, t.pipe, t.core)
         out: list[tuple[frozenset, tuple[str, int] | None]] = []
         for f in direct + relays:
-            main = _main_pair(f)
+            main = self._main(f)
             pro = [x for x in f.sets if _role(x) == SyncRole.PROLOGUE]
             if main is None or not pro:
                 continue

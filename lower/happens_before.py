@@ -290,17 +290,20 @@ class SyncOracle(ChainRelations):
         dependences of ``skip`` and the double sets of the flags in ``dropped``, in order of
         their first item left (the grouping is built once per oracle, not once per trial)."""
         out = []
+        cut = False  # some group lost items (its first position may have moved)
         for its, deps, sets, whole in self._all_groups:
             if deps.isdisjoint(skip) and sets.isdisjoint(dropped):
                 out.append(whole)
                 continue
+            cut = True
             gkey = whole[1]
             kept = [(n, it) for n, it in its
                     if not (it.key[1] in skip if it.key[0] == "dep" else it.key[1] in dropped)]
             if kept:
                 out.append((kept[0][0], (gkey[0], gkey[1], frozenset(it.key for _, it in kept)),
                             [it for _, it in kept]))
-        out.sort(key=lambda g: g[0])
+        if cut:
+            out.sort(key=lambda g: g[0])
         return out
 
     def _bare(self, gkey: tuple, items: list[_Item], dropped: frozenset

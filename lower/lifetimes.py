@@ -51,6 +51,7 @@ import itertools
 import math
 from dataclasses import dataclass, replace
 
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.ir import Cond, For, If, Instr, Kernel, Region, Stmt
 from ascendsched.target.model import Pipe, Scope
 
@@ -394,7 +395,7 @@ def _copies(r: Region, copies: int, ranges: dict[str, int]) -> list[int]:
     if r.copy.is_const:
         return [r.copy.const]
     names = sorted(r.copy.vars())
-    sizes = [ranges.get(v, 0) for v in names]
+    sizes = [_period(r.copy, v, copies, ranges.get(v, 0)) for v in names]
     total = 1
     for n in sizes:
         total *= n
@@ -404,6 +405,16 @@ def _copies(r: Region, copies: int, ranges: dict[str, int]) -> list[int]:
     for vals in itertools.product(*(range(n) for n in sizes)):
         seen.add(r.copy.evaluate(dict(zip(names, vals, strict=True))) % copies)
     return sorted(seen)
+
+
+def _period(e: Affine, var: str, copies: int, extent: int) -> int:
+    """How many values of ``var`` (from 0, of ``extent``) give every value ``e % copies`` takes
+    as ``var`` runs: a period of it in ``var`` when ``e`` has no floor division (its terms in
+    ``var`` repeat mod ``copies`` and its ``var % m`` terms every ``m``), else the extent. So
+    the copies a region touches cost the same to list whatever the loop's trip count."""
+    if e.divs or any(not isinstance(m, int) for v, m, _ in e.mods if v == var):
+        return extent
+    return min(extent, math.lcm(copies, *[m for v, m, _ in e.mods if v == var]))
 
 
 def _exclusive(a: If, b: If) -> bool:

@@ -272,9 +272,11 @@ class SyncText:
                 at = self._drain_point(f, point)
                 if at is not None:
                     out.append((f.dst, at, frozenset([f.key])))
-        out += [(x.pipe, x.path, frozenset([k])) for k, x in self.barriers
-                if x.core == core and x.path[:c] == body and len(x.path) > c
-                and (x.pipe == Pipe.ALL or (x.pipe == pipe and first)) and _before(point, x.path)]
+        inside = self._cached(("body barriers", body, core), lambda: [
+            (k, x) for k, x in self.barriers
+            if x.core == core and x.path[:c] == body and len(x.path) > c])
+        out += [(x.pipe, x.path, frozenset([k])) for k, x in inside  # type: ignore[attr-defined]
+                if (x.pipe == Pipe.ALL or (x.pipe == pipe and first)) and _before(point, x.path)]
         return out
 
     def _fills(self, t: InstrInfo, c: int) -> list[tuple[Flag, int]]:

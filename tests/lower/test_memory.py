@@ -233,3 +233,23 @@ def test_two_sources_of_one_vector_instruction_are_placed_in_different_bank_grou
     feet = [footprint(r, k.buffer_map[r.tensor].offsets[0] + r.offset.const * 2, 2)
             for r in add.reads]
     assert beats(feet, 32, 32, 16) == [1] * 16
+
+
+def test_the_copies_a_region_touches_are_listed_over_one_period_of_its_loop() -> None:
+    """A copy index ``k % 2`` (or ``k + j``, ``3*k`` mod the copy count) takes the same values
+    however long the loop runs: the list is exact for any trip count, and a floor division
+    falls back to the whole range."""
+    from ascendsched.lower.ir import Dim, Region
+    from ascendsched.lower.lifetimes import _copies
+
+    def region(copy: Affine) -> Region:
+        return Region("x_ub", Affine(), (Dim(16, 1),), copy)
+
+    k, j = Affine.of("k"), Affine.of("j")
+    assert _copies(region(Affine.mod("k", 2)), 2, {"k": 100_000}) == [0, 1]
+    assert _copies(region(Affine.mod("k", 2)), 2, {"k": 1}) == [0]
+    assert _copies(region(k * 3), 3, {"k": 7}) == [0]
+    assert _copies(region(k * 2), 4, {"k": 5000}) == [0, 2]
+    assert _copies(region(k + j), 3, {"k": 2, "j": 1}) == [0, 1]
+    assert _copies(region(k.floordiv(2)), 2, {"k": 2}) == [0]
+    assert _copies(region(k.floordiv(2)), 2, {"k": 9000}) == [0, 1]  # too many: every copy

@@ -256,7 +256,9 @@ class SyncOracle(ChainRelations):
             union = self._cached(("union", gkey), lambda items=items: union_of(
                 [it.relation for it in items]))
             hint = frozenset(r for it in items if it.dep is not None for r in [it.dep.reason])
-            rem, used = self._cover(union, s, t, dropped, hint)
+            # with one item, which pairs are left does not matter: probe one instance first
+            rem, used = self._cover(union, s, t, dropped, hint,
+                                    probe=first_only or len(items) == 1)
             if rem.is_empty():
                 self._ok[gkey] = used
                 continue
@@ -344,7 +346,8 @@ class SyncOracle(ChainRelations):
                                         dropped) is None:
                         rel = self._po(w, s).intersect(self._id_eq(w, s, w_id, s_id))
                         if not rel.is_empty():
-                            rem, _ = self._cover(rel, w, s, dropped, frozenset())
+                            rem, _ = self._cover(rel, w, s, dropped, frozenset(),
+                                                 probe=True)
                             bad = None if rem.is_empty() else rem
                     self._cache[key] = bad
                 bad = self._cache[key]

@@ -50,10 +50,16 @@ class ChainRelations(CarriedText):
         self.max_hops = max_hops
 
     def _cover(self, rel: isl.Map, s: InstrInfo, t: InstrInfo, dropped: frozenset,
-               hint: frozenset[str]) -> tuple[isl.Map, frozenset]:
+               hint: frozenset[str], *, probe: bool = False) -> tuple[isl.Map, frozenset]:
         """The pairs of ``rel`` (s -> t instances) no chain orders, and the syncs that ordered
         the others: the syncs placed for these dependences first (``hint``: their reasons,
-        found in the sync comments), then barriers and single flags, then longer chains."""
+        found in the sync comments), then barriers and single flags, then longer chains.
+        ``probe``: the caller needs only whether some pair is left, not which: if the pairs
+        of one source instance are left unordered (``_probe``), those are returned."""
+        if probe:
+            bad = self._probe(rel, s, t, dropped)
+            if bad is not None:
+                return bad, frozenset()
         used: set = set()
         for keys, make in self._candidates(s, t, dropped, hint, self.max_hops):
             cov = make()
@@ -87,6 +93,68 @@ class ChainRelations(CarriedText):
             inner = dropped & support
             yield (f.key,) + tuple(support - dropped), lambda f=f, inner=inner: self._via_flag(
                 s, f, t, inner, hops)
+
+    def _probe(self, rel: isl.Map, s: InstrInfo, t: InstrInfo, dropped: frozenset
+               ) -> isl.Map | None:
+        """The pairs of ``rel`` from one of its source instances that no chain orders, or
+        None if that instance's are all ordered. Every chain's relation is built from that
+        instance alone (the full relations restricted to it, so a pair left here is left by
+        ``_cover`` too): much cheaper than the full relations where most covers that reach
+        isl end unordered (a single-id flag whose source pipe runs an iteration ahead during
+        placement, a needed sync tried during pruning)."""
+        dom = rel.domain()
+        for one in (isl.Set.from_point(dom.sample_point()), dom.lexmax()):
+            left = rel.intersect_domain(one)
+            for make in self._probe_candidates(s, t, one, dropped, self.max_hops):
+                cov = make()
+                if cov is not None:
+                    left = left.subtract(cov)
+                    if left.is_empty():
+                        break
+            else:
+                return left
+        return None
+
+    def _probe_candidates(self, s: InstrInfo, t: InstrInfo, one: isl.Set, dropped: frozenset,
+                          hops: int):  # noqa: ANN202
+        """``_candidates`` (their relations only) for the s instances of ``one``."""
+        bars, ones, relays = self._menu_inside(s, t)
+        for k, x in bars:
+            if k not in dropped and not _never_before(s, x):
+                yield lambda x=x: self._po(s, x).intersect_domain(one).apply_range(
+                    self._po(x, t))
+        for f in ones:
+            if f.key not in dropped:
+                yield lambda f=f: self._probe_flag(s, f, t, one, None, hops)
+        if hops < 2:
+            return
+        for f in relays:
+            if f.key not in dropped:
+                yield lambda f=f: self._probe_flag(s, f, t, one, dropped, hops)
+
+    def _probe_flag(self, s: InstrInfo, f: Flag, t: InstrInfo, one: isl.Set,
+                    dropped: frozenset | None, hops: int) -> isl.Map | None:
+        """``_via_flag`` for the s instances of ``one``."""
+        out = None
+        for x in f.sets:
+            if _never_before(s, x):
+                continue  # no chain from s reaches a set it never precedes
+            links = self._links(f, x, t)
+            if links is None:
+                continue
+            if dropped is None:
+                lead = self._po(s, x).intersect_domain(one)
+            else:
+                lead = None
+                for make in self._probe_candidates(s, x, one, dropped, hops - 1):
+                    cov = make()
+                    if cov is not None:
+                        lead = cov if lead is None else lead.union(cov)
+                if lead is None:
+                    continue
+            step = lead.apply_range(links)
+            out = step if out is None else out.union(step)
+        return out
 
     def _ranked(self, s: InstrInfo, t: InstrInfo, hint: frozenset[str]
                 ) -> tuple[list[tuple[tuple, InstrInfo]], list[Flag], list[Flag]]:

@@ -318,3 +318,29 @@ def test_shared_ids_the_text_settles_isl_confirms(name: str, least: int,
     planned = _TEXT_CASES[name]()
     insert_sync(planned, analyze_dependences(planned), ASCEND_910B)
     assert len(checked) >= least
+
+
+@pytest.mark.parametrize("name", ["gemm edges 3 cores", "layernorm rows db tails"])
+def test_a_probe_reports_only_pairs_the_full_cover_leaves(name: str) -> None:
+    # ``_cover(probe=True)`` builds chains from one or two source instances only: with each
+    # sync of a group's text cover dropped in turn, it must agree with the full cover on
+    # whether pairs are left, and every pair it reports must be one the full cover leaves
+    planned = _TEXT_CASES[name]()
+    deps = analyze_dependences(planned)
+    oracle = place_syncs(planned, deps, ASCEND_910B).oracle
+    groups: dict[tuple[int, int], list] = {}
+    for it in oracle.items:
+        groups.setdefault((it.src.id, it.dst.id), []).append(it)
+    left = ordered = 0
+    for (sid, tid), items in list(groups.items())[:60]:
+        s, t = oracle.infos[sid], oracle.infos[tid]
+        rel = union_of([it.relation for it in items])
+        for key in sorted(oracle._without_isl(s, t, items, frozenset()) or (), key=str):
+            dropped = frozenset([key])
+            full, _ = oracle._cover(rel, s, t, dropped, frozenset())
+            probed, _ = oracle._cover(rel, s, t, dropped, frozenset(), probe=True)
+            assert full.is_empty() == probed.is_empty(), (sid, tid, key)
+            assert probed.is_subset(full), (sid, tid, key)
+            left += not full.is_empty()
+            ordered += full.is_empty()
+    assert left and ordered, (left, ordered)  # both outcomes were exercised

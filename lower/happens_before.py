@@ -126,6 +126,7 @@ class SyncOracle(ChainRelations):
         self.kernel = kernel
         infos = kernel_instrs(kernel)
         self._ok: dict[tuple, frozenset] = {}  # (src, sink, items) -> syncs that ordered them
+        self._leaning: dict[object, set[tuple]] = {}  # sync key -> groups whose _ok names it
         flags: dict[tuple, list[InstrInfo]] = {}
         barriers: list[tuple[tuple, InstrInfo]] = []
         for info in infos:
@@ -205,7 +206,7 @@ class SyncOracle(ChainRelations):
                 moved.append(it)
             got = frozenset(keys.get(k) for k in used)
             if None not in got and all(it[1] is not None for it in moved):
-                self._ok[(sid, tid, frozenset(moved))] = got
+                self._verdict((sid, tid, frozenset(moved)), got)
 
     # ----------------------------------------------------------------- public
     def sync_keys(self, channel: object) -> frozenset[tuple]:
@@ -229,13 +230,10 @@ class SyncOracle(ChainRelations):
                 out.append(SyncProblem(msg, channels=(f.channel,)))
                 if first_only:
                     return tuple(out)
-        todo = []
-        for _, gkey, items in self._groups(skip, dropped):
-            used = self._ok.get(gkey)
-            if used is None or used & dropped:
-                # a group whose ordering leaned on the newly dropped syncs alone is the likeliest
-                # to fail: look at those first (a trial stops at the first problem)
-                todo.append((0 if used else 1, len(used or ()), gkey, items))
+        # a group whose ordering leaned on the newly dropped syncs alone is the likeliest to
+        # fail: look at those first (a trial stops at the first problem)
+        todo = [(0 if used else 1, len(used or ()), gkey, items)
+                for gkey, items, used in self._to_check(skip, dropped)]
         todo.sort(key=lambda x: (x[0], x[1]))
         if first_only:
             # a trial wants any one problem: the text's cheap certain ones first
@@ -251,7 +249,7 @@ class SyncOracle(ChainRelations):
                 continue
             between = self._without_isl(s, t, items, dropped)
             if between is not None:
-                self._ok[gkey] = between
+                self._verdict(gkey, between)
                 continue
             union = self._cached(("union", gkey), lambda items=items: union_of(
                 [it.relation for it in items]))
@@ -260,9 +258,9 @@ class SyncOracle(ChainRelations):
             rem, used = self._cover(union, s, t, dropped, hint,
                                     probe=first_only or len(items) == 1)
             if rem.is_empty():
-                self._ok[gkey] = used
+                self._verdict(gkey, used)
                 continue
-            self._ok.pop(gkey, None)
+            self._forget(gkey)
             for it in items:
                 bad = it.relation.intersect(rem)
                 if not bad.is_empty():
@@ -276,7 +274,7 @@ class SyncOracle(ChainRelations):
                                          tuple[int, tuple, list[_Item]]]]:
         """The items per (source, sink) statement pair, in order of their first item: (the
         items with their positions, their dependences' indices, their double sets' flag keys,
-        the group as ``_groups`` gives it when none of its items is left out)."""
+        the group as ``_to_check`` gives it when none of its items is left out)."""
         groups: dict[tuple[int, int], list[tuple[int, _Item]]] = {}
         for n, item in enumerate(self.items):
             groups.setdefault((item.src.id, item.dst.id), []).append((n, item))
@@ -286,27 +284,80 @@ class SyncOracle(ChainRelations):
                   [it for _, it in its]))
                 for (sid, tid), its in groups.items()]
 
-    def _groups(self, skip: frozenset[int], dropped: frozenset
-                ) -> list[tuple[int, tuple, list[_Item]]]:
-        """(position of the first item, group key, items) of each group without the
-        dependences of ``skip`` and the double sets of the flags in ``dropped``, in order of
-        their first item left (the grouping is built once per oracle, not once per trial)."""
+    @cached_property
+    def _group_index(self) -> tuple[dict[int, list[int]], dict[tuple, list[int]],
+                                    dict[tuple, int]]:
+        """Per dependence index and per flag key, the groups (positions in ``_all_groups``)
+        holding an item of it (a dependence, a double set of the flag); each whole group's
+        key -> its position."""
+        by_dep: dict[int, list[int]] = {}
+        by_flag: dict[tuple, list[int]] = {}
+        for g, (_, deps, sets, _) in enumerate(self._all_groups):
+            for n in deps:
+                by_dep.setdefault(n, []).append(g)
+            for k in sets:
+                by_flag.setdefault(k, []).append(g)
+        return by_dep, by_flag, {whole[1]: g for g, (*_, whole) in enumerate(self._all_groups)}
+
+    @cached_property
+    def _unsettled(self) -> set[int]:
+        """Whole groups (positions) with no verdict in ``_ok`` (kept by ``_verdict`` and
+        ``_forget``)."""
+        return set(range(len(self._all_groups)))
+
+    def _verdict(self, gkey: tuple, used: frozenset) -> None:
+        """Record that the syncs ``used`` order group ``gkey``."""
+        self._forget(gkey)
+        self._ok[gkey] = used
+        for k in used:
+            self._leaning.setdefault(k, set()).add(gkey)
+        g = self._group_index[2].get(gkey)
+        if g is not None:
+            self._unsettled.discard(g)
+
+    def _forget(self, gkey: tuple) -> None:
+        """Drop group ``gkey``'s verdict."""
+        old = self._ok.pop(gkey, None)
+        for k in old or ():
+            self._leaning[k].discard(gkey)
+        g = self._group_index[2].get(gkey)
+        if g is not None:
+            self._unsettled.add(g)
+
+    def _to_check(self, skip: frozenset[int], dropped: frozenset
+                  ) -> list[tuple[tuple, list[_Item], frozenset | None]]:
+        """(group key, items, verdict) of each group to check without the dependences of
+        ``skip`` and the syncs of ``dropped``: no verdict, or one that used a dropped sync; in
+        order of their first item. A group loses the dependences of ``skip`` and the double
+        sets of the flags in ``dropped`` (its key changes with them). Found from the indices,
+        not by walking every group: a pruning trial costs what it touches."""
+        by_dep, by_flag, where = self._group_index
+        touched: set[int] = set()
+        for n in skip:
+            touched.update(by_dep.get(n, ()))
+        for k in dropped:
+            touched.update(by_flag.get(k, ()))
+        look = touched | self._unsettled
+        for k in dropped:
+            look.update(where[g] for g in self._leaning.get(k, ()) if g in where)
         out = []
-        cut = False  # some group lost items (its first position may have moved)
-        for its, deps, sets, whole in self._all_groups:
-            if deps.isdisjoint(skip) and sets.isdisjoint(dropped):
-                out.append(whole)
-                continue
-            cut = True
-            gkey = whole[1]
-            kept = [(n, it) for n, it in its
-                    if not (it.key[1] in skip if it.key[0] == "dep" else it.key[1] in dropped)]
-            if kept:
-                out.append((kept[0][0], (gkey[0], gkey[1], frozenset(it.key for _, it in kept)),
-                            [it for _, it in kept]))
-        if cut:
-            out.sort(key=lambda g: g[0])
-        return out
+        for g in sorted(look):
+            its, _, _, whole = self._all_groups[g]
+            first, gkey, items = whole
+            if g in touched:
+                kept = [(n, it) for n, it in its
+                        if not (it.key[1] in skip if it.key[0] == "dep"
+                                else it.key[1] in dropped)]
+                if not kept:
+                    continue
+                first = kept[0][0]
+                gkey = (gkey[0], gkey[1], frozenset(it.key for _, it in kept))
+                items = [it for _, it in kept]
+            used = self._ok.get(gkey)
+            if used is None or used & dropped:
+                out.append((first, gkey, items, used))
+        out.sort(key=lambda x: x[0])
+        return [(gkey, items, used) for _, gkey, items, used in out]
 
     def _bare(self, gkey: tuple, items: list[_Item], dropped: frozenset
               ) -> SyncProblem | None:
@@ -318,7 +369,7 @@ class SyncOracle(ChainRelations):
         if same is None or self._sync_between(self.infos[gkey[0]], self.infos[gkey[1]],
                                               dropped):
             return None
-        self._ok.pop(gkey, None)
+        self._forget(gkey)
         return SyncProblem(f"unordered: {same.dep} (no sync left between source and sink "
                            "within one iteration)", same.dep)
 

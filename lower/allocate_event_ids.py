@@ -102,7 +102,7 @@ def _allocate(kernel: Kernel, target: Target, verify: bool, oracle: SyncOracle |
                                          for i in c.instrs):
                 # a fallback rewrote syncs (or no oracle was given): one oracle of this kernel,
                 # kept while only the colouring changes
-                oracle, dropped = SyncOracle(kernel, deps, target), frozenset()
+                oracle, dropped = SyncOracle(kernel, deps, target, reuse=oracle), frozenset()
                 rebuilt = oracle
             problems = _sharing_problems(groups, bases, oracle, dropped, downgraded)
             if not problems:

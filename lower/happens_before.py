@@ -62,6 +62,8 @@ from ascendsched.lower.sync_text import Flag, _mod_id, flag_pair_levels
 from ascendsched.target.model import CoreType, Target
 
 MAX_HOPS = 3
+# cache entries keyed by the shape of statements (domains, loop counts, ids), not their place
+_SHAPES = ("po shape", "po loops", "id eq")
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,8 @@ class SyncOracle(ChainRelations):
                              tuple(i for i in group if isinstance(i.instr, WaitFlag)),
                              next(iter(chans)) if len(chans) == 1 else None)
         super().__init__(infos, target, made, barriers, max_hops)
+        if reuse is not None:  # relations that depend on no statement's place: any kernel's
+            self._cache.update((k, v) for k, v in reuse._cache.items() if k[0] in _SHAPES)
         # the analysed kernel's statements, found again in the placed one by their ids (sync
         # insertion keeps every instruction's id)
         placed = self._by_id
@@ -187,7 +191,7 @@ class SyncOracle(ChainRelations):
         same = {a.id for a, b in zip(mine, theirs, strict=True)
                 if _event_id(a.instr) == _event_id(b.instr)}
         for key, val in other._cache.items():
-            if key[0] in ("po", "po shape", "po loops", "id eq") or (
+            if key[0] == "po" or (
                     key[0] == "flag rel" and key[1] in same and key[2] in same):
                 self._cache[key] = val
 

@@ -15,6 +15,8 @@ with the buffering asked for (else the first that fits at all). The rules:
   a (2, 384, 384) softmax gets tiles of some rows of the middle axis (``split('y', 'p', 1)
   .split('y', 'i', 8)``), the leading tile loops fused into one so every tile can go to any
   core and a tail tile is a branch of the loop body;
+- a row too wide for one tile is cut into pieces whose loop is fused under the row loop, so
+  the pieces of every row spread over the cores (each piece still reduces its whole row);
 - the outermost tile loop is bound to min(tiles, vector cores) cores;
 - inputs every tile reads whole (``gamma[j]`` with only rows tiled) are loaded once per core
   (``load_once``); the other input tiles and the output tile are double buffered when a core
@@ -209,8 +211,13 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
         if e < size:
             s = s.split(out.name, a, e)
     # the leading axes' tile loops as one loop: any of its tiles can go to any core, and a
-    # tail tile is a branch of that loop's body, whose buffers reuse the full tile's UB
+    # tail tile is a branch of that loop's body, whose buffers reuse the full tile's UB; the
+    # pieces of a row too wide for one tile join them, under the rows (bound alone, the
+    # column loop kept LayerNorm 64 x 16384 on 4 cores: 174711 modelled cycles, 21925 so)
     row_loops = [n for n in s.loop_names(out.name) if n not in before]
+    if row_loops and before:
+        s = s.reorder(out.name, *row_loops, *before)
+        row_loops += before
     fused = row_loops[0] if row_loops else ""
     for inner in row_loops[1:]:
         s = s.fuse(out.name, fused, inner)

@@ -190,17 +190,22 @@ class VectorBuild:
                 splits[first] = c["rows"]
             if c["cols"] != WHOLE:
                 splits[last] = c["cols"]
-        order = [first, last] if c.get("order", "rows") == "rows" else [last, first]
+        how = c.get("order", "rows")
+        order = [first, last] if how in ("rows", "fused") else [last, first]
         if len(self.axes) == 1:
             order = [first]
         for ax in order:
             if ax in splits:
                 s = s.split(self.out, ax, splits[ax])
         loops = s.loop_names(self.out)
+        if how == "fused" and len(loops) == 2:  # row and column tiles in one bound loop
+            s = s.fuse(self.out, *loops)
+            loops = s.loop_names(self.out)
         if loops:
-            outer_axis = s.loop_nest(self.out).loops[0][1][0]
-            size = self.shape[self.axes.index(outer_axis)]
-            cores = min(c["cores"], -(-size // splits[outer_axis]))
+            tiles = 1
+            for ax in s.loop_nest(self.out).loops[0][1]:
+                tiles *= -(-self.shape[self.axes.index(ax)] // splits[ax])
+            cores = min(c["cores"], tiles)
             if cores > 1:
                 s = s.bind(self.out, loops[0], cores)
         for st, is_red in self.stages:
@@ -220,7 +225,8 @@ class VectorBuild:
 def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str | None = None,
                  algo_code: str = "algo", **choices: tuple[Any, ...]) -> Space:
     """Tile of the output (``tile`` for 1-D; ``rows``/``cols`` and their loop ``order`` for
-    2-D and up), vector ``cores``, ``place_<stage>`` (``"at"``: computed per tile, or
+    2-D and up: ``rows`` or ``cols`` outer, the outer one bound, or ``fused``: one loop of
+    both, bound, as the default schedule spreads the pieces of wide rows), vector ``cores``, ``place_<stage>`` (``"at"``: computed per tile, or
     ``"inline"``) per elementwise producer, ``copies_<tensor>`` per input and the output, and
     ``once_<input>`` (``"tile"``; ``"once"``: ``load_once``, one copy loaded before the tile
     loops, and the values of it alone computed there too; ``"load"``: loaded once, those
@@ -240,7 +246,7 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
         params["rows"] = tuple(r for r in VECTOR_ROWS if r < shape[0]) + (WHOLE,)
         params["cols"] = _factors(VECTOR_COLS, shape[-1], align) + (WHOLE,)
         if len(params["cols"]) > 1:
-            params["order"] = ("rows", "cols")
+            params["order"] = ("rows", "cols", "fused")
     params["cores"] = tuple(c for c in (8, 16, 24, 32, 40, 48) if c < target.num_aiv) + (
         target.num_aiv,)
     stages = []

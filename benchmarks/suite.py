@@ -1,7 +1,8 @@
 """Benchmark suites: library kernels at named shapes, each with its default search space.
 
 ``llm``: the shapes of a Llama-class layer (RMSNorm/LayerNorm/softmax and elementwise ops over
-4096-16384 rows x 4096-11008 columns; the layer's GEMMs; attention-sized batched GEMMs).
+4096-16384 rows x 4096-11008 columns, and a LayerNorm over GPT-3's 12288; the layer's GEMMs;
+attention-sized batched GEMMs).
 ``quick``: small shapes of the same kernels, for a report in a few minutes and for tests.
 The SwiGLU-like elementwise kernel is the library's ``fused_mul_add_relu`` (a multiply, an add
 and an activation per element, three inputs, one output), flattened to one axis.
@@ -45,6 +46,8 @@ LLM = (
     Case("rmsnorm", (4096, 4096), "RMSNorm 4096x4096"),
     Case("rmsnorm", (16384, 4096), "RMSNorm 16384x4096"),
     Case("layernorm", (4096, 4096), "LayerNorm 4096x4096"),
+    # rows too wide for one tile (GPT-3's hidden size): pieces of rows over every core
+    Case("layernorm", (4096, 12288), "LayerNorm 4096x12288"),
     Case("softmax", (4096, 4096), "softmax 4096x4096"),
     Case("softmax", (8192, 8192), "softmax 8192x8192"),
     Case("fused_mul_add_relu", (4096 * 11008,), "SwiGLU-like 4096x11008"),

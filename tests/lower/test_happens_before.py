@@ -344,3 +344,48 @@ def test_a_probe_reports_only_pairs_the_full_cover_leaves(name: str) -> None:
             left += not full.is_empty()
             ordered += full.is_empty()
     assert left and ordered, (left, ordered)  # both outcomes were exercised
+
+
+def _groups_by_walking(oracle: SyncOracle, skip: frozenset, dropped: frozenset) -> list:
+    """What ``_to_check`` must give, by walking every group (its definition)."""
+    out = []
+    for its, _, _, (first, gkey, _) in oracle._all_groups:
+        kept = [(n, it) for n, it in its
+                if not (it.key[1] in skip if it.key[0] == "dep" else it.key[1] in dropped)]
+        if not kept:
+            continue
+        if len(kept) < len(its):
+            first = kept[0][0]
+            gkey = (gkey[0], gkey[1], frozenset(it.key for _, it in kept))
+        used = oracle._ok.get(gkey)
+        if used is None or used & dropped:
+            out.append((first, gkey, used))
+    return [(gkey, used) for _, gkey, used in sorted(out, key=lambda x: x[0])]
+
+
+@pytest.mark.parametrize("name", ["gemm edges 3 cores", "layernorm rows db tails"])
+def test_the_groups_a_trial_checks_are_those_a_walk_over_every_group_finds(name: str) -> None:
+    # pruning's trials find the groups to re-check through indices (sync -> verdicts that used
+    # it, dependence/flag -> groups); along a whole pruning run they must be exactly the ones
+    # a walk over every group finds, in the same order
+    from ascendsched.lower.remove_redundant_sync import _candidates
+
+    planned = _TEXT_CASES[name]()
+    deps = analyze_dependences(planned)
+    placed = place_syncs(planned, deps, ASCEND_910B)
+    oracle, settled = placed.oracle, placed.settled_by
+    skip = frozenset(n for ns in settled.values() for n in ns)
+    dropped: frozenset = frozenset()
+    trials = kept = 0
+    for ch in _candidates(placed.kernel):
+        keys = oracle.sync_keys(ch)
+        trial_skip = skip - settled.get(ch, frozenset())
+        want = _groups_by_walking(oracle, trial_skip, dropped | keys)
+        got = [(g, u) for g, _, u in oracle._to_check(trial_skip, dropped | keys)]
+        assert got == want, ch
+        trials += 1
+        if not oracle.problems(dropped=dropped | keys, skip=trial_skip, first_only=True):
+            dropped, skip = dropped | keys, trial_skip
+        else:
+            kept += 1
+    assert trials > 5 and kept and len(dropped) > 0, (trials, kept, len(dropped))

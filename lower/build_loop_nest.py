@@ -124,6 +124,15 @@ class _Builder(_Bounds, _TileMemory):
         self.n_loops = 0  # IR loops made for vector instructions (numbers their variables)
         self.suffixes: dict[tuple[str, ...], str] = {}  # tail version -> its buffers' suffix
         self.depth = 0  # tile loops around the version being generated
+        # stages computed at an outer tile loop (once per iteration of it, before the loops
+        # inside): the loop's level per stage, and their layouts while the loops inside it
+        # are generated
+        names = [n for n, _ in self.nest.loops]
+        self.level_of = {st.name: names.index(p.loop) for st in self.tile_stages
+                         if isinstance(p := self.placement.get(st.name), ComputeAt)
+                         and p.loop in names[:-1]}
+        self.outside: dict[str, Layout] = {}
+        self._check_outer_placements(names)
         self._check_row_alignment()
         check_output_tiles(self)
 
@@ -218,14 +227,14 @@ class _Builder(_Bounds, _TileMemory):
             out: list[Stmt] = []
             if full[a]:
                 self.depth += 1
-                inner = self._gen_loops(level + 1, {**idx, a: Affine.of(name)}, {**ver, a: "full"},
-                                        Affine.mod(name, 2))
+                inner = self._below(level, {**idx, a: Affine.of(name)}, {**ver, a: "full"},
+                                    Affine.mod(name, 2))
                 self.depth -= 1
                 out.append(For(name, full[a], tuple(inner), comment=f"tiles of {a} (split by "
                                f"{self.nest.factors[a]})"))
             if full[a] < tiles[a]:
-                out.extend(self._gen_loops(level + 1, {**idx, a: Affine(full[a])},
-                                           {**ver, a: "tail"}, Affine(full[a] % 2)))
+                out.extend(self._below(level, {**idx, a: Affine(full[a])},
+                                       {**ver, a: "tail"}, Affine(full[a] % 2)))
             return out
         total = int(np.prod([tiles[a] for a in axes]))
         if bound:
@@ -261,7 +270,7 @@ class _Builder(_Bounds, _TileMemory):
             if skip:
                 continue
             self.depth += 1
-            inner = self._gen_loops(level + 1, {**idx, **per_axis}, cver, copy_in)
+            inner = self._below(level, {**idx, **per_axis}, cver, copy_in)
             self.depth -= 1
             body.extend([If(tuple(conds), tuple(inner), comment=_combo_comment(axes, cver))]
                         if conds else inner)
@@ -269,37 +278,109 @@ class _Builder(_Bounds, _TileMemory):
             body = [If((Cond(v, "<", total),), tuple(body), comment="this core's last tile")]
         return [For(loop_var, trips, tuple(body), comment=what)]
 
+    def _below(self, level: int, idx: dict[str, Affine], ver: dict[str, str], copy: Affine
+               ) -> list[Stmt]:
+        """The body of one iteration (one version) of tile loop ``level``: the stages computed
+        at that loop, over the box every tile inside reads (the axes of the loops inside
+        whole), then the loops inside, whose tiles read those stages' buffers."""
+        here = [st for st in self.tile_stages if self.level_of.get(st.name) == level]
+        if not here:
+            return self._gen_loops(level + 1, idx, ver, copy)
+        inner_axes = {a for _, axes in self.nest.loops[level + 1:] for a in axes}
+        box = tuple(Axis(a, Affine(), self.sizes[a]) if a in inner_axes else ax
+                    for a, ax in zip(self.out_axes, self._tile_box(idx, ver)))
+        boxes = self._bounds(box)
+        v = _Version(suffix=self._suffix(ver))
+        layouts = dict(self.outside)
+        for t in self.algo.inputs:
+            if t.name in self.hoisted:
+                layouts[t.name] = self.hoisted_layouts[t.name]
+            elif any(t.name in self._reads(st) for st in here):
+                lay = self._layout(f"{t.name}_ub_at{level}{v.suffix}", t, boxes[t.name], copy)
+                layouts[t.name] = lay
+                v.instrs.extend(self._dma(t, lay, to_ub=True))
+        saved = self.outside
+        for st in here:
+            lay = self._layout(f"{st.name}_ub{v.suffix}", st, boxes[st.name], copy)
+            layouts[st.name] = lay
+            self._stage(v, st, lay, layouts)
+            self.outside = {**self.outside, st.name: lay}
+        inner = self._gen_loops(level + 1, idx, ver, copy)
+        self.outside = saved
+        return v.instrs + inner
+
+    def _reads(self, st: Tensor) -> set[str]:
+        """The tensors ``st``'s body (inlined stages substituted) reads."""
+        out: set[str] = set()
+
+        def walk(e: Expr) -> None:
+            if isinstance(e, Load):
+                out.add(e.tensor.name)
+            for c in children(e):
+                walk(c)
+
+        walk(self.bodies[st.name])
+        return out
+
+    def _check_outer_placements(self, names: list[str]) -> None:
+        """A stage computed at an outer tile loop reads only stages computed there or further
+        out: one computed per tile inside does not exist yet."""
+        inner = len(names) - 1
+        for st in self.tile_stages:
+            at = self.level_of.get(st.name)
+            if at is None:
+                continue
+            for r in sorted(self._reads(st)):
+                lv = self.level_of.get(r, inner if r in self.bodies else None)
+                if lv is not None and lv > at:
+                    raise ScheduleError(
+                        f"compute_at('{st.name}', '{self.out.name}', '{names[at]}'): "
+                        f"'{st.name}' reads '{r}', which is computed inside that loop (at "
+                        f"'{names[lv]}'); compute '{r}' at '{names[at]}' or further out too, or "
+                        f"'{st.name}' at '{names[lv]}'")
+
     def loop_var(self, stem: str) -> str:
         """A loop variable name no other loop of the kernel uses."""
         self.n_loops += 1
         return f"{stem}{self.n_loops}"
 
     # ----------------------------------------------------------------- one tile
-    def _tile(self, idx: dict[str, Affine], ver: dict[str, str], copy: Affine) -> list[Stmt]:
+    def _tile_box(self, idx: dict[str, Affine], ver: dict[str, str]) -> tuple[Axis, ...]:
+        """The output box of one tile (of the given version)."""
         box = []
         for a in self.out_axes:
             f = self.nest.factors[a]
             ext = {"whole": self.sizes[a], "full": f, "tail": self.sizes[a] % f}[ver[a]]
             box.append(Axis(a, idx[a] * f if ver[a] != "whole" else Affine(), ext))
-        boxes = self._bounds(tuple(box))
-        # A tail version after every tile loop gets buffers of its own: one name used by two
-        # versions would live from the first version's first use to the other's last use, and
-        # lifetimes spanning both versions keep the planner from reusing any UB between them.
-        # (A tail inside a loop keeps the shared names: its own buffers could take space the
-        # next iteration's full tile uses, and the syncs for that would serialise the loop.)
+        return tuple(box)
+
+    def _suffix(self, ver: dict[str, str]) -> str:
+        """The buffer-name suffix of a version. A tail version after every tile loop gets
+        buffers of its own: one name used by two versions would live from the first version's
+        first use to the other's last use, and lifetimes spanning both versions keep the
+        planner from reusing any UB between them. (A tail inside a loop keeps the shared
+        names: its own buffers could take space the next iteration's full tile uses, and the
+        syncs for that would serialise the loop.)"""
         key = tuple(ver[a] for a in self.out_axes)
         if "tail" in key and key not in self.suffixes and self.depth == 0:
             self.suffixes[key] = "_tail" + (str(len(self.suffixes) + 1) if self.suffixes else "")
-        v = _Version(suffix=self.suffixes.get(key, ""))
-        layouts: dict[str, Layout] = {}
+        return self.suffixes.get(key, "")
+
+    def _tile(self, idx: dict[str, Affine], ver: dict[str, str], copy: Affine) -> list[Stmt]:
+        boxes = self._bounds(self._tile_box(idx, ver))
+        v = _Version(suffix=self._suffix(ver))
+        layouts: dict[str, Layout] = dict(self.outside)
+        inside = [st for st in self.tile_stages if st.name not in self.outside]
+        # the inputs the tile's own stages read (all it needs, when none is computed outside)
+        wanted = set().union(*(self._reads(st) for st in inside)) if self.outside else None
         for t in self.algo.inputs:
             if t.name in self.hoisted:
                 layouts[t.name] = self.hoisted_layouts[t.name]
-            elif t.name in boxes:
+            elif t.name in boxes and (wanted is None or t.name in wanted):
                 lay = self._layout(f"{t.name}_ub{v.suffix}", t, boxes[t.name], copy)
                 layouts[t.name] = lay
                 v.instrs.extend(self._dma(t, lay, to_ub=True))
-        for st in self.tile_stages:
+        for st in inside:
             lay = self._layout(f"{st.name}_ub{v.suffix}", st, boxes[st.name], copy)
             layouts[st.name] = lay
             self._stage(v, st, lay, layouts)

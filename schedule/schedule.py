@@ -233,7 +233,10 @@ class Schedule(Scheduled):
         return self._add(Bind(stage, loop, cores))
 
     def compute_at(self, stage: str, consumer: str, loop: str) -> Schedule:
-        """Compute ``stage`` inside ``consumer``'s ``loop``, once per tile, in UB."""
+        """Compute ``stage`` inside ``consumer``'s ``loop``, in UB: once per tile at the
+        innermost tile loop, or once per iteration of an outer tile loop over the box every
+        inner tile of that iteration reads (Halide's compute_at at an outer level: a row's
+        statistics once per row while the row's pieces are tiles of the loop inside)."""
         t = self._stage(stage, "compute_at")
         c = self._stage(consumer, "compute_at")
         if t in self.algo.outputs:
@@ -251,8 +254,8 @@ class Schedule(Scheduled):
         legal = self.legal_compute_at(consumer)
         if loop not in legal:
             raise ScheduleError(
-                f"compute_at('{stage}', '{consumer}', '{loop}'): stages are computed per tile, at "
-                f"the innermost tile loop of the consumer. Legal locations: "
+                f"compute_at('{stage}', '{consumer}', '{loop}'): '{loop}' is not a tile loop of "
+                f"'{consumer}'. Legal locations: "
                 + (", ".join(f"compute_at('{stage}', '{consumer}', '{n}')" for n in legal)
                    or f"(none: split '{consumer}' first, or compute_inline('{stage}'))"))
         return self._add(ComputeAt(stage, consumer, loop))
@@ -390,7 +393,7 @@ class Schedule(Scheduled):
         at = self.placement(consumer)
         if at is not None:  # consumer itself computed at another stage: same level
             return [at.loop]
-        return loops[-1:] if loops else ["root"]
+        return loops[::-1] if loops else ["root"]  # the innermost (per tile) first
 
     def placement(self, stage: str) -> ComputeAt | ComputeInline | None:
         """The last compute_at/compute_inline directive of ``stage`` (None: default)."""

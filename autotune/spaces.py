@@ -231,8 +231,9 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     ``once_<input>`` (``"tile"``; ``"once"``: ``load_once``, one copy loaded before the tile
     loops, and the values of it alone computed there too; ``"load"``: loaded once, those
     values computed per tile, ``load_once(..., hoist=False)``) per input that does not vary along
-    every output axis (``gamma[j]``). A load_once a tile cannot honour (the input follows a
-    split axis) or that overflows UB is pruned by lowering's own checks, like any point."""
+    every output axis (``gamma[j]``; with that axis split, each tile reads its part of the one
+    copy). A load_once that overflows UB is pruned by the planner's own checks, like any
+    point."""
     out = algo.outputs[0]
     assert out.op is not None
     axes = tuple(a.name for a in out.op.axes)

@@ -164,9 +164,10 @@ class _Builder(_Bounds, _TileMemory):
         )
 
     def _invariant_inputs(self) -> frozenset[str]:
-        """The inputs the schedule loads once (``load_once``): loaded per core before the tile
-        loops into one copy. Each must be read whole by every tile (``gamma[j]`` when only
-        rows are tiled)."""
+        """The inputs the schedule loads once (``load_once``): loaded whole, per core, before
+        the tile loops, into one copy the tiles read: every tile the whole input (``gamma[j]``
+        when only rows are tiled), or each its part (``gamma[j]`` when rows are cut into pieces:
+        one load per core instead of one per piece of every row)."""
         wanted = [t for t in self.algo.inputs if self.s.loaded_once(t.name)]
         if not wanted or not self.nest.loops:
             return frozenset()
@@ -174,14 +175,6 @@ class _Builder(_Bounds, _TileMemory):
                     if self.nest.factors[a] < self.sizes[a] else Axis(a, Affine(), self.sizes[a])
                     for a in self.out_axes)
         boxes = self._bounds(box)
-        for t in wanted:
-            if t.name in boxes and not all(
-                    ax.start.is_const and ax.start.const == 0 and ax.extent == int(n)
-                    for ax, n in zip(boxes[t.name], t.shape)):
-                raise ScheduleError(
-                    f"load_once('{t.name}'): a tile of '{self.out.name}' reads only part of "
-                    f"'{t.name}' (it follows a split axis), so every tile needs its own load; "
-                    f"load once only inputs every tile reads whole")
         return frozenset(t.name for t in wanted if t.name in boxes)
 
     def invariant_axes(self, e: Expr, dom: list[Axis], env: dict) -> tuple | None:

@@ -286,10 +286,12 @@ class Schedule(Scheduled):
         return self._add(Buffering(tensor, copies))
 
     def load_once(self, tensor: str, *, hoist: bool = True) -> Schedule:
-        """Load input ``tensor`` once per core, before the tile loops, into one UB copy that
-        stays for the whole kernel, instead of once per tile: for an input every tile reads
-        whole (``gamma[j]`` when only rows are tiled; lowering checks it). Saves a DMA per
-        tile, costs its bytes for the whole kernel. ``hoist``: values computed from such
+        """Load input ``tensor`` whole, once per core, before the tile loops, into one UB copy
+        that stays for the whole kernel, instead of once per tile: for an input every tile
+        reads whole (``gamma[j]`` when only rows are tiled), or one whose tiles read parts of
+        it many times (``gamma[j]`` when each row is cut into pieces: each piece reads its part
+        of the one copy). Saves a DMA per tile, costs the whole input's bytes for the whole
+        kernel. ``hoist``: values computed from such
         inputs alone (``float32(gamma[j])``) are computed once too, before the tile loops,
         and hold their own UB for the whole kernel; ``hoist=False`` recomputes them per tile
         in temporaries (less UB, for rows too wide for both)."""

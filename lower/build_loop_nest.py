@@ -132,6 +132,7 @@ class _Builder(_Bounds, _TileMemory):
                          if isinstance(p := self.placement.get(st.name), ComputeAt)
                          and p.loop in names[:-1]}
         self.outside: dict[str, Layout] = {}
+        self._read_cache: dict[str, frozenset[str]] = {}
         self._check_outer_placements(names)
         self._check_row_alignment()
         check_output_tiles(self)
@@ -284,36 +285,48 @@ class _Builder(_Bounds, _TileMemory):
                     for a, ax in zip(self.out_axes, self._tile_box(idx, ver)))
         boxes = self._bounds(box)
         v = _Version(suffix=self._suffix(ver))
-        layouts = dict(self.outside)
-        for t in self.algo.inputs:
-            if t.name in self.hoisted:
-                layouts[t.name] = self.hoisted_layouts[t.name]
-            elif any(t.name in self._reads(st) for st in here):
-                lay = self._layout(f"{t.name}_ub_at{level}{v.suffix}", t, boxes[t.name], copy)
-                layouts[t.name] = lay
-                v.instrs.extend(self._dma(t, lay, to_ub=True))
+        wanted = set().union(*(self._reads(st) for st in here))
+        layouts = self._compute(v, here, boxes, copy, wanted, f"_ub_at{level}")
         saved = self.outside
-        for st in here:
-            lay = self._layout(f"{st.name}_ub{v.suffix}", st, boxes[st.name], copy)
-            layouts[st.name] = lay
-            self._stage(v, st, lay, layouts)
-            self.outside = {**self.outside, st.name: lay}
+        self.outside = {**saved, **{st.name: layouts[st.name] for st in here}}
         inner = self._gen_loops(level + 1, idx, ver, copy)
         self.outside = saved
         return v.instrs + inner
 
-    def _reads(self, st: Tensor) -> set[str]:
+    def _compute(self, v: _Version, stages: list[Tensor], boxes: dict, copy: Affine,
+                 wanted: set[str] | None, input_buf: str = "_ub") -> dict[str, Layout]:
+        """Into ``v``: the loads of the inputs of ``wanted`` (None: every input the boxes
+        name) that are not loaded once, then ``stages`` over their boxes, reading what is
+        computed outside (``self.outside``) too; the layouts of all of them."""
+        layouts: dict[str, Layout] = dict(self.outside)
+        for t in self.algo.inputs:
+            if t.name in self.hoisted:
+                layouts[t.name] = self.hoisted_layouts[t.name]
+            elif t.name in boxes and (wanted is None or t.name in wanted):
+                lay = self._layout(f"{t.name}{input_buf}{v.suffix}", t, boxes[t.name], copy)
+                layouts[t.name] = lay
+                v.instrs.extend(self._dma(t, lay, to_ub=True))
+        for st in stages:
+            lay = self._layout(f"{st.name}_ub{v.suffix}", st, boxes[st.name], copy)
+            layouts[st.name] = lay
+            self._stage(v, st, lay, layouts)
+        return layouts
+
+    def _reads(self, st: Tensor) -> frozenset[str]:
         """The tensors ``st``'s body (inlined stages substituted) reads."""
-        out: set[str] = set()
+        got = self._read_cache.get(st.name)
+        if got is None:
+            out: set[str] = set()
 
-        def walk(e: Expr) -> None:
-            if isinstance(e, Load):
-                out.add(e.tensor.name)
-            for c in children(e):
-                walk(c)
+            def walk(e: Expr) -> None:
+                if isinstance(e, Load):
+                    out.add(e.tensor.name)
+                for c in children(e):
+                    walk(c)
 
-        walk(self.bodies[st.name])
-        return out
+            walk(self.bodies[st.name])
+            got = self._read_cache[st.name] = frozenset(out)
+        return got
 
     def _check_outer_placements(self, names: list[str]) -> None:
         """A stage computed at an outer tile loop reads only stages computed there or further
@@ -362,21 +375,10 @@ class _Builder(_Bounds, _TileMemory):
     def _tile(self, idx: dict[str, Affine], ver: dict[str, str], copy: Affine) -> list[Stmt]:
         boxes = self._bounds(self._tile_box(idx, ver))
         v = _Version(suffix=self._suffix(ver))
-        layouts: dict[str, Layout] = dict(self.outside)
         inside = [st for st in self.tile_stages if st.name not in self.outside]
         # the inputs the tile's own stages read (all it needs, when none is computed outside)
         wanted = set().union(*(self._reads(st) for st in inside)) if self.outside else None
-        for t in self.algo.inputs:
-            if t.name in self.hoisted:
-                layouts[t.name] = self.hoisted_layouts[t.name]
-            elif t.name in boxes and (wanted is None or t.name in wanted):
-                lay = self._layout(f"{t.name}_ub{v.suffix}", t, boxes[t.name], copy)
-                layouts[t.name] = lay
-                v.instrs.extend(self._dma(t, lay, to_ub=True))
-        for st in inside:
-            lay = self._layout(f"{st.name}_ub{v.suffix}", st, boxes[st.name], copy)
-            layouts[st.name] = lay
-            self._stage(v, st, lay, layouts)
+        layouts = self._compute(v, inside, boxes, copy, wanted)
         for o in self.algo.outputs:
             v.instrs.extend(self._dma(o, layouts[o.name], to_ub=False))
         return v.instrs

@@ -53,7 +53,7 @@ import islpy as isl
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.byte_access import shared_copy
 from ascendsched.lower.cube_ops import same_pipe_ordered
-from ascendsched.lower.instances import InstrInfo, kernel_instrs, order_shape
+from ascendsched.lower.instances import InstrInfo, kernel_instrs, never_before
 from ascendsched.lower.ir import Instr, Kernel
 from ascendsched.lower.polyhedral import Dependence, Dependences
 from ascendsched.lower.sync_chains import ChainRelations, point_text, union_of
@@ -169,8 +169,7 @@ class SyncOracle(ChainRelations, GroupVerdicts):
         for f in self.flags.values():
             for w in f.waits:
                 for s in f.sets:
-                    m, later = order_shape(w, s)
-                    if not m and later:
+                    if never_before(w, s):
                         continue  # no common loop, the set first in the text: never after
                     rel = self._flag_rel(w, s)
                     if not rel.is_empty():
@@ -299,8 +298,7 @@ class SyncOracle(ChainRelations, GroupVerdicts):
         for w_ins, w_id in waits:
             for s_ins, s_id in sets:
                 w, s = where[w_ins.id], where[s_ins.id]
-                m, later = order_shape(w, s)
-                if not m and later:
+                if never_before(w, s):
                     continue  # no common loop, the set first in the text: never after
                 key = ("shared id", w.id, s.id, w_id, s_id, dropped)
                 if key not in self._cache:

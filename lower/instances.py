@@ -149,6 +149,13 @@ def order_shape(a: InstrInfo, b: InstrInfo) -> tuple[int, bool]:
     return m, a.path[j] > b.path[j]
 
 
+def never_before(a: InstrInfo, b: InstrInfo) -> bool:
+    """Whether no instance of ``a`` precedes one of ``b``, by their place in the text alone:
+    no common loop, and ``a`` is ``b`` or comes after it (``program_order`` is empty)."""
+    m, later = order_shape(a, b)
+    return not m and later
+
+
 def _program_order(a: InstrInfo, b: InstrInfo, m: int, strict: bool, domains: bool = True
                    ) -> isl.Map:
     na = {v: f"a{j}" for j, v in enumerate((BLOCK_IDX,) + a.loop_vars)}

@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ascendsched.algo.algorithm import Algorithm, root_output
-from ascendsched.algo.expr import Reduce
-from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.pipeline import build
 from ascendsched.lower.plan_memory import plan_memory
+from ascendsched.schedule.cube_directives import reduces
 from ascendsched.schedule.default import default_schedules
 from ascendsched.schedule.schedule import Scheduled
 from ascendsched.target import DEFAULT_TARGET, Target
@@ -70,8 +69,7 @@ def schedule_for(obj: Scheduled | Algorithm, target: Target = DEFAULT_TARGET
 
 def _reduction_stages(algo: Algorithm) -> list[str]:
     """The stages that reduce (on the Vector cores always along the innermost axis)."""
-    return [st.name for st in algo.stages
-            if st.op is not None and any(isinstance(e, Reduce) for e in walk(st.op.body))]
+    return [st.name for st in algo.stages if reduces(st)]
 
 
 def _defaults(algo: Algorithm, target: Target) -> Iterator[Scheduled]:

@@ -25,7 +25,7 @@ from ascendsched.lower.instances import (
     InstrInfo,
     affine_text,
     coalesced,
-    order_shape,
+    never_before,
     program_order,
 )
 from ascendsched.lower.ir import BLOCK_IDX
@@ -72,22 +72,28 @@ class ChainRelations(CarriedText):
         return rel, frozenset(used)
 
     def _candidates(self, s: InstrInfo, t: InstrInfo, dropped: frozenset,
-                    hint: frozenset[str], hops: int):  # noqa: ANN202
+                    hint: frozenset[str], hops: int, one: isl.Set | None = None
+                    ):  # noqa: ANN202
         """(sync keys, function giving the s -> t instance pairs they order) for each barrier
         and flag that may order pipe-s work before t, the hinted ones first; flags from another
-        pipe relay what their sets know (chains of up to ``hops`` flags)."""
+        pipe relay what their sets know (chains of up to ``hops`` flags). ``one``: the s
+        instances to build the relations from (``_probe``; their keys are not needed, so a
+        relay's supporting syncs are not looked up), None: all."""
         bars, ones, relays = self._cached(("ranked", s.id, t.id, hint),
                                           lambda: self._ranked(s, t, hint))
         for k, x in bars:
             if k not in dropped:
-                yield (k,), lambda x=x: self._via_barrier(s, x, t)
+                yield (k,), lambda x=x: self._via_barrier(s, x, t, one)
         for f in ones:
             if f.key not in dropped:
-                yield (f.key,), lambda f=f: self._via_flag(s, f, t, None, hops)
+                yield (f.key,), lambda f=f: self._via_flag(s, f, t, None, hops, one)
         if hops < 2:
             return
         for f in relays:
             if f.key in dropped:
+                continue
+            if one is not None:
+                yield (f.key,), lambda f=f: self._via_flag(s, f, t, dropped, hops, one)
                 continue
             support = self._relay_deps(s, f, hops)
             inner = dropped & support
@@ -105,7 +111,7 @@ class ChainRelations(CarriedText):
         dom = rel.domain()
         for one in (isl.Set.from_point(dom.sample_point()), dom.lexmax()):
             left = rel.intersect_domain(one)
-            for make in self._probe_candidates(s, t, one, dropped, self.max_hops):
+            for _, make in self._candidates(s, t, dropped, frozenset(), self.max_hops, one):
                 cov = make()
                 if cov is not None:
                     left = left.subtract(cov)
@@ -114,47 +120,6 @@ class ChainRelations(CarriedText):
             else:
                 return left
         return None
-
-    def _probe_candidates(self, s: InstrInfo, t: InstrInfo, one: isl.Set, dropped: frozenset,
-                          hops: int):  # noqa: ANN202
-        """``_candidates`` (their relations only) for the s instances of ``one``."""
-        bars, ones, relays = self._menu_inside(s, t)
-        for k, x in bars:
-            if k not in dropped and not _never_before(s, x):
-                yield lambda x=x: self._po(s, x).intersect_domain(one).apply_range(
-                    self._po(x, t))
-        for f in ones:
-            if f.key not in dropped:
-                yield lambda f=f: self._probe_flag(s, f, t, one, None, hops)
-        if hops < 2:
-            return
-        for f in relays:
-            if f.key not in dropped:
-                yield lambda f=f: self._probe_flag(s, f, t, one, dropped, hops)
-
-    def _probe_flag(self, s: InstrInfo, f: Flag, t: InstrInfo, one: isl.Set,
-                    dropped: frozenset | None, hops: int) -> isl.Map | None:
-        """``_via_flag`` for the s instances of ``one``."""
-        out = None
-        for x in f.sets:
-            if _never_before(s, x):
-                continue  # no chain from s reaches a set it never precedes
-            links = self._links(f, x, t)
-            if links is None:
-                continue
-            if dropped is None:
-                lead = self._po(s, x).intersect_domain(one)
-            else:
-                lead = None
-                for make in self._probe_candidates(s, x, one, dropped, hops - 1):
-                    cov = make()
-                    if cov is not None:
-                        lead = cov if lead is None else lead.union(cov)
-                if lead is None:
-                    continue
-            step = lead.apply_range(links)
-            out = step if out is None else out.union(step)
-        return out
 
     def _ranked(self, s: InstrInfo, t: InstrInfo, hint: frozenset[str]
                 ) -> tuple[list[tuple[tuple, InstrInfo]], list[Flag], list[Flag]]:
@@ -195,7 +160,11 @@ class ChainRelations(CarriedText):
                                       [f for f in relays if inside(f)])
         return got  # type: ignore[return-value]
 
-    def _via_barrier(self, s: InstrInfo, x: InstrInfo, t: InstrInfo) -> isl.Map | None:
+    def _via_barrier(self, s: InstrInfo, x: InstrInfo, t: InstrInfo,
+                     one: isl.Set | None = None) -> isl.Map | None:
+        if one is not None:  # from some s instances only (``_probe``): not cached
+            return None if never_before(s, x) else self._po(s, x).intersect_domain(
+                one).apply_range(self._po(x, t))
         key = ("via barrier", s.id, x.id, t.id)
         if key not in self._cache:
             rel = self._po(s, x).apply_range(self._po(x, t))
@@ -203,28 +172,31 @@ class ChainRelations(CarriedText):
         return self._cache[key]  # type: ignore[return-value]
 
     def _via_flag(self, s: InstrInfo, f: Flag, t: InstrInfo, dropped: frozenset | None,
-                  hops: int) -> isl.Map | None:
+                  hops: int, one: isl.Set | None = None) -> isl.Map | None:
         """Pairs (a, b) of s and t instances with a done before a set of ``f`` that a wait of
         ``f`` before b meets: ``a`` before the set (f from s's pipe, ``dropped`` None), or known
-        done at the set through flags into f's source pipe (a relay)."""
+        done at the set through flags into f's source pipe (a relay). ``one``: only the s
+        instances in it (``_probe``; not cached)."""
         key = ("via flag", s.id, f.key, t.id, dropped, hops)
-        if key in self._cache:
+        if one is None and key in self._cache:
             return self._cache[key]  # type: ignore[return-value]
         out = None
         for x in f.sets:
-            if dropped is None and _never_before(s, x):
-                continue
+            if never_before(s, x):
+                continue  # no chain from s reaches a set it never precedes
             links = self._links(f, x, t)
             if links is None:
                 continue
             if dropped is None:
-                lead = self._po(s, x)
+                lead = self._po(s, x) if one is None else self._po(s, x).intersect_domain(one)
             else:
-                lead = self._hb(s, x, dropped, hops - 1)
+                lead = self._hb(s, x, dropped, hops - 1, one)
                 if lead is None:
                     continue
             step = lead.apply_range(links)
             out = step if out is None else out.union(step)
+        if one is not None:
+            return out
         if out is not None and out.is_empty():
             out = None
         elif out is not None and out.n_basic_map() <= COALESCE_PIECES:
@@ -232,9 +204,18 @@ class ChainRelations(CarriedText):
         self._cache[key] = out
         return out
 
-    def _hb(self, s: InstrInfo, x: InstrInfo, dropped: frozenset, hops: int) -> isl.Map | None:
+    def _hb(self, s: InstrInfo, x: InstrInfo, dropped: frozenset, hops: int,
+            one: isl.Set | None = None) -> isl.Map | None:
         """Pairs (a, c) of s and x instances with a known done when c starts (chains of at most
-        ``hops`` flags, none of ``dropped``). Cached per the dropped syncs that matter here."""
+        ``hops`` flags, none of ``dropped``). Cached per the dropped syncs that matter here;
+        ``one``: only the s instances in it (``_probe``; not cached)."""
+        if one is not None:
+            out = None
+            for _, make in self._candidates(s, x, dropped, frozenset(), hops, one):
+                cov = make()
+                if cov is not None:
+                    out = cov if out is None else out.union(cov)
+            return out
         dropped = dropped & self._hb_deps(s, x, hops)
         key = ("hb", s.id, x.id, dropped, hops)
         if key in self._cache:
@@ -282,7 +263,7 @@ class ChainRelations(CarriedText):
         if key not in self._cache:
             out = None
             for y in f.waits:
-                if _never_before(x, y) or _never_before(y, t):
+                if never_before(x, y) or never_before(y, t):
                     continue
                 rel = self._flag_rel(x, y)
                 if rel.is_empty():
@@ -374,13 +355,6 @@ class ChainRelations(CarriedText):
         da = ", ".join(na[v] for v in (BLOCK_IDX,) + a.loop_vars)
         db = ", ".join(nb[v] for v in (BLOCK_IDX,) + b.loop_vars)
         return isl.Map(f"{{ {a.name}[{da}] -> {b.name}[{db}] : {ta} = {tb} }}")
-
-
-def _never_before(a: InstrInfo, b: InstrInfo) -> bool:
-    """Whether no instance of ``a`` precedes one of ``b`` by their place in the text alone:
-    no common loop, and ``a`` is ``b`` or comes after it (``program_order`` is empty)."""
-    m, later = order_shape(a, b)
-    return not m and later
 
 
 def union_of(maps: list[isl.Map]) -> isl.Map:

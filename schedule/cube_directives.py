@@ -183,9 +183,9 @@ def make_place(s: Schedule, stage: str, unit: str, rows: int | None, vector_core
             f"{call}: the Cube runs only contractions (a sum of products of two input "
             f"matrices, through tensorize); stage '{stage}' is not one: place it on 'vector'"
             + (" or 'fixpipe' (a cast, ReLU or per-column bias/scale after a contraction)"
-               if not _reduces(t) else ""))
+               if not reduces(t) else ""))
     if unit == "fixpipe":
-        if _reduces(t) and not contraction:
+        if reduces(t) and not contraction:
             raise UnsupportedError(
                 f"{call}: stage '{stage}' is a reduction; the Fixpipe applies only "
                 f"elementwise steps (a cast, ReLU, a per-column bias or scale) to the Cube's "
@@ -277,8 +277,9 @@ def check_vector_schedule(s: Schedule) -> None:
                     f"reduce loop>, 'mmad'))")
 
 
-def _reduces(t) -> bool:  # noqa: ANN001 -- Tensor
-    return any(isinstance(e, Reduce) for e in walk(t.op.body))
+def reduces(t) -> bool:  # noqa: ANN001 -- Tensor
+    """Whether stage ``t``'s body reduces (anywhere in it)."""
+    return t.op is not None and any(isinstance(e, Reduce) for e in walk(t.op.body))
 
 
 def _all_loops(s: Schedule, stage: str) -> list[str]:

@@ -209,10 +209,12 @@ class VectorBuild:
             if cores > 1:
                 s = s.bind(self.out, loops[0], cores)
         for st, is_red in self.stages:
-            if is_red or c.get(f"place_{st}", "at") == "at":
-                s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[0])
-            else:
+            place = c.get(f"place_{st}", "at")
+            if place == "inline" and not is_red:
                 s = s.compute_inline(st)
+            else:  # "at": per tile (the innermost tile loop); "outer": the outermost one
+                s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[
+                    -1 if place == "outer" else 0])
         loaded_once = {b for b in self.once if c.get(f"once_{b}", "tile") != "tile"}
         for b in sorted(loaded_once):
             s = s.load_once(b, hoist=c[f"once_{b}"] == "once")
@@ -226,8 +228,10 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
                  algo_code: str = "algo", **choices: tuple[Any, ...]) -> Space:
     """Tile of the output (``tile`` for 1-D; ``rows``/``cols`` and their loop ``order`` for
     2-D and up: ``rows`` or ``cols`` outer, the outer one bound, or ``fused``: one loop of
-    both, bound, as the default schedule spreads the pieces of wide rows), vector ``cores``, ``place_<stage>`` (``"at"``: computed per tile, or
-    ``"inline"``) per elementwise producer, ``copies_<tensor>`` per input and the output, and
+    both, bound, as the default schedule spreads the pieces of wide rows), vector ``cores``,
+    ``place_<stage>`` per producer (``"at"``: computed per tile; ``"outer"``: at the outer
+    tile loop, once per row when the pieces of a row are the inner tiles; ``"inline"``, not
+    for a reduction), ``copies_<tensor>`` per input and the output, and
     ``once_<input>`` (``"tile"``; ``"once"``: ``load_once``, one copy loaded before the tile
     loops, and the values of it alone computed there too; ``"load"``: loaded once, those
     values computed per tile, ``load_once(..., hoist=False)``) per input that does not vary along
@@ -257,8 +261,10 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
         assert st.op is not None
         red = isinstance(st.op.body, Reduce)
         stages.append((st.name, red))
-        if not red:
-            params[f"place_{st.name}"] = ("at", "inline")
+        places = ("at", "outer") if "order" in params else ("at",)
+        params[f"place_{st.name}"] = places if red else places + ("inline",)
+        if len(params[f"place_{st.name}"]) == 1:
+            del params[f"place_{st.name}"]
     buffers = tuple(t.name for t in algo.inputs) + (out.name,)
     for b in buffers:
         params[f"copies_{b}"] = (1, 2)

@@ -15,8 +15,12 @@ with the buffering asked for (else the first that fits at all). The rules:
   a (2, 384, 384) softmax gets tiles of some rows of the middle axis (``split('y', 'p', 1)
   .split('y', 'i', 8)``), the leading tile loops fused into one so every tile can go to any
   core and a tail tile is a branch of the loop body;
-- a row too wide for one tile is cut into pieces whose loop is fused under the row loop, so
-  the pieces of every row spread over the cores (each piece still reduces its whole row);
+- a row too wide for one tile is cut into pieces. With at least two rows per core the row
+  loop is bound and the pieces are its inner tiles, the per-row stages (statistics and the
+  row-wide stages they read) computed once per row and the inputs of no row axis loaded once
+  (``_rows_outer_pieces``); otherwise, or when those row-wide buffers do not fit, the piece
+  loop is fused under the row loop, so the pieces of every row spread over the cores (each
+  piece still reduces its whole row);
 - the outermost tile loop is bound to min(tiles, vector cores) cores;
 - inputs every tile reads whole (``gamma[j]`` with only rows tiled) are loaded once per core
   (``load_once``); the other input tiles and the output tile are double buffered when a core
@@ -30,6 +34,8 @@ import math
 from collections.abc import Callable, Iterator
 
 from ascendsched.algo.algorithm import Algorithm, root_output
+from ascendsched.algo.check import children
+from ascendsched.algo.expr import Expr, Load, Reduce
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
@@ -37,6 +43,7 @@ from ascendsched.schedule.schedule import Schedule
 from ascendsched.schedule.ub_budget import (
     TileShape,
     computed_per_tile,
+    input_deps,
     invariant_inputs,
     reductions_halve,
     row_extents,
@@ -70,7 +77,13 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
         tiles.sort(key=lambda ct: ct[1].cols < int(out.shape[-1]))
     seen: set[str] = set()
     usable = target.scope(Scope.UB).usable
+    rows_outer = True  # not offered yet
     for copies, tile in tiles:
+        if rows_outer and tile.cols < int(out.shape[-1]):
+            # before the first piece fused under the rows: pieces under a bound loop of rows
+            rows_outer = False
+            for piece in _rows_outer_pieces(algo, target):
+                yield _candidate(algo, target, piece, 1, hoist=False, rows_outer=True)
         # values of the loaded-once inputs computed once, then (if that changes the UB
         # estimate: they hold UB all the time) per tile, for rows too wide for both
         need = {h: tile_bytes(algo, tile, copies, target, hoist=h) for h in (True, False)}
@@ -182,6 +195,56 @@ def _head_elements(algo: Algorithm, target: Target) -> float:
     return cycles * share / io_bytes
 
 
+def _rows_outer_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
+    """Pieces of a row too wide for one tile, under a bound loop of single rows whose
+    per-row stages (statistics, and the row-wide stages they read) are computed once per row
+    (``TileShape.outer``): offered when every core gets at least two rows, widest first, the
+    widths that divide the row and whose row-level buffers the UB can hold at all.
+
+    Against pieces fused under the rows (each reducing its whole row again), modelled with the
+    first that fits: LayerNorm 4096 x 12288 259.0 -> 195.4 us, 4096 x 10240 230.2 -> 145.4 us,
+    128 x 12288 19.1 -> 18.2 us; 64 x 12288 (some cores one row, some two) 14.7 -> 16.1 us,
+    so fewer rows keep the fused pieces."""
+    rows = math.prod(_lead(algo))
+    if rows < 2 * target.num_aiv:
+        return []
+    out = root_output(algo)
+    n = int(out.shape[-1])
+    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    usable = target.scope(Scope.UB).usable
+    # what stays in UB across a row's pieces: the inputs loaded once, one row of every other
+    # input, one row of each row-wide stage computed per row and one of each row reduction
+    # of a computed value (``sum(d * d)``), less the largest of those (the planner may put one
+    # in place of another): a lower bound of the planner's peak (LayerNorm 16384 wide: 224 KB
+    # of 184 KB usable, its three failing candidates cost 0.1 s of compile time)
+    deps = input_deps(algo, target)
+    last = len(out.shape) - 1
+    held = sum(n * t.dtype.bytes for t in algo.inputs if last in deps.get(t, ()))
+    per_row = [st for st in algo.stages if st.name in _per_row_stages(algo)]
+    wide = sorted([n * st.dtype.bytes for st in per_row if len(st.shape) == len(out.shape)]
+                  + [n * r.dtype.bytes for st in per_row for r in _reductions(st.op.body)
+                     if not isinstance(r.body, Load)])
+    if held + sum(wide[:-1]) > usable:
+        return []
+    widths = [w for w in range(n // 2 // gran * gran, gran - 1, -gran) if n % w == 0]
+    return [TileShape(1, w) for w in widths[:3]]
+
+
+def _per_row_stages(algo: Algorithm) -> frozenset[str]:
+    """The stages a row-outer candidate computes once per row: those the default computes
+    per tile, and every stage of one value per row (a statistic the pieces read)."""
+    out = root_output(algo)
+    rank = len(out.shape) - 1
+    return computed_per_tile(algo) | frozenset(
+        st.name for st in algo.stages if st not in algo.outputs and len(st.shape) == rank)
+
+
+def _reductions(e: Expr) -> list[Reduce]:
+    """The reductions in ``e``."""
+    out = [e] if isinstance(e, Reduce) else []
+    return out + [r for c in children(e) for r in _reductions(c)]
+
+
 def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
     """The largest x in [lo, hi] with ok(x), ok being monotone (lo when none)."""
     if ok(hi):
@@ -196,7 +259,10 @@ def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
 
 
 def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
-               hoist: bool = True) -> Schedule:
+               hoist: bool = True, rows_outer: bool = False) -> Schedule:
+    """The default schedule of one tile shape (see the module docstring). ``rows_outer``: the
+    pieces of each row stay under the bound row loop (not fused with it), the per-row stages
+    are computed at the row loop and the inputs of no row axis are loaded once."""
     out = root_output(algo)
     s = Schedule(algo, target=target)
     assert out.op is not None
@@ -217,7 +283,8 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
     row_loops = [n for n in s.loop_names(out.name) if n not in before]
     if row_loops and before:
         s = s.reorder(out.name, *row_loops, *before)
-        row_loops += before
+        if not rows_outer:
+            row_loops += before
     fused = row_loops[0] if row_loops else ""
     for inner in row_loops[1:]:
         s = s.fuse(out.name, fused, inner)
@@ -232,15 +299,20 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
         if cores > 1:
             s = s.bind(out.name, loops[0], cores)
         tiles = -(-tiles // max(cores, 1))
-    per_tile = computed_per_tile(algo)
+    per_tile = _per_row_stages(algo) if rows_outer else computed_per_tile(algo)
+    at = loops[0] if rows_outer else s.legal_compute_at(out.name)[0]
     for st in algo.stages:
         if st in algo.outputs:
             continue  # the root, and the outputs the lowering computes in its tile
         if st.name in per_tile:
-            s = s.compute_at(st.name, out.name, s.legal_compute_at(out.name)[0])
+            s = s.compute_at(st.name, out.name, at)
         else:
             s = s.compute_inline(st.name)
     fixed = invariant_inputs(algo, tile, target) if loops else frozenset()
+    if rows_outer:  # every row reads them whole, each piece its part
+        lead_axes = frozenset(range(len(lead)))
+        fixed = frozenset(t.name for t, dep in input_deps(algo, target).items()
+                          if not dep & lead_axes)
     for name in sorted(fixed):
         s = s.load_once(name, hoist=hoist)
     if copies > 1 and tiles > 1:

@@ -113,6 +113,40 @@ def test_a_row_cut_into_pieces_over_every_core_matches_numpy() -> None:
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 
+def test_wide_rows_on_many_rows_keep_their_statistics_once_per_row() -> None:
+    """LayerNorm 4096 x 12288 (GPT-3's hidden size): no whole row fits UB; with two rows and
+    more per core the default binds the row loop, cuts each row into pieces inside it and
+    computes the statistics once per row (the row loaded once, gamma/beta once per core),
+    which models faster than the pieces fused under the rows, each reducing its row again.
+    With fewer rows than twice the cores (64 x 12288) the fused pieces stay."""
+    from ascendsched.schedule.default import _candidate
+
+    algo = L.layernorm(4096, 12288)
+    sched = schedule_for(algo)
+    assert sched.loop_names("y") == ["i_o", "j_o"], sched
+    assert {st: sched.placement(st).loop for st in ("xf", "d", "var", "r")} == dict.fromkeys(
+        ("xf", "d", "var", "r"), "i_o")
+    assert sched.loaded_once("gamma") and sched.loaded_once("beta")
+    pieces = int(str(sched).split("'j', ")[1].split(",")[0])
+    fused = _candidate(algo, T, TileShape(1, pieces), 1, hoist=False)
+    assert fused.loop_names("y") == ["i_o_j_o"]
+    assert model_time(lower(sched)).cycles < 0.8 * model_time(lower(fused)).cycles
+    few = schedule_for(L.layernorm(64, 12288))
+    assert len(few.loop_names("y")) == 1
+
+
+@pytest.mark.slow
+def test_wide_rows_with_statistics_once_per_row_match_numpy() -> None:
+    """The row-outer default (LayerNorm 100 x 12288: two rows and more per core, each row in
+    pieces) through the ladder: IR execution, race check, g++ build and run."""
+    from ascendsched.api.check import check
+
+    sched = schedule_for(L.layernorm(100, 12288))
+    assert sched.loop_names("y") == ["i_o", "j_o"], sched
+    verdicts = check(sched)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+
+
 def test_whole_rows_far_over_the_estimate_are_not_offered() -> None:
     """A whole row over the UB estimate is offered while the planner's in-place reuse may
     still fit it (RMSNorm 16384 wide: estimated 1.62x UB without hoisting, fitted by giving up

@@ -177,6 +177,7 @@ class VectorBuild:
     stages: tuple[tuple[str, bool], ...]  # (producer stage, is a reduction)
     buffers: tuple[str, ...]
     once: tuple[str, ...] = ()  # inputs that may be loaded once (``once_<input>``)
+    per_row: frozenset[str] = frozenset()  # stages ``stats="outer"`` computes at the outer loop
 
     def __call__(self, algo: Algorithm, c: Mapping[str, Any]) -> Schedule:
         s = Schedule(algo, target=self.target)
@@ -208,13 +209,14 @@ class VectorBuild:
             cores = min(c["cores"], tiles)
             if cores > 1:
                 s = s.bind(self.out, loops[0], cores)
+        outer = c.get("stats", "tile") == "outer"
         for st, is_red in self.stages:
-            place = c.get(f"place_{st}", "at")
-            if place == "inline" and not is_red:
+            if outer and st in self.per_row:  # once per iteration of the outer tile loop
+                s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[-1])
+            elif is_red or c.get(f"place_{st}", "at") == "at":
+                s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[0])
+            else:
                 s = s.compute_inline(st)
-            else:  # "at": per tile (the innermost tile loop); "outer": the outermost one
-                s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[
-                    -1 if place == "outer" else 0])
         loaded_once = {b for b in self.once if c.get(f"once_{b}", "tile") != "tile"}
         for b in sorted(loaded_once):
             s = s.load_once(b, hoist=c[f"once_{b}"] == "once")
@@ -229,9 +231,10 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     """Tile of the output (``tile`` for 1-D; ``rows``/``cols`` and their loop ``order`` for
     2-D and up: ``rows`` or ``cols`` outer, the outer one bound, or ``fused``: one loop of
     both, bound, as the default schedule spreads the pieces of wide rows), vector ``cores``,
-    ``place_<stage>`` per producer (``"at"``: computed per tile; ``"outer"``: at the outer
-    tile loop, once per row when the pieces of a row are the inner tiles; ``"inline"``, not
-    for a reduction), ``copies_<tensor>`` per input and the output, and
+    ``place_<stage>`` (``"at"``: computed per tile, or ``"inline"``) per elementwise producer,
+    ``stats`` (``"tile"``; ``"outer"``: the stages the default computes once per row,
+    ``ub_budget.computed_per_row``, at the outer tile loop: once per row when the pieces of
+    a row are the inner tiles), ``copies_<tensor>`` per input and the output, and
     ``once_<input>`` (``"tile"``; ``"once"``: ``load_once``, one copy loaded before the tile
     loops, and the values of it alone computed there too; ``"load"``: loaded once, those
     values computed per tile, ``load_once(..., hoist=False)``) per input that does not vary along
@@ -261,18 +264,19 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
         assert st.op is not None
         red = isinstance(st.op.body, Reduce)
         stages.append((st.name, red))
-        places = ("at", "outer") if "order" in params else ("at",)
-        params[f"place_{st.name}"] = places if red else places + ("inline",)
-        if len(params[f"place_{st.name}"]) == 1:
-            del params[f"place_{st.name}"]
+        if not red:
+            params[f"place_{st.name}"] = ("at", "inline")
+    if "order" in params:
+        params["stats"] = ("tile", "outer")
     buffers = tuple(t.name for t in algo.inputs) + (out.name,)
     for b in buffers:
         params[f"copies_{b}"] = (1, 2)
     once = _broadcast_inputs(algo, target)
     for b in once:
         params[f"once_{b}"] = ("tile", "once", "load")
-    nominal = {"order"} | {k for k in params if k.startswith(("place_", "once_"))}
-    build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers, once)
+    nominal = {"order", "stats"} | {k for k in params if k.startswith(("place_", "once_"))}
+    build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers, once,
+                        ub_budget.computed_per_row(algo))
     return _make(name or f"{algo.name}-vector", algo, params, nominal, build, target,
                  algo_code, choices)
 

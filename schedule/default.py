@@ -42,6 +42,7 @@ from ascendsched.schedule.gemm_default import default_gemm_schedules
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.schedule.ub_budget import (
     TileShape,
+    computed_per_row,
     computed_per_tile,
     input_deps,
     invariant_inputs,
@@ -220,7 +221,7 @@ def _rows_outer_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     deps = input_deps(algo, target)
     last = len(out.shape) - 1
     held = sum(n * t.dtype.bytes for t in algo.inputs if last in deps.get(t, ()))
-    per_row = [st for st in algo.stages if st.name in _per_row_stages(algo)]
+    per_row = [st for st in algo.stages if st.name in computed_per_row(algo)]
     wide = sorted([n * st.dtype.bytes for st in per_row if len(st.shape) == len(out.shape)]
                   + [n * r.dtype.bytes for st in per_row for r in _reductions(st.op.body)
                      if not isinstance(r.body, Load)])
@@ -228,15 +229,6 @@ def _rows_outer_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
         return []
     widths = [w for w in range(n // 2 // gran * gran, gran - 1, -gran) if n % w == 0]
     return [TileShape(1, w) for w in widths[:3]]
-
-
-def _per_row_stages(algo: Algorithm) -> frozenset[str]:
-    """The stages a row-outer candidate computes once per row: those the default computes
-    per tile, and every stage of one value per row (a statistic the pieces read)."""
-    out = root_output(algo)
-    rank = len(out.shape) - 1
-    return computed_per_tile(algo) | frozenset(
-        st.name for st in algo.stages if st not in algo.outputs and len(st.shape) == rank)
 
 
 def _reductions(e: Expr) -> list[Reduce]:
@@ -299,7 +291,7 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
         if cores > 1:
             s = s.bind(out.name, loops[0], cores)
         tiles = -(-tiles // max(cores, 1))
-    per_tile = _per_row_stages(algo) if rows_outer else computed_per_tile(algo)
+    per_tile = computed_per_row(algo) if rows_outer else computed_per_tile(algo)
     at = loops[0] if rows_outer else s.legal_compute_at(out.name)[0]
     for st in algo.stages:
         if st in algo.outputs:

@@ -123,6 +123,15 @@ def computed_per_tile(algo: Algorithm) -> frozenset[str]:
                      and (isinstance(st.op.body, Reduce) or len(algo.consumers(st)) > 1))
 
 
+def computed_per_row(algo: Algorithm) -> frozenset[str]:
+    """The stages computed once per row when a row's pieces are the inner tiles of a row loop
+    (``compute_at`` at that loop): those computed per tile, and every stage of one value per
+    row (a statistic the pieces read)."""
+    rank = len(root_output(algo).shape) - 1
+    return computed_per_tile(algo) | frozenset(
+        st.name for st in algo.stages if st not in algo.outputs and len(st.shape) == rank)
+
+
 def tile_bytes(algo: Algorithm, tile: TileShape, copies: int, target: Target, *,
                hoist: bool = True) -> int:
     """Peak UB bytes of one tile of ``algo``'s default schedule with ``copies`` copies of

@@ -173,3 +173,32 @@ def test_the_split_of_an_epilogue_is_part_of_the_equivalence_key() -> None:
     split = GemmSchedule(a).epilogue_on("vector", after="D").tile(64, 64, 64)
     assert equivalence_key(whole) != equivalence_key(split)
     assert equivalence_key(GemmSchedule(a).tile(64, 64, 64)) == equivalence_key(split)
+
+
+def test_stats_outer_holds_the_row_outer_default_of_wide_rows() -> None:
+    """LayerNorm 4096 x 12288: the point with single rows outer, pieces of 4096 inside,
+    ``stats="outer"`` and gamma/beta loaded once is the default schedule (same loop tree,
+    placements and kernel text below the schedule comment), so the search can reach it and
+    move from it."""
+    from ascendsched.lower.schedule_for import schedule_for
+
+    algo = L.layernorm(4096, 12288)
+    space = default_space(algo)
+    assert space.param("stats").choices == ("tile", "outer")
+    names = [p.name for p in space.params]
+    point = dict(rows=1, cols=4096, order="rows", cores=48, place_xf="at", place_d="at",
+                 place_mean="inline", place_var="inline", place_r="inline",
+                 stats="outer", copies_x=1, copies_gamma=1, copies_beta=1, copies_y=1,
+                 once_gamma="load", once_beta="load")
+    sched = space.schedule(tuple(point[n] for n in names))
+    default = schedule_for(algo)
+    assert sched.loop_names("y") == default.loop_names("y") == ["i_o", "j_o"]
+    for st in ("xf", "mean", "d", "var", "r"):
+        assert sched.placement(st).loop == "i_o", st
+
+    def body(k) -> str:  # noqa: ANN001
+        return "\n".join(x for x in str(k).splitlines() if not x.lstrip().startswith("#"))
+
+    assert body(lower(sched)) == body(lower(default))
+    tile = dict(point, stats="tile")
+    assert space.schedule(tuple(tile[n] for n in names)).placement("d").loop == "j_o"

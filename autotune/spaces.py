@@ -266,7 +266,8 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
         stages.append((st.name, red))
         if not red:
             params[f"place_{st.name}"] = ("at", "inline")
-    if "order" in params:
+    per_row = ub_budget.computed_per_row(algo)
+    if "order" in params and per_row:
         params["stats"] = ("tile", "outer")
     buffers = tuple(t.name for t in algo.inputs) + (out.name,)
     for b in buffers:
@@ -275,8 +276,7 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     for b in once:
         params[f"once_{b}"] = ("tile", "once", "load")
     nominal = {"order", "stats"} | {k for k in params if k.startswith(("place_", "once_"))}
-    build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers, once,
-                        ub_budget.computed_per_row(algo))
+    build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers, once, per_row)
     return _make(name or f"{algo.name}-vector", algo, params, nominal, build, target,
                  algo_code, choices)
 

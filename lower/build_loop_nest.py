@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ascendsched.algo.algorithm import loads
 from ascendsched.algo.check import children, with_children
 from ascendsched.algo.expr import (
     Expr,
@@ -185,12 +186,12 @@ class _Builder(_Bounds, _TileMemory):
         hoist = {t for t in self.hoisted if self.s.hoists(t)}
         if not hoist:
             return None
-        loads: list[Load] = []
+        read: list[Load] = []
         free: set = set()
 
         def walk(x: Expr, bound: frozenset) -> None:
             if isinstance(x, Load):
-                loads.append(x)
+                read.append(x)
             if isinstance(x, (IndexVar, ReduceVar)) and x not in bound:
                 free.add(x)
             inner = bound | set(x.axes) if isinstance(x, Reduce) else bound
@@ -198,7 +199,7 @@ class _Builder(_Bounds, _TileMemory):
                 walk(c, inner)
 
         walk(e, frozenset())
-        if not loads or any(ld.tensor.name not in hoist for ld in loads):
+        if not read or any(ld.tensor.name not in hoist for ld in read):
             return None
         box = []
         for v in free:
@@ -316,16 +317,8 @@ class _Builder(_Bounds, _TileMemory):
         """The tensors ``st``'s body (inlined stages substituted) reads."""
         got = self._read_cache.get(st.name)
         if got is None:
-            out: set[str] = set()
-
-            def walk(e: Expr) -> None:
-                if isinstance(e, Load):
-                    out.add(e.tensor.name)
-                for c in children(e):
-                    walk(c)
-
-            walk(self.bodies[st.name])
-            got = self._read_cache[st.name] = frozenset(out)
+            got = self._read_cache[st.name] = frozenset(
+                ld.tensor.name for ld in loads(self.bodies[st.name]))
         return got
 
     def _check_outer_placements(self, names: list[str]) -> None:

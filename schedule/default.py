@@ -34,8 +34,8 @@ import math
 from collections.abc import Callable, Iterator
 
 from ascendsched.algo.algorithm import Algorithm, root_output
-from ascendsched.algo.check import children
-from ascendsched.algo.expr import Expr, Load, Reduce
+from ascendsched.algo.expr import Load, Reduce
+from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
@@ -199,13 +199,14 @@ def _head_elements(algo: Algorithm, target: Target) -> float:
 def _rows_outer_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     """Pieces of a row too wide for one tile, under a bound loop of single rows whose
     per-row stages (statistics, and the row-wide stages they read) are computed once per row
-    (``TileShape.outer``): offered when every core gets at least two rows, widest first, the
-    widths that divide the row and whose row-level buffers the UB can hold at all.
+    (``_candidate(rows_outer=True)``): offered when every core gets at least two rows, widest
+    first, the widths that divide the row and whose row-level buffers the UB can hold at all.
 
     Against pieces fused under the rows (each reducing its whole row again), modelled with the
-    first that fits: LayerNorm 4096 x 12288 259.0 -> 195.4 us, 4096 x 10240 230.2 -> 145.4 us,
-    128 x 12288 19.1 -> 18.2 us; 64 x 12288 (some cores one row, some two) 14.7 -> 16.1 us,
-    so fewer rows keep the fused pieces."""
+    first that fits: LayerNorm 4096 x 12288 259.0 -> 195.4 us, 128 x 12288 19.1 -> 18.2 us;
+    64 x 12288 (some cores one row, some two) 14.7 -> 16.1 us, so fewer rows keep the fused
+    pieces. (Whole rows that fit stay first: LayerNorm 4096 x 10240's, single-buffered, model
+    230.2 us against 145.4 us so, but RMSNorm 1024 x 16384's 61.4 us against 97.7.)"""
     rows = math.prod(_lead(algo))
     if rows < 2 * target.num_aiv:
         return []
@@ -221,20 +222,15 @@ def _rows_outer_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     deps = input_deps(algo, target)
     last = len(out.shape) - 1
     held = sum(n * t.dtype.bytes for t in algo.inputs if last in deps.get(t, ()))
-    per_row = [st for st in algo.stages if st.name in computed_per_row(algo)]
+    names = computed_per_row(algo)
+    per_row = [st for st in algo.stages if st.name in names]
     wide = sorted([n * st.dtype.bytes for st in per_row if len(st.shape) == len(out.shape)]
-                  + [n * r.dtype.bytes for st in per_row for r in _reductions(st.op.body)
-                     if not isinstance(r.body, Load)])
+                  + [n * r.dtype.bytes for st in per_row for r in walk(st.op.body)
+                     if isinstance(r, Reduce) and not isinstance(r.body, Load)])
     if held + sum(wide[:-1]) > usable:
         return []
     widths = [w for w in range(n // 2 // gran * gran, gran - 1, -gran) if n % w == 0]
     return [TileShape(1, w) for w in widths[:3]]
-
-
-def _reductions(e: Expr) -> list[Reduce]:
-    """The reductions in ``e``."""
-    out = [e] if isinstance(e, Reduce) else []
-    return out + [r for c in children(e) for r in _reductions(c)]
 
 
 def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
@@ -300,11 +296,12 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
             s = s.compute_at(st.name, out.name, at)
         else:
             s = s.compute_inline(st.name)
-    fixed = invariant_inputs(algo, tile, target) if loops else frozenset()
     if rows_outer:  # every row reads them whole, each piece its part
         lead_axes = frozenset(range(len(lead)))
         fixed = frozenset(t.name for t, dep in input_deps(algo, target).items()
                           if not dep & lead_axes)
+    else:
+        fixed = invariant_inputs(algo, tile, target) if loops else frozenset()
     for name in sorted(fixed):
         s = s.load_once(name, hoist=hoist)
     if copies > 1 and tiles > 1:

@@ -27,6 +27,9 @@ GEMM_SIZES = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 40
               (8192, 8192, 8192), (4096, 11008, 4096)]
 # tails in M (any sequence length), in every dimension, and a thin M: more tile classes
 TAIL_GEMM_SIZES = [(17, 4096, 4096), (1000, 4096, 4096), (4000, 4096, 4096), (1000, 1000, 1000)]
+# a hand tiling with tails on few Cube cores: each tile class is a persistent loop of several
+# iterations (on 24 cores most classes are one tile per core, no loop), the costliest structure
+FEW_CORES = (2, 8)
 BATCHED_SIZES = [(8, 512, 512, 128), (32, 1024, 1024, 128), (64, 2048, 2048, 128)]  # attention
 # mixed Cube + Vector kernels (a GEMM, then a Vector epilogue): GELU, a row scale, a row softmax
 MIXED = {"gemm_gelu": [(512, 512, 512), (1024, 1024, 1024), (4096, 4096, 4096)],
@@ -61,6 +64,10 @@ def cases(quick: bool) -> list[Case]:
         out.append(Case("gemm", (m, n, k), "128x128x256 k128 db 20 cores swizzle 4"))
     for m, n, k in TAIL_GEMM_SIZES[::2] if quick else TAIL_GEMM_SIZES:
         out.append(Case("gemm", (m, n, k), "default, tails"))
+    for cores in FEW_CORES:
+        for m, n, k in TAIL_GEMM_SIZES[::2] if quick else TAIL_GEMM_SIZES:
+            out.append(Case("gemm", (m, n, k), f"128x256x128 k32 db {cores} cores swizzle 4, "
+                                               "tails"))
     for m, n, k in sizes:
         out.append(Case("gemm_int8", (m, n, k), "default"))
     # int8 GEMM dequantised per column on the Fixpipe (an LLM projection; ~0.2 s to compile)
@@ -100,6 +107,10 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
         algo = L.gemm(*case.shape)
         if case.schedule.startswith("default"):
             return schedule_for(algo)
+        if case.schedule.startswith("128x256x128"):
+            cores = int(case.schedule.split(" cores")[0].rsplit(" ", 1)[1])
+            return (GemmSchedule(algo).tile(128, 256, 128).split_k(32).buffer("l1", 2)
+                    .buffer("l0", 2).bind(cores).swizzle(4, "m"))
         if case.schedule.startswith("128x256x256"):
             return (GemmSchedule(algo).tile(128, 256, 256).split_k(64).buffer("l1", 2)
                     .buffer("l0", 2).bind(16))

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.algorithm import Algorithm, upstream
 from ascendsched.algo.check import children, with_children
 from ascendsched.algo.expr import (
     Expr,
@@ -129,7 +129,7 @@ def split_vector_epilogue(algo: Algorithm, after: str | None = None) -> GemmSpli
     cube_out = Tensor(cube_name, c.shape, acc.dtype, ComputeOp(c.op.axes, acc))
     cube = Algorithm(algo.name, (cube_out,))
     ws_t = Tensor(ws, c.shape, acc.dtype)
-    skip = upstream_of(c)  # stages only the sum reads (drop out with it)
+    skip = upstream(c)  # stages only the sum reads (drop out with it)
     new = _rest(algo, skip, lambda t: lambda e: Load(ws_t, t.op.axes, acc.dtype)  # type: ignore[union-attr]
                 if e is acc else None)
     vec = Algorithm(algo.name, (new[out.name],))
@@ -170,7 +170,7 @@ def split_after(algo: Algorithm, after: str) -> GemmSplit:
     c = next(t for t in algo.stages if is_matmul_stage(t))
     out = algo.outputs[0]
     acc = whole.cube.outputs[0].dtype
-    if p is out or p.op is None or c is not p and c not in upstream_of(p) or \
+    if p is out or p.op is None or c is not p and c not in upstream(p) or \
             tuple(p.shape) != tuple(c.shape) or p.dtype != acc:
         raise UnsupportedError(
             f"{where}: the steps up to '{after}' cannot stay with the sum on the Cube core: "
@@ -178,7 +178,7 @@ def split_after(algo: Algorithm, after: str) -> GemmSplit:
             f"'{out.name}' with the sum's shape {list(c.shape)} and dtype {acc}")
     names = {t.name for t in algo.tensors}
     ws_t = Tensor(_fresh(f"{p.name}_ws", names), p.shape, p.dtype)
-    skip = upstream_of(p) | {p}
+    skip = upstream(p) | {p}
     for t in algo.stages:
         for ld in (e for e in walk(t.op.body) if isinstance(e, Load)):  # type: ignore[union-attr]
             if t not in skip and ld.tensor in skip and ld.tensor is not p and \
@@ -196,19 +196,6 @@ def split_after(algo: Algorithm, after: str) -> GemmSplit:
                                     rowwise), after)
 
 
-def upstream_of(c: Tensor) -> set[Tensor]:
-    """The stages ``c`` reads (directly or not)."""
-    out: set[Tensor] = set()
-    todo = [c]
-    while todo:
-        t = todo.pop()
-        for x in _loaded(t):
-            if x not in out:
-                out.add(x)
-                todo.append(x)
-    return out
-
-
 # --------------------------------------------------------------------------- private helpers
 def _rest(algo: Algorithm, cube: set[Tensor], mapper) -> dict[str, Tensor]:  # noqa: ANN001
     """The tensors of ``algo`` outside ``cube`` (the Cube part), producers first, each stage's
@@ -222,12 +209,6 @@ def _rest(algo: Algorithm, cube: set[Tensor], mapper) -> dict[str, Tensor]:  # n
             new[t.name] = Tensor(t.name, t.shape, t.dtype,
                                  ComputeOp(t.op.axes, _map(t.op.body, mapper(t), new)))
     return new
-
-
-def _loaded(t: Tensor) -> list[Tensor]:
-    if t.op is None:
-        return []
-    return [e.tensor for e in walk(t.op.body) if isinstance(e, Load)]
 
 
 def _fresh(name: str, taken: set[str]) -> str:

@@ -62,12 +62,10 @@ def cases(quick: bool) -> list[Case]:
         out.append(Case("gemm", (m, n, k), "default"))
         out.append(Case("gemm", (m, n, k), "128x256x256 k64 db 16 cores"))
         out.append(Case("gemm", (m, n, k), "128x128x256 k128 db 20 cores swizzle 4"))
-    for m, n, k in TAIL_GEMM_SIZES[::2] if quick else TAIL_GEMM_SIZES:
-        out.append(Case("gemm", (m, n, k), "default, tails"))
-    for cores in FEW_CORES:
-        for m, n, k in TAIL_GEMM_SIZES[::2] if quick else TAIL_GEMM_SIZES:
-            out.append(Case("gemm", (m, n, k), f"128x256x128 k32 db {cores} cores swizzle 4, "
-                                               "tails"))
+    tails = TAIL_GEMM_SIZES[::2] if quick else TAIL_GEMM_SIZES
+    out += [Case("gemm", shape, "default, tails") for shape in tails]
+    out += [Case("gemm", shape, f"128x256x128 k32 db {cores} cores swizzle 4, tails")
+            for cores in FEW_CORES for shape in tails]
     for m, n, k in sizes:
         out.append(Case("gemm_int8", (m, n, k), "default"))
     # int8 GEMM dequantised per column on the Fixpipe (an LLM projection; ~0.2 s to compile)
@@ -108,7 +106,7 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
         if case.schedule.startswith("default"):
             return schedule_for(algo)
         if case.schedule.startswith("128x256x128"):
-            cores = int(case.schedule.split(" cores")[0].rsplit(" ", 1)[1])
+            cores = int(case.schedule.split()[3])  # "128x256x128 k32 db <cores> cores ..."
             return (GemmSchedule(algo).tile(128, 256, 128).split_k(32).buffer("l1", 2)
                     .buffer("l0", 2).bind(cores).swizzle(4, "m"))
         if case.schedule.startswith("128x256x256"):

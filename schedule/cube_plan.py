@@ -22,14 +22,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeVar
 
-from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.algorithm import Algorithm, upstream
 from ascendsched.algo.gemm_epilogue import is_matmul_stage
 from ascendsched.algo.gemm_spec import GemmSpec, match_gemm
 from ascendsched.algo.gemm_vector_epilogue import (
     GemmSplit,
     VectorEpilogue,
     split_vector_epilogue,
-    upstream_of,
 )
 from ascendsched.errors import UnsupportedError
 from ascendsched.schedule.gemm_records import (
@@ -131,7 +130,7 @@ def _cube_prefix(algo: Algorithm, whole: GemmSplit) -> GemmSplit | None:
         acc = whole.cube.outputs[0]
         sum_stage = next(t for t in a.stages if is_matmul_stage(t))
         chain = [t for t in a.stages if t is not a.outputs[0] and t is not sum_stage
-                 and sum_stage in upstream_of(t) and tuple(t.shape) == tuple(acc.shape)
+                 and sum_stage in upstream(t) and tuple(t.shape) == tuple(acc.shape)
                  and t.dtype == acc.dtype]
         for t in reversed(chain):  # the longest prefix first
             try:

@@ -11,8 +11,9 @@ while ids are still channel-local (``by_channel``). Within one block, ``<`` is p
 1. *Alternation* (checked here): the instances of each (flag, event id value) run set, wait, set,
    wait, ... in program order, starting with a set and ending with a wait. The two patterns
    ``insert_sync`` places (a pair in one body; the carried pattern with prologue sets before
-   its loop and epilogue waits after it), in disjoint stretches of the text, alternate by
-   construction; anything else is checked with isl.
+   its loop and epilogue waits after it, its wait and set in one body or in each of several
+   disjoint ones), in disjoint stretches of the text, alternate by construction; anything else
+   is checked with isl.
 2. *No double set* (checked here): each wait happens before the next set of its (flag, id).
 
 Given 1 and 2 the k-th set of a (flag, id) meets its k-th wait, a set fires after every earlier

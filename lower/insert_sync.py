@@ -4,7 +4,8 @@ Runs on the *planned* kernel (dependences on physical bytes, so reuse of dead sp
 WAR dependences). ``sync_requirements.py`` decides where each dependence needs its sync and
 folds those places into few syncs; this module builds them into the kernel (one *channel* per
 placement: the set and wait with their prologue sets and epilogue waits, or a barrier; fresh
-instruction ids from the kernel) and checks the result with the happens-before oracle, giving
+instruction ids from the kernel; carried pairs of one kind over one loop in disjoint bodies
+share a channel, ``channel_numbers``) and checks the result with the happens-before oracle, giving
 pairs that a double-buffered source pipe could set twice ping-pong ids. Then
 ``remove_redundant_sync`` drops every pair implied by the others and ``allocate_event_ids``
 fits the ids into the target's budget. Before/after (vadd, one copy)::
@@ -41,6 +42,7 @@ from ascendsched.lower.sync_requirements import (
     requirements,
     spanning,
 )
+from ascendsched.lower.sync_text import disjoint_bodies
 from ascendsched.target.model import Target
 
 
@@ -103,7 +105,7 @@ def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Placed:
         raise SyncError("sync placement cannot order this kernel (a pair that needs a reverse "
                         "'slot free' sync is not supported yet):\n  "
                         + "\n  ".join(map(str, problems)))
-    channel = {r: n for n, r in enumerate(reqs)}  # _build numbers channels in this order
+    channel = dict(zip(reqs, channel_numbers(reqs), strict=True))  # as _build numbers them
     return Placed(placed, oracle, {channel[r]: frozenset(ns) for r, ns in settles.items()})
 
 
@@ -150,7 +152,8 @@ def _settle(kernel: Kernel, reqs: Reasons, deps: Dependences, target: Target,
     again = {int(c) for p in problems if p.double_set for c in p.channels[:1]}
     if again:
         reqs = fewest_flags(merged({(pingpong(r, kernel) if n in again else r): why
-                                      for n, (r, why) in enumerate(reqs.items())}))
+                                    for n, (r, why) in zip(channel_numbers(reqs), reqs.items(),
+                                                           strict=True)}))
         placed = _build(kernel, reqs)
         oracle = SyncOracle(placed, deps, target, reuse=oracle)
         problems = oracle.problems(skip=skip)
@@ -165,13 +168,42 @@ def _settle(kernel: Kernel, reqs: Reasons, deps: Dependences, target: Target,
     return placed, reqs, problems, oracle
 
 
+def channel_numbers(reqs: Reasons) -> list[int]:
+    """The sync channel of each requirement of ``reqs``, in order: its own index, except that
+    carried pairs of one kind (pipes, loop, ids) in disjoint bodies under that loop share the
+    channel of the first one (a tile class's loop holding the L0 K loop of a full L1 step and
+    that of the peeled K tail): one prologue set per id before the loop, in each body a wait
+    and a later set of one id, one epilogue wait per id after the loop. Runs of disjoint bodies
+    never interleave, so every id's sets and waits still alternate; and the wait before a sink
+    meets the last set of its id before it, which fires after every earlier source-pipe
+    instruction, so the shared channel orders whatever separate ones would
+    (``sync_text.standard_pattern``). Separate channels would each hold their ids across the
+    whole loop: five tile classes ran the M -> MTE1 ids out and lost double buffering."""
+    out: list[int] = []
+    groups: dict[tuple, list[tuple[int, tuple[int, ...]]]] = {}
+    for n, r in enumerate(reqs):
+        if r.loop is None or r.src == r.dst:
+            out.append(n)
+            continue
+        members = groups.setdefault((r.core, r.src, r.dst, r.loop, r.ids), [])
+        home = next((c for c, _ in members), n)
+        if all(disjoint_bodies(r.container, other) for _, other in members):
+            out.append(home)
+            members.append((home, r.container))
+        else:
+            out.append(n)
+    return out
+
+
 def _build(kernel: Kernel, reqs: Reasons) -> Kernel:
     by_core: dict[object, dict] = {}
-    for n, (req, reasons) in enumerate(reqs.items()):
+    seen: set[int] = set()  # channels whose prologue and epilogue are placed
+    for n, (req, reasons) in zip(channel_numbers(reqs), reqs.items(), strict=True):
         comment = "; ".join(dict.fromkeys(reasons))
         core_inserts = by_core.setdefault(req.core, {})
-        for path, gap, group, ins in _materialize(req, n, comment, kernel):
+        for path, gap, group, ins in _materialize(req, n, comment, kernel, n not in seen):
             core_inserts.setdefault(path, {}).setdefault(gap, []).append((group, n, ins))
+        seen.add(n)
     programs = []
     for p in kernel.programs:
         ins = by_core.get(p.core)
@@ -188,9 +220,10 @@ def _build(kernel: Kernel, reqs: Reasons) -> Kernel:
 _SET, _EPILOGUE, _PROLOGUE, _WAIT, _BARRIER = range(5)
 
 
-def _materialize(r: Requirement, n: int, comment: str, kernel: Kernel
+def _materialize(r: Requirement, n: int, comment: str, kernel: Kernel, ends: bool = True
                  ) -> list[tuple[tuple[int, ...], int, int, Instr]]:
-    """(container path, gap, group, instr) for requirement ``r`` as channel ``n``."""
+    """(container path, gap, group, instr) for requirement ``r`` as channel ``n``; ``ends``:
+    with the prologue sets and epilogue waits of a carried pair (the channel's first pair)."""
     if r.src == r.dst:
         return [(r.container, r.before, _BARRIER,
                  Barrier(r.dst, channel=n, role=SyncRole.KEEP if r.keep else None,
@@ -205,7 +238,7 @@ def _materialize(r: Requirement, n: int, comment: str, kernel: Kernel
     eid = Affine.mod(r.var, 2) if r.ids == 2 else Affine()
     out = [(r.container, r.after + 1, _SET, set_(eid, SyncRole.SET)),
            (r.container, r.before, _WAIT, wait(eid, SyncRole.WAIT))]
-    if r.loop is not None:
+    if r.loop is not None and ends:
         parent, idx = r.loop[:-1], r.loop[-1]
         for c in range(r.ids):
             out.append((parent, idx, _PROLOGUE, set_(Affine(c), SyncRole.PROLOGUE)))

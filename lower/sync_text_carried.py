@@ -26,6 +26,7 @@ from ascendsched.lower.sync_text import (
     _mod_id,
     _prefix,
     _role,
+    carried_pairs,
 )
 from ascendsched.target.model import CoreType, Pipe
 
@@ -129,7 +130,9 @@ class CarriedText(SyncText):
         run of the prologue's body: the wait in t's run B meets the set of the last run before
         B with that id. s's run A comes before B (the loop carries the pair) and has the same
         id, so that set is A's or a later one, issued after s on s's pipe (or on the relay
-        pipe after its wait for s)."""
+        pipe after its wait for s). A channel shared by disjoint bodies (``carried_pairs``):
+        the set in s's body and a wait of the same id expression in t's; per id the runs of
+        all its bodies alternate, so the same holds with "the last run of any body"."""
         for keys, mod in self._cached(("hoisted", s.id, t.id, var),
                                       lambda: self._hoisted(s, t, var)):
             if (mod is None or mod == same) and not keys & dropped:
@@ -145,23 +148,28 @@ class CarriedText(SyncText):
         _, direct, relays = self._menu(s.pipe, t.pipe, t.core)
         out: list[tuple[frozenset, tuple[str, int] | None]] = []
         for f in direct + relays:
-            main = self._main(f)
             pro = [x for x in f.sets if _role(x) == SyncRole.PROLOGUE]
-            if main is None or not pro:
+            if not pro or not self._standard(f):
                 continue
-            x, y = main
-            body, outer = x.path[:-1], pro[0].path[:-1]
-            if body[:len(loop)] != loop or len(outer) >= len(loop) or \
-                    loop[:len(outer)] != outer:
-                continue  # not inside the loop, or the prologue not hoisted out of it
-            if not _before(t.path, y.path, after=True) or not self._standard(f):
-                continue
-            eid = _eid(x)
-            assert eid is not None
-            mod = None if eid.is_const else _mod_id(eid)
-            if not eid.is_const and (mod is None or mod[0] not in x.loop_vars):
-                continue
-            out += [(keys, mod) for keys in self._reaching(s, f, x, t.core)]
+            main = self._main(f)
+            pairs = [main] if main is not None else self._cached(
+                ("carried pairs", f.key), lambda f=f: carried_pairs(f)) or []
+            outer = pro[0].path[:-1]
+            if len(outer) >= len(loop) or loop[:len(outer)] != outer:
+                continue  # the prologue not hoisted out of the loop
+            waits = [y for _, y in pairs if _before(t.path, y.path, after=True)]
+            for x, _ in pairs:
+                if x.path[:len(loop)] != loop:
+                    continue  # not inside the loop's body
+                eid = _eid(x)
+                assert eid is not None
+                mod = None if eid.is_const else _mod_id(eid)
+                if not eid.is_const and (mod is None or mod[0] not in x.loop_vars):
+                    continue
+                if not any(_eid(y) == eid and (mod is None or mod[0] in y.loop_vars)
+                           for y in waits):
+                    continue
+                out += [(keys, mod) for keys in self._reaching(s, f, x, t.core)]
         return out
 
     def _reaching(self, s: InstrInfo, f: Flag, x: InstrInfo, core: CoreType

@@ -19,7 +19,7 @@ from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.lower.sync_chains import union_of
-from ascendsched.lower.sync_text import flag_pair_levels, standard_pattern
+from ascendsched.lower.sync_text import carried_pairs, flag_pair_levels, standard_pattern
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import ASCEND_910B, Pipe
@@ -62,6 +62,11 @@ def _layernorm_rows() -> Schedule:
     return s.buffer("x", 2).buffer("y", 2)
 
 
+def _gemm_tails_2_cores() -> GemmSchedule:
+    return (GemmSchedule(L.gemm(200, 130, 232)).tile(64, 64, 128).split_k(32).buffer("l1", 2)
+            .buffer("l0", 2).bind(2))
+
+
 _TEXT_CASES = {
     "vadd db 2 blocks": lambda: planned(vadd_kernel(n=2048 * 6, tile=2048, copies=2, blocks=2)),
     "vadd persistent tail": lambda: lower(schedule_for(L.vadd(4194304)), stop_after="apply memory plan"),
@@ -74,6 +79,8 @@ _TEXT_CASES = {
     "layernorm rows db tails": lambda: lower(_layernorm_rows(), stop_after="apply memory plan"),
     "gemm default tails in m n k": lambda: lower(schedule_for(L.gemm(1000, 1000, 1000)),
                                                  stop_after="apply memory plan"),
+    # tile classes as persistent loops, two L0 K loops per tile: shared slot-free channels
+    "gemm tails 2 cores": lambda: lower(_gemm_tails_2_cores(), stop_after="apply memory plan"),
     # a flag whose set comes before the point where a chain reached its pipe fills nothing
     "mul_add_relu db tail": lambda: lower(
         Schedule(L.fused_mul_add_relu(5000)).split("d", "i", 1024).buffer("a").buffer("b")
@@ -109,6 +116,44 @@ def test_what_the_text_settles_isl_confirms(name: str, stage: str) -> None:
                                 frozenset())
         assert rest.is_empty(), f"S{sid} -> S{tid}: {[str(it.dep) for it in items]} by {used}"
     assert settled >= len(groups) // 3, (settled, len(groups))
+
+
+def test_a_carried_channel_shared_by_sibling_bodies_alternates_by_isl_too() -> None:
+    # each tile class's two L0 K loops (full L1 step, peeled K tail) share one M -> MTE1
+    # channel over the class loop (insert_sync.channel_numbers): several wait/set pairs in
+    # disjoint bodies between one prologue and one epilogue. The text calls it standard
+    # (sync_text._shared_carried); isl agrees that it alternates, and the placement orders
+    # every dependence
+    placed, deps = _placed(lower(_gemm_tails_2_cores(), stop_after="apply memory plan"))
+    oracle = SyncOracle(placed, deps, ASCEND_910B)
+    shared = [f for f in oracle.flags.values() if carried_pairs(f) is not None]
+    assert len(shared) >= 2 and all(standard_pattern(f) for f in shared)
+    assert all(len(carried_pairs(f)) == 2 for f in shared)  # type: ignore[arg-type]
+    for f in shared:
+        assert oracle.alternation_by_isl(f) == [], f.name
+        # nested bodies (one wait inside the other's body) would not alternate: not standard
+        x, y = carried_pairs(f)[0]  # type: ignore[index]
+        inner = replace(y, path=x.path[:-1] + (0, 0))
+        assert not standard_pattern(replace(f, waits=tuple(
+            inner if w is y else w for w in f.waits)))
+    assert oracle.problems() == ()
+
+
+def test_a_shared_carried_channel_orders_pairs_across_its_bodies() -> None:
+    # a dependence from one L0 K loop to the other (the tail's Mmad, the next tile's first
+    # load of that slot) is ordered by the shared channel: the wait before the load meets the
+    # last set of its id in any of the bodies, which is the source's or later
+    # (sync_text_carried._hoisted_cover over carried_pairs); isl agrees on every one
+    def hoisted(o, it, v, d):  # noqa: ANN001, ANN202
+        k = o._hoisted_cover(it.src, it.dst, v, o._same_copy(it.src, it.dst, [it]), frozenset())
+        return [] if k is None else [k]
+
+    across = 0
+    for o, it, _, _, keys in _checked_carried("gemm tails 2 cores", hoisted):
+        shared = [o.flags[k] for k in keys if k in o.flags
+                  and carried_pairs(o.flags[k]) is not None]
+        across += bool(shared) and it.src.path[:2] != it.dst.path[:2]
+    assert across >= 4, across
 
 
 def _checked_carried(name: str, candidates):  # noqa: ANN001, ANN202

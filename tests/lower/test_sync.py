@@ -271,3 +271,36 @@ def test_latest_source_of_a_tail_version_dependence() -> None:
     k = lower(s)
     report = check_trace(run_kernel(k, random_inputs(algo), trace=True).trace, k.target)
     assert report.ok, report.summary()
+
+
+def _kk_loop_waits(body: tuple, under_kk: bool = False) -> list[tuple[bool, WaitFlag]]:
+    """(inside a kk loop's body, wait) for every M -> MTE1 wait of a kernel body."""
+    out: list[tuple[bool, WaitFlag]] = []
+    for s in body:
+        if isinstance(s, WaitFlag) and s.src == Pipe.M and s.pipe == Pipe.MTE1:
+            out.append((under_kk, s))
+        elif isinstance(s, (For, If)):
+            out += _kk_loop_waits(s.body, isinstance(s, For) and s.var == "kk")
+    return out
+
+
+def test_tile_classes_share_their_l0_slot_channels_and_keep_double_buffering() -> None:
+    """GEMM 200x130x232 tiled 64x64x128 (K step 32) on 2 cores: each tile class is a persistent
+    loop, and each tile has two L0 K loops (the full L1 step and the peeled K tail), each with
+    an M -> MTE1 'slot free' pair over the class loop. One channel per loop for both pairs
+    (insert_sync.channel_numbers) fits the ids: no EventIdPressureWarning, and every wait in
+    an L0 K loop keeps its ping-pong id, so loads of one L0 slot overlap the Mmad of the other
+    (before: 16 such channels for 6 ids, every one on a single id)."""
+    from ascendsched.algo import library as L
+    from ascendsched.lower.pipeline import lower
+    from ascendsched.schedule.gemm import GemmSchedule
+
+    s = (GemmSchedule(L.gemm(200, 130, 232)).tile(64, 64, 128).split_k(32).buffer("l1", 2)
+         .buffer("l0", 2).bind(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EventIdPressureWarning)
+        k = lower(s)
+    in_loops = [w for inside, w in _kk_loop_waits(k.programs[0].body) if inside]
+    assert len(in_loops) >= 6  # two L0 K loops per class loop, three class loops
+    assert all(w.event_id.mods and w.event_id.mods[0][0] == "kk" for w in in_loops)
+    assert unordered_dependences(k, analyze_dependences(k), ASCEND_910B, by_channel=False) == ()

@@ -87,13 +87,13 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
         SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
         SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+        SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         SetFlag<HardEvent::MTE1_MTE2>(2);  // b_l1[copy 1]/b_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+3 more)
-        SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy 1]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+5 more)
-        SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+        SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 1]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+5 more)
         for (int64_t t0 = 0; t0 < 2; ++t0) {  // persistent over interior: 36 tiles of 64 x 256, swizzle(4, 'm')
             if ((block_idx + 24*t0 <= 35)) {  // interior: 36 tiles of 64 x 256, swizzle(4, 'm'): tile < 36
                 WaitFlag<HardEvent::MTE1_MTE2>(2);  // b_l1[copy 1]/b_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+3 more)
-                WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy 1]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+5 more)
+                WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 1]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+5 more)
                 for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                     WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                     DataCopy(a_l1[kt % 2], A_gm[64000*block_idx + 256*kt + 1536000*t0 - 256000*((block_idx + 24*t0 - 12*((block_idx + 24*t0) / 12)) / 4) - 512000*((block_idx + 24*t0) / 12)], Nd2NzParams(1, 64, 256, 0, 1000, 64, 1, 0));  // A tile 64 x 256 (ND 64 x 256 -> NZ, column groups 64 x 32 B apart)
@@ -101,32 +101,30 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                     for (int64_t kk = 0; kk < 8; ++kk) {  // L0 K steps of 32
-                        WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                        WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                         LoadData(a_l0[kk % 2], a_l1[kt % 2][2048*kk], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
                         LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                         SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                         WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                         Mmad(c_l0[t0 % 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
-                        SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                        SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     }
                     SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(3);  // a_l1[copy (kt % 2)]/a_l1[copy 1]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
                 WaitFlag<HardEvent::MTE1_MTE2>(3);  // a_l1[copy (kt % 2)]/a_l1[copy 1]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[1], A_gm[64000*block_idx + 1536000*t0 - 256000*((block_idx + 24*t0 - 12*((block_idx + 24*t0) / 12)) / 4) - 512000*((block_idx + 24*t0) / 12) + 768], Nd2NzParams(1, 64, 232, 0, 1000, 64, 1, 0));  // A tile 64 x 232 (ND 64 x 232 -> NZ, column groups 64 x 32 B apart)
                 DataCopy(b_l1[1], B_gm[256*((block_idx + 24*t0 - 12*((block_idx + 24*t0) / 12)) / 4) + 768000], Nd2NzParams(1, 232, 256, 0, 1000, 256, 1, 0));  // B tile 232 x 256 (ND 232 x 256 -> NZ, column groups 256 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
-                WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
                 for (int64_t kk = 0; kk < 7; ++kk) {  // L0 K steps of 32
-                    WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                    WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     LoadData(a_l0[kk % 2], a_l1[1][2048*kk], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
                     LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     Mmad(c_l0[t0 % 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
-                    SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                    SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 1]: M read -> MTE1 write (WAR) (+1 more)
                 WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 1]: M read -> MTE1 write (WAR) (+1 more)
@@ -137,7 +135,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
                 Mmad(c_l0[t0 % 2], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_FIX>(t0 % 2);  // c_l0[copy (t0 % 2)]: M write -> FIX read (RAW)
-                SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy 1]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+5 more)
+                SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 1]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+5 more)
                 WaitFlag<HardEvent::M_FIX>(t0 % 2);  // c_l0[copy (t0 % 2)]: M write -> FIX read (RAW)
                 Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*block_idx + 1536000*t0 - 255744*((block_idx + 24*t0 - 12*((block_idx + 24*t0) / 12)) / 4) - 512000*((block_idx + 24*t0) / 12)], c_l0[t0 % 2], FixpipeParamsV220(256, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 256 (NZ -> ND, NoQuant)
             }
@@ -146,14 +144,15 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
         WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
         WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+        WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         WaitFlag<HardEvent::MTE1_MTE2>(2);  // b_l1[copy 1]/b_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+3 more)
-        WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy 1]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+5 more)
-        WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+        WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 1]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+5 more)
         WaitFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t0 % 2)]/c_l0[copy 0]: FIX read -> M write (WAR)
         if ((block_idx - 24*((block_idx + 12) / 24) + 12 <= 8)) {  // interior: 9 tiles of 64 x 256, swizzle(3, 'm'): tile < 9
             SetFlag<HardEvent::MTE1_MTE2>(3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(4);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::M_MTE1>(4);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>((kt % 2) + 3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[64000*block_idx + 256*kt - 192000*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 384000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 1536000*((block_idx + 12) / 24) + 1536000], Nd2NzParams(1, 64, 256, 0, 1000, 64, 1, 0));  // A tile 64 x 256 (ND 64 x 256 -> NZ, column groups 64 x 32 B apart)
@@ -161,34 +160,37 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 8; ++kk) {  // L0 K steps of 32
-                    WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                    WaitFlag<HardEvent::M_MTE1>((kk % 2) + 3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     LoadData(a_l0[kk % 2], a_l1[kt % 2][2048*kk], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
                     LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
-                    SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                    SetFlag<HardEvent::M_MTE1>((kk % 2) + 3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>((kt % 2) + 3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::MTE1_MTE2>(3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(4);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(4);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[64000*block_idx - 192000*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 384000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 1536000*((block_idx + 12) / 24) + 1536768], Nd2NzParams(1, 64, 232, 0, 1000, 64, 1, 0));  // A tile 64 x 232 (ND 64 x 232 -> NZ, column groups 64 x 32 B apart)
             DataCopy(b_l1[1], B_gm[256*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) + 768000], Nd2NzParams(1, 232, 256, 0, 1000, 256, 1, 0));  // B tile 232 x 256 (ND 232 x 256 -> NZ, column groups 256 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
             SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
             for (int64_t kk = 0; kk < 7; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 LoadData(a_l0[kk % 2], a_l1[1][2048*kk], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
-                SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][14336], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
@@ -203,6 +205,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::MTE1_MTE2>(3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(4);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::M_MTE1>(4);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>((kt % 2) + 3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[256*kt + 64000*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) + 960000], Nd2NzParams(1, 40, 256, 0, 1000, 64, 1, 0));  // A tile 40 x 256 (ND 40 x 256 -> NZ, column groups 64 x 32 B apart)
@@ -210,34 +213,37 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 8; ++kk) {  // L0 K steps of 32
-                    WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                    WaitFlag<HardEvent::M_MTE1>((kk % 2) + 3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     LoadData(a_l0[kk % 2], a_l1[kt % 2][2048*kk], LoadData2DParams(0, 3, 1, 0, 0, false, 0));  // A nz -> Zz (3 fractals, src stride 1 x 512 B)
                     LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
-                    SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                    SetFlag<HardEvent::M_MTE1>((kk % 2) + 3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>((kt % 2) + 3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::MTE1_MTE2>(3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(4);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(4);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[64000*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) + 960768], Nd2NzParams(1, 40, 232, 0, 1000, 64, 1, 0));  // A tile 40 x 232 (ND 40 x 232 -> NZ, column groups 64 x 32 B apart)
             DataCopy(b_l1[1], B_gm[256*block_idx - 768*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 768768], Nd2NzParams(1, 232, 256, 0, 1000, 256, 1, 0));  // B tile 232 x 256 (ND 232 x 256 -> NZ, column groups 256 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
             SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
             for (int64_t kk = 0; kk < 7; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 LoadData(a_l0[kk % 2], a_l1[1][2048*kk], LoadData2DParams(0, 3, 1, 0, 0, false, 0));  // A nz -> Zz (3 fractals, src stride 1 x 512 B)
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
-                SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][14336], LoadData2DParams(0, 3, 1, 0, 0, false, 0));  // A nz -> Zz (3 fractals, src stride 1 x 512 B)
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
@@ -252,6 +258,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::MTE1_MTE2>(3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(4);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::M_MTE1>(4);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>((kt % 2) + 3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[64000*block_idx + 256*kt], Nd2NzParams(1, 64, 256, 0, 1000, 64, 1, 0));  // A tile 64 x 256 (ND 64 x 256 -> NZ, column groups 64 x 32 B apart)
@@ -259,34 +266,37 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 8; ++kk) {  // L0 K steps of 32
-                    WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                    WaitFlag<HardEvent::M_MTE1>((kk % 2) + 3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     LoadData(a_l0[kk % 2], a_l1[kt % 2][2048*kk], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
                     LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
-                    SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                    SetFlag<HardEvent::M_MTE1>((kk % 2) + 3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>((kt % 2) + 3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::MTE1_MTE2>(3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(4);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(4);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[64000*block_idx + 768], Nd2NzParams(1, 64, 232, 0, 1000, 64, 1, 0));  // A tile 64 x 232 (ND 64 x 232 -> NZ, column groups 64 x 32 B apart)
             DataCopy(b_l1[1], B_gm[768768], Nd2NzParams(1, 232, 232, 0, 1000, 256, 1, 0));  // B tile 232 x 232 (ND 232 x 232 -> NZ, column groups 256 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
             SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
             for (int64_t kk = 0; kk < 7; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 LoadData(a_l0[kk % 2], a_l1[1][2048*kk], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
-                SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][14336], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
@@ -300,6 +310,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[256*kt + 960000], Nd2NzParams(1, 40, 256, 0, 1000, 64, 1, 0));  // A tile 40 x 256 (ND 40 x 256 -> NZ, column groups 64 x 32 B apart)
@@ -307,34 +318,37 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 8; ++kk) {  // L0 K steps of 32
-                    WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                    WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     LoadData(a_l0[kk % 2], a_l1[kt % 2][2048*kk], LoadData2DParams(0, 3, 1, 0, 0, false, 0));  // A nz -> Zz (3 fractals, src stride 1 x 512 B)
                     LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
-                    SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                    SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[960768], Nd2NzParams(1, 40, 232, 0, 1000, 64, 1, 0));  // A tile 40 x 232 (ND 40 x 232 -> NZ, column groups 64 x 32 B apart)
             DataCopy(b_l1[1], B_gm[768768], Nd2NzParams(1, 232, 232, 0, 1000, 256, 1, 0));  // B tile 232 x 232 (ND 232 x 232 -> NZ, column groups 256 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
-            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
             for (int64_t kk = 0; kk < 7; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                WaitFlag<HardEvent::M_MTE1>((kk % 2) + 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 LoadData(a_l0[kk % 2], a_l1[1][2048*kk], LoadData2DParams(0, 3, 1, 0, 0, false, 0));  // A nz -> Zz (3 fractals, src stride 1 x 512 B)
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
-                SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                SetFlag<HardEvent::M_MTE1>((kk % 2) + 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][14336], LoadData2DParams(0, 3, 1, 0, 0, false, 0));  // A nz -> Zz (3 fractals, src stride 1 x 512 B)
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)

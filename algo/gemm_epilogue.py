@@ -151,6 +151,11 @@ def _not_on_fixpipe(where: str, stage: str, e: object, why: str = "") -> Unsuppo
         "a GemmSchedule picks by itself (or with .epilogue_on('vector'))")
 
 
+def reduces(t: Tensor) -> bool:
+    """Whether stage ``t``'s body reduces (anywhere in it)."""
+    return t.op is not None and any(isinstance(e, Reduce) for e in walk(t.op.body))
+
+
 def walk(e: Expr) -> list[Expr]:
     """Every node of ``e`` (``e`` first)."""
     from ascendsched.algo.check import children

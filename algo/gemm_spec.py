@@ -37,9 +37,9 @@ from ascendsched.algo.gemm_epilogue import (
     epilogue_chain,
     fixpipe_epilogue,
     is_matmul_stage,
+    reduces,
     same_indices,
     strip_casts,
-    walk,
 )
 from ascendsched.algo.tensor import Tensor
 from ascendsched.dtypes import DType, as_dtype
@@ -114,7 +114,7 @@ def match_gemm(algo: Algorithm) -> GemmSpec:
             f"{len(algo.outputs)} outputs ({', '.join(o.name for o in algo.outputs)}). Compute "
             f"the other outputs in their own algorithm")
     out = algo.outputs[0]
-    if not any(isinstance(x, Reduce) for t in algo.stages for x in walk(t.op.body)):  # type: ignore[union-attr]
+    if not any(reduces(t) for t in algo.stages):
         raise UnsupportedError(
             f"{where}: output '{out.name}' is not a single-axis sum (reduce_sum over one "
             f"reduce_axis); the Cube path lowers C[i, j] = sum_k A[i, k] * B[k, j]")

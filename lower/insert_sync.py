@@ -5,8 +5,8 @@ WAR dependences). ``sync_requirements.py`` decides where each dependence needs i
 folds those places into few syncs; this module builds them into the kernel (one *channel* per
 placement: the set and wait with their prologue sets and epilogue waits, or a barrier; fresh
 instruction ids from the kernel; carried pairs of one kind over one loop in disjoint bodies
-share a channel, ``channel_numbers``) and checks the result with the happens-before oracle, giving
-pairs that a double-buffered source pipe could set twice ping-pong ids. Then
+share a channel, ``channel_numbers``) and checks the result with the happens-before oracle,
+giving pairs that a double-buffered source pipe could set twice ping-pong ids. Then
 ``remove_redundant_sync`` drops every pair implied by the others and ``allocate_event_ids``
 fits the ids into the target's budget. Before/after (vadd, one copy)::
 

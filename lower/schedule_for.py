@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ascendsched.algo.algorithm import Algorithm, root_output
+from ascendsched.algo.gemm_epilogue import reduces
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.pipeline import build
 from ascendsched.lower.plan_memory import plan_memory
-from ascendsched.schedule.cube_directives import reduces
 from ascendsched.schedule.default import default_schedules
 from ascendsched.schedule.schedule import Scheduled
 from ascendsched.target import DEFAULT_TARGET, Target

@@ -4,8 +4,8 @@ The cheap half of the happens-before oracle (``happens_before.py`` states the ar
 half is ``sync_chains.py``). Read off the loop tree without building a relation:
 
 * ``standard_pattern``: a flag placed as one of insert_sync's two patterns (a set and its wait
-  in one body; the carried pattern with prologue sets and epilogue waits, also when disjoint
-  bodies under its loop share it, ``carried_pairs``) alternates;
+  in one body; the carried pattern with prologue sets and epilogue waits, its pair in one body
+  or in each of several disjoint ones, ``body_pairs``) alternates;
 * ``_straight_cover``: syncs between source and sink in their common body order every pair in
   one iteration of their common loops;
 * ``_across``: chains out of one sibling branch (a tile class, a tail version) and into a later
@@ -356,53 +356,50 @@ def _before(point: tuple, x: tuple, *, after: bool = False) -> bool:
 def standard_pattern(f: Flag) -> bool:
     """Whether ``f`` is one of the two patterns ``insert_sync`` places, which alternate by
     construction: a set before its wait in one body (same id), or the carried pattern (wait
-    before set in one body, inside a loop with one prologue set before it and one epilogue wait
-    after it per id the body's id can take; or such a wait and set in each of several disjoint
-    bodies under the loop, ``_shared_carried``)."""
+    before set in one body, or in each of several disjoint bodies, ``body_pairs``, inside a
+    loop with one prologue set before it and one epilogue wait after it per id the bodies'
+    ids can take)."""
     mains = [i for i in f.sets + f.waits if _role(i) in (SyncRole.SET, SyncRole.WAIT)]
-    if len(mains) > 2:
-        return _shared_carried(f)
-    if len(mains) != 2:
-        return False
-    st = next((i for i in mains if isinstance(i.instr, SetFlag)), None)
-    wt = next((i for i in mains if isinstance(i.instr, WaitFlag)), None)
-    if st is None or wt is None or st.path[:-1] != wt.path[:-1]:
-        return False
-    if _eid(st) != _eid(wt):
-        return False
     pro = sorted((i for i in f.sets if _role(i) == SyncRole.PROLOGUE), key=lambda i: i.path)
     epi = sorted((i for i in f.waits if _role(i) == SyncRole.EPILOGUE), key=lambda i: i.path)
-    if len(pro) + len(epi) + 2 != len(f.sets) + len(f.waits):
+    if len(pro) + len(epi) + len(mains) != len(f.sets) + len(f.waits):
         return False
-    if st.path[-1] < wt.path[-1]:
-        return not pro and not epi
-    if not pro or len(pro) != len(epi):
+    if len(mains) == 2 and not pro and not epi:  # a set, then its wait, in one body
+        st = next((i for i in mains if isinstance(i.instr, SetFlag)), None)
+        wt = next((i for i in mains if isinstance(i.instr, WaitFlag)), None)
+        return st is not None and wt is not None and st.path[:-1] == wt.path[:-1] and \
+            _eid(st) == _eid(wt) and st.path[-1] < wt.path[-1]
+    pairs = body_pairs(f)
+    if pairs is None or not pro:
         return False
     pro_ids = [_const_id(i) for i in pro]
-    values = _id_values([st])
     epi_ids = [_const_id(i) for i in epi]
     if None in pro_ids or None in epi_ids or len(set(pro_ids)) != len(pro) or \
             sorted(pro_ids) != sorted(epi_ids):  # type: ignore[type-var]
         return False  # one prologue set per id, waited by one epilogue wait
+    values = _id_values([x for x, _ in pairs])
     if values is None or not values <= set(pro_ids):
         return False
-    # the prologue sets in the body holding an enclosing loop of the pair, before it; the
-    # epilogue waits after it (in any one run of that body: P_v, then the loop's W/S pairs, E_v)
+    # the prologue sets in the body holding an enclosing loop of every pair, before it; the
+    # epilogue waits after it (in any one run of that body: P_v, then the loop's W/S pairs,
+    # run by run of the bodies, which never interleave, E_v)
     parent = pro[0].path[:-1]
-    loops = [lp for lp in st.loop_paths if lp[:-1] == parent]
-    if len(loops) != 1 or not all(i.path[:-1] == parent for i in pro + epi):
+    if not all(i.path[:-1] == parent for i in pro + epi):
         return False
-    at = loops[0][-1]
+    loops = {next((lp for lp in x.loop_paths if lp[:-1] == parent), None) for x, _ in pairs}
+    if len(loops) != 1 or None in loops:
+        return False
+    at = next(iter(loops))[-1]  # type: ignore[index]
     return all(i.path[-1] < at for i in pro) and all(i.path[-1] > at for i in epi)
 
 
-def carried_pairs(f: Flag) -> list[tuple[InstrInfo, InstrInfo]] | None:
-    """The (set, wait) of each body of a carried channel shared by disjoint bodies
-    (``insert_sync.channel_numbers``): per body one wait before one set with one id; None when
-    ``f`` is not one."""
+def body_pairs(f: Flag) -> list[tuple[InstrInfo, InstrInfo]] | None:
+    """The (set, wait) of each body holding a carried pair of ``f``: per body one wait before
+    one set with one id, the bodies disjoint (their runs never interleave); None when ``f``'s
+    main sets and waits are not such."""
     sets = [x for x in f.sets if _role(x) == SyncRole.SET]
     waits = [y for y in f.waits if _role(y) == SyncRole.WAIT]
-    if len(sets) != len(waits) or len(sets) < 2:
+    if len(sets) != len(waits) or not sets:
         return None
     by_body = {y.path[:-1]: y for y in waits}
     pairs = []
@@ -419,40 +416,18 @@ def carried_pairs(f: Flag) -> list[tuple[InstrInfo, InstrInfo]] | None:
     return pairs
 
 
+def carried_pairs(f: Flag) -> list[tuple[InstrInfo, InstrInfo]] | None:
+    """``body_pairs`` of a carried channel shared by several disjoint bodies
+    (``insert_sync.channel_numbers``); None when ``f`` is not one."""
+    pairs = body_pairs(f)
+    return pairs if pairs is not None and len(pairs) > 1 else None
+
+
 def disjoint_bodies(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     """Whether the bodies at paths ``a`` and ``b`` are disjoint subtrees (neither holds the
     other): their runs never interleave."""
     n = min(len(a), len(b))
     return a[:n] != b[:n]
-
-
-def _shared_carried(f: Flag) -> bool:
-    """Whether ``f`` is a carried channel shared by disjoint bodies under one loop: one prologue
-    set per id in the loop's parent body before it, one epilogue wait per id after it, and in
-    each body one wait before one set with one id (``carried_pairs``). Runs of disjoint bodies
-    never interleave and each runs its wait, then its set, of one id value, so every id's sets
-    and waits alternate, starting with the prologue's set and ending with the epilogue's
-    wait."""
-    pairs = carried_pairs(f)
-    if pairs is None:
-        return False
-    pro = [i for i in f.sets if _role(i) == SyncRole.PROLOGUE]
-    epi = [i for i in f.waits if _role(i) == SyncRole.EPILOGUE]
-    pro_ids, epi_ids = [_const_id(i) for i in pro], [_const_id(i) for i in epi]
-    if not pro or None in pro_ids or len(set(pro_ids)) != len(pro) or \
-            sorted(pro_ids) != sorted(epi_ids):  # type: ignore[type-var]
-        return False
-    values = _id_values([x for x, _ in pairs])
-    if values is None or not values <= set(pro_ids):
-        return False
-    parent = pro[0].path[:-1]
-    if not all(i.path[:-1] == parent for i in pro + epi):
-        return False
-    loops = {next((lp for lp in x.loop_paths if lp[:-1] == parent), None) for x, _ in pairs}
-    if len(loops) != 1 or None in loops:
-        return False  # not every body inside the one loop after the prologue
-    at = next(iter(loops))[-1]  # type: ignore[index]
-    return all(i.path[-1] < at for i in pro) and all(i.path[-1] > at for i in epi)
 
 
 def _apart(groups: list[list[InstrInfo]]) -> bool:

@@ -26,7 +26,7 @@ from ascendsched.lower.sync_text import (
     _mod_id,
     _prefix,
     _role,
-    carried_pairs,
+    body_pairs,
 )
 from ascendsched.target.model import CoreType, Pipe
 
@@ -130,7 +130,7 @@ class CarriedText(SyncText):
         run of the prologue's body: the wait in t's run B meets the set of the last run before
         B with that id. s's run A comes before B (the loop carries the pair) and has the same
         id, so that set is A's or a later one, issued after s on s's pipe (or on the relay
-        pipe after its wait for s). A channel shared by disjoint bodies (``carried_pairs``):
+        pipe after its wait for s). A channel shared by disjoint bodies (``body_pairs``):
         the set in s's body and a wait of the same id expression in t's; per id the runs of
         all its bodies alternate, so the same holds with "the last run of any body"."""
         for keys, mod in self._cached(("hoisted", s.id, t.id, var),
@@ -151,9 +151,7 @@ class CarriedText(SyncText):
             pro = [x for x in f.sets if _role(x) == SyncRole.PROLOGUE]
             if not pro or not self._standard(f):
                 continue
-            main = self._main(f)
-            pairs = [main] if main is not None else self._cached(
-                ("carried pairs", f.key), lambda f=f: carried_pairs(f)) or []
+            pairs = self._cached(("body pairs", f.key), lambda f=f: body_pairs(f)) or []
             outer = pro[0].path[:-1]
             if len(outer) >= len(loop) or loop[:len(outer)] != outer:
                 continue  # the prologue not hoisted out of the loop

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ascendsched.algo.expr import Reduce, ReduceVar
-from ascendsched.algo.gemm_epilogue import is_matmul_stage, walk
+from ascendsched.algo.gemm_epilogue import is_matmul_stage, reduces, walk
 from ascendsched.errors import ScheduleError, UnsupportedError
 from ascendsched.schedule.cube_plan import cube_split, matched
 
@@ -275,11 +275,6 @@ def check_vector_schedule(s: Schedule) -> None:
                     f"output axes ({', '.join(axes)}) once each; reduce axes and split loops "
                     f"are split only in a tensorized stage (tensorize('{d.stage}', <innermost "
                     f"reduce loop>, 'mmad'))")
-
-
-def reduces(t) -> bool:  # noqa: ANN001 -- Tensor
-    """Whether stage ``t``'s body reduces (anywhere in it)."""
-    return t.op is not None and any(isinstance(e, Reduce) for e in walk(t.op.body))
 
 
 def _all_loops(s: Schedule, stage: str) -> list[str]:

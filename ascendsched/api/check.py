@@ -118,7 +118,14 @@ def check(obj: Schedule | GemmSchedule | Algorithm, *, work_dir: Path | None = N
     for the full shape, so the ladder then runs at full size). ``cpp_timeout``: seconds the
     emitted C++ may run (a :class:`KernelTimeoutError` verdict past it). ``reduce``: check
     through the reduced instance (True), at full size (False), or when the kernel exceeds
-    ``budget`` (None)."""
+    ``budget`` (None). ``work_dir``: where the emitted projects go (default: a temporary
+    directory, removed when the checks are done)."""
+    if work_dir is None:
+        with tempfile.TemporaryDirectory(prefix="ascendsched_check_") as tmp:
+            return check(obj, work_dir=Path(tmp), sanitize=sanitize, seed=seed, cpp=cpp,
+                         kernel=kernel, inputs=inputs, cpp_timeout=cpp_timeout, reduce=reduce,
+                         budget=budget)
+    work_dir = Path(work_dir)
     sched = schedule_for(obj)
     given = user_inputs(sched.algo, inputs) if inputs is not None else None
     out: list[Verdict] = []
@@ -130,8 +137,7 @@ def check(obj: Schedule | GemmSchedule | Algorithm, *, work_dir: Path | None = N
     too_big = budget.exceeded_by(k)
     if given is not None or not (too_big if reduce is None else reduce):
         return out + _ladder(sched, k, work_dir, sanitize, seed, cpp, "", given, cpp_timeout)
-    tmp = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix=f"ascendsched_{k.name}_"))
-    out.append(_emit_full(k, tmp / "full", sanitize, cpp))
+    out.append(_emit_full(k, work_dir / "full", sanitize, cpp))
     t0 = time.perf_counter()
     red = reduce_instance(sched)
     kr = k if red.is_full else lower(red.reduced)
@@ -141,7 +147,7 @@ def check(obj: Schedule | GemmSchedule | Algorithm, *, work_dir: Path | None = N
     diff = structural_diff(k, kr)
     out.append(Verdict("full IR == reduced IR", diff is None, diff or "equal up to loop "
                        "bounds, GM offsets and strides, guard constants and block count"))
-    return out + _ladder(red.reduced, kr, tmp / "reduced", sanitize, seed, cpp,
+    return out + _ladder(red.reduced, kr, work_dir / "reduced", sanitize, seed, cpp,
                          describe(red.reduced), None, cpp_timeout)
 
 
@@ -152,7 +158,8 @@ def _emit_full(k: Kernel, out_dir: Path, sanitize: bool, cpp: bool) -> Verdict:
     try:
         proj = emit_project(k, out_dir)
         if not cpp:
-            return Verdict("emit full kernel", True, f"{proj.kernel_cpp} ({k.block_dim} blocks)")
+            return Verdict("emit full kernel", True,
+                           f"{proj.kernel_cpp.name} ({k.block_dim} blocks)")
         binary = build_cpu(proj, sanitize=sanitize)
     except AscendSchedError as e:
         return Verdict("emit and build full kernel", False, str(e).splitlines()[0])
@@ -160,7 +167,7 @@ def _emit_full(k: Kernel, out_dir: Path, sanitize: bool, cpp: bool) -> Verdict:
                    f"{binary.name} in {time.perf_counter() - t0:.1f} s ({k.block_dim} blocks)")
 
 
-def _ladder(sched: Schedule | GemmSchedule, k: Kernel, work_dir: Path | None, sanitize: bool,
+def _ladder(sched: Schedule | GemmSchedule, k: Kernel, work_dir: Path, sanitize: bool,
             seed: int, cpp: bool, instance: str, given: dict[str, np.ndarray] | None,
             cpp_timeout: float) -> list[Verdict]:
     """The executing rungs on ``k`` (the lowered ``sched``) with the ``given`` inputs (None:
@@ -197,10 +204,9 @@ def _ladder(sched: Schedule | GemmSchedule, k: Kernel, work_dir: Path | None, sa
     verdict("IR trace race check", rep.ok, rep.summary())
     if not cpp:
         return out
-    tmp = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix=f"ascendsched_{k.name}_"))
     try:
         t0 = time.perf_counter()
-        proj = emit_project(k, tmp)
+        proj = emit_project(k, work_dir)
         binary = build_cpu(proj, sanitize=sanitize)
         verdict("g++ build of emitted C++", True,
                 f"{binary.name} in {time.perf_counter() - t0:.1f} s")

@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     c.set_defaults(fn=cmd_compile)
     k = sub.add_parser("check", help="run the verification ladder on the CPU, one verdict per check")
     k.add_argument("target")
-    k.add_argument("--work-dir", help="where to write the emitted project (default: a temp dir)")
+    k.add_argument("--work-dir", help="where to write the emitted projects (default: a temporary directory, removed afterwards)")
     k.add_argument("--no-sanitize", action="store_true", help="build without ASan/UBSan")
     k.add_argument("--ir-only", action="store_true", help="skip the emitted C++ (no g++ needed)")
     k.add_argument("--inputs", help="a .npz file with one array per input (default: uniform "

@@ -92,3 +92,13 @@ def test_cli_full_flag_checks_at_full_size(tmp_path, capsys):
                  "def algorithm():\n    return vadd(4096)\n")
     assert main(["check", f"{f}:algorithm", "--ir-only", "--full"]) == 0
     assert "reduced" not in capsys.readouterr().out
+
+
+def test_check_without_a_work_dir_leaves_nothing_behind(tmp_path, monkeypatch):
+    """The emitted projects go to a temporary directory that is removed afterwards (each run
+    used to leave its project and binary in the system temp directory)."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    s = Schedule(L.vadd(2048 * 8 + 1808)).split("z", "i", 2048).bind("z", "i_o", 2)
+    vs = check(s, cpp=False, reduce=True)
+    assert vs[1].check == "emit full kernel" and vs[1].ok
+    assert list(tmp_path.iterdir()) == []

@@ -133,7 +133,14 @@ class _Builder(L0Loads):
         self.k_full = sp.k // t.tk  # full L1 K steps
         self.k_tail = sp.k - self.k_full * t.tk  # K of the peeled last L1 step (0: none)
         self.steps = [t.kk] * self.k_full + ([-(-self.k_tail // t.k0)] if self.k_tail else [])
-        self.steps_per_tile = sum(self.steps)
+        # Each tile numbers its L0 copies from an even count, so the L0 copy is the step
+        # within the tile mod 2 whatever the tile: with an odd count per tile, a running
+        # counter gives (kk + t) % 2, which no ping-pong flag id (base + var % 2) follows, so
+        # those 'slot free' syncs fell back to one id and ran the M -> MTE1 ids out. The price
+        # is one step per tile whose copy repeats the previous one. The L1 counter stays
+        # running: its (kt + t) % 2 alternates across tiles and its MTE1 -> MTE2 syncs do not
+        # run out (rounding it measured slower, e.g. 300x200x360 in 64x64x128 on 2 cores).
+        self.steps_per_tile = _even(sum(self.steps))
 
     # ----------------------------------------------------------------- driver
     def build(self) -> Kernel:
@@ -396,6 +403,11 @@ def _mod2(e: Affine) -> Affine:
     if len(terms) == 1 and r.const == 0:
         return Affine.mod(terms[0][0], 2)
     return r.modulo(2)
+
+
+def _even(n: int) -> int:
+    """``n`` rounded up to an even count."""
+    return n + n % 2
 
 
 def _aff(x: Affine | int) -> Affine:

@@ -273,6 +273,33 @@ def test_latest_source_of_a_tail_version_dependence() -> None:
     assert report.ok, report.summary()
 
 
+
+def test_an_odd_count_of_l0_steps_per_tile_keeps_ping_pong_ids() -> None:
+    """GEMM 300x200x330 tiled 64x64x128 (K step 32) on 2 cores: 11 L0 K steps per tile (two
+    full L1 steps of 4, a K tail of 3). A running L0 copy counter gave ``(kk + t) % 2``, which
+    no ping-pong id follows: 16 'slot free' syncs for 6 ids (EventIdPressureWarning), 4 of
+    them on one id. Each tile now numbers its L0 copies from an even count (build_gemm), so
+    the copy is ``kk % 2`` in every L0 K loop: no warning, ping-pong waits, nothing
+    unordered, and the trace of the IR run is race-free."""
+    from ascendsched.algo import library as L
+    from ascendsched.api.numerics import random_inputs
+    from ascendsched.lower.pipeline import lower
+    from ascendsched.schedule.gemm import GemmSchedule
+    from ascendsched.sim.checker import check_trace
+    from ascendsched.sim.execute import run_kernel
+
+    s = (GemmSchedule(L.gemm(300, 200, 330)).tile(64, 64, 128).split_k(32).buffer("l1", 2)
+         .buffer("l0", 2).bind(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EventIdPressureWarning)
+        k = lower(s)
+    in_loops = [w for inside, w in _kk_loop_waits(k.programs[0].body) if inside]
+    assert len(in_loops) >= 6
+    assert all(w.event_id.mods and w.event_id.mods[0][0] == "kk" for w in in_loops)
+    assert unordered_dependences(k, analyze_dependences(k), ASCEND_910B, by_channel=False) == ()
+    report = check_trace(run_kernel(k, random_inputs(s.algo), trace=True).trace, k.target)
+    assert report.ok, report.summary()
+
 def _kk_loop_waits(body: tuple, under_kk: bool = False) -> list[tuple[bool, WaitFlag]]:
     """(inside a kk loop's body, wait) for every M -> MTE1 wait of a kernel body."""
     out: list[tuple[bool, WaitFlag]] = []

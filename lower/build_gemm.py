@@ -133,14 +133,16 @@ class _Builder(L0Loads):
         self.k_full = sp.k // t.tk  # full L1 K steps
         self.k_tail = sp.k - self.k_full * t.tk  # K of the peeled last L1 step (0: none)
         self.steps = [t.kk] * self.k_full + ([-(-self.k_tail // t.k0)] if self.k_tail else [])
-        # Each tile numbers its L0 copies from an even count, so the L0 copy is the step
-        # within the tile mod 2 whatever the tile: with an odd count per tile, a running
-        # counter gives (kk + t) % 2, which no ping-pong flag id (base + var % 2) follows, so
-        # those 'slot free' syncs fell back to one id and ran the M -> MTE1 ids out. The price
-        # is one step per tile whose copy repeats the previous one. The L1 counter stays
-        # running: its (kt + t) % 2 alternates across tiles and its MTE1 -> MTE2 syncs do not
-        # run out (rounding it measured slower, e.g. 300x200x360 in 64x64x128 on 2 cores).
-        self.steps_per_tile = _even(sum(self.steps))
+        # With several L0 steps per tile, each tile numbers its L0 copies from an even count,
+        # so the L0 copy is the step within the tile mod 2 whatever the tile: with an odd
+        # count, a running counter gives (kk + t) % 2, which no ping-pong flag id
+        # (base + var % 2) follows, so those 'slot free' syncs fell back to one id and ran
+        # the M -> MTE1 ids out. The price is one step per tile whose copy repeats the
+        # previous one. One step per tile keeps the running t % 2 (a ping-pong over tiles).
+        # The L1 counter stays running: rounding it measured slower (300x200x360 in 64x64x128
+        # on 2 cores), its MTE1 -> MTE2 syncs being fewer.
+        n = sum(self.steps)
+        self.steps_per_tile = n + n % 2 if n > 1 else n
 
     # ----------------------------------------------------------------- driver
     def build(self) -> Kernel:
@@ -403,11 +405,6 @@ def _mod2(e: Affine) -> Affine:
     if len(terms) == 1 and r.const == 0:
         return Affine.mod(terms[0][0], 2)
     return r.modulo(2)
-
-
-def _even(n: int) -> int:
-    """``n`` rounded up to an even count."""
-    return n + n % 2
 
 
 def _aff(x: Affine | int) -> Affine:

@@ -283,22 +283,31 @@ def test_an_odd_count_of_l0_steps_per_tile_keeps_ping_pong_ids() -> None:
     unordered, and the trace of the IR run is race-free."""
     from ascendsched.algo import library as L
     from ascendsched.api.numerics import random_inputs
-    from ascendsched.lower.pipeline import lower
     from ascendsched.schedule.gemm import GemmSchedule
     from ascendsched.sim.checker import check_trace
     from ascendsched.sim.execute import run_kernel
 
     s = (GemmSchedule(L.gemm(300, 200, 330)).tile(64, 64, 128).split_k(32).buffer("l1", 2)
          .buffer("l0", 2).bind(2))
+    k = _lowered_with_l0_ping_pong(s, least=6)
+    report = check_trace(run_kernel(k, random_inputs(s.algo), trace=True).trace, k.target)
+    assert report.ok, report.summary()
+
+
+def _lowered_with_l0_ping_pong(s, least: int):  # noqa: ANN001, ANN202
+    """``s`` lowered (an EventIdPressureWarning fails), with at least ``least`` M -> MTE1
+    waits in L0 K loops, each on a ``kk % 2`` id, and every dependence ordered."""
+    from ascendsched.lower.pipeline import lower
+
     with warnings.catch_warnings():
         warnings.simplefilter("error", EventIdPressureWarning)
         k = lower(s)
     in_loops = [w for inside, w in _kk_loop_waits(k.programs[0].body) if inside]
-    assert len(in_loops) >= 6
+    assert len(in_loops) >= least
     assert all(w.event_id.mods and w.event_id.mods[0][0] == "kk" for w in in_loops)
     assert unordered_dependences(k, analyze_dependences(k), ASCEND_910B, by_channel=False) == ()
-    report = check_trace(run_kernel(k, random_inputs(s.algo), trace=True).trace, k.target)
-    assert report.ok, report.summary()
+    return k
+
 
 def _kk_loop_waits(body: tuple, under_kk: bool = False) -> list[tuple[bool, WaitFlag]]:
     """(inside a kk loop's body, wait) for every M -> MTE1 wait of a kernel body."""
@@ -319,15 +328,8 @@ def test_tile_classes_share_their_l0_slot_channels_and_keep_double_buffering() -
     an L0 K loop keeps its ping-pong id, so loads of one L0 slot overlap the Mmad of the other
     (before: 16 such channels for 6 ids, every one on a single id)."""
     from ascendsched.algo import library as L
-    from ascendsched.lower.pipeline import lower
     from ascendsched.schedule.gemm import GemmSchedule
 
     s = (GemmSchedule(L.gemm(200, 130, 232)).tile(64, 64, 128).split_k(32).buffer("l1", 2)
          .buffer("l0", 2).bind(2))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", EventIdPressureWarning)
-        k = lower(s)
-    in_loops = [w for inside, w in _kk_loop_waits(k.programs[0].body) if inside]
-    assert len(in_loops) >= 6  # two L0 K loops per class loop, three class loops
-    assert all(w.event_id.mods and w.event_id.mods[0][0] == "kk" for w in in_loops)
-    assert unordered_dependences(k, analyze_dependences(k), ASCEND_910B, by_channel=False) == ()
+    _lowered_with_l0_ping_pong(s, least=6)  # two L0 K loops per class loop, three class loops

@@ -416,13 +416,6 @@ def body_pairs(f: Flag) -> list[tuple[InstrInfo, InstrInfo]] | None:
     return pairs
 
 
-def carried_pairs(f: Flag) -> list[tuple[InstrInfo, InstrInfo]] | None:
-    """``body_pairs`` of a carried channel shared by several disjoint bodies
-    (``insert_sync.channel_numbers``); None when ``f`` is not one."""
-    pairs = body_pairs(f)
-    return pairs if pairs is not None and len(pairs) > 1 else None
-
-
 def disjoint_bodies(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     """Whether the bodies at paths ``a`` and ``b`` are disjoint subtrees (neither holds the
     other): their runs never interleave."""

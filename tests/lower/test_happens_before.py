@@ -19,7 +19,7 @@ from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.lower.sync_chains import union_of
-from ascendsched.lower.sync_text import carried_pairs, flag_pair_levels, standard_pattern
+from ascendsched.lower.sync_text import body_pairs, flag_pair_levels, standard_pattern
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import ASCEND_910B, Pipe
@@ -118,11 +118,18 @@ def test_what_the_text_settles_isl_confirms(name: str, stage: str) -> None:
     assert settled >= len(groups) // 3, (settled, len(groups))
 
 
+def carried_pairs(f):  # noqa: ANN001, ANN201
+    """``body_pairs`` of a carried channel shared by several disjoint bodies
+    (``insert_sync.channel_numbers``); None when ``f`` is not one."""
+    pairs = body_pairs(f)
+    return pairs if pairs is not None and len(pairs) > 1 else None
+
+
 def test_a_carried_channel_shared_by_sibling_bodies_alternates_by_isl_too() -> None:
     # each tile class's two L0 K loops (full L1 step, peeled K tail) share one M -> MTE1
     # channel over the class loop (insert_sync.channel_numbers): several wait/set pairs in
     # disjoint bodies between one prologue and one epilogue. The text calls it standard
-    # (sync_text._shared_carried); isl agrees that it alternates, and the placement orders
+    # (sync_text.standard_pattern); isl agrees that it alternates, and the placement orders
     # every dependence
     placed, deps = _placed(lower(_gemm_tails_2_cores(), stop_after="apply memory plan"))
     oracle = SyncOracle(placed, deps, ASCEND_910B)
@@ -143,7 +150,7 @@ def test_a_shared_carried_channel_orders_pairs_across_its_bodies() -> None:
     # a dependence from one L0 K loop to the other (the tail's Mmad, the next tile's first
     # load of that slot) is ordered by the shared channel: the wait before the load meets the
     # last set of its id in any of the bodies, which is the source's or later
-    # (sync_text_carried._hoisted_cover over carried_pairs); isl agrees on every one
+    # (sync_text_carried._hoisted_cover over body_pairs); isl agrees on every one
     def hoisted(o, it, v, d):  # noqa: ANN001, ANN202
         k = o._hoisted_cover(it.src, it.dst, v, o._same_copy(it.src, it.dst, [it]), frozenset())
         return [] if k is None else [k]

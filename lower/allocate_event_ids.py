@@ -222,8 +222,18 @@ def _channels(kernel: Kernel) -> dict[int, _Chan]:
     for p in kernel.programs:
         walk(p.body, p.core, ())
     for c in out.values():
-        c.tight = c.tight and c.end - c.start == 1
+        c.tight = c.tight and _tight_pairs(c)
     return out
+
+
+def _tight_pairs(c: _Chan) -> bool:
+    """Whether ``c`` is one or more sets each immediately followed by its wait (the tight-pair
+    fallback's result; a channel shared by several bodies keeps one pair in each)."""
+    flags = sorted(c.flags, key=lambda f: f[1])
+    if len(flags) % 2:
+        return False
+    return all(a[0] == SyncRole.SET and b[0] == SyncRole.WAIT and b[1] == a[1] + 1
+               for a, b in zip(flags[::2], flags[1::2], strict=True))
 
 
 def _rewritten(before: Kernel, after: Kernel) -> bool:
@@ -329,17 +339,21 @@ def _downgrade(s: EventSync) -> tuple[Stmt, ...]:
 
 
 def _tightener(fresh: int):  # noqa: ANN202 -- Instr -> tuple[Stmt, ...]
-    """Each set of a channel (the loop body's and the prologue's) becomes a set with its wait
+    """Each set of a channel (the loop bodies' and the prologue's) becomes a set with its wait
     right after it; the other waits go. A prologue set stays a tight pair, as its own channel
     (``fresh`` numbers on), because other syncs may lean on it: pruning may have dropped a pair
     between the loop and work before it that this prologue set and the first iteration's wait
     ordered."""
     extra = iter(range(fresh, fresh + 1000))
+    kept: set[int | None] = set()  # channels whose first main set kept its number
 
     def tighten(s: EventSync) -> tuple[Stmt, ...]:
         if not isinstance(s, SetFlag) or s.role not in (SyncRole.SET, SyncRole.PROLOGUE):
             return ()
-        ch = s.channel if s.role == SyncRole.SET else next(extra)
+        # each tight pair its own channel: a channel shared by several bodies
+        # (insert_sync.channel_numbers) has a main set in each
+        ch = s.channel if s.role == SyncRole.SET and s.channel not in kept else next(extra)
+        kept.add(s.channel)
         st = replace(s, event_id=Affine(), role=SyncRole.SET, channel=ch)
         wait = WaitFlag(s.dst, src=s.pipe, event_id=Affine(), channel=ch, role=SyncRole.WAIT,
                         comment=s.comment)

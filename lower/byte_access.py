@@ -173,22 +173,54 @@ def shared_copy(kernel: Kernel, space: str, sides: tuple[tuple[Instr, tuple[str,
     ``var % m`` (the same copy). None otherwise."""
     found: set[tuple[str, Affine]] = set()
     for ins, names in sides:
-        for r in ins.reads + ins.writes:
-            if _describe(kernel, r) in names and region_space(kernel, r.tensor) == space:
-                found.add((r.tensor, r.copy))
+        found |= _copies_touched(kernel, space, ins, names)
     if len(found) != 1:
         return None
     (tensor, copy), = found
-    buf = kernel.buffer_map.get(tensor)
     mods = copy.mods
-    if buf is None or copy.terms or copy.divs or copy.const or len(mods) != 1 or mods[0][2] != 1:
+    if copy.terms or copy.divs or copy.const or len(mods) != 1 or mods[0][2] != 1 or \
+            not _disjoint_copies(kernel, tensor):
         return None
+    return mods[0][0], mods[0][1]
+
+
+def side_copies(kernel: Kernel, space: str, sides: tuple[tuple[Instr, tuple[str, ...]], ...]
+                ) -> tuple[Affine, ...] | None:
+    """The copy expression of each side (an instruction, the region descriptions of a
+    dependence on its side) when each touches, in ``space``, one copy expression of one
+    buffer, the same buffer on every side, whose copies occupy disjoint bytes: two instances
+    that conflict there have equal copy values. None otherwise."""
+    got: list[Affine] = []
+    tensors: set[str] = set()
+    for ins, names in sides:
+        found = _copies_touched(kernel, space, ins, names)
+        if len(found) != 1:
+            return None
+        (tensor, copy), = found
+        tensors.add(tensor)
+        got.append(copy)
+    if len(tensors) != 1 or not _disjoint_copies(kernel, tensors.pop()):
+        return None
+    return tuple(got)
+
+
+def _copies_touched(kernel: Kernel, space: str, ins: Instr, names: tuple[str, ...]
+                    ) -> set[tuple[str, Affine]]:
+    """(buffer, copy expression) of each region of ``ins`` described by ``names`` in
+    ``space``."""
+    return {(r.tensor, r.copy) for r in ins.reads + ins.writes
+            if _describe(kernel, r) in names and region_space(kernel, r.tensor) == space}
+
+
+def _disjoint_copies(kernel: Kernel, tensor: str) -> bool:
+    """Whether buffer ``tensor``'s copies occupy disjoint bytes."""
+    buf = kernel.buffer_map.get(tensor)
+    if buf is None:
+        return False
     span = -(-buf.nbytes // kernel.target.block_bytes) * kernel.target.block_bytes
     bases = sorted(buf.offsets if buf.offsets is not None else
                    tuple(c * span for c in range(buf.copies)))
-    if any(b - a < span for a, b in zip(bases, bases[1:], strict=False)):
-        return None  # copies that share bytes
-    return mods[0][0], mods[0][1]
+    return all(b - a >= span for a, b in zip(bases, bases[1:], strict=False))
 
 
 def _region_hull(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> tuple[int, int]:

@@ -52,7 +52,7 @@ from functools import cached_property
 import islpy as isl
 
 from ascendsched.lower.affine import Affine
-from ascendsched.lower.byte_access import shared_copy
+from ascendsched.lower.byte_access import shared_copy, side_copies
 from ascendsched.lower.cube_ops import same_pipe_ordered
 from ascendsched.lower.instances import InstrInfo, kernel_instrs, never_before
 from ascendsched.lower.ir import Instr, Kernel
@@ -338,17 +338,22 @@ class SyncOracle(ChainRelations, GroupVerdicts):
             for v, d in levels:
                 carried[v] = min(d, carried.get(v, d))
         return self._text_cover(s, t, carried, independent,
-                                functools.cache(lambda: self._same_copy(s, t, items)), dropped)
+                                functools.cache(lambda: self._same_copy(s, t, items)), dropped,
+                                functools.cache(lambda: self._side_copies(s, t, items)))
 
     def _text_cover(self, s: InstrInfo, t: InstrInfo, carried: dict[str, int],
                     independent: bool, same: Callable[[], tuple[str, int] | None],
-                    dropped: frozenset) -> frozenset | None:
+                    dropped: frozenset,
+                    copies: Callable[[], tuple[Affine, ...] | None] = lambda: None
+                    ) -> frozenset | None:
         """``_without_isl`` for s -> t pairs carried by the loops of ``carried`` (each with
         its least distance) and, if ``independent`` (or no loop carries any), in one iteration
         of every common loop; ``same``: the ``_hoisted_cover`` argument, asked for if needed."""
         used: set = set()
         if not carried or independent:
             keys = self._straight_cover(s, t, dropped)
+            if keys is None:
+                keys = self._chained_cover(s, t, copies, dropped)
             if keys is None:
                 return None
             used |= keys
@@ -378,6 +383,20 @@ class SyncOracle(ChainRelations, GroupVerdicts):
             return shared_copy(self.kernel, d.space, ((s.instr, d.src_tensors),
                                                       (t.instr, d.dst_tensors)))
         got = {one(it) for it in items}
+        return got.pop() if len(got) == 1 else None
+
+    def _side_copies(self, s: InstrInfo, t: InstrInfo, items: list[_Item]
+                     ) -> tuple[Affine, ...] | None:
+        """The buffer copy expression on each side when every dependence of ``items`` touches
+        one buffer with disjoint copies, one copy expression per side (``side_copies``; the
+        ``_chained_cover`` argument). None: not known, or a double-set item."""
+        got = set()
+        for it in items:
+            if it.dep is None:
+                return None
+            d = it.dep
+            got.add(side_copies(self.kernel, d.space, ((s.instr, d.src_tensors),
+                                                       (t.instr, d.dst_tensors))))
         return got.pop() if len(got) == 1 else None
 
     @cached_property

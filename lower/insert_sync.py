@@ -170,22 +170,24 @@ def _settle(kernel: Kernel, reqs: Reasons, deps: Dependences, target: Target,
 
 def channel_numbers(reqs: Reasons) -> list[int]:
     """The sync channel of each requirement of ``reqs``, in order: its own index, except that
-    carried pairs of one kind (pipes, loop, ids) in disjoint bodies under that loop share the
-    channel of the first one (a tile class's loop holding the L0 K loop of a full L1 step and
-    that of the peeled K tail): one prologue set per id before the loop, in each body a wait
-    and a later set of one id, one epilogue wait per id after the loop. Runs of disjoint bodies
-    never interleave, so every id's sets and waits still alternate; and the wait before a sink
-    meets the last set of its id before it, which fires after every earlier source-pipe
-    instruction, so the shared channel orders whatever separate ones would
-    (``sync_text.standard_pattern``). Separate channels would each hold their ids across the
-    whole loop: five tile classes ran the M -> MTE1 ids out and lost double buffering."""
+    carried pairs of one kind (core, pipes, ids) in disjoint bodies of loops that are one loop
+    or sibling loops of one body share the channel of the first one: one prologue set per id
+    before the first of those loops, in each body a wait and a later set of one id, one
+    epilogue wait per id after the last loop (``channel_span``). Runs of disjoint bodies never
+    interleave (nor do sibling loops), so every id's sets and waits still alternate; and the
+    wait before a sink meets the last set of its id before it, which fires after every earlier
+    source-pipe instruction, so the shared channel orders whatever separate ones would
+    (``sync_text.standard_pattern``). Separate channels would each hold their ids across
+    their loop, and between two loops drain one (epilogue waits) before the next starts: a
+    tile class's L0 K loops of the full L1 steps and of the K tail, and the persistent loops
+    of consecutive tile classes, ran the ids out and lost double buffering."""
     out: list[int] = []
     groups: dict[tuple, list[tuple[int, tuple[int, ...]]]] = {}
     for n, r in enumerate(reqs):
         if r.loop is None or r.src == r.dst:
             out.append(n)
             continue
-        members = groups.setdefault((r.core, r.src, r.dst, r.loop, r.ids), [])
+        members = groups.setdefault((r.core, r.src, r.dst, r.loop[:-1], r.ids), [])
         home = next((c for c, _ in members), n)
         if all(disjoint_bodies(r.container, other) for _, other in members):
             out.append(home)
@@ -195,13 +197,29 @@ def channel_numbers(reqs: Reasons) -> list[int]:
     return out
 
 
+def channel_span(reqs: Reasons) -> dict[int, tuple[tuple[int, ...], int, int]]:
+    """Per carried channel (``channel_numbers``): the body holding its loops and the first and
+    last of them (child indices): its prologue goes before the first, its epilogue after the
+    last."""
+    out: dict[int, tuple[tuple[int, ...], int, int]] = {}
+    for n, r in zip(channel_numbers(reqs), reqs, strict=True):
+        if r.loop is None or r.src == r.dst:
+            continue
+        parent, idx = r.loop[:-1], r.loop[-1]
+        _, lo, hi = out.get(n, (parent, idx, idx))
+        out[n] = (parent, min(lo, idx), max(hi, idx))
+    return out
+
+
 def _build(kernel: Kernel, reqs: Reasons) -> Kernel:
     by_core: dict[object, dict] = {}
+    spans = channel_span(reqs)
     seen: set[int] = set()  # channels whose prologue and epilogue are placed
     for n, (req, reasons) in zip(channel_numbers(reqs), reqs.items(), strict=True):
         comment = "; ".join(dict.fromkeys(reasons))
         core_inserts = by_core.setdefault(req.core, {})
-        for path, gap, group, ins in _materialize(req, n, comment, kernel, n not in seen):
+        ends = spans.get(n) if n not in seen else None
+        for path, gap, group, ins in _materialize(req, n, comment, kernel, ends):
             core_inserts.setdefault(path, {}).setdefault(gap, []).append((group, n, ins))
         seen.add(n)
     programs = []
@@ -220,10 +238,12 @@ def _build(kernel: Kernel, reqs: Reasons) -> Kernel:
 _SET, _EPILOGUE, _PROLOGUE, _WAIT, _BARRIER = range(5)
 
 
-def _materialize(r: Requirement, n: int, comment: str, kernel: Kernel, ends: bool = True
+def _materialize(r: Requirement, n: int, comment: str, kernel: Kernel,
+                 ends: tuple[tuple[int, ...], int, int] | None
                  ) -> list[tuple[tuple[int, ...], int, int, Instr]]:
     """(container path, gap, group, instr) for requirement ``r`` as channel ``n``; ``ends``:
-    with the prologue sets and epilogue waits of a carried pair (the channel's first pair)."""
+    where a carried pair's prologue sets and epilogue waits go (``channel_span``; None: placed
+    with the channel's first pair)."""
     if r.src == r.dst:
         return [(r.container, r.before, _BARRIER,
                  Barrier(r.dst, channel=n, role=SyncRole.KEEP if r.keep else None,
@@ -238,11 +258,11 @@ def _materialize(r: Requirement, n: int, comment: str, kernel: Kernel, ends: boo
     eid = Affine.mod(r.var, 2) if r.ids == 2 else Affine()
     out = [(r.container, r.after + 1, _SET, set_(eid, SyncRole.SET)),
            (r.container, r.before, _WAIT, wait(eid, SyncRole.WAIT))]
-    if r.loop is not None and ends:
-        parent, idx = r.loop[:-1], r.loop[-1]
+    if r.loop is not None and ends is not None:
+        parent, first, last = ends
         for c in range(r.ids):
-            out.append((parent, idx, _PROLOGUE, set_(Affine(c), SyncRole.PROLOGUE)))
-            out.append((parent, idx + 1, _EPILOGUE, wait(Affine(c), SyncRole.EPILOGUE)))
+            out.append((parent, first, _PROLOGUE, set_(Affine(c), SyncRole.PROLOGUE)))
+            out.append((parent, last + 1, _EPILOGUE, wait(Affine(c), SyncRole.EPILOGUE)))
     return out
 
 

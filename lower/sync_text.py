@@ -19,6 +19,7 @@ decide, the isl relations do.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ascendsched.lower.affine import Affine, Cond
@@ -116,6 +117,64 @@ class SyncText:
             if not keys & dropped:
                 return keys
         return None
+
+    def _chained_cover(self, s: InstrInfo, t: InstrInfo,
+                       copies: Callable[[], tuple[Affine, ...] | None], dropped: frozenset
+                       ) -> frozenset | None:
+        """A flag that orders, without isl, every s -> t pair with s and t in different
+        children of their innermost common body (s's first; a tile class's loop and a later
+        one's), or None: a carried channel (``standard_pattern``, ``body_pairs``) shared by
+        the bodies of both, with a set ``x`` after s in s's body (directly from s's pipe, or
+        relayed, ``_reaching``) and a wait ``y`` before t in t's, x's child before t's, and
+        in every pair the same id on both: equal constants, or
+        ids equal to the buffer copy each side touches (``copies``: the dependence's copy
+        expressions, one buffer with disjoint copies, so a pair touches one copy on both
+        sides). x runs after s in s's run with s's copy as id; y waits for the last set of
+        its id before it (the channel alternates), x or a later one, so after s on s's
+        pipe."""
+        for keys, need in self._cached(("chained", s.id, t.id), lambda: self._chained(s, t)):
+            if not keys & dropped and (need is None or need == copies()):
+                return keys
+        return None
+
+    def _chained(self, s: InstrInfo, t: InstrInfo
+                 ) -> list[tuple[frozenset, tuple[Affine, ...] | None]]:
+        """Every flag of ``_chained_cover`` with the (x, y) ids it needs equal to the copies
+        (None: constant ids, always equal)."""
+        c = _shared(s.path, t.path)
+        if c >= min(len(s.path), len(t.path)) or s.path[c] >= t.path[c]:
+            return []
+        out: list[tuple[frozenset, tuple[Affine, ...] | None]] = []
+        _, direct, relays = self._menu(s.pipe, t.pipe, t.core)
+        for f in direct + relays:
+            pairs = self._cached(("body pairs", f.key), lambda f=f: body_pairs(f))
+            if not pairs or not self._standard(f):
+                continue
+            xs = [x for x, _ in pairs if len(x.path) > c and x.path[:c] == s.path[:c]
+                  and s.path[c] <= x.path[c] < t.path[c]]
+            ys = [y for _, y in pairs if _before(t.path, y.path, after=True) and len(y.path) > c
+                  and y.path[c] == t.path[c]]
+            for x in xs:
+                for keys in self._reaching(s, f, x, t.core):
+                    for y in ys:
+                        ex, ey = _eid(x), _eid(y)
+                        assert ex is not None and ey is not None
+                        if not (ex.is_const and ey.is_const):
+                            out.append((keys, (ex, ey)))
+                        elif ex == ey:
+                            out.append((keys, None))
+        return out
+
+    def _reaching(self, s: InstrInfo, f: Flag, x: InstrInfo, core: CoreType
+                  ) -> list[frozenset]:
+        """The syncs by which ``f``'s set ``x`` is issued after s's work in the same run of
+        x's body: ``f`` itself from s's pipe with s before x, or relayed by an in-body pair
+        from s's pipe to f's, its set after s and its wait before x."""
+        if f.src == s.pipe:
+            return [frozenset([f.key])] if _before(s.path, x.path) else []
+        return [frozenset([f.key, g.key]) for g in self._menu(s.pipe, f.src, core)[1]
+                if self._in_body_pair(g) and _before(s.path, g.sets[0].path)
+                and _before(g.waits[0].path, x.path)]
 
     def _in_body_pair(self, f: Flag) -> bool:
         """Whether ``f`` is one set and one wait placed in one body, set first (a standard
@@ -357,8 +416,8 @@ def standard_pattern(f: Flag) -> bool:
     """Whether ``f`` is one of the two patterns ``insert_sync`` places, which alternate by
     construction: a set before its wait in one body (same id), or the carried pattern (wait
     before set in one body, or in each of several disjoint bodies, ``body_pairs``, inside a
-    loop with one prologue set before it and one epilogue wait after it per id the bodies'
-    ids can take)."""
+    loop, or inside sibling loops of one body, with one prologue set before the first and one
+    epilogue wait after the last per id the bodies' ids can take)."""
     mains = [i for i in f.sets + f.waits if _role(i) in (SyncRole.SET, SyncRole.WAIT)]
     pro = sorted((i for i in f.sets if _role(i) == SyncRole.PROLOGUE), key=lambda i: i.path)
     epi = sorted((i for i in f.waits if _role(i) == SyncRole.EPILOGUE), key=lambda i: i.path)
@@ -387,10 +446,11 @@ def standard_pattern(f: Flag) -> bool:
     if not all(i.path[:-1] == parent for i in pro + epi):
         return False
     loops = {next((lp for lp in x.loop_paths if lp[:-1] == parent), None) for x, _ in pairs}
-    if len(loops) != 1 or None in loops:
+    if None in loops:
         return False
-    at = next(iter(loops))[-1]  # type: ignore[index]
-    return all(i.path[-1] < at for i in pro) and all(i.path[-1] > at for i in epi)
+    first = min(lp[-1] for lp in loops)  # type: ignore[index]
+    last = max(lp[-1] for lp in loops)  # type: ignore[index]
+    return all(i.path[-1] < first for i in pro) and all(i.path[-1] > last for i in epi)
 
 
 def body_pairs(f: Flag) -> list[tuple[InstrInfo, InstrInfo]] | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 from ascendsched.lower.instances import InstrInfo
 from ascendsched.lower.sync_ir import SyncRole
 from ascendsched.lower.sync_text import (
-    Flag,
     SyncText,
     _before,
     _carrying,
@@ -28,7 +27,7 @@ from ascendsched.lower.sync_text import (
     _role,
     body_pairs,
 )
-from ascendsched.target.model import CoreType, Pipe
+from ascendsched.target.model import Pipe
 
 
 class CarriedText(SyncText):
@@ -169,17 +168,6 @@ class CarriedText(SyncText):
                     continue
                 out += [(keys, mod) for keys in self._reaching(s, f, x, t.core)]
         return out
-
-    def _reaching(self, s: InstrInfo, f: Flag, x: InstrInfo, core: CoreType
-                  ) -> list[frozenset]:
-        """The syncs by which ``f``'s set ``x`` is issued after s's work in the same run of
-        x's body: ``f`` itself from s's pipe with s before x, or relayed by an in-body pair
-        from s's pipe to f's, its set after s and its wait before x."""
-        if f.src == s.pipe:
-            return [frozenset([f.key])] if _before(s.path, x.path) else []
-        return [frozenset([f.key, g.key]) for g in self._menu(s.pipe, f.src, core)[1]
-                if self._in_body_pair(g) and _before(s.path, g.sets[0].path)
-                and _before(g.waits[0].path, x.path)]
 
     def _beside(self, s: InstrInfo, t: InstrInfo, var: str) -> list[tuple]:
         """Every barrier or in-body flag pair of ``_carried_cover``, whatever is dropped."""

@@ -111,16 +111,12 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[128000*(block_idx % 12) + 512000*((block_idx) / 12) - 512000*(((block_idx % 12)) / 4) + 896], Nd2NzParams(1, 128, 104, 0, 1000, 128, 1, 0));  // A tile 128 x 104 (ND 128 x 104 -> NZ, column groups 128 x 32 B apart)
             DataCopy(b_l1[1], B_gm[256*(((block_idx % 12)) / 4) + 896000], Nd2NzParams(1, 104, 256, 0, 1000, 128, 1, 0));  // B tile 104 x 256 (ND 104 x 256 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
-            SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
             for (int64_t kk = 0; kk < 3; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>((kk % 2) + 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 for (int64_t kg = 0; kg < 2; ++kg) {  // A nz -> Zz
                     LoadData(a_l0[kk % 2][256*kg], a_l1[1][2048*kg + 4096*kk], LoadData2DParams(0, 8, 1, 0, 1, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
                 }
@@ -130,10 +126,10 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 256, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
-                SetFlag<HardEvent::M_MTE1>((kk % 2) + 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][12288], LoadData2DParams(0, 8, 1, 0, 0, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 16, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (16 fractals, src stride 8 x 512 B, each transposed)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
@@ -172,16 +168,12 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[128000*block_idx - 384000*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 768000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 3072000*((block_idx + 12) / 24) + 2048896], Nd2NzParams(1, 128, 104, 0, 1000, 128, 1, 0));  // A tile 128 x 104 (ND 128 x 104 -> NZ, column groups 128 x 32 B apart)
             DataCopy(b_l1[1], B_gm[256*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) + 896000], Nd2NzParams(1, 104, 256, 0, 1000, 128, 1, 0));  // B tile 104 x 256 (ND 104 x 256 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
-            SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
             for (int64_t kk = 0; kk < 3; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>((kk % 2) + 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 for (int64_t kg = 0; kg < 2; ++kg) {  // A nz -> Zz
                     LoadData(a_l0[kk % 2][256*kg], a_l1[1][2048*kg + 4096*kk], LoadData2DParams(0, 8, 1, 0, 1, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
                 }
@@ -191,10 +183,10 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 256, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
-                SetFlag<HardEvent::M_MTE1>((kk % 2) + 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][12288], LoadData2DParams(0, 8, 1, 0, 0, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 16, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (16 fractals, src stride 8 x 512 B, each transposed)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
@@ -232,16 +224,12 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[128000*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) + 896896], Nd2NzParams(1, 104, 104, 0, 1000, 128, 1, 0));  // A tile 104 x 104 (ND 104 x 104 -> NZ, column groups 128 x 32 B apart)
             DataCopy(b_l1[1], B_gm[256*block_idx - 768*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 896768], Nd2NzParams(1, 104, 256, 0, 1000, 128, 1, 0));  // B tile 104 x 256 (ND 104 x 256 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
-            SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
             for (int64_t kk = 0; kk < 3; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>((kk % 2) + 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 for (int64_t kg = 0; kg < 2; ++kg) {  // A nz -> Zz
                     LoadData(a_l0[kk % 2][256*kg], a_l1[1][2048*kg + 4096*kk], LoadData2DParams(0, 7, 1, 0, 1, false, 0));  // A nz -> Zz (7 fractals, src stride 1 x 512 B)
                 }
@@ -251,10 +239,10 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(104, 256, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
-                SetFlag<HardEvent::M_MTE1>((kk % 2) + 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][12288], LoadData2DParams(0, 7, 1, 0, 0, false, 0));  // A nz -> Zz (7 fractals, src stride 1 x 512 B)
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 16, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (16 fractals, src stride 8 x 512 B, each transposed)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
@@ -293,16 +281,12 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[128000*block_idx + 896], Nd2NzParams(1, 128, 104, 0, 1000, 128, 1, 0));  // A tile 128 x 104 (ND 128 x 104 -> NZ, column groups 128 x 32 B apart)
             DataCopy(b_l1[1], B_gm[896768], Nd2NzParams(1, 104, 232, 0, 1000, 128, 1, 0));  // B tile 104 x 232 (ND 104 x 232 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
-            SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
             for (int64_t kk = 0; kk < 3; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>((kk % 2) + 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 for (int64_t kg = 0; kg < 2; ++kg) {  // A nz -> Zz
                     LoadData(a_l0[kk % 2][256*kg], a_l1[1][2048*kg + 4096*kk], LoadData2DParams(0, 8, 1, 0, 1, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
                 }
@@ -312,10 +296,10 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 232, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
-                SetFlag<HardEvent::M_MTE1>((kk % 2) + 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][12288], LoadData2DParams(0, 8, 1, 0, 0, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 15, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (15 fractals, src stride 8 x 512 B, each transposed)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
@@ -353,16 +337,12 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[896896], Nd2NzParams(1, 104, 104, 0, 1000, 128, 1, 0));  // A tile 104 x 104 (ND 104 x 104 -> NZ, column groups 128 x 32 B apart)
             DataCopy(b_l1[1], B_gm[896768], Nd2NzParams(1, 104, 232, 0, 1000, 128, 1, 0));  // B tile 104 x 232 (ND 104 x 232 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
-            SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
             for (int64_t kk = 0; kk < 3; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>((kk % 2) + 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 for (int64_t kg = 0; kg < 2; ++kg) {  // A nz -> Zz
                     LoadData(a_l0[kk % 2][256*kg], a_l1[1][2048*kg + 4096*kk], LoadData2DParams(0, 7, 1, 0, 1, false, 0));  // A nz -> Zz (7 fractals, src stride 1 x 512 B)
                 }
@@ -372,10 +352,10 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(104, 232, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
-                SetFlag<HardEvent::M_MTE1>((kk % 2) + 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][12288], LoadData2DParams(0, 7, 1, 0, 0, false, 0));  // A nz -> Zz (7 fractals, src stride 1 x 512 B)
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 15, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (15 fractals, src stride 8 x 512 B, each transposed)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)

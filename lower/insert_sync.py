@@ -20,6 +20,7 @@ fits the ids into the target's budget. Before/after (vadd, one copy)::
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -29,7 +30,7 @@ from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.happens_before import SyncOracle, SyncProblem
 from ascendsched.lower.ir import For, If, Instr, Kernel, Program, Stmt
 from ascendsched.lower.polyhedral import Dependences
-from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
+from ascendsched.lower.remove_redundant_sync import Pruned, remove_redundant_sync
 from ascendsched.lower.sync_ir import Barrier, SetFlag, SyncRole, WaitFlag
 from ascendsched.lower.sync_requirements import (
     Reasons,
@@ -68,11 +69,50 @@ def insert_sync(kernel: Kernel, deps: Dependences, target: Target) -> Kernel:
     placed = place_syncs(kernel, deps, target)
     pruned = remove_redundant_sync(placed.kernel, deps, target, settled_by=placed.settled_by,
                                    oracle=placed.oracle)
-    return allocate_event_ids(pruned.kernel, target, oracle=pruned.oracle,
-                              dropped=pruned.dropped, deps=deps)
+    return allocate_ids(kernel, deps, target, pruned)
 
 
-def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Placed:
+def allocate_ids(kernel: Kernel, deps: Dependences, target: Target, pruned: Pruned) -> Kernel:
+    """``allocate_event_ids`` on ``pruned`` (placed and pruned on ``kernel``). When the ids run
+    out (a fallback: a ping-pong pair on one id, a tight pair), placement and pruning run again
+    with the carried channels of guarded children joined to their siblings' (``place_syncs(
+    join_guards=True)``: a tile class of one tile per core is a guard around its K loop, not a
+    persistent loop, and its own channels' prologue sets may not share ids with the class loop
+    before it), and the allocation with fewer fallbacks is kept. Not by default: the joined
+    channels cost pruning more isl checks (hand 1000^3 tails tiling on 2 cores: 1.17 -> 1.67
+    s), and when the ids suffice they buy nothing."""
+    first, warned, error = _allocated(pruned, deps, target)
+    if warned or error is not None:
+        again = place_syncs(kernel, deps, target, join_guards=True)
+        again_pruned = remove_redundant_sync(again.kernel, deps, target,
+                                             settled_by=again.settled_by, oracle=again.oracle)
+        second, warned2, error2 = _allocated(again_pruned, deps, target)
+        if error2 is None and (error is not None or len(warned2) < len(warned)):
+            first, warned, error = second, warned2, None
+    if error is not None:
+        raise error
+    for w in warned:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    assert first is not None
+    return first
+
+
+def _allocated(pruned: Pruned, deps: Dependences, target: Target
+               ) -> tuple[Kernel | None, list[warnings.WarningMessage], SyncError | None]:
+    """``allocate_event_ids`` on a pruned kernel: its result, the warnings it gave and the
+    error it raised."""
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        try:
+            done = allocate_event_ids(pruned.kernel, target, oracle=pruned.oracle,
+                                      dropped=pruned.dropped, deps=deps)
+        except SyncError as e:
+            return None, list(got), e
+    return done, list(got), None
+
+
+def place_syncs(kernel: Kernel, deps: Dependences, target: Target, *,
+                join_guards: bool = False) -> Placed:
     """Every needed sync, one channel per placement (``channel``, ``role`` set), local ids.
 
     A flag dependence between two sibling branches that no iteration runs together (a full
@@ -94,31 +134,32 @@ def place_syncs(kernel: Kernel, deps: Dependences, target: Target) -> Placed:
             settles.setdefault(covered[rs[0]], set()).add(n)
     skip = frozenset(n for ns in settles.values() for n in ns)
     deferred = frozenset(n for n, d in enumerate(deps) if deferrable(d, per_dep[n], kernel))
-    found = _place_deferring(kernel, reqs, per_dep, deferred, deps, target, skip) \
+    found = _place_deferring(kernel, reqs, per_dep, deferred, deps, target, skip, join_guards) \
         if deferred else None
     if found is None:
         placed, reqs, problems, oracle = _settle(kernel, fewest_flags(reqs), deps, target,
-                                                 skip)
+                                                 skip, join_guards)
     else:
         (placed, reqs, oracle), problems = found, ()
     if problems:
         raise SyncError("sync placement cannot order this kernel (a pair that needs a reverse "
                         "'slot free' sync is not supported yet):\n  "
                         + "\n  ".join(map(str, problems)))
-    channel = dict(zip(reqs, channel_numbers(reqs), strict=True))  # as _build numbers them
+    # as _build numbers them
+    channel = dict(zip(reqs, channel_numbers(reqs, kernel, join_guards), strict=True))
     return Placed(placed, oracle, {channel[r]: frozenset(ns) for r, ns in settles.items()})
 
 
 def _place_deferring(kernel: Kernel, reqs: Reasons, per_dep: list[list[Requirement]],
                      deferred: frozenset[int], deps: Dependences, target: Target,
-                     skip: frozenset[int]
+                     skip: frozenset[int], join_guards: bool
                      ) -> tuple[Kernel, Reasons, SyncOracle] | None:
     """Placement without the deferred dependences' pairs, then with a spanning carried pair
     for those left unordered; None if either step leaves a problem."""
     needed = {r for n, rs in enumerate(per_dep) if n not in deferred for r in rs}
     lean = {r: w for r, w in reqs.items() if r.src == r.dst or r in needed}
     placed, settled, problems, oracle = _settle(kernel, fewest_flags(lean), deps, target,
-                                                skip | deferred)
+                                                skip | deferred, join_guards)
     if problems:
         return None
     index = {d: n for n, d in enumerate(deps)}  # Dependence hashes by identity (eq=False)
@@ -134,17 +175,17 @@ def _place_deferring(kernel: Kernel, reqs: Reasons, per_dep: list[list[Requireme
     # the lean placement's settled requirements (ping-pong ids already given where a source
     # pipe runs ahead) plus the spanning pairs: the re-check rarely has to rebuild again
     trial = fewest_flags(merged({**{r: list(w) for r, w in settled.items()}, **extra}))
-    placed, trial, problems, oracle = _settle(kernel, trial, deps, target, skip)
+    placed, trial, problems, oracle = _settle(kernel, trial, deps, target, skip, join_guards)
     return None if problems else (placed, trial, oracle)
 
 
 def _settle(kernel: Kernel, reqs: Reasons, deps: Dependences, target: Target,
-            skip: frozenset[int]
+            skip: frozenset[int], join_guards: bool
             ) -> tuple[Kernel, Reasons, tuple[SyncProblem, ...], SyncOracle]:
     """Build ``reqs`` and fix their event ids until the happens-before check passes (or
     cannot be helped): the placed kernel, the final requirements, the problems left and the
     oracle built on the placed kernel."""
-    placed = _build(kernel, reqs)
+    placed = _build(kernel, reqs, join_guards)
     oracle = SyncOracle(placed, deps, target)
     # A pair inside a loop whose source pipe may run an iteration ahead (double buffering)
     # would set its flag again before the previous wait consumed it: give it ids k % 2.
@@ -152,9 +193,9 @@ def _settle(kernel: Kernel, reqs: Reasons, deps: Dependences, target: Target,
     again = {int(c) for p in problems if p.double_set for c in p.channels[:1]}
     if again:
         reqs = fewest_flags(merged({(pingpong(r, kernel) if n in again else r): why
-                                    for n, (r, why) in zip(channel_numbers(reqs), reqs.items(),
+                                    for n, (r, why) in zip(channel_numbers(reqs, kernel, join_guards), reqs.items(),
                                                            strict=True)}))
-        placed = _build(kernel, reqs)
+        placed = _build(kernel, reqs, join_guards)
         oracle = SyncOracle(placed, deps, target, reuse=oracle)
         problems = oracle.problems(skip=skip)
     # ping-pong ids over nested loops may skip a pair of distance 1 at a loop boundary
@@ -162,60 +203,90 @@ def _settle(kernel: Kernel, reqs: Reasons, deps: Dependences, target: Target,
     if weak:
         reqs = merged({(replace(r, ids=1) if r.ids == 2 and set(why) & weak else r): why
                         for r, why in reqs.items()})
-        placed = _build(kernel, reqs)
+        placed = _build(kernel, reqs, join_guards)
         oracle = SyncOracle(placed, deps, target)
         problems = oracle.problems(skip=skip)
     return placed, reqs, problems, oracle
 
 
-def channel_numbers(reqs: Reasons) -> list[int]:
+def channel_numbers(reqs: Reasons, kernel: Kernel, join_guards: bool = False) -> list[int]:
     """The sync channel of each requirement of ``reqs``, in order: its own index, except that
     carried pairs of one kind (core, pipes, ids) in disjoint bodies of loops that are one loop
-    or sibling loops of one body share the channel of the first one: one prologue set per id
-    before the first of those loops, in each body a wait and a later set of one id, one
-    epilogue wait per id after the last loop (``channel_span``). Runs of disjoint bodies never
-    interleave (nor do sibling loops), so every id's sets and waits still alternate; and the
-    wait before a sink meets the last set of its id before it, which fires after every earlier
-    source-pipe instruction, so the shared channel orders whatever separate ones would
+    or sit in sibling children of one body (directly, or under ``If``s only: a tile class of
+    one tile per core has no persistent loop, just its guard) share a channel, the first of
+    that kind none of whose pairs shares a body with them (two pairs in one body, a_l1's and
+    b_l1's, make two channels, and the next body's two pairs join them): one prologue set per id before the first of those children, in each body a wait and a
+    later set of one id, one epilogue wait per id after the last child (``channel_span``).
+    Runs of disjoint bodies never interleave (nor do sibling children), so every id's sets and
+    waits still alternate, on every core, whichever guards it passes; and the wait before a
+    sink meets the last set of its id before it, which fires after every earlier source-pipe
+    instruction, so the shared channel orders whatever separate ones would
     (``sync_text.standard_pattern``). Separate channels would each hold their ids across
     their loop, and between two loops drain one (epilogue waits) before the next starts: a
     tile class's L0 K loops of the full L1 steps and of the K tail, and the persistent loops
     of consecutive tile classes, ran the ids out and lost double buffering."""
     out: list[int] = []
-    groups: dict[tuple, list[tuple[int, tuple[int, ...]]]] = {}
+    # per kind, its channels so far: (number, the bodies of its pairs)
+    groups: dict[tuple, list[tuple[int, list[tuple[int, ...]]]]] = {}
     for n, r in enumerate(reqs):
         if r.loop is None or r.src == r.dst:
             out.append(n)
             continue
-        members = groups.setdefault((r.core, r.src, r.dst, r.loop[:-1], r.ids), [])
-        home = next((c for c, _ in members), n)
-        if all(disjoint_bodies(r.container, other) for _, other in members):
-            out.append(home)
-            members.append((home, r.container))
-        else:
-            out.append(n)
+        at = _anchor(kernel, r, join_guards)
+        chans = groups.setdefault((r.core, r.src, r.dst, at[:-1], r.ids), [])
+        home = next((c for c in chans
+                     if all(disjoint_bodies(r.container, b) for b in c[1])), None)
+        if home is None:  # a body one of each channel's pairs shares: a channel of its own
+            home = (n, [])
+            chans.append(home)
+        home[1].append(r.container)
+        out.append(home[0])
     return out
 
 
-def channel_span(reqs: Reasons) -> dict[int, tuple[tuple[int, ...], int, int]]:
+def channel_span(reqs: Reasons, kernel: Kernel, join_guards: bool = False
+                 ) -> dict[int, tuple[tuple[int, ...], int, int]]:
     """Per carried channel (``channel_numbers``): the body holding its loops and the first and
-    last of them (child indices): its prologue goes before the first, its epilogue after the
-    last."""
+    last child of it they sit in: its prologue goes before the first, its epilogue after the
+    last. A channel of one loop keeps them next to the loop (inside its guards)."""
+    loops: dict[int, set[tuple[int, ...]]] = {}
+    anchors: dict[int, set[tuple[int, ...]]] = {}
+    for n, r in zip(channel_numbers(reqs, kernel, join_guards), reqs, strict=True):
+        if r.loop is not None and r.src != r.dst:
+            loops.setdefault(n, set()).add(r.loop)
+            anchors.setdefault(n, set()).add(_anchor(kernel, r, join_guards))
     out: dict[int, tuple[tuple[int, ...], int, int]] = {}
-    for n, r in zip(channel_numbers(reqs), reqs, strict=True):
-        if r.loop is None or r.src == r.dst:
-            continue
-        parent, idx = r.loop[:-1], r.loop[-1]
-        _, lo, hi = out.get(n, (parent, idx, idx))
-        out[n] = (parent, min(lo, idx), max(hi, idx))
+    for n, ls in loops.items():
+        at = ls if len(ls) == 1 else anchors[n]
+        parent = next(iter(at))[:-1]
+        out[n] = (parent, min(a[-1] for a in at), max(a[-1] for a in at))
     return out
 
 
-def _build(kernel: Kernel, reqs: Reasons) -> Kernel:
+def _anchor(kernel: Kernel, r: Requirement, join_guards: bool) -> tuple[int, ...]:
+    """The path of carried requirement ``r``'s loop, or of the outermost ``If`` around it with
+    only ``If``s between them: the child of the body where a channel shared with other
+    children may put its prologue and epilogue."""
+    assert r.loop is not None
+    prog = kernel.program(r.core)
+    assert prog is not None
+    kinds: list[bool] = []  # whether the node at each prefix of the loop's path is an If
+    body: tuple[Stmt, ...] = prog.body
+    for i in r.loop:
+        node = body[i]
+        kinds.append(isinstance(node, If))
+        body = node.body  # type: ignore[union-attr]
+    a = len(r.loop)
+    while join_guards and a > 1 and kinds[a - 2]:
+        a -= 1
+    return r.loop[:a]
+
+
+def _build(kernel: Kernel, reqs: Reasons, join_guards: bool) -> Kernel:
     by_core: dict[object, dict] = {}
-    spans = channel_span(reqs)
+    spans = channel_span(reqs, kernel, join_guards)
     seen: set[int] = set()  # channels whose prologue and epilogue are placed
-    for n, (req, reasons) in zip(channel_numbers(reqs), reqs.items(), strict=True):
+    for n, (req, reasons) in zip(channel_numbers(reqs, kernel, join_guards), reqs.items(), strict=True):
         comment = "; ".join(dict.fromkeys(reasons))
         core_inserts = by_core.setdefault(req.core, {})
         ends = spans.get(n) if n not in seen else None

@@ -14,7 +14,8 @@ it on request and dumps it (``NNN_<step>.txt``). The steps, in order (``STEPS``)
                             intra-core dependences they order leave ``dependences``
     place syncs             Placed: kernel with every needed sync, its happens-before oracle
     remove redundant syncs  Pruned: kernel without implied syncs, the same oracle
-    allocate event ids      Kernel whose event ids fit the target's budget
+    allocate event ids      Kernel whose event ids fit the target's budget (when they run
+                            out: placed again with guarded classes' channels joined)
     cross-core syncs        the planned cross-core flags in both programs
     verify final            the IR contract again, with the memory plan
 
@@ -29,14 +30,13 @@ from typing import TypeVar
 
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.errors import CapacityError, InternalCompilerError, ScheduleError
-from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.build_gemm import build_gemm
 from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.build_mixed import build_mixed
 from ascendsched.lower.cross_core_sync import insert_cross_sync, leave_to_cross, plan_cross_sync
 from ascendsched.lower.cube_hints import capacity_hint, mixed_capacity_hint
-from ascendsched.lower.insert_sync import place_syncs
+from ascendsched.lower.insert_sync import allocate_ids, place_syncs
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.pass_log import PassLog, kernel_of
@@ -114,8 +114,9 @@ def lower(sched: Scheduled, target: Target | None = None, *,
         # pruning and allocation reuse it instead of rebuilding it.
         pruned = step("remove redundant syncs", remove_redundant_sync(
             placed.kernel, deps, target, settled_by=placed.settled_by, oracle=placed.oracle))
-        k = step("allocate event ids", allocate_event_ids(
-            pruned.kernel, target, oracle=pruned.oracle, dropped=pruned.dropped, deps=deps))
+        # Ordering restriction: when the ids run out, allocation redoes placement and pruning
+        # with guarded tile classes joined to the class loops' channels (allocate_ids)
+        k = step("allocate event ids", allocate_ids(k, deps, target, pruned))
         k = step("cross-core syncs", insert_cross_sync(k, cross))
         return step("verify final", verify(k, planned=True))
     except _Stop:

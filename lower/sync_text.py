@@ -416,8 +416,9 @@ def standard_pattern(f: Flag) -> bool:
     """Whether ``f`` is one of the two patterns ``insert_sync`` places, which alternate by
     construction: a set before its wait in one body (same id), or the carried pattern (wait
     before set in one body, or in each of several disjoint bodies, ``body_pairs``, inside a
-    loop, or inside sibling loops of one body, with one prologue set before the first and one
-    epilogue wait after the last per id the bodies' ids can take)."""
+    child of one body, or inside sibling children of it (loops, guards around loops), with one
+    prologue set before the first and one epilogue wait after the last per id the bodies' ids
+    can take)."""
     mains = [i for i in f.sets + f.waits if _role(i) in (SyncRole.SET, SyncRole.WAIT)]
     pro = sorted((i for i in f.sets if _role(i) == SyncRole.PROLOGUE), key=lambda i: i.path)
     epi = sorted((i for i in f.waits if _role(i) == SyncRole.EPILOGUE), key=lambda i: i.path)
@@ -445,11 +446,11 @@ def standard_pattern(f: Flag) -> bool:
     parent = pro[0].path[:-1]
     if not all(i.path[:-1] == parent for i in pro + epi):
         return False
-    loops = {next((lp for lp in x.loop_paths if lp[:-1] == parent), None) for x, _ in pairs}
-    if None in loops:
-        return False
-    first = min(lp[-1] for lp in loops)  # type: ignore[index]
-    last = max(lp[-1] for lp in loops)  # type: ignore[index]
+    d = len(parent)
+    if not all(len(x.path) > d + 1 and x.path[:d] == parent for x, _ in pairs):
+        return False  # each pair inside a child of that body (a loop, or Ifs around one)
+    first = min(x.path[d] for x, _ in pairs)
+    last = max(x.path[d] for x, _ in pairs)
     return all(i.path[-1] < first for i in pro) and all(i.path[-1] > last for i in epi)
 
 

@@ -26,7 +26,15 @@ from ascendsched.sim.check_report import CheckReport
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import ASCEND_910B, Pipe, Scope
-from tests.kit.cube import CASES, case, gemm_kernel, inputs, reference
+from tests.kit.cube import (
+    CASES,
+    FOUR_IDS,
+    case,
+    gemm_kernel,
+    inputs,
+    reference,
+    tight_fallback_gemm,
+)
 from tests.kit.ir import planned
 
 T = ASCEND_910B
@@ -186,24 +194,13 @@ def test_tail_versions_in_a_double_buffered_k_loop_place() -> None:
     np.testing.assert_allclose(res.outputs["c"], reference(c, ins), rtol=1e-3, atol=1e-3)
 
 
-def _tight_fallback_gemm():  # noqa: ANN202
-    """A GEMM whose MTE1->MTE2 ids run out, so allocation makes channels tight pairs (found by
-    the GEMM property test: the first tight-pair rewrite dropped a prologue set that pruning
-    had leaned on)."""
-    from ascendsched.algo import library as L
-    from ascendsched.schedule.gemm import GemmSchedule
-    a = L.gemm(600, 50, 185, "int8", "int32")
-    return GemmSchedule(a).tile(80, 32, 128).split_k(128).buffer("l1", 2).buffer(
-        "l0", 1).buffer("l0c", 1).bind(2)
-
-
 def test_tight_pair_fallback_stays_race_free() -> None:
     from ascendsched.api.numerics import random_inputs
     from ascendsched.errors import BarrierFallbackWarning
     from ascendsched.lower.pipeline import lower
-    sched = _tight_fallback_gemm()
+    sched = tight_fallback_gemm()
     with pytest.warns(BarrierFallbackWarning):
-        k = lower(sched)
+        k = lower(sched, FOUR_IDS)
     ins = random_inputs(sched.algo, 0)
     res = run_kernel(k, ins, trace=True)
     assert check_trace(res.trace, k.target).ok
@@ -240,4 +237,4 @@ def test_a_fallback_that_drops_an_ordering_is_caught(monkeypatch: pytest.MonkeyP
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(InternalCompilerError, match="unordered"):
-            lower(_tight_fallback_gemm())
+            lower(tight_fallback_gemm(), FOUR_IDS)

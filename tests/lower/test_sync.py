@@ -333,3 +333,40 @@ def test_tile_classes_share_their_l0_slot_channels_and_keep_double_buffering() -
     s = (GemmSchedule(L.gemm(200, 130, 232)).tile(64, 64, 128).split_k(32).buffer("l1", 2)
          .buffer("l0", 2).bind(2))
     _lowered_with_l0_ping_pong(s, least=6)  # two L0 K loops per class loop, three class loops
+
+
+def test_a_guarded_one_tile_class_shares_the_class_loops_l1_channels() -> None:
+    """GEMM 2000x100x200 tiled 256x128x64 (K step 64, one L0 step per L1 step) on 3 cores: the
+    N-edge class is a persistent loop, the corner class one tile under its guard (no loop).
+    Each had its own MTE1 -> MTE2 'slot free' channels for a_l1 and b_l1 (ping-pong, 2 ids
+    each), and a set of the corner's prologue may not share an id with the class loop's
+    channel it could overtake: 9 ids for 6, so 4 of them fell back to one id
+    (EventIdPressureWarning). A channel's prologue and epilogue now go around the guard too
+    (insert_sync.channel_numbers), so the corner's L1 K loop joins the class loop's channels:
+    no warning, every L1 slot-free wait in a K loop on a ``kt % 2`` id, race-free."""
+    from ascendsched.algo import library as L
+    from ascendsched.api.numerics import random_inputs
+    from ascendsched.lower.pipeline import lower
+    from ascendsched.schedule.gemm import GemmSchedule
+    from ascendsched.sim.checker import check_trace
+    from ascendsched.sim.execute import run_kernel
+
+    s = (GemmSchedule(L.gemm(2000, 100, 200)).tile(256, 128, 64).split_k(64).buffer("l1", 2)
+         .buffer("l0", 2).bind(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EventIdPressureWarning)
+        k = lower(s)
+
+    def l1_waits(body: tuple, under_kt: bool = False) -> list[tuple[bool, WaitFlag]]:
+        out: list[tuple[bool, WaitFlag]] = []
+        for x in body:
+            if isinstance(x, WaitFlag) and x.src == Pipe.MTE1 and x.pipe == Pipe.MTE2:
+                out.append((under_kt, x))
+            elif isinstance(x, (For, If)):
+                out += l1_waits(x.body, under_kt or isinstance(x, For) and x.var == "kt")
+        return out
+    in_loops = [w for inside, w in l1_waits(k.programs[0].body) if inside]
+    assert len(in_loops) >= 4  # a_l1 and b_l1 in the class loop's and the corner's K loop
+    assert all(w.event_id.mods and w.event_id.mods[0][0] == "kt" for w in in_loops)
+    report = check_trace(run_kernel(k, random_inputs(s.algo), trace=True).trace, k.target)
+    assert report.ok, report.summary()

@@ -40,6 +40,7 @@ from ascendsched.lower.sync_ir import (
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import CoreType, Pipe
+from tests.kit.cube import FOUR_IDS, tight_fallback_gemm
 from tests.kit.ir import synced_vadd, vadd_kernel
 
 P = Pipe
@@ -209,13 +210,11 @@ def test_every_pass_keeps_the_ids_and_new_syncs_get_fresh_ones(sched) -> None:  
 
 def test_a_fallbacks_new_waits_get_fresh_ids() -> None:
     """A tight-pair fallback adds a wait after each set: new instructions, fresh ids."""
-    sched = GemmSchedule(L.gemm(600, 50, 185, "int8", "int32")).tile(80, 32, 128) \
-        .split_k(128).buffer("l1", 2).buffer("l0", 1).buffer("l0c", 1).bind(2)
     log = PassLog()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.warns(BarrierFallbackWarning):
-            lower(sched, log=log)
+            lower(tight_fallback_gemm(), FOUR_IDS, log=log)
     pruned = log.results["remove redundant syncs"].kernel
     final = log.results["allocate event ids"]
     before, after = _ids(pruned), _ids(final)

@@ -8,7 +8,9 @@ instruction ids from the kernel; carried pairs of one kind over one loop in disj
 share a channel, ``channel_numbers``) and checks the result with the happens-before oracle,
 giving pairs that a double-buffered source pipe could set twice ping-pong ids. Then
 ``remove_redundant_sync`` drops every pair implied by the others and ``allocate_event_ids``
-fits the ids into the target's budget. Before/after (vadd, one copy)::
+fits the ids into the target's budget (``allocate_ids``: when they run out, placement runs
+again with the channels of guarded tile classes joined to their siblings'). Before/after
+(vadd, one copy)::
 
     for k: load x; load y; add; store
     ->  set V->MTE2 0; set MTE3->V 0

@@ -302,21 +302,24 @@ def _lowered_with_l0_ping_pong(s, least: int):  # noqa: ANN001, ANN202
     with warnings.catch_warnings():
         warnings.simplefilter("error", EventIdPressureWarning)
         k = lower(s)
-    in_loops = [w for inside, w in _kk_loop_waits(k.programs[0].body) if inside]
+    in_loops = [w for inside, w in _loop_waits(k.programs[0].body, Pipe.M, Pipe.MTE1, "kk")
+                if inside]
     assert len(in_loops) >= least
     assert all(w.event_id.mods and w.event_id.mods[0][0] == "kk" for w in in_loops)
     assert unordered_dependences(k, analyze_dependences(k), ASCEND_910B, by_channel=False) == ()
     return k
 
 
-def _kk_loop_waits(body: tuple, under_kk: bool = False) -> list[tuple[bool, WaitFlag]]:
-    """(inside a kk loop's body, wait) for every M -> MTE1 wait of a kernel body."""
+def _loop_waits(body: tuple, src: Pipe, dst: Pipe, var: str, inside: bool = False
+                ) -> list[tuple[bool, WaitFlag]]:
+    """(directly in the body of a loop over ``var``, wait) for every src -> dst wait of a
+    kernel body."""
     out: list[tuple[bool, WaitFlag]] = []
     for s in body:
-        if isinstance(s, WaitFlag) and s.src == Pipe.M and s.pipe == Pipe.MTE1:
-            out.append((under_kk, s))
+        if isinstance(s, WaitFlag) and s.src == src and s.pipe == dst:
+            out.append((inside, s))
         elif isinstance(s, (For, If)):
-            out += _kk_loop_waits(s.body, isinstance(s, For) and s.var == "kk")
+            out += _loop_waits(s.body, src, dst, var, isinstance(s, For) and s.var == var)
     return out
 
 
@@ -341,9 +344,10 @@ def test_a_guarded_one_tile_class_shares_the_class_loops_l1_channels() -> None:
     Each had its own MTE1 -> MTE2 'slot free' channels for a_l1 and b_l1 (ping-pong, 2 ids
     each), and a set of the corner's prologue may not share an id with the class loop's
     channel it could overtake: 9 ids for 6, so 4 of them fell back to one id
-    (EventIdPressureWarning). A channel's prologue and epilogue now go around the guard too
-    (insert_sync.channel_numbers), so the corner's L1 K loop joins the class loop's channels:
-    no warning, every L1 slot-free wait in a K loop on a ``kt % 2`` id, race-free."""
+    (EventIdPressureWarning). When the ids run out, placement runs again with a channel's
+    prologue and epilogue around the guard too (insert_sync.allocate_ids, channel_numbers with
+    join_guards), so the corner's L1 K loop joins the class loop's channels: no warning, every
+    L1 slot-free wait in a K loop on a ``kt % 2`` id, race-free."""
     from ascendsched.algo import library as L
     from ascendsched.api.numerics import random_inputs
     from ascendsched.lower.pipeline import lower
@@ -356,16 +360,8 @@ def test_a_guarded_one_tile_class_shares_the_class_loops_l1_channels() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", EventIdPressureWarning)
         k = lower(s)
-
-    def l1_waits(body: tuple, under_kt: bool = False) -> list[tuple[bool, WaitFlag]]:
-        out: list[tuple[bool, WaitFlag]] = []
-        for x in body:
-            if isinstance(x, WaitFlag) and x.src == Pipe.MTE1 and x.pipe == Pipe.MTE2:
-                out.append((under_kt, x))
-            elif isinstance(x, (For, If)):
-                out += l1_waits(x.body, under_kt or isinstance(x, For) and x.var == "kt")
-        return out
-    in_loops = [w for inside, w in l1_waits(k.programs[0].body) if inside]
+    in_loops = [w for inside, w in _loop_waits(k.programs[0].body, Pipe.MTE1, Pipe.MTE2, "kt")
+                if inside]
     assert len(in_loops) >= 4  # a_l1 and b_l1 in the class loop's and the corner's K loop
     assert all(w.event_id.mods and w.event_id.mods[0][0] == "kt" for w in in_loops)
     report = check_trace(run_kernel(k, random_inputs(s.algo), trace=True).trace, k.target)

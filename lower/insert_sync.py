@@ -194,9 +194,9 @@ def _settle(kernel: Kernel, reqs: Reasons, deps: Dependences, target: Target,
     problems = oracle.problems(skip=skip)
     again = {int(c) for p in problems if p.double_set for c in p.channels[:1]}
     if again:
+        numbers = channel_numbers(reqs, kernel, join_guards)
         reqs = fewest_flags(merged({(pingpong(r, kernel) if n in again else r): why
-                                    for n, (r, why) in zip(channel_numbers(reqs, kernel, join_guards), reqs.items(),
-                                                           strict=True)}))
+                                    for n, (r, why) in zip(numbers, reqs.items(), strict=True)}))
         placed = _build(kernel, reqs, join_guards)
         oracle = SyncOracle(placed, deps, target, reuse=oracle)
         problems = oracle.problems(skip=skip)
@@ -217,8 +217,10 @@ def channel_numbers(reqs: Reasons, kernel: Kernel, join_guards: bool = False) ->
     or sit in sibling children of one body (directly, or under ``If``s only: a tile class of
     one tile per core has no persistent loop, just its guard) share a channel, the first of
     that kind none of whose pairs shares a body with them (two pairs in one body, a_l1's and
-    b_l1's, make two channels, and the next body's two pairs join them): one prologue set per id before the first of those children, in each body a wait and a
-    later set of one id, one epilogue wait per id after the last child (``channel_span``).
+    b_l1's, make two channels, and the next body's two pairs join them): one prologue set
+    per id before the first of those children, in each body a wait and a later set of one id,
+    one epilogue wait per id after the last child (``channel_span``). Guards count only with
+    ``join_guards`` (``allocate_ids``).
     Runs of disjoint bodies never interleave (nor do sibling children), so every id's sets and
     waits still alternate, on every core, whichever guards it passes; and the wait before a
     sink meets the last set of its id before it, which fires after every earlier source-pipe
@@ -266,9 +268,9 @@ def channel_span(reqs: Reasons, kernel: Kernel, join_guards: bool = False
 
 
 def _anchor(kernel: Kernel, r: Requirement, join_guards: bool) -> tuple[int, ...]:
-    """The path of carried requirement ``r``'s loop, or of the outermost ``If`` around it with
-    only ``If``s between them: the child of the body where a channel shared with other
-    children may put its prologue and epilogue."""
+    """The path of carried requirement ``r``'s loop, or with ``join_guards`` of the outermost
+    ``If`` around it with only ``If``s between them: the child of the body where a channel
+    shared with other children may put its prologue and epilogue."""
     assert r.loop is not None
     prog = kernel.program(r.core)
     assert prog is not None
@@ -288,7 +290,8 @@ def _build(kernel: Kernel, reqs: Reasons, join_guards: bool) -> Kernel:
     by_core: dict[object, dict] = {}
     spans = channel_span(reqs, kernel, join_guards)
     seen: set[int] = set()  # channels whose prologue and epilogue are placed
-    for n, (req, reasons) in zip(channel_numbers(reqs, kernel, join_guards), reqs.items(), strict=True):
+    numbers = channel_numbers(reqs, kernel, join_guards)
+    for n, (req, reasons) in zip(numbers, reqs.items(), strict=True):
         comment = "; ".join(dict.fromkeys(reasons))
         core_inserts = by_core.setdefault(req.core, {})
         ends = spans.get(n) if n not in seen else None

@@ -26,11 +26,11 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from ascendsched.errors import SyncError
+from ascendsched.errors import BarrierFallbackWarning, SyncError
 from ascendsched.lower.affine import Affine
-from ascendsched.lower.allocate_event_ids import allocate_event_ids
+from ascendsched.lower.allocate_event_ids import EventIdPressureWarning, allocate_event_ids
 from ascendsched.lower.happens_before import SyncOracle, SyncProblem
-from ascendsched.lower.ir import For, If, Instr, Kernel, Program, Stmt
+from ascendsched.lower.ir import For, If, Instr, Kernel, Program, Stmt, iter_instrs
 from ascendsched.lower.polyhedral import Dependences
 from ascendsched.lower.remove_redundant_sync import Pruned, remove_redundant_sync
 from ascendsched.lower.sync_ir import Barrier, SetFlag, SyncRole, WaitFlag
@@ -83,20 +83,37 @@ def allocate_ids(kernel: Kernel, deps: Dependences, target: Target, pruned: Prun
     before it), and the allocation with fewer fallbacks is kept. Not by default: the joined
     channels cost pruning more isl checks (hand 1000^3 tails tiling on 2 cores: 1.17 -> 1.67
     s), and when the ids suffice they buy nothing."""
+    if not _guarded_loops(kernel):  # nothing to join: placing again would give the same
+        return allocate_event_ids(pruned.kernel, target, oracle=pruned.oracle,
+                                  dropped=pruned.dropped, deps=deps)
     first, warned, error = _allocated(pruned, deps, target)
-    if warned or error is not None:
+    if _fallbacks(warned) or error is not None:
         again = place_syncs(kernel, deps, target, join_guards=True)
         again_pruned = remove_redundant_sync(again.kernel, deps, target,
                                              settled_by=again.settled_by, oracle=again.oracle)
         second, warned2, error2 = _allocated(again_pruned, deps, target)
-        if error2 is None and (error is not None or len(warned2) < len(warned)):
+        if error2 is None and (error is not None or _fallbacks(warned2) < _fallbacks(warned)):
             first, warned, error = second, warned2, None
     if error is not None:
         raise error
     for w in warned:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno,
+                               registry=globals().setdefault("__warningregistry__", {}))
     assert first is not None
     return first
+
+
+def _guarded_loops(kernel: Kernel) -> bool:
+    """Whether a loop of ``kernel`` sits directly in an ``If`` (only then may ``join_guards``
+    move a carried channel's prologue and epilogue)."""
+    return any(isinstance(a, If) and isinstance(b, For) for p in kernel.programs
+               for _, around in iter_instrs(p.body) for a, b in zip(around, around[1:]))
+
+
+def _fallbacks(warned: list[warnings.WarningMessage]) -> int:
+    """How many of ``warned`` are event-id fallbacks."""
+    return sum(issubclass(w.category, (EventIdPressureWarning, BarrierFallbackWarning))
+               for w in warned)
 
 
 def _allocated(pruned: Pruned, deps: Dependences, target: Target

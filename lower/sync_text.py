@@ -147,7 +147,7 @@ class SyncText:
         out: list[tuple[frozenset, tuple[Affine, ...] | None]] = []
         _, direct, relays = self._menu(s.pipe, t.pipe, t.core)
         for f in direct + relays:
-            pairs = self._cached(("body pairs", f.key), lambda f=f: body_pairs(f))
+            pairs = self._body_pairs(f)
             if not pairs or not self._standard(f):
                 continue
             xs = [x for x, _ in pairs if len(x.path) > c and x.path[:c] == s.path[:c]
@@ -359,6 +359,10 @@ class SyncText:
     def _main(self, f: Flag) -> tuple[InstrInfo, InstrInfo] | None:
         """``_main_pair(f)``, cached."""
         return self._cached(("main pair", f.key), lambda: _main_pair(f))  # type: ignore
+
+    def _body_pairs(self, f: Flag) -> list[tuple[InstrInfo, InstrInfo]] | None:
+        """``body_pairs(f)``, cached."""
+        return self._cached(("body pairs", f.key), lambda: body_pairs(f))  # type: ignore
 
 
 MAX_DRAIN = 3  # flags chained out of a branch by ``_across``

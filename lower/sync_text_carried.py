@@ -25,7 +25,6 @@ from ascendsched.lower.sync_text import (
     _mod_id,
     _prefix,
     _role,
-    body_pairs,
 )
 from ascendsched.target.model import Pipe
 
@@ -150,7 +149,7 @@ class CarriedText(SyncText):
             pro = [x for x in f.sets if _role(x) == SyncRole.PROLOGUE]
             if not pro or not self._standard(f):
                 continue
-            pairs = self._cached(("body pairs", f.key), lambda f=f: body_pairs(f)) or []
+            pairs = self._body_pairs(f) or []
             outer = pro[0].path[:-1]
             if len(outer) >= len(loop) or loop[:len(outer)] != outer:
                 continue  # the prologue not hoisted out of the loop

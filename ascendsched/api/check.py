@@ -14,6 +14,7 @@ instance. Those verdicts name the shape and cores they ran on.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import time
 from collections.abc import Mapping
@@ -120,35 +121,33 @@ def check(obj: Schedule | GemmSchedule | Algorithm, *, work_dir: Path | None = N
     through the reduced instance (True), at full size (False), or when the kernel exceeds
     ``budget`` (None). ``work_dir``: where the emitted projects go (default: a temporary
     directory, removed when the checks are done)."""
-    if work_dir is None:
-        with tempfile.TemporaryDirectory(prefix="ascendsched_check_") as tmp:
-            return check(obj, work_dir=Path(tmp), sanitize=sanitize, seed=seed, cpp=cpp,
-                         kernel=kernel, inputs=inputs, cpp_timeout=cpp_timeout, reduce=reduce,
-                         budget=budget)
-    work_dir = Path(work_dir)
-    sched = schedule_for(obj)
-    given = user_inputs(sched.algo, inputs) if inputs is not None else None
-    out: list[Verdict] = []
-    t0 = time.perf_counter()
-    k = kernel if kernel is not None else lower(sched)
-    took = "lowered by the caller" if kernel is not None else \
-        f"in {time.perf_counter() - t0:.2f} s"
-    out.append(Verdict("lower", True, f"{sum(1 for _ in str(k).splitlines())} IR lines {took}"))
-    too_big = budget.exceeded_by(k)
-    if given is not None or not (too_big if reduce is None else reduce):
-        return out + _ladder(sched, k, work_dir, sanitize, seed, cpp, "", given, cpp_timeout)
-    out.append(_emit_full(k, work_dir / "full", sanitize, cpp))
-    t0 = time.perf_counter()
-    red = reduce_instance(sched)
-    kr = k if red.is_full else lower(red.reduced)
-    why = f"; full kernel: {too_big}" if too_big else ""
-    out.append(Verdict("reduced instance", True, f"{red}, lowered in "
-                       f"{time.perf_counter() - t0:.2f} s{why}"))
-    diff = structural_diff(k, kr)
-    out.append(Verdict("full IR == reduced IR", diff is None, diff or "equal up to loop "
-                       "bounds, GM offsets and strides, guard constants and block count"))
-    return out + _ladder(red.reduced, kr, work_dir / "reduced", sanitize, seed, cpp,
-                         describe(red.reduced), None, cpp_timeout)
+    with contextlib.ExitStack() as stack:
+        work_dir = Path(work_dir) if work_dir is not None else Path(stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="ascendsched_check_")))
+        sched = schedule_for(obj)
+        given = user_inputs(sched.algo, inputs) if inputs is not None else None
+        out: list[Verdict] = []
+        t0 = time.perf_counter()
+        k = kernel if kernel is not None else lower(sched)
+        took = "lowered by the caller" if kernel is not None else \
+            f"in {time.perf_counter() - t0:.2f} s"
+        lines = sum(1 for _ in str(k).splitlines())
+        out.append(Verdict("lower", True, f"{lines} IR lines {took}"))
+        too_big = budget.exceeded_by(k)
+        if given is not None or not (too_big if reduce is None else reduce):
+            return out + _ladder(sched, k, work_dir, sanitize, seed, cpp, "", given, cpp_timeout)
+        out.append(_emit_full(k, work_dir / "full", sanitize, cpp))
+        t0 = time.perf_counter()
+        red = reduce_instance(sched)
+        kr = k if red.is_full else lower(red.reduced)
+        why = f"; full kernel: {too_big}" if too_big else ""
+        out.append(Verdict("reduced instance", True, f"{red}, lowered in "
+                           f"{time.perf_counter() - t0:.2f} s{why}"))
+        diff = structural_diff(k, kr)
+        out.append(Verdict("full IR == reduced IR", diff is None, diff or "equal up to loop "
+                           "bounds, GM offsets and strides, guard constants and block count"))
+        return out + _ladder(red.reduced, kr, work_dir / "reduced", sanitize, seed, cpp,
+                             describe(red.reduced), None, cpp_timeout)
 
 
 def _emit_full(k: Kernel, out_dir: Path, sanitize: bool, cpp: bool) -> Verdict:

@@ -16,8 +16,9 @@ from ascendsched.target import Pipe
 
 @pytest.fixture(scope="module")
 def kernel() -> Kernel:
-    """vadd on 2 cores with a tail tile and double buffering: loops, guards, versions, syncs."""
-    s = Schedule(L.vadd(2048 * 8 + 1808)).split("z", "i", 2048).bind("z", "i_o", 2) \
+    """vadd on 2 cores with 9 full tiles (a guard), a tail tile and double buffering: loops,
+    guards, versions, syncs."""
+    s = Schedule(L.vadd(2048 * 9 + 1808)).split("z", "i", 2048).bind("z", "i_o", 2) \
         .buffer("x").buffer("y").buffer("z")
     return lower(s)
 

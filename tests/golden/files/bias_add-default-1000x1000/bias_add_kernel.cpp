@@ -48,44 +48,42 @@ extern "C" __global__ __aicore__ void bias_add(GM_ADDR x, GM_ADDR bias, GM_ADDR 
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 90720 B of 188160 B usable UB.
+    // Arena: 90752 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 90720);
-    // bias_ub: float16[1000] [1008] x1 at UB bytes [88704, 90720); tile of bias
-    LocalTensor<half> bias_ub = ubuf.GetWithOffset<half>(1008, 88704);
+    pipe.InitBuffer(ubuf, 90752);
+    // bias_ub: float16[1000] [1008] x1 at UB bytes [88736, 90752); tile of bias
+    LocalTensor<half> bias_ub = ubuf.GetWithOffset<half>(1008, 88736);
     // x_ub: float16[11, 1000] [11088] x2 at UB bytes [0, 22176), [22176, 44352); tile of x (double buffered)
     LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(11088, 0), ubuf.GetWithOffset<half>(11088, 22176)};
     // y_ub: float16[11, 1000] [11088] x2 at UB bytes [44352, 66528), [66528, 88704); tile of y (double buffered)
     LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(11088, 44352), ubuf.GetWithOffset<half>(11088, 66528)};
 
     DataCopyPad(bias_ub, bias_gm, DataCopyExtParams(1, 2000, 0, 0, 0), DataCopyPadExtParams<half>(false, 0, 0, 0));  // load bias tile into UB (1 x 2000 B; GM gap in bytes, UB gap in blocks)
-    for (int64_t i_o_k = 0; i_o_k < 2; ++i_o_k) {  // tiles i_o = i_o_k*48 + block_idx over 48 cores
-        if ((block_idx + 48*i_o_k < 91)) {  // this core's last tile
-            if ((block_idx + 48*i_o_k < 90)) {  // i: full tile
-                DataCopyPad(x_ub[i_o_k % 2], x_gm[11000*block_idx + 528000*i_o_k], DataCopyExtParams(11, 2000, 0, 0, 0), DataCopyPadExtParams<half>(false, 0, 0, 0));  // load x tile into UB (11 x 2000 B; GM gap in bytes, UB gap in blocks)
-                SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-                WaitFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-                for (int64_t y_c1 = 0; y_c1 < 7; ++y_c1) {  // 128-lane column chunks of y
-                    Add(y_ub[i_o_k % 2][128*y_c1], x_ub[i_o_k % 2][128*y_c1], bias_ub[128*y_c1], 128, 11, BinaryRepeatParams(1, 1, 1, 63, 63, 0));  // y: add
-                }
-                Add(y_ub[i_o_k % 2][896], x_ub[i_o_k % 2][896], bias_ub[896], 104, 11, BinaryRepeatParams(1, 1, 1, 63, 63, 0));  // y: add
-                SetFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
-                WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
-                DataCopyPad(y_gm[11000*block_idx + 528000*i_o_k], y_ub[i_o_k % 2], DataCopyExtParams(11, 2000, 0, 0, 0));  // store y tile to GM (11 x 2000 B; GM gap in bytes, UB gap in blocks)
+    for (int64_t i_o_k = 0; i_o_k < 2; ++i_o_k) {  // full tiles i_o = i_o_k*48 + block_idx over 48 cores
+        if ((block_idx + 48*i_o_k < 90)) {  // this core's last full tile
+            DataCopyPad(x_ub[i_o_k % 2], x_gm[11000*block_idx + 528000*i_o_k], DataCopyExtParams(11, 2000, 0, 0, 0), DataCopyPadExtParams<half>(false, 0, 0, 0));  // load x tile into UB (11 x 2000 B; GM gap in bytes, UB gap in blocks)
+            SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
+            WaitFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
+            for (int64_t y_c1 = 0; y_c1 < 7; ++y_c1) {  // 128-lane column chunks of y
+                Add(y_ub[i_o_k % 2][128*y_c1], x_ub[i_o_k % 2][128*y_c1], bias_ub[128*y_c1], 128, 11, BinaryRepeatParams(1, 1, 1, 63, 63, 0));  // y: add
             }
-            if ((block_idx + 48*i_o_k == 90)) {  // i: tail tile
-                DataCopyPad(x_ub[i_o_k % 2], x_gm[11000*block_idx + 528000*i_o_k], DataCopyExtParams(10, 2000, 0, 0, 0), DataCopyPadExtParams<half>(false, 0, 0, 0));  // load x tile into UB (10 x 2000 B; GM gap in bytes, UB gap in blocks)
-                SetFlag<HardEvent::MTE2_V>(2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-                WaitFlag<HardEvent::MTE2_V>(2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-                for (int64_t y_c2 = 0; y_c2 < 7; ++y_c2) {  // 128-lane column chunks of y
-                    Add(y_ub[i_o_k % 2][128*y_c2], x_ub[i_o_k % 2][128*y_c2], bias_ub[128*y_c2], 128, 10, BinaryRepeatParams(1, 1, 1, 63, 63, 0));  // y: add
-                }
-                Add(y_ub[i_o_k % 2][896], x_ub[i_o_k % 2][896], bias_ub[896], 104, 10, BinaryRepeatParams(1, 1, 1, 63, 63, 0));  // y: add
-                SetFlag<HardEvent::V_MTE3>(2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
-                WaitFlag<HardEvent::V_MTE3>(2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
-                DataCopyPad(y_gm[11000*block_idx + 528000*i_o_k], y_ub[i_o_k % 2], DataCopyExtParams(10, 2000, 0, 0, 0));  // store y tile to GM (10 x 2000 B; GM gap in bytes, UB gap in blocks)
-            }
+            Add(y_ub[i_o_k % 2][896], x_ub[i_o_k % 2][896], bias_ub[896], 104, 11, BinaryRepeatParams(1, 1, 1, 63, 63, 0));  // y: add
+            SetFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
+            WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
+            DataCopyPad(y_gm[11000*block_idx + 528000*i_o_k], y_ub[i_o_k % 2], DataCopyExtParams(11, 2000, 0, 0, 0));  // store y tile to GM (11 x 2000 B; GM gap in bytes, UB gap in blocks)
         }
+    }
+    if ((block_idx == 42)) {  // i: tail tile i_o = 90, on core 42
+        DataCopyPad(x_ub[1], x_gm[990000], DataCopyExtParams(10, 2000, 0, 0, 0), DataCopyPadExtParams<half>(false, 0, 0, 0));  // load x tile into UB (10 x 2000 B; GM gap in bytes, UB gap in blocks)
+        SetFlag<HardEvent::MTE2_V>(2);  // x_ub[copy 1]: MTE2 write -> V read (RAW)
+        WaitFlag<HardEvent::MTE2_V>(2);  // x_ub[copy 1]: MTE2 write -> V read (RAW)
+        for (int64_t y_c2 = 0; y_c2 < 7; ++y_c2) {  // 128-lane column chunks of y
+            Add(y_ub[1][128*y_c2], x_ub[1][128*y_c2], bias_ub[128*y_c2], 128, 10, BinaryRepeatParams(1, 1, 1, 63, 63, 0));  // y: add
+        }
+        Add(y_ub[1][896], x_ub[1][896], bias_ub[896], 104, 10, BinaryRepeatParams(1, 1, 1, 63, 63, 0));  // y: add
+        SetFlag<HardEvent::V_MTE3>(2);  // y_ub[copy 1]: V write -> MTE3 read (RAW)
+        WaitFlag<HardEvent::V_MTE3>(2);  // y_ub[copy 1]: V write -> MTE3 read (RAW)
+        DataCopyPad(y_gm[990000], y_ub[1], DataCopyExtParams(10, 2000, 0, 0, 0));  // store y tile to GM (10 x 2000 B; GM gap in bytes, UB gap in blocks)
     }
 }

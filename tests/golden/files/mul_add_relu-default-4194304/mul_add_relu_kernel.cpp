@@ -51,70 +51,80 @@ extern "C" __global__ __aicore__ void mul_add_relu(GM_ADDR a, GM_ADDR b, GM_ADDR
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 175136 B of 188160 B usable UB.
+    // Arena: 175392 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 175136);
+    pipe.InitBuffer(ubuf, 175392);
     // a_ub: float16[9728] [9728] x2 at UB bytes [19488, 38944), [38944, 58400); tile of a (double buffered)
     LocalTensor<half> a_ub[2] = {ubuf.GetWithOffset<half>(9728, 19488), ubuf.GetWithOffset<half>(9728, 38944)};
-    // b_ub: float16[9728] [9728] x2 at UB bytes [58400, 77856), [77856, 97312); tile of b (double buffered)
-    LocalTensor<half> b_ub[2] = {ubuf.GetWithOffset<half>(9728, 58400), ubuf.GetWithOffset<half>(9728, 77856)};
-    // c_ub: float16[9728] [9728] x2 at UB bytes [97312, 116768), [116768, 136224); tile of c (double buffered)
-    LocalTensor<half> c_ub[2] = {ubuf.GetWithOffset<half>(9728, 97312), ubuf.GetWithOffset<half>(9728, 116768)};
-    // d_ub: float16[9728] [9728] x2 at UB bytes [136224, 155680), [155680, 175136); tile of d (double buffered)
-    LocalTensor<half> d_ub[2] = {ubuf.GetWithOffset<half>(9728, 136224), ubuf.GetWithOffset<half>(9728, 155680)};
+    // b_ub: float16[9728] [9728] x2 at UB bytes [58656, 78112), [78112, 97568); tile of b (double buffered)
+    LocalTensor<half> b_ub[2] = {ubuf.GetWithOffset<half>(9728, 58656), ubuf.GetWithOffset<half>(9728, 78112)};
+    // c_ub: float16[9728] [9728] x2 at UB bytes [97568, 117024), [117024, 136480); tile of c (double buffered)
+    LocalTensor<half> c_ub[2] = {ubuf.GetWithOffset<half>(9728, 97568), ubuf.GetWithOffset<half>(9728, 117024)};
+    // d_ub: float16[9728] [9728] x2 at UB bytes [136480, 155936), [155936, 175392); tile of d (double buffered)
+    LocalTensor<half> d_ub[2] = {ubuf.GetWithOffset<half>(9728, 136480), ubuf.GetWithOffset<half>(9728, 155936)};
     // d_t1: float16[9728] [9744] x1 at UB bytes [0, 19488); temporary of d: (a[i] * b[i])
     LocalTensor<half> d_t1 = ubuf.GetWithOffset<half>(9744, 0);
     // d_t2: float16[9728] [9744] x1 at UB bytes [0, 19488); temporary of d: ((a[i] * b[i]) + c[i])
     LocalTensor<half> d_t2 = ubuf.GetWithOffset<half>(9744, 0);
+    // d_t1_tail: float16[1536] [1552] x1 at UB bytes [32, 3136); temporary of d: (a[i] * b[i])
+    LocalTensor<half> d_t1_tail = ubuf.GetWithOffset<half>(1552, 32);
+    // d_t2_tail: float16[1536] [1552] x1 at UB bytes [32, 3136); temporary of d: ((a[i] * b[i]) + c[i])
+    LocalTensor<half> d_t2_tail = ubuf.GetWithOffset<half>(1552, 32);
 
-    SetFlag<HardEvent::V_MTE2>(0);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+2 more)
-    SetFlag<HardEvent::V_MTE2>(1);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+2 more)
+    SetFlag<HardEvent::V_MTE2>(0);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+1 more)
+    SetFlag<HardEvent::V_MTE2>(1);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+1 more)
+    SetFlag<HardEvent::V_MTE2>(2);  // c_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
+    SetFlag<HardEvent::V_MTE2>(3);  // c_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     SetFlag<HardEvent::MTE3_V>(0);  // d_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     SetFlag<HardEvent::MTE3_V>(1);  // d_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
-    for (int64_t i_o_k = 0; i_o_k < 9; ++i_o_k) {  // tiles i_o = i_o_k*48 + block_idx over 48 cores
-        WaitFlag<HardEvent::V_MTE2>(i_o_k % 2);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+2 more)
-        WaitFlag<HardEvent::MTE3_V>(i_o_k % 2);  // d_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
-        if ((block_idx + 48*i_o_k < 431)) {  // i: full tile
+    for (int64_t i_o_k = 0; i_o_k < 9; ++i_o_k) {  // full tiles i_o = i_o_k*48 + block_idx over 48 cores
+        if ((block_idx + 48*i_o_k < 431)) {  // this core's last full tile
+            WaitFlag<HardEvent::V_MTE2>(i_o_k % 2);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+1 more)
             DataCopy(a_ub[i_o_k % 2], a_gm[9728*block_idx + 466944*i_o_k], DataCopyParams(1, 608, 0, 0));  // load a tile into UB (1 x 19456 B; lengths in 32 B blocks)
             DataCopy(b_ub[i_o_k % 2], b_gm[9728*block_idx + 466944*i_o_k], DataCopyParams(1, 608, 0, 0));  // load b tile into UB (1 x 19456 B; lengths in 32 B blocks)
             SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // b_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW) (+1 more)
+            WaitFlag<HardEvent::V_MTE2>((i_o_k % 2) + 2);  // c_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
             DataCopy(c_ub[i_o_k % 2], c_gm[9728*block_idx + 466944*i_o_k], DataCopyParams(1, 608, 0, 0));  // load c tile into UB (1 x 19456 B; lengths in 32 B blocks)
             SetFlag<HardEvent::MTE2_V>((i_o_k % 2) + 2);  // c_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
             WaitFlag<HardEvent::MTE2_V>(i_o_k % 2);  // b_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW) (+1 more)
+            PipeBarrier<PIPE_V>();  // d_t2/d_t1: V read -> V write (WAR)
             Mul(d_t1, a_ub[i_o_k % 2], b_ub[i_o_k % 2], 128, 76, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // d: mul
+            SetFlag<HardEvent::V_MTE2>(i_o_k % 2);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE2_V>((i_o_k % 2) + 2);  // c_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
             PipeBarrier<PIPE_V>();  // d_t1: V write -> V read (RAW) (+8 more)
             Add(d_t2, d_t1, c_ub[i_o_k % 2], 128, 76, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // d: add
+            SetFlag<HardEvent::V_MTE2>((i_o_k % 2) + 2);  // c_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
+            WaitFlag<HardEvent::MTE3_V>(i_o_k % 2);  // d_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
             PipeBarrier<PIPE_V>();  // d_t2: V write -> V read (RAW) (+2 more)
             Relu(d_ub[i_o_k % 2], d_t2, 128, 76, UnaryRepeatParams(1, 1, 8, 8));  // d: relu
             SetFlag<HardEvent::V_MTE3>(i_o_k % 2);  // d_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
             WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // d_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
             DataCopy(d_gm[9728*block_idx + 466944*i_o_k], d_ub[i_o_k % 2], DataCopyParams(1, 608, 0, 0));  // store d tile to GM (1 x 19456 B; lengths in 32 B blocks)
+            SetFlag<HardEvent::MTE3_V>(i_o_k % 2);  // d_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
         }
-        PipeBarrier<PIPE_V>();  // d_t1: V write -> V write (WAW) (+12 more)
-        if ((block_idx + 48*i_o_k == 431)) {  // i: tail tile
-            DataCopy(a_ub[i_o_k % 2], a_gm[9728*block_idx + 466944*i_o_k], DataCopyParams(1, 96, 0, 0));  // load a tile into UB (1 x 3072 B; lengths in 32 B blocks)
-            DataCopy(b_ub[i_o_k % 2], b_gm[9728*block_idx + 466944*i_o_k], DataCopyParams(1, 96, 0, 0));  // load b tile into UB (1 x 3072 B; lengths in 32 B blocks)
-            SetFlag<HardEvent::MTE2_V>(0);  // b_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW) (+1 more)
-            DataCopy(c_ub[i_o_k % 2], c_gm[9728*block_idx + 466944*i_o_k], DataCopyParams(1, 96, 0, 0));  // load c tile into UB (1 x 3072 B; lengths in 32 B blocks)
-            SetFlag<HardEvent::MTE2_V>(2);  // c_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-            WaitFlag<HardEvent::MTE2_V>(0);  // b_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW) (+1 more)
-            Mul(d_t1, a_ub[i_o_k % 2], b_ub[i_o_k % 2], 128, 12, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // d: mul
-            WaitFlag<HardEvent::MTE2_V>(2);  // c_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-            PipeBarrier<PIPE_V>();  // d_t1: V write -> V read (RAW) (+2 more)
-            Add(d_t2, d_t1, c_ub[i_o_k % 2], 128, 12, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // d: add
-            PipeBarrier<PIPE_V>();  // d_t2: V write -> V read (RAW)
-            Relu(d_ub[i_o_k % 2], d_t2, 128, 12, UnaryRepeatParams(1, 1, 8, 8));  // d: relu
-            SetFlag<HardEvent::V_MTE3>(0);  // d_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
-            WaitFlag<HardEvent::V_MTE3>(0);  // d_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
-            DataCopy(d_gm[9728*block_idx + 466944*i_o_k], d_ub[i_o_k % 2], DataCopyParams(1, 96, 0, 0));  // store d tile to GM (1 x 3072 B; lengths in 32 B blocks)
-        }
-        SetFlag<HardEvent::V_MTE2>(i_o_k % 2);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+2 more)
-        SetFlag<HardEvent::MTE3_V>(i_o_k % 2);  // d_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     }
-    WaitFlag<HardEvent::V_MTE2>(0);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+2 more)
-    WaitFlag<HardEvent::V_MTE2>(1);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+2 more)
+    WaitFlag<HardEvent::V_MTE2>(0);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+1 more)
+    WaitFlag<HardEvent::V_MTE2>(1);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+1 more)
+    WaitFlag<HardEvent::V_MTE2>(2);  // c_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
+    WaitFlag<HardEvent::V_MTE2>(3);  // c_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     WaitFlag<HardEvent::MTE3_V>(0);  // d_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     WaitFlag<HardEvent::MTE3_V>(1);  // d_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
+    if ((block_idx == 47)) {  // i: tail tile i_o = 431, on core 47
+        DataCopy(a_ub[0], a_gm[4192768], DataCopyParams(1, 96, 0, 0));  // load a tile into UB (1 x 3072 B; lengths in 32 B blocks)
+        DataCopy(b_ub[0], b_gm[4192768], DataCopyParams(1, 96, 0, 0));  // load b tile into UB (1 x 3072 B; lengths in 32 B blocks)
+        SetFlag<HardEvent::MTE2_V>(0);  // b_ub[copy 0]: MTE2 write -> V read (RAW) (+1 more)
+        DataCopy(c_ub[0], c_gm[4192768], DataCopyParams(1, 96, 0, 0));  // load c tile into UB (1 x 3072 B; lengths in 32 B blocks)
+        SetFlag<HardEvent::MTE2_V>(1);  // c_ub[copy 0]: MTE2 write -> V read (RAW)
+        WaitFlag<HardEvent::MTE2_V>(0);  // b_ub[copy 0]: MTE2 write -> V read (RAW) (+1 more)
+        Mul(d_t1_tail, a_ub[0], b_ub[0], 128, 12, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // d: mul
+        WaitFlag<HardEvent::MTE2_V>(1);  // c_ub[copy 0]: MTE2 write -> V read (RAW)
+        PipeBarrier<PIPE_V>();  // d_t1_tail: V write -> V read (RAW) (+2 more)
+        Add(d_t2_tail, d_t1_tail, c_ub[0], 128, 12, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // d: add
+        PipeBarrier<PIPE_V>();  // d_t2_tail: V write -> V read (RAW)
+        Relu(d_ub[0], d_t2_tail, 128, 12, UnaryRepeatParams(1, 1, 8, 8));  // d: relu
+        SetFlag<HardEvent::V_MTE3>(0);  // d_ub[copy 0]: V write -> MTE3 read (RAW)
+        WaitFlag<HardEvent::V_MTE3>(0);  // d_ub[copy 0]: V write -> MTE3 read (RAW)
+        DataCopy(d_gm[4192768], d_ub[0], DataCopyParams(1, 96, 0, 0));  // store d tile to GM (1 x 3072 B; lengths in 32 B blocks)
+    }
 }

@@ -85,106 +85,132 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     LocalTensor<float> y_t9 = ubuf.GetWithOffset<float>(12296, 0);
     // y_brcb10: float32[16, 8] [128] x1 at UB bytes [147712, 148224); y_t8 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
     LocalTensor<float> y_brcb10 = ubuf.GetWithOffset<float>(128, 147712);
+    // xf_ub_tail: float32[1, 4096] [4096] x1 at UB bytes [0, 16384); tile of xf
+    LocalTensor<float> xf_ub_tail = ubuf.GetWithOffset<float>(4096, 0);
+    // mx_ub_tail: float32[1] [8] x1 at UB bytes [16384, 16416); tile of mx
+    LocalTensor<float> mx_ub_tail = ubuf.GetWithOffset<float>(8, 16384);
+    // mx_blk1_tail: float32[1, 512] [512] x1 at UB bytes [16384, 18432); max of each 32 B block of the rows of mx
+    LocalTensor<float> mx_blk1_tail = ubuf.GetWithOffset<float>(512, 16384);
+    // mx_blk2_tail: float32[1, 64] [64] x1 at UB bytes [18432, 18688); max of each 32 B block of the rows of mx
+    LocalTensor<float> mx_blk2_tail = ubuf.GetWithOffset<float>(64, 18432);
+    // e_ub_tail: float32[1, 4096] [4096] x1 at UB bytes [0, 16384); tile of e
+    LocalTensor<float> e_ub_tail = ubuf.GetWithOffset<float>(4096, 0);
+    // e_t3_tail: float32[1, 4096] [4104] x1 at UB bytes [0, 16416); temporary of e: (xf[i, j] - mx[i])
+    LocalTensor<float> e_t3_tail = ubuf.GetWithOffset<float>(4104, 0);
+    // e_brcb4_tail: float32[16, 8] [128] x1 at UB bytes [16640, 17152); mx_ub_tail broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> e_brcb4_tail = ubuf.GetWithOffset<float>(128, 16640);
+    // s_ub_tail: float32[1] [8] x1 at UB bytes [16448, 16480); tile of s
+    LocalTensor<float> s_ub_tail = ubuf.GetWithOffset<float>(8, 16448);
+    // s_blk5_tail: float32[1, 512] [512] x1 at UB bytes [16384, 18432); sum of each 32 B block of the rows of s
+    LocalTensor<float> s_blk5_tail = ubuf.GetWithOffset<float>(512, 16384);
+    // s_blk6_tail: float32[1, 64] [64] x1 at UB bytes [18432, 18688); sum of each 32 B block of the rows of s
+    LocalTensor<float> s_blk6_tail = ubuf.GetWithOffset<float>(64, 18432);
+    // y_t7_tail: float32[1] [16] x1 at UB bytes [16384, 16448); temporary of y: 1, the dividend of 1 / s[i]
+    LocalTensor<float> y_t7_tail = ubuf.GetWithOffset<float>(16, 16384);
+    // y_t8_tail: float32[1] [16] x1 at UB bytes [16384, 16448); temporary of y: 1 / s[i]
+    LocalTensor<float> y_t8_tail = ubuf.GetWithOffset<float>(16, 16384);
+    // y_t9_tail: float32[1, 4096] [4104] x1 at UB bytes [0, 16416); temporary of y: (e[i, j] / s[i])
+    LocalTensor<float> y_t9_tail = ubuf.GetWithOffset<float>(4104, 0);
+    // y_brcb10_tail: float32[16, 8] [128] x1 at UB bytes [16640, 17152); y_t8_tail broadcast to one 32 B block per row (Brcb), twice: one copy per phase
+    LocalTensor<float> y_brcb10_tail = ubuf.GetWithOffset<float>(128, 16640);
 
-    SetFlag<HardEvent::MTE3_V>(0);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
-    SetFlag<HardEvent::MTE3_V>(1);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     SetFlag<HardEvent::V_MTE2>(0);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     SetFlag<HardEvent::V_MTE2>(1);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
-    for (int64_t i_o_k = 0; i_o_k < 29; ++i_o_k) {  // tiles i_o = i_o_k*48 + block_idx over 48 cores
-        if ((block_idx + 48*i_o_k < 1366)) {  // this core's last tile
-            WaitFlag<HardEvent::MTE3_V>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
+    SetFlag<HardEvent::MTE3_V>(0);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
+    SetFlag<HardEvent::MTE3_V>(1);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
+    for (int64_t i_o_k = 0; i_o_k < 29; ++i_o_k) {  // full tiles i_o = i_o_k*48 + block_idx over 48 cores
+        if ((block_idx + 48*i_o_k < 1365)) {  // this core's last full tile
             WaitFlag<HardEvent::V_MTE2>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
-            if ((block_idx + 48*i_o_k < 1365)) {  // i: full tile
-                DataCopy(x_ub[i_o_k % 2], x_gm[12288*block_idx + 589824*i_o_k], DataCopyParams(3, 256, 0, 0));  // load x tile into UB (3 x 8192 B; lengths in 32 B blocks)
-                SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-                WaitFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-                Cast(xf_ub, x_ub[i_o_k % 2], RoundMode::CAST_NONE, 64, 192, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
-                PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+83 more)
-                BlockReduceMax(mx_blk1, xf_ub, 192, 64, 1, 1, 8);  // mx: max of each 32 B block
-                PipeBarrier<PIPE_V>();  // mx_blk1: V write -> V read (RAW) (+1 more)
-                BlockReduceMax(mx_blk2, mx_blk1, 24, 64, 1, 1, 8);  // mx: max of each 32 B block
-                PipeBarrier<PIPE_V>();  // mx_blk2: V write -> V read (RAW) (+2 more)
-                WholeReduceMax(mx_ub, mx_blk2, 64, 3, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);  // mx: max over k
-                PipeBarrier<PIPE_V>();  // mx_ub: V write -> V read (RAW) (+6 more)
-                Brcb(e_brcb4, mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
-                Brcb(e_brcb4[64], mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
-                PipeBarrier<PIPE_V>();  // e_brcb4: V write -> V read (RAW) (+3 more)
-                for (int64_t e_r1 = 0; e_r1 < 3; ++e_r1) {  // rows of e
-                    Sub(e_t3[4096*e_r1], xf_ub[4096*e_r1], e_brcb4[8*e_r1], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
-                    Sub(e_t3[4096*e_r1 + 64], xf_ub[4096*e_r1 + 64], e_brcb4[8*e_r1 + 64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
-                }
-                PipeBarrier<PIPE_V>();  // e_t3: V write -> V read (RAW) (+10 more)
-                Exp(e_ub, e_t3, 64, 192, UnaryRepeatParams(1, 1, 8, 8));  // e: exp
-                PipeBarrier<PIPE_V>();  // e_ub: V write -> V read (RAW) (+6 more)
-                BlockReduceSum(s_blk5, e_ub, 192, 64, 1, 1, 8);  // s: sum of each 32 B block
-                PipeBarrier<PIPE_V>();  // s_blk5: V write -> V read (RAW) (+4 more)
-                BlockReduceSum(s_blk6, s_blk5, 24, 64, 1, 1, 8);  // s: sum of each 32 B block
-                PipeBarrier<PIPE_V>();  // s_blk6: V write -> V read (RAW) (+11 more)
-                WholeReduceSum(s_ub, s_blk6, 64, 3, 1, 1, 8);  // s: sum over k2
-                Duplicate(y_t7, 1.0f, 3, 1, 1, 0);  // y: dup
-                PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+11 more)
-                Div(y_t8, y_t7, s_ub, 3, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // y: div
-                PipeBarrier<PIPE_V>();  // y_t8: V write -> V read (RAW) (+21 more)
-                Brcb(y_brcb10, y_t8, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8 per row
-                Brcb(y_brcb10[64], y_t8, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8 per row
-                PipeBarrier<PIPE_V>();  // y_brcb10: V write -> V read (RAW) (+3 more)
-                for (int64_t y_r2 = 0; y_r2 < 3; ++y_r2) {  // rows of y
-                    Mul(y_t9[4096*y_r2], e_ub[4096*y_r2], y_brcb10[8*y_r2], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
-                    Mul(y_t9[4096*y_r2 + 64], e_ub[4096*y_r2 + 64], y_brcb10[8*y_r2 + 64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
-                }
-                PipeBarrier<PIPE_V>();  // y_t9: V write -> V read (RAW) (+2 more)
-                Cast(y_ub[i_o_k % 2], y_t9, RoundMode::CAST_RINT, 64, 192, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
-                SetFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
-                WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
-                DataCopy(y_gm[12288*block_idx + 589824*i_o_k], y_ub[i_o_k % 2], DataCopyParams(3, 256, 0, 0));  // store y tile to GM (3 x 8192 B; lengths in 32 B blocks)
-            }
-            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V write (WAW) (+156 more)
-            if ((block_idx + 48*i_o_k == 1365)) {  // i: tail tile
-                DataCopy(x_ub[i_o_k % 2], x_gm[12288*block_idx + 589824*i_o_k], DataCopyParams(1, 256, 0, 0));  // load x tile into UB (1 x 8192 B; lengths in 32 B blocks)
-                SetFlag<HardEvent::MTE2_V>(0);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-                WaitFlag<HardEvent::MTE2_V>(0);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
-                Cast(xf_ub, x_ub[i_o_k % 2], RoundMode::CAST_NONE, 64, 64, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
-                PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW)
-                BlockReduceMax(mx_blk1, xf_ub, 64, 64, 1, 1, 8);  // mx: max of each 32 B block
-                PipeBarrier<PIPE_V>();  // mx_blk1: V write -> V read (RAW)
-                BlockReduceMax(mx_blk2, mx_blk1, 8, 64, 1, 1, 8);  // mx: max of each 32 B block
-                PipeBarrier<PIPE_V>();  // mx_blk2: V write -> V read (RAW) (+2 more)
-                WholeReduceMax(mx_ub, mx_blk2, 64, 1, 1, 1, 0, ReduceOrder::ORDER_ONLY_VALUE);  // mx: max over k
-                PipeBarrier<PIPE_V>();  // mx_ub: V write -> V read (RAW) (+6 more)
-                Brcb(e_brcb4, mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
-                Brcb(e_brcb4[64], mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
-                PipeBarrier<PIPE_V>();  // e_brcb4: V write -> V read (RAW) (+7 more)
-                Sub(e_t3, xf_ub, e_brcb4, 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
-                Sub(e_t3[64], xf_ub[64], e_brcb4[64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
-                PipeBarrier<PIPE_V>();  // e_t3: V write -> V read (RAW) (+8 more)
-                Exp(e_ub, e_t3, 64, 64, UnaryRepeatParams(1, 1, 8, 8));  // e: exp
-                PipeBarrier<PIPE_V>();  // e_ub: V write -> V read (RAW) (+4 more)
-                BlockReduceSum(s_blk5, e_ub, 64, 64, 1, 1, 8);  // s: sum of each 32 B block
-                PipeBarrier<PIPE_V>();  // s_blk5: V write -> V read (RAW) (+3 more)
-                BlockReduceSum(s_blk6, s_blk5, 8, 64, 1, 1, 8);  // s: sum of each 32 B block
-                PipeBarrier<PIPE_V>();  // s_blk6: V write -> V read (RAW) (+11 more)
-                WholeReduceSum(s_ub, s_blk6, 64, 1, 1, 1, 0);  // s: sum over k2
-                Duplicate(y_t7, 1.0f, 1, 1, 1, 0);  // y: dup
-                PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+11 more)
-                Div(y_t8, y_t7, s_ub, 1, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // y: div
-                PipeBarrier<PIPE_V>();  // y_t8: V write -> V read (RAW) (+21 more)
-                Brcb(y_brcb10, y_t8, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8 per row
-                Brcb(y_brcb10[64], y_t8, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8 per row
-                PipeBarrier<PIPE_V>();  // y_brcb10: V write -> V read (RAW) (+15 more)
-                Mul(y_t9, e_ub, y_brcb10, 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
-                Mul(y_t9[64], e_ub[64], y_brcb10[64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
-                PipeBarrier<PIPE_V>();  // y_t9: V write -> V read (RAW)
-                Cast(y_ub[i_o_k % 2], y_t9, RoundMode::CAST_RINT, 64, 64, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
-                SetFlag<HardEvent::V_MTE3>(0);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
-                WaitFlag<HardEvent::V_MTE3>(0);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
-                DataCopy(y_gm[12288*block_idx + 589824*i_o_k], y_ub[i_o_k % 2], DataCopyParams(1, 256, 0, 0));  // store y tile to GM (1 x 8192 B; lengths in 32 B blocks)
-            }
-            SetFlag<HardEvent::MTE3_V>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
+            DataCopy(x_ub[i_o_k % 2], x_gm[12288*block_idx + 589824*i_o_k], DataCopyParams(3, 256, 0, 0));  // load x tile into UB (3 x 8192 B; lengths in 32 B blocks)
+            SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
+            WaitFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
+            PipeBarrier<PIPE_V>();  // y_t9/xf_ub: V read -> V write (WAR)
+            Cast(xf_ub, x_ub[i_o_k % 2], RoundMode::CAST_NONE, 64, 192, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
             SetFlag<HardEvent::V_MTE2>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
+            PipeBarrier<PIPE_V>();  // xf_ub: V write -> V read (RAW) (+83 more)
+            BlockReduceMax(mx_blk1, xf_ub, 192, 64, 1, 1, 8);  // mx: max of each 32 B block
+            PipeBarrier<PIPE_V>();  // mx_blk1: V write -> V read (RAW) (+1 more)
+            BlockReduceMax(mx_blk2, mx_blk1, 24, 64, 1, 1, 8);  // mx: max of each 32 B block
+            PipeBarrier<PIPE_V>();  // mx_blk2: V write -> V read (RAW) (+2 more)
+            WholeReduceMax(mx_ub, mx_blk2, 64, 3, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);  // mx: max over k
+            PipeBarrier<PIPE_V>();  // mx_ub: V write -> V read (RAW) (+6 more)
+            Brcb(e_brcb4, mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
+            Brcb(e_brcb4[64], mx_ub, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub per row
+            PipeBarrier<PIPE_V>();  // e_brcb4: V write -> V read (RAW) (+3 more)
+            for (int64_t e_r1 = 0; e_r1 < 3; ++e_r1) {  // rows of e
+                Sub(e_t3[4096*e_r1], xf_ub[4096*e_r1], e_brcb4[8*e_r1], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
+                Sub(e_t3[4096*e_r1 + 64], xf_ub[4096*e_r1 + 64], e_brcb4[8*e_r1 + 64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
+            }
+            PipeBarrier<PIPE_V>();  // e_t3: V write -> V read (RAW) (+10 more)
+            Exp(e_ub, e_t3, 64, 192, UnaryRepeatParams(1, 1, 8, 8));  // e: exp
+            PipeBarrier<PIPE_V>();  // e_ub: V write -> V read (RAW) (+6 more)
+            BlockReduceSum(s_blk5, e_ub, 192, 64, 1, 1, 8);  // s: sum of each 32 B block
+            PipeBarrier<PIPE_V>();  // s_blk5: V write -> V read (RAW) (+4 more)
+            BlockReduceSum(s_blk6, s_blk5, 24, 64, 1, 1, 8);  // s: sum of each 32 B block
+            PipeBarrier<PIPE_V>();  // s_blk6: V write -> V read (RAW) (+11 more)
+            WholeReduceSum(s_ub, s_blk6, 64, 3, 1, 1, 8);  // s: sum over k2
+            Duplicate(y_t7, 1.0f, 3, 1, 1, 0);  // y: dup
+            PipeBarrier<PIPE_V>();  // s_ub: V write -> V read (RAW) (+11 more)
+            Div(y_t8, y_t7, s_ub, 3, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // y: div
+            PipeBarrier<PIPE_V>();  // y_t8: V write -> V read (RAW) (+21 more)
+            Brcb(y_brcb10, y_t8, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8 per row
+            Brcb(y_brcb10[64], y_t8, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8 per row
+            PipeBarrier<PIPE_V>();  // y_brcb10: V write -> V read (RAW) (+3 more)
+            for (int64_t y_r2 = 0; y_r2 < 3; ++y_r2) {  // rows of y
+                Mul(y_t9[4096*y_r2], e_ub[4096*y_r2], y_brcb10[8*y_r2], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
+                Mul(y_t9[4096*y_r2 + 64], e_ub[4096*y_r2 + 64], y_brcb10[8*y_r2 + 64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
+            }
+            WaitFlag<HardEvent::MTE3_V>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
+            PipeBarrier<PIPE_V>();  // y_t9: V write -> V read (RAW) (+2 more)
+            Cast(y_ub[i_o_k % 2], y_t9, RoundMode::CAST_RINT, 64, 192, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
+            SetFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
+            WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
+            DataCopy(y_gm[12288*block_idx + 589824*i_o_k], y_ub[i_o_k % 2], DataCopyParams(3, 256, 0, 0));  // store y tile to GM (3 x 8192 B; lengths in 32 B blocks)
+            SetFlag<HardEvent::MTE3_V>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
         }
     }
-    WaitFlag<HardEvent::MTE3_V>(0);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
-    WaitFlag<HardEvent::MTE3_V>(1);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     WaitFlag<HardEvent::V_MTE2>(0);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     WaitFlag<HardEvent::V_MTE2>(1);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
+    WaitFlag<HardEvent::MTE3_V>(0);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
+    WaitFlag<HardEvent::MTE3_V>(1);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
+    if ((block_idx == 21)) {  // i: tail tile i_o = 1365, on core 21
+        DataCopy(x_ub[0], x_gm[16773120], DataCopyParams(1, 256, 0, 0));  // load x tile into UB (1 x 8192 B; lengths in 32 B blocks)
+        SetFlag<HardEvent::MTE2_V>(0);  // x_ub[copy 0]: MTE2 write -> V read (RAW)
+        WaitFlag<HardEvent::MTE2_V>(0);  // x_ub[copy 0]: MTE2 write -> V read (RAW)
+        Cast(xf_ub_tail, x_ub[0], RoundMode::CAST_NONE, 64, 64, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
+        PipeBarrier<PIPE_V>();  // xf_ub_tail: V write -> V read (RAW)
+        BlockReduceMax(mx_blk1_tail, xf_ub_tail, 64, 64, 1, 1, 8);  // mx: max of each 32 B block
+        PipeBarrier<PIPE_V>();  // mx_blk1_tail: V write -> V read (RAW) (+1 more)
+        BlockReduceMax(mx_blk2_tail, mx_blk1_tail, 8, 64, 1, 1, 8);  // mx: max of each 32 B block
+        PipeBarrier<PIPE_V>();  // mx_blk2_tail: V write -> V read (RAW) (+4 more)
+        WholeReduceMax(mx_ub_tail, mx_blk2_tail, 64, 1, 1, 1, 0, ReduceOrder::ORDER_ONLY_VALUE);  // mx: max over k
+        PipeBarrier<PIPE_V>();  // mx_ub_tail: V write -> V read (RAW) (+7 more)
+        Brcb(e_brcb4_tail, mx_ub_tail, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub_tail per row
+        Brcb(e_brcb4_tail[64], mx_ub_tail, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub_tail per row
+        PipeBarrier<PIPE_V>();  // e_brcb4_tail: V write -> V read (RAW) (+7 more)
+        Sub(e_t3_tail, xf_ub_tail, e_brcb4_tail, 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
+        Sub(e_t3_tail[64], xf_ub_tail[64], e_brcb4_tail[64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
+        PipeBarrier<PIPE_V>();  // e_t3_tail: V write -> V read (RAW) (+10 more)
+        Exp(e_ub_tail, e_t3_tail, 64, 64, UnaryRepeatParams(1, 1, 8, 8));  // e: exp
+        PipeBarrier<PIPE_V>();  // e_ub_tail: V write -> V read (RAW) (+5 more)
+        BlockReduceSum(s_blk5_tail, e_ub_tail, 64, 64, 1, 1, 8);  // s: sum of each 32 B block
+        PipeBarrier<PIPE_V>();  // s_blk5_tail: V write -> V read (RAW) (+4 more)
+        BlockReduceSum(s_blk6_tail, s_blk5_tail, 8, 64, 1, 1, 8);  // s: sum of each 32 B block
+        PipeBarrier<PIPE_V>();  // s_blk6_tail: V write -> V read (RAW) (+16 more)
+        WholeReduceSum(s_ub_tail, s_blk6_tail, 64, 1, 1, 1, 0);  // s: sum over k2
+        Duplicate(y_t7_tail, 1.0f, 1, 1, 1, 0);  // y: dup
+        PipeBarrier<PIPE_V>();  // s_ub_tail: V write -> V read (RAW) (+12 more)
+        Div(y_t8_tail, y_t7_tail, s_ub_tail, 1, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // y: div
+        PipeBarrier<PIPE_V>();  // y_t8_tail: V write -> V read (RAW) (+22 more)
+        Brcb(y_brcb10_tail, y_t8_tail, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8_tail per row
+        Brcb(y_brcb10_tail[64], y_t8_tail, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8_tail per row
+        PipeBarrier<PIPE_V>();  // y_brcb10_tail: V write -> V read (RAW) (+15 more)
+        Mul(y_t9_tail, e_ub_tail, y_brcb10_tail, 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
+        Mul(y_t9_tail[64], e_ub_tail[64], y_brcb10_tail[64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
+        PipeBarrier<PIPE_V>();  // y_t9_tail: V write -> V read (RAW)
+        Cast(y_ub[0], y_t9_tail, RoundMode::CAST_RINT, 64, 64, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
+        SetFlag<HardEvent::V_MTE3>(0);  // y_ub[copy 0]: V write -> MTE3 read (RAW)
+        WaitFlag<HardEvent::V_MTE3>(0);  // y_ub[copy 0]: V write -> MTE3 read (RAW)
+        DataCopy(y_gm[16773120], y_ub[0], DataCopyParams(1, 256, 0, 0));  // store y tile to GM (1 x 8192 B; lengths in 32 B blocks)
+    }
 }

@@ -49,19 +49,19 @@ extern "C" __global__ __aicore__ void vadd_kernel(GM_ADDR x, GM_ADDR y, GM_ADDR 
     // 32-byte aligned). A TBuf per buffer cannot express the plan: InitBuffer hands
     // out disjoint space in call order, while the planner reuses dead space (two
     // buffers may share an address when their lifetimes do not overlap).
-    // Arena: 125952 B of 188160 B usable UB.
+    // Arena: 126208 B of 188160 B usable UB.
     TPipe pipe;
     TBuf<TPosition::VECCALC> ubuf;
-    pipe.InitBuffer(ubuf, 125952);
+    pipe.InitBuffer(ubuf, 126208);
     // x_ub: float16[10496] [10496] x2 at UB bytes [0, 20992), [20992, 41984); tile of x (double buffered)
     LocalTensor<half> x_ub[2] = {ubuf.GetWithOffset<half>(10496, 0), ubuf.GetWithOffset<half>(10496, 20992)};
-    // y_ub: float16[10496] [10496] x2 at UB bytes [41984, 62976), [62976, 83968); tile of y (double buffered)
-    LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(10496, 41984), ubuf.GetWithOffset<half>(10496, 62976)};
-    // z_ub: float16[10496] [10496] x2 at UB bytes [83968, 104960), [104960, 125952); tile of z (double buffered)
-    LocalTensor<half> z_ub[2] = {ubuf.GetWithOffset<half>(10496, 83968), ubuf.GetWithOffset<half>(10496, 104960)};
+    // y_ub: float16[10496] [10496] x2 at UB bytes [41984, 62976), [63232, 84224); tile of y (double buffered)
+    LocalTensor<half> y_ub[2] = {ubuf.GetWithOffset<half>(10496, 41984), ubuf.GetWithOffset<half>(10496, 63232)};
+    // z_ub: float16[10496] [10496] x2 at UB bytes [84224, 105216), [105216, 126208); tile of z (double buffered)
+    LocalTensor<half> z_ub[2] = {ubuf.GetWithOffset<half>(10496, 84224), ubuf.GetWithOffset<half>(10496, 105216)};
 
-    for (int64_t i_o_k = 0; i_o_k < 2; ++i_o_k) {  // tiles i_o = i_o_k*48 + block_idx over 48 cores
-        if ((block_idx + 48*i_o_k < 95)) {  // i: full tile
+    for (int64_t i_o_k = 0; i_o_k < 2; ++i_o_k) {  // full tiles i_o = i_o_k*48 + block_idx over 48 cores
+        if ((block_idx + 48*i_o_k < 95)) {  // this core's last full tile
             DataCopy(x_ub[i_o_k % 2], x_gm[10496*block_idx + 503808*i_o_k], DataCopyParams(1, 656, 0, 0));  // load x tile into UB (1 x 20992 B; lengths in 32 B blocks)
             DataCopy(y_ub[i_o_k % 2], y_gm[10496*block_idx + 503808*i_o_k], DataCopyParams(1, 656, 0, 0));  // load y tile into UB (1 x 20992 B; lengths in 32 B blocks)
             SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW) (+1 more)
@@ -71,16 +71,16 @@ extern "C" __global__ __aicore__ void vadd_kernel(GM_ADDR x, GM_ADDR y, GM_ADDR 
             WaitFlag<HardEvent::V_MTE3>(i_o_k % 2);  // z_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
             DataCopy(z_gm[10496*block_idx + 503808*i_o_k], z_ub[i_o_k % 2], DataCopyParams(1, 656, 0, 0));  // store z tile to GM (1 x 20992 B; lengths in 32 B blocks)
         }
-        if ((block_idx + 48*i_o_k == 95)) {  // i: tail tile
-            DataCopy(x_ub[i_o_k % 2], x_gm[10496*block_idx + 503808*i_o_k], DataCopyParams(1, 180, 0, 0));  // load x tile into UB (1 x 5760 B; lengths in 32 B blocks)
-            DataCopy(y_ub[i_o_k % 2], y_gm[10496*block_idx + 503808*i_o_k], DataCopyParams(1, 180, 0, 0));  // load y tile into UB (1 x 5760 B; lengths in 32 B blocks)
-            SetFlag<HardEvent::MTE2_V>(2);  // y_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW) (+1 more)
-            WaitFlag<HardEvent::MTE2_V>(2);  // y_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW) (+1 more)
-            Add(z_ub[i_o_k % 2], x_ub[i_o_k % 2], y_ub[i_o_k % 2], 128, 22, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // z: add
-            Add(z_ub[i_o_k % 2][2816], x_ub[i_o_k % 2][2816], y_ub[i_o_k % 2][2816], 64, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // z: add
-            SetFlag<HardEvent::V_MTE3>(2);  // z_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
-            WaitFlag<HardEvent::V_MTE3>(2);  // z_ub[copy (i_o_k % 2)]: V write -> MTE3 read (RAW)
-            DataCopy(z_gm[10496*block_idx + 503808*i_o_k], z_ub[i_o_k % 2], DataCopyParams(1, 180, 0, 0));  // store z tile to GM (1 x 5760 B; lengths in 32 B blocks)
-        }
+    }
+    if ((block_idx == 47)) {  // i: tail tile i_o = 95, on core 47
+        DataCopy(x_ub[1], x_gm[997120], DataCopyParams(1, 180, 0, 0));  // load x tile into UB (1 x 5760 B; lengths in 32 B blocks)
+        DataCopy(y_ub[1], y_gm[997120], DataCopyParams(1, 180, 0, 0));  // load y tile into UB (1 x 5760 B; lengths in 32 B blocks)
+        SetFlag<HardEvent::MTE2_V>(2);  // y_ub[copy 1]: MTE2 write -> V read (RAW) (+1 more)
+        WaitFlag<HardEvent::MTE2_V>(2);  // y_ub[copy 1]: MTE2 write -> V read (RAW) (+1 more)
+        Add(z_ub[1], x_ub[1], y_ub[1], 128, 22, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // z: add
+        Add(z_ub[1][2816], x_ub[1][2816], y_ub[1][2816], 64, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // z: add
+        SetFlag<HardEvent::V_MTE3>(2);  // z_ub[copy 1]: V write -> MTE3 read (RAW)
+        WaitFlag<HardEvent::V_MTE3>(2);  // z_ub[copy 1]: V write -> MTE3 read (RAW)
+        DataCopy(z_gm[997120], z_ub[1], DataCopyParams(1, 180, 0, 0));  // store z tile to GM (1 x 5760 B; lengths in 32 B blocks)
     }
 }

@@ -303,12 +303,11 @@ class _Builder(_Bounds, _TileMemory):
         tail = self._below(level, {**idx, a: Affine(full)}, {**ver, a: "tail"},
                            Affine((full // cores) % 2))
         self.peeled_tail = False
-        what = f"{a}: tail tile {name} = {full}"
         if cores == 1:
             return out + tail
         owner = full % cores
         return out + [If((Cond(Affine.of(BLOCK_IDX), "==", owner),), tuple(tail),
-                         comment=f"{what}, on core {owner}")]
+                         comment=f"{a}: tail tile {name} = {full}, on core {owner}")]
 
     def _below(self, level: int, idx: dict[str, Affine], ver: dict[str, str], copy: Affine
                ) -> list[Stmt]:
@@ -354,10 +353,10 @@ class _Builder(_Bounds, _TileMemory):
         """The UB buffer of ``t``'s tile in version ``v``. The tail peeled after a bound loop
         keeps the loop's double-buffered tiles, in the copy the loop would have used next:
         its loads then fill the copy the loop's last tile does not use, while that tile is
-        computed (with a buffer of its own, which the planner may put in the last tile's
-        bytes, the load waited for the loop's last store: bias_add 16384x256 16.40 -> 16.73
-        us modelled). Its other buffers are its own (``_suffix``)."""
-        if self.peeled_tail and t.name not in self.hoisted and self.s.copies(t.name) == 2:
+        computed. (With buffers of its own, which the planner put in the last tile's bytes,
+        the load waited for the loop's last store: bias_add 16384x256 modelled 16.73 us
+        against 16.40.) Its other buffers are its own (``_suffix``)."""
+        if self.peeled_tail and self.s.copies(t.name) == 2:
             return f"{t.name}{stem}"
         return f"{t.name}{stem}{v.suffix}"
 

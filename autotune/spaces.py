@@ -39,10 +39,7 @@ SWIZZLE_WIDTHS = (1, 2, 3, 4, 8)  # 3: CATLASS GemmIdentityBlockSwizzle<3, 0> (i
 CATLASS_GEMM_TILES = ((128, 256, 256, 64), (256, 128, 256, 64))
 CATLASS_SWIZZLE = (3, "m")
 ESTIMATE_SEEDS = 4  # the default generator's best-estimated tilings a guided search tries first
-# rows per tile: a count that does not divide the rows costs one tail tile, peeled after the
-# persistent loop (lower/build_loop_nest.py), so 3 and 6 rows (what UB holds of a wide row's
-# temporaries when 4 or 8 do not fit) are worth trying
-VECTOR_ROWS = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128)
+VECTOR_ROWS = (1, 2, 4, 8, 16, 32, 64, 128)
 VECTOR_COLS = (8192, 4096, 2048, 1024, 512, 256)
 VECTOR_TILES = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 WHOLE = "whole"  # the axis is not split

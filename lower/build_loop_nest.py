@@ -126,7 +126,7 @@ class _Builder(_Bounds, _TileMemory):
         self.n_loops = 0  # IR loops made for vector instructions (numbers their variables)
         self.suffixes: dict[tuple[str, ...], str] = {}  # tail version -> its buffers' suffix
         self.depth = 0  # tile loops around the version being generated
-        self.peeled_tail = False  # generating the tail peeled after a bound loop
+        self.in_peeled_tail = False  # generating the tail of _peeled_tail
         # stages computed at an outer tile loop (once per iteration of it, before the loops
         # inside): the loop's level per stage, and their layouts while the loops inside it
         # are generated
@@ -234,15 +234,16 @@ class _Builder(_Bounds, _TileMemory):
                                        {**ver, a: "tail"}, Affine(full[a] % 2)))
             return out
         total = int(np.prod([tiles[a] for a in axes]))
-        if bound and len(axes) == 1 and full[axes[0]] < tiles[axes[0]]:
-            return self._peeled_bound(level, idx, ver, name, axes[0], full[axes[0]])
+        # a bound loop over one axis runs its full tiles, the tail is peeled after it
+        peel = bound and len(axes) == 1 and full[axes[0]] < tiles[axes[0]]
+        count = full[axes[0]] if peel else total  # (>= 1: a factor never exceeds its axis)
         if bound:
             cores = self.block_dim
             k = f"{name}_k"
             v = Affine.of(k) * cores + Affine.of(BLOCK_IDX)
-            trips = -(-total // cores)
+            trips = -(-count // cores)
             loop_var, copy_in = k, Affine.mod(k, 2)
-            what = f"tiles {name} = {k}*{cores} + block_idx over {cores} cores"
+            what = f"{'full ' * peel}tiles {name} = {k}*{cores} + block_idx over {cores} cores"
         else:
             v, trips, loop_var, copy_in = Affine.of(name), total, name, Affine.mod(name, 2)
             what = f"fused tiles of {', '.join(axes)}"
@@ -253,7 +254,7 @@ class _Builder(_Bounds, _TileMemory):
                 v.floordiv(inner_count)
             inner_count *= tiles[a]
         body: list[Stmt] = []
-        tail_axes = [a for a in axes if full[a] < tiles[a]]
+        tail_axes = [a for a in axes if full[a] < tiles[a] and not peel]
         for combo in itertools.product(*[("full", "tail") for _ in tail_axes]):
             conds: list[Cond] = []
             cver = dict(ver)
@@ -273,15 +274,17 @@ class _Builder(_Bounds, _TileMemory):
             self.depth -= 1
             body.extend([If(tuple(conds), tuple(inner), comment=_combo_comment(axes, cver))]
                         if conds else inner)
-        if bound and total % self.block_dim:
-            body = [If((Cond(v, "<", total),), tuple(body), comment="this core's last tile")]
-        return [For(loop_var, trips, tuple(body), comment=what)]
+        if bound and count % self.block_dim:
+            body = [If((Cond(v, "<", count),), tuple(body),
+                       comment=f"this core's last {'full ' * peel}tile")]
+        loop: list[Stmt] = [For(loop_var, trips, tuple(body), comment=what)]
+        return loop + self._peeled_tail(level, idx, ver, name, axes[0], count) if peel else loop
 
-    def _peeled_bound(self, level: int, idx: dict[str, Affine], ver: dict[str, str],
-                      name: str, a: str, full: int) -> list[Stmt]:
-        """A bound loop over one axis whose last tile is a tail: the full tiles in the
-        persistent loop, the tail peeled after it on the core that owns it (tile ``full``
-        runs on core ``full % cores``, after that core's full tiles, as in the loop).
+    def _peeled_tail(self, level: int, idx: dict[str, Affine], ver: dict[str, str],
+                     name: str, a: str, full: int) -> list[Stmt]:
+        """The tail tile of a bound loop over one axis, peeled after the loop of its full
+        tiles, on the core that owns it (tile ``full`` runs on core ``full % cores``, after
+        that core's full tiles, as in the loop).
 
         Peeled, the loop body is one version, so a carried flag's set follows its source
         statement instead of the last version in the body. With the tail a branch inside the
@@ -289,25 +292,15 @@ class _Builder(_Bounds, _TileMemory):
         one-copy LayerNorm 4096x4096 in 3-row tiles came after the whole tile, and the next
         load waited for every vector instruction: modelled 71.96 us, 49.04 us peeled."""
         cores = self.block_dim
-        k = f"{name}_k"
-        v = Affine.of(k) * cores + Affine.of(BLOCK_IDX)
-        self.depth += 1  # (full >= 1: a split factor never exceeds its axis)
-        body = self._below(level, {**idx, a: v}, {**ver, a: "full"}, Affine.mod(k, 2))
-        self.depth -= 1
-        if full % cores:
-            body = [If((Cond(v, "<", full),), tuple(body), comment="this core's last full tile")]
-        out: list[Stmt] = [For(k, -(-full // cores), tuple(body),
-                               comment=f"full tiles {name} = {k}*{cores} + block_idx over "
-                                       f"{cores} cores")]
-        self.peeled_tail = True
+        self.in_peeled_tail = True
         tail = self._below(level, {**idx, a: Affine(full)}, {**ver, a: "tail"},
                            Affine((full // cores) % 2))
-        self.peeled_tail = False
+        self.in_peeled_tail = False
         if cores == 1:
-            return out + tail
+            return tail
         owner = full % cores
-        return out + [If((Cond(Affine.of(BLOCK_IDX), "==", owner),), tuple(tail),
-                         comment=f"{a}: tail tile {name} = {full}, on core {owner}")]
+        return [If((Cond(Affine.of(BLOCK_IDX), "==", owner),), tuple(tail),
+                   comment=f"{a}: tail tile {name} = {full}, on core {owner}")]
 
     def _below(self, level: int, idx: dict[str, Affine], ver: dict[str, str], copy: Affine
                ) -> list[Stmt]:
@@ -356,7 +349,7 @@ class _Builder(_Bounds, _TileMemory):
         computed. (With buffers of its own, which the planner put in the last tile's bytes,
         the load waited for the loop's last store: bias_add 16384x256 modelled 16.73 us
         against 16.40.) Its other buffers are its own (``_suffix``)."""
-        if self.peeled_tail and self.s.copies(t.name) == 2:
+        if self.in_peeled_tail and self.s.copies(t.name) == 2:
             return f"{t.name}{stem}"
         return f"{t.name}{stem}{v.suffix}"
 

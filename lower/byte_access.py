@@ -171,15 +171,12 @@ def shared_copy(kernel: Kernel, space: str, sides: tuple[tuple[Instr, tuple[str,
     a dependence on its side) touch in ``space`` is one buffer's copy ``var % m``, and the
     buffer's copies occupy disjoint bytes: then two instances that conflict there have equal
     ``var % m`` (the same copy). None otherwise."""
-    found: set[tuple[str, Affine]] = set()
-    for ins, names in sides:
-        found |= _copies_touched(kernel, space, ins, names)
-    if len(found) != 1:
+    got = side_copies(kernel, space, sides)
+    if got is None or len(set(got)) != 1:
         return None
-    (tensor, copy), = found
+    copy = got[0]
     mods = copy.mods
-    if copy.terms or copy.divs or copy.const or len(mods) != 1 or mods[0][2] != 1 or \
-            not _disjoint_copies(kernel, tensor):
+    if copy.terms or copy.divs or copy.const or len(mods) != 1 or mods[0][2] != 1:
         return None
     return mods[0][0], mods[0][1]
 

@@ -379,9 +379,7 @@ class SyncOracle(ChainRelations, GroupVerdicts):
             if it.dep is None:
                 ew, es = _event_id(s.instr), _event_id(t.instr)
                 return _mod_id(ew) if isinstance(ew, Affine) and ew == es else None
-            d = it.dep
-            return shared_copy(self.kernel, d.space, ((s.instr, d.src_tensors),
-                                                      (t.instr, d.dst_tensors)))
+            return shared_copy(self.kernel, it.dep.space, _sides(s, t, it.dep))
         got = {one(it) for it in items}
         return got.pop() if len(got) == 1 else None
 
@@ -394,9 +392,7 @@ class SyncOracle(ChainRelations, GroupVerdicts):
         for it in items:
             if it.dep is None:
                 return None
-            d = it.dep
-            got.add(side_copies(self.kernel, d.space, ((s.instr, d.src_tensors),
-                                                       (t.instr, d.dst_tensors))))
+            got.add(side_copies(self.kernel, it.dep.space, _sides(s, t, it.dep)))
         return got.pop() if len(got) == 1 else None
 
     @cached_property
@@ -433,3 +429,9 @@ def _channel(ins: Instr) -> int | None:
 def _event_id(ins: Instr) -> object:
     """The event id of a set or wait (None: another instruction)."""
     return ins.event_id if isinstance(ins, EventSync) else None
+
+
+def _sides(s: InstrInfo, t: InstrInfo, d: Dependence) -> tuple[tuple[Instr, tuple[str, ...]], ...]:
+    """Dependence ``d`` of pair s -> t as ``byte_access`` sides: each instruction with the
+    region descriptions of ``d`` on its side."""
+    return (s.instr, d.src_tensors), (t.instr, d.dst_tensors)

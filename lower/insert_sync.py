@@ -265,14 +265,15 @@ def channel_numbers(reqs: Reasons, kernel: Kernel, join_guards: bool = False) ->
     return out
 
 
-def channel_span(reqs: Reasons, kernel: Kernel, join_guards: bool = False
+def channel_span(reqs: Reasons, kernel: Kernel, numbers: list[int], join_guards: bool = False
                  ) -> dict[int, tuple[tuple[int, ...], int, int]]:
-    """Per carried channel (``channel_numbers``): the body holding its loops and the first and
-    last child of it they sit in: its prologue goes before the first, its epilogue after the
-    last. A channel of one loop keeps them next to the loop (inside its guards)."""
+    """Per carried channel (``numbers``: ``channel_numbers`` of ``reqs``): the body holding its
+    loops and the first and last child of it they sit in: its prologue goes before the first,
+    its epilogue after the last. A channel of one loop keeps them next to the loop (inside its
+    guards)."""
     loops: dict[int, set[tuple[int, ...]]] = {}
     anchors: dict[int, set[tuple[int, ...]]] = {}
-    for n, r in zip(channel_numbers(reqs, kernel, join_guards), reqs, strict=True):
+    for n, r in zip(numbers, reqs, strict=True):
         if r.loop is not None and r.src != r.dst:
             loops.setdefault(n, set()).add(r.loop)
             anchors.setdefault(n, set()).add(_anchor(kernel, r, join_guards))
@@ -305,9 +306,9 @@ def _anchor(kernel: Kernel, r: Requirement, join_guards: bool) -> tuple[int, ...
 
 def _build(kernel: Kernel, reqs: Reasons, join_guards: bool) -> Kernel:
     by_core: dict[object, dict] = {}
-    spans = channel_span(reqs, kernel, join_guards)
-    seen: set[int] = set()  # channels whose prologue and epilogue are placed
     numbers = channel_numbers(reqs, kernel, join_guards)
+    spans = channel_span(reqs, kernel, numbers, join_guards)
+    seen: set[int] = set()  # channels whose prologue and epilogue are placed
     for n, (req, reasons) in zip(numbers, reqs.items(), strict=True):
         comment = "; ".join(dict.fromkeys(reasons))
         core_inserts = by_core.setdefault(req.core, {})

@@ -194,17 +194,13 @@ def _vector_facts(sched: Schedule, sizes: dict[str, int], cores: int,
         tiles = {a: -(-sizes[a] // f[a]) for a in axes}
         tails = tuple((a, sizes[a] % f[a], tiles[a] == 1) for a in axes)
         total = math.prod(tiles.values())
-        if nest.bound is not None and nest.bound[0] == name and len(axes) == 1 \
-                and tails[0][1]:
-            # the full tiles' loop, then the tail peeled on core full % cores with copy
-            # (full // cores) % 2 (build_loop_nest ``_peeled_bound``)
-            full = sizes[axes[0]] // f[axes[0]]
-            facts.append((name, tails, cores > 1, trip_class(-(-full // cores)),
-                          full % cores != 0, (full // cores) % 2,
-                          neighbours and _version_adjacency(axes, sizes, f, cores)))
-        elif nest.bound is not None and nest.bound[0] == name:
-            facts.append((name, tails, cores > 1, trip_class(-(-total // cores)),
-                          total % cores != 0,
+        if nest.bound is not None and nest.bound[0] == name:
+            # one axis with a tail: the full tiles' loop, then the tail peeled on core
+            # full % cores with copy (full // cores) % 2 (build_loop_nest ``_peeled_tail``)
+            peel = len(axes) == 1 and tails[0][1] != 0
+            count = sizes[axes[0]] // f[axes[0]] if peel else total
+            facts.append((name, tails, cores > 1, trip_class(-(-count // cores)),
+                          count % cores != 0, peel and (count // cores) % 2,
                           neighbours and _version_adjacency(axes, sizes, f, cores)))
         elif len(axes) > 1:
             facts.append((name, tails, trip_class(total),

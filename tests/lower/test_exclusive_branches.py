@@ -152,7 +152,7 @@ def _softmax_rows(m: int, cores: int = 4, copies: int = 1) -> Schedule:
 
 def test_bound_softmax_with_a_tail_tile_fits_like_without_one() -> None:
     # 9 rows in 2-row tiles over 4 cores: the tail tile is peeled after the persistent loop
-    # (build_loop_nest ``_peeled_bound``) with buffers of its own, which reuse the loop's
+    # (build_loop_nest ``_peeled_tail``) with buffers of its own, which reuse the loop's
     # bytes: the peak is that of 8 rows, 105248 B with x_ub and y_ub apart from the
     # temporaries (the loads and stores of neighbouring tiles overlap the vector work),
     # 73760 B when UB is short and they share bytes. (As a second version inside the loop,

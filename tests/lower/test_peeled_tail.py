@@ -1,5 +1,5 @@
 """The tail tile of a bound loop over one axis, peeled after the persistent loop
-(``build_loop_nest._peeled_bound``): structure, the overlap it keeps, and the ladder."""
+(``build_loop_nest._peeled_tail``): structure, the overlap it keeps, and the ladder."""
 
 from __future__ import annotations
 

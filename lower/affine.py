@@ -138,7 +138,10 @@ class Affine:
         return lo, hi
 
     def substitute(self, var: str, value: Affine) -> Affine:
-        """Replace ``var`` by ``value`` (mod terms of ``var`` need a constant value)."""
+        """``self`` with ``var`` replaced by ``value``, in its terms, mod terms (``value mod
+        m``) and floor divisions alike."""
+        if var not in self.vars():
+            return self
         out = Affine(self.const, tuple((v, c) for v, c in self.terms if v != var),
                      tuple(t for t in self.mods if t[0] != var))
         for a, d, c in self.divs:
@@ -148,9 +151,7 @@ class Affine:
                 out = out + value * c
         for v, m, c in self.mods:
             if v == var:
-                if not value.is_const:
-                    raise InternalCompilerError(f"cannot substitute {value} into {v} mod {m}")
-                out = out + (value.const % m) * c
+                out = out + value.modulo(m) * c
         return out
 
     def rename(self, names: dict[str, str]) -> Affine:

@@ -19,7 +19,7 @@ only its own instructions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 
 import islpy as isl
@@ -33,9 +33,9 @@ from ascendsched.lower.ir import (
     If,
     Instr,
     Kernel,
-    Region,
     Stmt,
 )
+from ascendsched.lower.substitute import map_affines
 from ascendsched.target.model import CoreType, Pipe
 
 
@@ -236,39 +236,11 @@ def _per_core(e: Affine, subs: int) -> Affine:
     if SUB_BLOCK_IDX not in e.vars() and BLOCK_IDX not in e.vars():
         return e
     core = Affine.of(BLOCK_IDX)
-    return _substitute(_substitute(e, BLOCK_IDX, core.floordiv(subs)), SUB_BLOCK_IDX,
-                       Affine.mod(BLOCK_IDX, subs))
-
-
-def _substitute(e: Affine, var: str, value: Affine) -> Affine:
-    """``e`` with ``var`` replaced by ``value``, in its terms, mod terms (``value mod m``) and
-    floor divisions alike."""
-    out = Affine(e.const, tuple((v, c) for v, c in e.terms if v != var),
-                 tuple(t for t in e.mods if t[0] != var))
-    for v, c in e.terms:
-        if v == var:
-            out = out + value * c
-    for v, m, c in e.mods:
-        if v == var:
-            out = out + value.modulo(m) * c
-    for a, d, c in e.divs:
-        out = out + _substitute(a, var, value).floordiv(d) * c
-    return out
+    return e.substitute(BLOCK_IDX, core.floordiv(subs)).substitute(
+        SUB_BLOCK_IDX, Affine.mod(BLOCK_IDX, subs))
 
 
 def _per_core_instr(ins: Instr, subs: int) -> Instr:
-    def region(r: Region) -> Region:
-        return replace(r, offset=_per_core(r.offset, subs), copy=_per_core(r.copy, subs))
-
-    def attr(v: object) -> object:
-        if isinstance(v, Affine):
-            return _per_core(v, subs)
-        if isinstance(v, Cond):
-            return Cond(_per_core(v.lhs, subs), v.op, v.rhs)
-        return v
-
     if not ins.writes and not ins.reads and not ins.attrs:
-        return ins
-    return replace(ins, writes=tuple(map(region, ins.writes)),
-                   reads=tuple(map(region, ins.reads)),
-                   attrs=tuple((k, attr(v)) for k, v in ins.attrs))
+        return ins  # a sync: its ids name no core
+    return map_affines(ins, lambda e: _per_core(e, subs))

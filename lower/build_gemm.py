@@ -66,6 +66,7 @@ from ascendsched.lower.ir import (
     Program,
     Stmt,
 )
+from ascendsched.lower.substitute import substitute
 from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.gemm_records import GemmTiling, TileClass
 from ascendsched.target import CoreType, Scope, Target
@@ -80,6 +81,25 @@ def build_gemm(sched: CubePlan, target: Target | None = None) -> Kernel:
 
 
 # --------------------------------------------------------------------------- builder
+RUN = "t"  # the running tile number in a tile's body before its class's value replaces it
+
+
+@dataclass(frozen=True)
+class ClassRun:
+    """How one tile class's persistent loop runs: its variable (None: one trip, no loop),
+    trips, tiles, whether a guard skips the last trip's missing tiles, this core's first tile
+    of the class (``first + cores * var``) and the core's running tile number at each trip
+    (its tiles counted across the classes in order: what numbers the buffer copies, so a
+    core's copies alternate across the class loops as in one loop)."""
+
+    var: str | None
+    iters: int
+    count: int
+    guarded: bool
+    first: Affine
+    run: Affine
+
+
 @dataclass(frozen=True)
 class _Tile:
     """Coordinates of the tile being generated (affine in block_idx and the loop vars)."""
@@ -93,6 +113,8 @@ class _Tile:
 
 
 class _Builder(L0Loads):
+    RUNNING = True  # copies from the running tile number (build_mixed: the class loop's trip)
+
     def __init__(self, sched: CubePlan, target: Target) -> None:
         self.s = sched
         self.t: GemmTiling = sched.tiling
@@ -205,29 +227,56 @@ class _Builder(L0Loads):
         return out
 
     def _class_loop(self, c: TileClass, var: str, base: int) -> list[Stmt]:
-        cores = self.t.cores
-        count = self.sp.batch * c.rows * c.cols
-        # this core's first tile of the class: T in [0, cores) with (base + T) % cores == core
-        shift = (cores - base % cores) % cores
-        first = Affine.of(BLOCK_IDX) if cores > 1 else Affine()
-        if shift:
-            first = (first + shift).modulo(cores)
-        iters = -(-count // cores)
-        tt = Affine.of(var) if iters > 1 else Affine()
-        idx = first + tt * cores
+        run = self.class_run(c, var, base)
+        idx = run.first + (Affine.of(var) if run.iters > 1 else Affine()) * self.t.cores
         per = c.rows * c.cols
         b = idx.floordiv(per) if self.sp.batch > 1 else Affine()
         r = idx.modulo(per) if self.sp.batch > 1 else idx
         mi, ni = c.coords(r) if per > 1 else (Affine(), Affine())
-        tile = _Tile(b, _aff(mi) + c.m0, _aff(ni) + c.n0, tt, c.mv, c.nv)
-        body = self._tile_body(tile)
-        what = (f"{c.label}: {count} tiles of {c.mv} x {c.nv}"
+        if self.RUNNING:  # the tile's copies from "t", the core's running tile number
+            tile = _Tile(b, _aff(mi) + c.m0, _aff(ni) + c.n0, Affine.of(RUN), c.mv, c.nv)
+            body = list(substitute(tuple(self._tile_body(tile)), {RUN: run.run}))
+        else:
+            tt = Affine.of(var) if run.iters > 1 else Affine()
+            body = self._tile_body(_Tile(b, _aff(mi) + c.m0, _aff(ni) + c.n0, tt, c.mv, c.nv))
+        what = (f"{c.label}: {run.count} tiles of {c.mv} x {c.nv}"
                 + (f", swizzle({c.width}, {c.direction!r})" if c.width > 1 else ""))
-        if iters * cores > count:
-            body = [If((Cond(idx, "<=", count - 1),), tuple(body), f"{what}: tile < {count}")]
-        if iters == 1:
+        if run.guarded:
+            body = [If((Cond(idx, "<=", run.count - 1),), tuple(body),
+                       f"{what}: tile < {run.count}")]
+        if run.iters == 1:
             return body
-        return [For(var, iters, tuple(body), f"persistent over {what}")]
+        return [For(var, run.iters, tuple(body), f"persistent over {what}")]
+
+    def class_runs(self) -> tuple[ClassRun, ...]:
+        """How each tile class's loop runs (``_tiles``' order), without building it."""
+        classes = self.s.tile_classes
+        out, base = [], 0
+        for n, c in enumerate(classes):
+            out.append(self.class_run(c, "t" if len(classes) == 1 else f"t{n}", base))
+            base += self.sp.batch * c.rows * c.cols
+        return tuple(out)
+
+    def class_run(self, c: TileClass, var: str, base: int) -> ClassRun:
+        """Class ``c``'s loop over ``var``, its tiles numbered from ``base`` across the
+        classes (tile ``T`` runs on core ``T % cores``)."""
+        cores = self.t.cores
+        count = self.sp.batch * c.rows * c.cols
+        # this core's first tile of the class: T in [0, cores) with (base + T) % cores == core
+        shift = (cores - base % cores) % cores
+        blk = Affine.of(BLOCK_IDX) if cores > 1 else Affine()
+        first = (blk + shift).modulo(cores) if shift else blk
+        iters = -(-count // cores)
+        tt = Affine.of(var) if iters > 1 else Affine()
+        # the core's running tile number: (T - core) / cores for T = base + first + cores*tt
+        if -(-self.t.tiles // cores) == 1:
+            run = Affine()  # one tile per core in all
+        else:
+            run = tt + (base + shift) // cores
+            if shift:  # cores from cores - shift on took their first tile one trip later
+                run = run - (blk + shift).floordiv(cores)
+        return ClassRun(var if iters > 1 else None, iters, count, iters * cores > count,
+                        first, run)
 
     # ----------------------------------------------------------------- one output tile
     def _tile_body(self, tile: _Tile) -> list[Stmt]:

@@ -209,6 +209,8 @@ class _CubeBuilder(_GemmBuilder):
     """``build_gemm``'s builder with the Fixpipe writing workspace slots, each class loop
     kept as a loop (one trip included) so both programs share the loop skeleton."""
 
+    RUNNING = False  # copies from each class loop's trip, as the Vector side numbers slots
+
     def __init__(self, sched: CubePlan, target: Target) -> None:
         super().__init__(sched, target)
         self.slots = sched.copies("workspace")

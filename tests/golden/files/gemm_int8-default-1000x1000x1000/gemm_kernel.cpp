@@ -140,14 +140,13 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*block_idx + 1536000*t0 - 255744*((block_idx + 24*t0 - 12*((block_idx + 24*t0) / 12)) / 4) - 512000*((block_idx + 24*t0) / 12)], c_l0[t0 % 2], FixpipeParamsV220(256, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 256 (NZ -> ND, NoQuant)
             }
         }
-        SetFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t0 % 2)]/c_l0[copy 0]: FIX read -> M write (WAR)
+        SetFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t0 % 2)]/c_l0[copy 0]: FIX read -> M write (WAR) (+1 more)
         WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
         WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
         WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         WaitFlag<HardEvent::MTE1_MTE2>(2);  // b_l1[copy 1]/b_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+3 more)
         WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 1]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+5 more)
-        WaitFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t0 % 2)]/c_l0[copy 0]: FIX read -> M write (WAR)
         if ((block_idx - 24*((block_idx + 12) / 24) + 12 <= 8)) {  // interior: 9 tiles of 64 x 256, swizzle(3, 'm'): tile < 9
             SetFlag<HardEvent::MTE1_MTE2>(3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(4);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -165,7 +164,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[-1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>((kk % 2) + 3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>((kt % 2) + 3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -182,7 +181,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0[-1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_MTE1>((kk % 2) + 3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -191,12 +190,11 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
-            Mmad(c_l0[0], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
-            SetFlag<HardEvent::M_FIX>(0);  // c_l0[copy 0]: M write -> FIX read (RAW)
-            WaitFlag<HardEvent::M_FIX>(0);  // c_l0[copy 0]: M write -> FIX read (RAW)
-            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*block_idx - 191744*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 384000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 1536000*((block_idx + 12) / 24) + 1536000], c_l0[0], FixpipeParamsV220(256, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 256 (NZ -> ND, NoQuant)
+            Mmad(c_l0[-1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            SetFlag<HardEvent::M_FIX>(2);  // c_l0[copy -1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2]: M write -> FIX read (RAW)
+            WaitFlag<HardEvent::M_FIX>(2);  // c_l0[copy -1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2]: M write -> FIX read (RAW)
+            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*block_idx - 191744*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 384000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 1536000*((block_idx + 12) / 24) + 1536000], c_l0[-1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2], FixpipeParamsV220(256, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 256 (NZ -> ND, NoQuant)
         }
-        SetFlag<HardEvent::FIX_M>(1);  // c_l0[copy 0]: FIX read -> M write (WAR)
         if ((block_idx - 24*((block_idx + 3) / 24) + 3 <= 2)) {  // M edge: 3 tiles of 40 x 256: tile < 3
             SetFlag<HardEvent::MTE1_MTE2>(3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(4);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -214,7 +212,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[-2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>((kk % 2) + 3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>((kt % 2) + 3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -231,7 +229,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0[-2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_MTE1>((kk % 2) + 3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -240,12 +238,12 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
-            Mmad(c_l0[0], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
-            SetFlag<HardEvent::M_FIX>(0);  // c_l0[copy 0]: M write -> FIX read (RAW)
-            WaitFlag<HardEvent::M_FIX>(0);  // c_l0[copy 0]: M write -> FIX read (RAW)
-            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[256*block_idx + 63232*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 960768], c_l0[0], FixpipeParamsV220(256, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 256 (NZ -> ND, NoQuant)
+            Mmad(c_l0[-2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            SetFlag<HardEvent::M_FIX>(2);  // c_l0[copy -2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2]: M write -> FIX read (RAW)
+            WaitFlag<HardEvent::M_FIX>(2);  // c_l0[copy -2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2]: M write -> FIX read (RAW)
+            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[256*block_idx + 63232*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 960768], c_l0[-2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2], FixpipeParamsV220(256, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 256 (NZ -> ND, NoQuant)
         }
-        WaitFlag<HardEvent::FIX_M>(1);  // c_l0[copy 0]: FIX read -> M write (WAR)
+        WaitFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t0 % 2)]/c_l0[copy 0]: FIX read -> M write (WAR) (+1 more)
         if ((block_idx <= 14)) {  // N edge: 15 tiles of 64 x 232: tile < 15
             SetFlag<HardEvent::MTE1_MTE2>(3);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(4);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -311,7 +309,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[-2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -328,7 +326,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0[-2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -337,10 +335,10 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
-            Mmad(c_l0[0], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
-            SetFlag<HardEvent::M_FIX>(0);  // c_l0[copy 0]: M write -> FIX read (RAW)
-            WaitFlag<HardEvent::M_FIX>(0);  // c_l0[copy 0]: M write -> FIX read (RAW)
-            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[960768], c_l0[0], FixpipeParamsV220(232, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 232 (NZ -> ND, NoQuant)
+            Mmad(c_l0[-2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            SetFlag<HardEvent::M_FIX>(0);  // c_l0[copy -2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3]: M write -> FIX read (RAW)
+            WaitFlag<HardEvent::M_FIX>(0);  // c_l0[copy -2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3]: M write -> FIX read (RAW)
+            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[960768], c_l0[-2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3], FixpipeParamsV220(232, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 232 (NZ -> ND, NoQuant)
         }
         PipeBarrier<PIPE_ALL>();  // kernel end: drain every pipe (the TPipe was destroyed at the start)
     }

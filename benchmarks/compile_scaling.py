@@ -40,8 +40,9 @@ ROWS = (64, 1024, 16384)
 COLS = (256, 4096, 16384)
 # column -> the pipeline steps (lower/pipeline.py STEPS, then "emit") it adds up
 PASSES = {"build": ("build",), "verify": ("verify built", "verify final"),
-          "deps": ("dependences",), "sync": ("place syncs", "remove redundant syncs",
-                                             "allocate event ids"), "emit": ("emit",)}
+          "deps": ("dependences",), "sync": ("sync template", "place syncs",
+                                             "remove redundant syncs", "allocate event ids",
+                                             "template syncs"), "emit": ("emit",)}
 
 
 @dataclass(frozen=True)

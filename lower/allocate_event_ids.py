@@ -152,7 +152,8 @@ def _allocate(kernel: Kernel, target: Target, verify: bool, oracle: SyncOracle |
                 f"{core} {src}_{dst}: cannot fit {len(cs)} syncs into event ids {ids}: even "
                 f"as set-then-wait pairs they cannot share ids ({src} may run ahead and set an "
                 f"id again before {dst}'s wait of the previous one), e.g. {cs[0].comment}. "
-                f"Each tile class and each peeled tail repeats its syncs: pick tile sizes that "
+                f"Tail versions synchronised on their own (tile classes, peeled tails) repeat "
+                f"their syncs: pick tile sizes that "
                 f"divide the problem (fewer tail versions), double-buffer fewer tensors, or "
                 f"spread the tiles over more cores")
         worst = max(loose, key=lambda c: (c.end - c.start, -c.start))

@@ -26,6 +26,7 @@ kernel made so far; every result stays in the log (``log.results[step]``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 from ascendsched.algo.algorithm import Algorithm
@@ -34,7 +35,12 @@ from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.build_gemm import build_gemm
 from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.build_mixed import build_mixed
-from ascendsched.lower.cross_core_sync import insert_cross_sync, leave_to_cross, plan_cross_sync
+from ascendsched.lower.cross_core_sync import (
+    CrossPlan,
+    insert_cross_sync,
+    leave_to_cross,
+    plan_cross_sync,
+)
 from ascendsched.lower.cube_hints import capacity_hint, mixed_capacity_hint
 from ascendsched.lower.insert_sync import allocate_ids, place_syncs
 from ascendsched.lower.ir import Kernel
@@ -43,6 +49,7 @@ from ascendsched.lower.pass_log import PassLog, kernel_of
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
+from ascendsched.lower.sync_template import apply_template_syncs, sync_template
 from ascendsched.lower.verify import verify
 from ascendsched.schedule.schedule import Schedule, Scheduled
 from ascendsched.target import Target
@@ -50,9 +57,11 @@ from ascendsched.target import Target
 T = TypeVar("T")
 
 STEPS = ("build", "verify built", "lifetimes", "memory plan", "apply memory plan",
-         "dependences", "cross-core plan", "place syncs", "remove redundant syncs",
-         "allocate event ids", "cross-core syncs", "verify final")
-SYNC_STEPS = ("place syncs", "remove redundant syncs", "allocate event ids")
+         "sync template", "dependences", "cross-core plan", "place syncs",
+         "remove redundant syncs", "allocate event ids", "template syncs", "cross-core syncs",
+         "verify final")
+SYNC_STEPS = ("sync template", "place syncs", "remove redundant syncs", "allocate event ids",
+              "template syncs")
 
 
 class _Stop(Exception):
@@ -100,28 +109,42 @@ def lower(sched: Scheduled, target: Target | None = None, *,
             raise
         step("memory plan", plan)
         k = step("apply memory plan", apply_memory_plan(k, plan))
-        # Ordering restriction: dependences are computed on the *planned* byte ranges, so a
-        # buffer placed in space another buffer left dead gets the WAR dependence that reuse
-        # creates.
-        deps = step("dependences", analyze_dependences(k))
-        # Ordering restriction: the cross-core channels are planned before the intra-core
-        # syncs, which then leave alone the dependences a chain of channels orders; the flags
-        # themselves go in last, so no intra-core pass sees (or prunes) them.
-        cross = step("cross-core plan", plan_cross_sync(k, target))
-        deps = leave_to_cross(deps, cross, k)
-        placed = step("place syncs", place_syncs(k, deps, target))
-        # The oracle built by placement answers every later question on these statements:
-        # pruning and allocation reuse it instead of rebuilding it.
-        pruned = step("remove redundant syncs", remove_redundant_sync(
-            placed.kernel, deps, target, settled_by=placed.settled_by, oracle=placed.oracle))
-        # Ordering restriction: when the ids run out, allocation redoes placement and pruning
-        # with guarded tile classes joined to the class loops' channels (allocate_ids)
-        k = step("allocate event ids", allocate_ids(k, deps, target, pruned))
-        k = step("cross-core syncs", insert_cross_sync(k, cross))
+        # A GEMM's sync steps analyse its tail-free template (one class of whole tiles) when
+        # every statement of the kernel has its image there; the template's syncs then go
+        # into every tile class and peeled K step (sync_template.py)
+        tmpl = step("sync template", sync_template(sched, k, target))
+        synced, cross = _synchronise(tmpl, target, step)
+        done = step("template syncs", apply_template_syncs(k, tmpl, synced, sched))
+        if done is None:  # a template sync has no place in the kernel: synchronise it alone
+            done, cross = _synchronise(k, target, step)
+        k = step("cross-core syncs", insert_cross_sync(done, cross))
         return step("verify final", verify(k, planned=True))
     except _Stop:
         assert made is not None
         return made
+
+
+def _synchronise(k: Kernel, target: Target, step: Callable[[str, T], T]
+                 ) -> tuple[Kernel, CrossPlan]:
+    """The sync steps on ``k``: the kernel with every flag and barrier its dependences need,
+    and the cross-core flags still to insert."""
+    # Ordering restriction: dependences are computed on the *planned* byte ranges, so a
+    # buffer placed in space another buffer left dead gets the WAR dependence that reuse
+    # creates.
+    deps = step("dependences", analyze_dependences(k))
+    # Ordering restriction: the cross-core channels are planned before the intra-core
+    # syncs, which then leave alone the dependences a chain of channels orders; the flags
+    # themselves go in last, so no intra-core pass sees (or prunes) them.
+    cross = step("cross-core plan", plan_cross_sync(k, target))
+    deps = leave_to_cross(deps, cross, k)
+    placed = step("place syncs", place_syncs(k, deps, target))
+    # The oracle built by placement answers every later question on these statements:
+    # pruning and allocation reuse it instead of rebuilding it.
+    pruned = step("remove redundant syncs", remove_redundant_sync(
+        placed.kernel, deps, target, settled_by=placed.settled_by, oracle=placed.oracle))
+    # Ordering restriction: when the ids run out, allocation redoes placement and pruning
+    # with guarded tile classes joined to the class loops' channels (allocate_ids)
+    return step("allocate event ids", allocate_ids(k, deps, target, pruned)), cross
 
 
 def build(sched: Scheduled, target: Target) -> Kernel:

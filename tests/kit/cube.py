@@ -380,15 +380,16 @@ def batched_kernel(batch: int = 3, m: int = 20, n: int = 24, k: int = 40,
 # A part with 4 event ids per HardEvent (the 910B has 6, target/ascend910b.py): GEMMs with tile
 # classes and peeled tails run them out, so the event-id fallbacks get exercised.
 FOUR_IDS = replace(ASCEND_910B, event_ids=(0, 1, 2, 3))
+# And one with 2: since GEMM tile classes take their template's syncs (lower/sync_template.py)
+# no GEMM of a scan of 400 random small schedules ran 4 ids out to a tight pair; 2 ids do.
+TWO_IDS = replace(ASCEND_910B, event_ids=(0, 1))
 
 
 def tight_fallback_gemm():  # noqa: ANN201 -- a GemmSchedule
-    """A GEMM whose MTE1 -> MTE2 ids run out on ``FOUR_IDS``, so allocation makes channels
-    tight pairs (found by the GEMM property test on the 910B: the first tight-pair rewrite
-    dropped a prologue set that pruning had leaned on; since carried channels are shared
-    across tile classes it fits the 910B's 6 ids)."""
+    """A GEMM whose ids run out on ``TWO_IDS`` even after ping-pong pairs fell back to one
+    id, so allocation makes a channel a tight pair (set immediately followed by its wait)."""
     from ascendsched.algo import library as L
     from ascendsched.schedule.gemm import GemmSchedule
-    a = L.gemm(600, 50, 185, "int8", "int32")
-    return GemmSchedule(a).tile(80, 32, 128).split_k(128).buffer("l1", 2).buffer(
-        "l0", 1).buffer("l0c", 1).bind(2)
+    a = L.gemm(578, 67, 179, "int8", "int32")
+    return GemmSchedule(a).tile(64, 32, 128).split_k(64).buffer("l1", 1).buffer(
+        "l0", 1).buffer("l0c", 1).bind(3)

@@ -28,7 +28,7 @@ from ascendsched.sim.execute import run_kernel
 from ascendsched.target import ASCEND_910B, Pipe, Scope
 from tests.kit.cube import (
     CASES,
-    FOUR_IDS,
+    TWO_IDS,
     case,
     gemm_kernel,
     inputs,
@@ -200,7 +200,7 @@ def test_tight_pair_fallback_stays_race_free() -> None:
     from ascendsched.lower.pipeline import lower
     sched = tight_fallback_gemm()
     with pytest.warns(BarrierFallbackWarning):
-        k = lower(sched, FOUR_IDS)
+        k = lower(sched, TWO_IDS)
     ins = random_inputs(sched.algo, 0)
     res = run_kernel(k, ins, trace=True)
     assert check_trace(res.trace, k.target).ok
@@ -237,4 +237,4 @@ def test_a_fallback_that_drops_an_ordering_is_caught(monkeypatch: pytest.MonkeyP
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(InternalCompilerError, match="unordered"):
-            lower(tight_fallback_gemm(), FOUR_IDS)
+            lower(tight_fallback_gemm(), TWO_IDS)

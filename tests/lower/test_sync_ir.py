@@ -40,7 +40,7 @@ from ascendsched.lower.sync_ir import (
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import CoreType, Pipe
-from tests.kit.cube import FOUR_IDS, tight_fallback_gemm
+from tests.kit.cube import TWO_IDS, tight_fallback_gemm
 from tests.kit.ir import synced_vadd, vadd_kernel
 
 P = Pipe
@@ -214,7 +214,7 @@ def test_a_fallbacks_new_waits_get_fresh_ids() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.warns(BarrierFallbackWarning):
-            lower(tight_fallback_gemm(), FOUR_IDS, log=log)
+            lower(tight_fallback_gemm(), TWO_IDS, log=log)
     pruned = log.results["remove redundant syncs"].kernel
     final = log.results["allocate event ids"]
     before, after = _ids(pruned), _ids(final)

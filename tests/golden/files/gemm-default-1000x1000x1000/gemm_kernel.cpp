@@ -83,11 +83,13 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         // the program ends with PipeBarrier<PIPE_ALL> (the destructor's drain).
         pipe.Destroy();
 
+        SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+        SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+        SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+        SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+        SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         if ((block_idx <= 11)) {  // interior: 12 tiles of 128 x 256, swizzle(4, 'm'): tile < 12
-            SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[128*kt + 128000*(block_idx % 12) + 512000*((block_idx) / 12) - 512000*(((block_idx % 12)) / 4)], Nd2NzParams(1, 128, 128, 0, 1000, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
@@ -109,12 +111,11 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[128000*(block_idx % 12) + 512000*((block_idx) / 12) - 512000*(((block_idx % 12)) / 4) + 896], Nd2NzParams(1, 128, 104, 0, 1000, 128, 1, 0));  // A tile 128 x 104 (ND 128 x 104 -> NZ, column groups 128 x 32 B apart)
             DataCopy(b_l1[1], B_gm[256*(((block_idx % 12)) / 4) + 896000], Nd2NzParams(1, 104, 256, 0, 1000, 128, 1, 0));  // B tile 104 x 256 (ND 104 x 256 -> NZ, column groups 128 x 32 B apart)
-            SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
-            WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
+            SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             for (int64_t kk = 0; kk < 3; ++kk) {  // L0 K steps of 32
                 WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 for (int64_t kg = 0; kg < 2; ++kg) {  // A nz -> Zz
@@ -128,23 +129,21 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 256, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][12288], LoadData2DParams(0, 8, 1, 0, 0, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 16, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (16 fractals, src stride 8 x 512 B, each transposed)
-            SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
-            WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
+            SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(128, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128000*(block_idx % 12) + 512000*((block_idx) / 12) - 511744*(((block_idx % 12)) / 4)], c_l0, FixpipeParamsV220(256, 128, 128, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 256 (NZ -> ND, F322F16)
+            SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         if ((block_idx - 24*((block_idx + 12) / 24) + 12 <= 8)) {  // interior: 9 tiles of 128 x 256, swizzle(3, 'm'): tile < 9
-            SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[128000*block_idx + 128*kt - 384000*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 768000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 3072000*((block_idx + 12) / 24) + 2048000], Nd2NzParams(1, 128, 128, 0, 1000, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
@@ -166,12 +165,11 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[128000*block_idx - 384000*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 768000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 3072000*((block_idx + 12) / 24) + 2048896], Nd2NzParams(1, 128, 104, 0, 1000, 128, 1, 0));  // A tile 128 x 104 (ND 128 x 104 -> NZ, column groups 128 x 32 B apart)
             DataCopy(b_l1[1], B_gm[256*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) + 896000], Nd2NzParams(1, 104, 256, 0, 1000, 128, 1, 0));  // B tile 104 x 256 (ND 104 x 256 -> NZ, column groups 128 x 32 B apart)
-            SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
-            WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
+            SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             for (int64_t kk = 0; kk < 3; ++kk) {  // L0 K steps of 32
                 WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 for (int64_t kg = 0; kg < 2; ++kg) {  // A nz -> Zz
@@ -185,22 +183,21 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 256, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][12288], LoadData2DParams(0, 8, 1, 0, 0, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 16, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (16 fractals, src stride 8 x 512 B, each transposed)
-            SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
-            WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
+            SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(128, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128000*block_idx - 383744*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 768000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 3072000*((block_idx + 12) / 24) + 2048000], c_l0, FixpipeParamsV220(256, 128, 128, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 256 (NZ -> ND, F322F16)
+            SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
         if ((block_idx - 24*((block_idx + 3) / 24) + 3 <= 2)) {  // M edge: 3 tiles of 104 x 256: tile < 3
-            SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[128*kt + 128000*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) + 896000], Nd2NzParams(1, 104, 128, 0, 1000, 128, 1, 0));  // A tile 104 x 128 (ND 104 x 128 -> NZ, column groups 128 x 32 B apart)
@@ -222,12 +219,11 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[128000*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) + 896896], Nd2NzParams(1, 104, 104, 0, 1000, 128, 1, 0));  // A tile 104 x 104 (ND 104 x 104 -> NZ, column groups 128 x 32 B apart)
             DataCopy(b_l1[1], B_gm[256*block_idx - 768*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 896768], Nd2NzParams(1, 104, 256, 0, 1000, 128, 1, 0));  // B tile 104 x 256 (ND 104 x 256 -> NZ, column groups 128 x 32 B apart)
-            SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
-            WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
+            SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             for (int64_t kk = 0; kk < 3; ++kk) {  // L0 K steps of 32
                 WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 for (int64_t kg = 0; kg < 2; ++kg) {  // A nz -> Zz
@@ -241,23 +237,21 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(104, 256, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][12288], LoadData2DParams(0, 7, 1, 0, 0, false, 0));  // A nz -> Zz (7 fractals, src stride 1 x 512 B)
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 16, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (16 fractals, src stride 8 x 512 B, each transposed)
-            SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
-            WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
+            SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(104, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[256*block_idx + 127232*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 896768], c_l0, FixpipeParamsV220(256, 104, 112, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 104 x 256 (NZ -> ND, F322F16)
+            SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         if ((block_idx <= 6)) {  // N edge: 7 tiles of 128 x 232: tile < 7
-            SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[128000*block_idx + 128*kt], Nd2NzParams(1, 128, 128, 0, 1000, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
@@ -279,12 +273,11 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[128000*block_idx + 896], Nd2NzParams(1, 128, 104, 0, 1000, 128, 1, 0));  // A tile 128 x 104 (ND 128 x 104 -> NZ, column groups 128 x 32 B apart)
             DataCopy(b_l1[1], B_gm[896768], Nd2NzParams(1, 104, 232, 0, 1000, 128, 1, 0));  // B tile 104 x 232 (ND 104 x 232 -> NZ, column groups 128 x 32 B apart)
-            SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
-            WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
+            SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             for (int64_t kk = 0; kk < 3; ++kk) {  // L0 K steps of 32
                 WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 for (int64_t kg = 0; kg < 2; ++kg) {  // A nz -> Zz
@@ -298,22 +291,21 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 232, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][12288], LoadData2DParams(0, 8, 1, 0, 0, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 15, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (15 fractals, src stride 8 x 512 B, each transposed)
-            SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
-            WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
+            SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(128, 232, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128000*block_idx + 768], c_l0, FixpipeParamsV220(232, 128, 128, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 232 (NZ -> ND, F322F16)
+            SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
         if ((block_idx - 24*((block_idx + 17) / 24) + 17 <= 0)) {  // corner: 1 tiles of 104 x 232: tile < 1
-            SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[128*kt + 896000], Nd2NzParams(1, 104, 128, 0, 1000, 128, 1, 0));  // A tile 104 x 128 (ND 104 x 128 -> NZ, column groups 128 x 32 B apart)
@@ -335,12 +327,11 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[896896], Nd2NzParams(1, 104, 104, 0, 1000, 128, 1, 0));  // A tile 104 x 104 (ND 104 x 104 -> NZ, column groups 128 x 32 B apart)
             DataCopy(b_l1[1], B_gm[896768], Nd2NzParams(1, 104, 232, 0, 1000, 128, 1, 0));  // B tile 104 x 232 (ND 104 x 232 -> NZ, column groups 128 x 32 B apart)
-            SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
-            WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy 1]: MTE2 write -> MTE1 read (RAW) (+3 more)
+            SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             for (int64_t kk = 0; kk < 3; ++kk) {  // L0 K steps of 32
                 WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 for (int64_t kg = 0; kg < 2; ++kg) {  // A nz -> Zz
@@ -354,17 +345,24 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(104, 232, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
-            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             LoadData(a_l0[1], a_l1[1][12288], LoadData2DParams(0, 7, 1, 0, 0, false, 0));  // A nz -> Zz (7 fractals, src stride 1 x 512 B)
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 15, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (15 fractals, src stride 8 x 512 B, each transposed)
-            SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
-            WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 1]: MTE1 write -> M read (RAW) (+3 more)
+            SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(104, 232, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[896768], c_l0, FixpipeParamsV220(232, 104, 112, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 104 x 232 (NZ -> ND, F322F16)
+            SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
+        WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+        WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+        WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+        WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+        WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         PipeBarrier<PIPE_ALL>();  // kernel end: drain every pipe (the TPipe was destroyed at the start)
     }
 }

@@ -1,0 +1,233 @@
+"""GEMMs synchronised through their tail-free template (lower/sync_template.py): when it applies,
+what it gives (syncs in every class loop, copies alternating across classes), that the result
+is exact (the kernel's own happens-before oracle finds every dependence ordered, the trace
+checker no race, IR execution equals numpy), and when it must not apply."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ascendsched.algo import library as L
+from ascendsched.algo.gemm_spec import gemm_error
+from ascendsched.api.numerics import random_inputs
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.build_gemm import _Builder
+from ascendsched.lower.happens_before import unordered_dependences
+from ascendsched.lower.ir import Dim, For, If, Kernel, Program, iter_instrs
+from ascendsched.lower.pass_log import PassLog
+from ascendsched.lower.pipeline import lower
+from ascendsched.lower.polyhedral import analyze_dependences
+from ascendsched.lower.schedule_for import schedule_for
+from ascendsched.lower.sync_ir import Barrier, SetFlag, WaitFlag
+from ascendsched.lower.sync_template import _canonical, _inside, _transplanted
+from ascendsched.schedule.gemm import GemmSchedule
+from ascendsched.sim.checker import check_trace
+from ascendsched.sim.execute import run_kernel
+from ascendsched.target import Pipe
+
+
+def _hand(m: int, n: int, k: int, cores: int, tiles=(128, 256, 128), k0: int = 32,
+          swizzle: int = 4, l0c: int = 1) -> GemmSchedule:
+    s = (GemmSchedule(L.gemm(m, n, k)).tile(*tiles).split_k(k0).buffer("l1", 2)
+         .buffer("l0", 2).buffer("l0c", l0c).bind(cores))
+    return s.swizzle(swizzle, "m") if swizzle > 1 else s
+
+
+def _lowered(sched) -> tuple[Kernel, PassLog]:  # noqa: ANN001
+    log = PassLog()
+    return lower(sched, log=log), log
+
+
+def _templated(log: PassLog) -> bool:
+    """Whether the sync steps ran on a template and its syncs went into the kernel."""
+    return (log.results["sync template"] is not log.results["apply memory plan"]
+            and log.results["template syncs"] is not None)
+
+
+def _exact(k: Kernel) -> None:
+    """The kernel's own oracle (not the template's) finds every dependence ordered."""
+    assert unordered_dependences(k, analyze_dependences(k), k.target, by_channel=False) == ()
+
+
+def _runs_right(sched, k: Kernel) -> None:  # noqa: ANN001
+    ins = random_inputs(sched.algo, 0)
+    res = run_kernel(k, ins, trace=True)
+    ok, msg = gemm_error(sched.spec, ins, res.outputs[sched.spec.c])
+    assert ok, msg
+    rep = check_trace(res.trace, k.target)
+    assert rep.ok, str(rep)
+
+
+def test_tails_in_every_dimension_take_the_templates_syncs_in_every_class() -> None:
+    """1000^3 tiled 128x256x128: five class loops (two swizzle strips, M edge, N edge,
+    corner) and a peeled K step, all synchronised by one template of whole tiles."""
+    sched = _hand(1000, 1000, 1000, cores=2)
+    k, log = _lowered(sched)
+    assert _templated(log)
+    tmpl = log.results["sync template"]
+    assert len(tmpl.programs[0].body) == 1  # one persistent loop of whole tiles
+    loops = [s for s in k.programs[0].body if isinstance(s, For | If)]
+    assert len(loops) == 5
+    for loop in loops:  # each class synchronises its own tiles
+        assert any(isinstance(i, SetFlag) for i, _ in iter_instrs(loop.body))
+        assert any(isinstance(i, WaitFlag) for i, _ in iter_instrs(loop.body))
+    # the K tail (104 = 3 x 32 + 8) has as many L0 steps as a full step: padded in the template
+    assert tmpl.param_map["A"].shape == (1024, 1024)
+    _exact(k)
+
+
+@pytest.mark.parametrize("shape,cores,l0c", [
+    ((300, 500, 200), 3, 2),   # M, N and K tails, uneven tiles per core, L0C ping-pong
+    ((200, 300, 100), 1, 1),   # one core: each class a loop
+    ((130, 270, 70), 5, 2),    # K tail with fewer L0 steps: the template keeps it
+])
+def test_transplanted_kernels_run_right_and_race_free(shape, cores, l0c) -> None:  # noqa: ANN001
+    sched = _hand(*shape, cores=cores, tiles=(64, 128, 64), k0=32, swizzle=2, l0c=l0c)
+    k, log = _lowered(sched)
+    assert _templated(log)
+    _exact(k)
+    _runs_right(sched, k)
+
+
+def test_copies_alternate_across_class_loops() -> None:
+    """Each core numbers its tiles across the class loops (build_gemm ``ClassRun.run``): with
+    two L0C copies every core's consecutive tiles use different copies, as in one loop."""
+    sched = _hand(300, 500, 200, cores=3, tiles=(64, 128, 64), swizzle=2, l0c=2)
+    k, _ = _lowered(sched)
+    res = run_kernel(k, random_inputs(sched.algo, 0), trace=True)
+    for block in range(3):
+        copies = [e for e in res.trace.events
+                  if e.core.startswith("AIC") and e.block == block and e.op == "fixpipe"]
+        used = [min(lo for space, lo, _ in e.reads if space == "L0C") for e in copies]
+        assert len(used) >= 2
+        assert all(a != b for a, b in zip(used, used[1:])), used
+
+
+def test_small_edge_mmads_get_the_barrier_the_hardware_does_not_give() -> None:
+    """N = 520 in 128-wide tiles leaves an 8-wide edge: its Mmads (8 x 1 fractals) are not
+    ordered by the hardware, the template's (8 x 8) are: a PIPE_M barrier before each."""
+    sched = _hand(500, 520, 300, cores=7, tiles=(128, 128, 128), k0=64, swizzle=2)
+    k, log = _lowered(sched)
+    assert _templated(log)
+    body = k.programs[0].body
+    for loop in (s for s in body if isinstance(s, For | If)):
+        instrs = [i for i, _ in iter_instrs(loop.body)]
+        mmads = [n for n, i in enumerate(instrs) if i.op == "mmad"]
+        small = int(instrs[mmads[0]].attr("n")) < 16
+        barred = [isinstance(instrs[n - 1], Barrier) and instrs[n - 1].pipe == Pipe.M
+                  for n in mmads]
+        assert all(barred) if small else not any(barred)
+    _exact(k)
+    _runs_right(sched, k)
+
+
+def test_default_schedules_with_tails_use_the_template() -> None:
+    for algo in (L.gemm(1000, 1000, 1000), L.gemm_int8(1000, 1000, 1000),
+                 L.gemm_epilogue(777, 500, 300, bias=True, relu=True)):
+        k, log = _lowered(schedule_for(algo))
+        assert _templated(log), algo.name
+        _exact(k)
+
+
+def test_no_template_without_tails_or_with_a_vector_epilogue() -> None:
+    for sched in (_hand(1024, 1024, 1024, cores=8),  # whole tiles: the kernel is its template
+                  schedule_for(L.gemm_gelu(500, 300, 200))):  # a mixed kernel
+        _, log = _lowered(sched)
+        assert log.results["sync template"] is log.results["apply memory plan"]
+
+
+def test_a_statement_touching_bytes_its_image_does_not_is_refused() -> None:
+    """Widen one kernel load beyond the template's: the transplant must not take it."""
+    sched = _hand(1000, 1000, 1000, cores=2)
+    log = PassLog()
+    lower(sched, log=log)
+    kern, synced = log.results["apply memory plan"], log.results["allocate event ids"]
+    runs = _Builder(sched.cube, kern.target).class_runs()
+    assert _transplanted(kern, synced, runs) is not None
+
+    class Shift:
+        done = False
+
+    def shifted(body):  # noqa: ANN001, ANN202 -- the first A load, 16 rows lower in L1
+        out = []
+        for s in body:
+            if isinstance(s, For | If):
+                s = replace(s, body=shifted(s.body))
+            elif s.op == "load_l0a" and not Shift.done:
+                Shift.done = True
+                r = s.reads[0]
+                s = replace(s, reads=(replace(r, offset=r.offset + 256),))
+            out.append(s)
+        return tuple(out)
+
+    bad = replace(kern, programs=(Program(kern.programs[0].core,
+                                          shifted(kern.programs[0].body)),))
+    assert Shift.done
+    assert _transplanted(bad, synced, runs) is None
+
+
+def test_boxes_inside_boxes() -> None:
+    full = (Dim(16, 2048), Dim(128, 16), Dim(16, 1))  # an L0C tile of 128 rows
+    edge = (Dim(16, 1792), Dim(104, 16), Dim(16, 1))  # the M edge's, packed at 112 rows
+    assert _inside(edge, full, (0,), (0,))
+    assert not _inside(full, edge, (0,), (0,))
+    # two loads of a loop together (offsets 0 and 4096) hold one load of twice the size
+    half, whole = (Dim(16, 256),), (Dim(32, 256),)
+    assert _inside(whole, half, (0,), (0, 4096))
+    assert not _inside(whole, half, (0,), (0, 8192))
+
+
+def test_copies_compare_in_a_canonical_form() -> None:
+    """The template's L1 copy ``(kt + t) mod 2`` at the peeled K step (kt = 10) of a class
+    whose running tile number is ``t0 + 429 - floor((block_idx + 3) / 7)`` equals the kernel's
+    ``(t0 + 429 - floor(...)) mod 2``, written differently."""
+    t, kt = Affine.of("t"), Affine.of("kt")
+    run = Affine.of("t0") + 429 - (Affine.of("block_idx") + 3).floordiv(7)
+    template = (kt + t).modulo(2).substitute("t", run).substitute("kt", Affine(10))
+    kernel = (run * 11 + 10).modulo(2)  # the builder's running L1 counter, 11 steps a tile
+    assert template != kernel and _canonical(template) == _canonical(kernel)
+    assert _canonical((Affine.of("t0") + 1).modulo(2)) != _canonical(Affine.mod("t0", 2))
+
+
+def test_oracle_sees_a_dropped_template_sync() -> None:
+    """Mutation: drop one transplanted wait from a class loop: the kernel's oracle reports
+    an unordered dependence (the exactness checks above can fail)."""
+    sched = _hand(1000, 1000, 1000, cores=2)
+    k, _ = _lowered(sched)
+    body = k.programs[0].body
+    target = next(n for n, s in enumerate(body) if isinstance(s, For))
+
+    def drop_first_wait(stmts):  # noqa: ANN001, ANN202
+        out, dropped = [], False
+        for s in stmts:
+            if not dropped and isinstance(s, WaitFlag):
+                dropped = True
+                continue
+            if not dropped and isinstance(s, For | If):
+                inner, dropped = drop_first_wait(s.body)
+                s = replace(s, body=inner)
+            out.append(s)
+        return tuple(out), dropped
+
+    new, dropped = drop_first_wait((body[target],))
+    assert dropped
+    bad = replace(k, programs=(Program(k.programs[0].core,
+                                       body[:target] + new + body[target + 1:]),))
+    assert unordered_dependences(bad, analyze_dependences(bad), bad.target, by_channel=False)
+
+
+def test_running_tile_number_counts_a_cores_tiles_across_classes() -> None:
+    sched = _hand(1000, 1000, 1000, cores=3)
+    runs = _Builder(sched.cube, sched.target).class_runs()
+    order = sched.cube.tile_order()
+    for core in range(3):
+        seen = []
+        for r in runs:
+            for trip in range(r.iters):
+                env = {"block_idx": core, **({r.var: trip} if r.var else {})}
+                if r.first.evaluate(env) + 3 * trip < r.count:
+                    seen.append(r.run.evaluate(env))
+        assert seen == list(range(len(seen)))
+        assert len(seen) == len(order[core::3])

@@ -131,8 +131,8 @@ def _template_plan(plan: CubePlan) -> _TemplatePlan | None:
     tiling = replace(t, spec=spec, swizzle=Swizzle(1, "m"))
     one = TileClass("template", t.mt, t.nt, 0, 0, 1, "m", t.tm, t.tn)
     return _TemplatePlan(spec, tiling, (one,), plan.target,
-                         f"sync template of {plan}: {spec} in whole {t.tm} x {t.tn} x {t.tk} "
-                         "tiles, one class")
+                         f"sync template: {spec} in whole {t.tm} x {t.tn} x {t.tk} tiles, one "
+                         "class")
 
 
 def _gm_free(kernel: Kernel) -> bool:

@@ -14,8 +14,12 @@ import inspect
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ascendsched.errors import AscendSchedError, UserCodeError
+
+if TYPE_CHECKING:  # the CLI imports the compiler lazily, to start fast
+    from ascendsched.lower.pass_log import PassLog
 
 
 def load(spec: str, accept: tuple[type, ...] = ()) -> object:
@@ -173,10 +177,21 @@ def cmd_explain(args: argparse.Namespace) -> int:
         k = lower(sched, log=log)
     for name in ("dependences", "memory plan"):
         if name in log.results:
-            print(f"\n{name}:\n{log.results[name]}")
+            print(f"\n{name}{_on_template(log) if name == 'dependences' else ''}:\n"
+                  f"{log.results[name]}")
     print(f"\nkernel IR:\n{k}")
     print(f"\npass timings:\n{log.timings()}")
     return 0
+
+
+def _on_template(log: PassLog) -> str:
+    """Where a GEMM's syncs were derived on its tail-free template (lower/sync_template.py):
+    say so, since the dependences printed are the template's statements."""
+    tmpl, kern = log.results.get("sync template"), log.results.get("apply memory plan")
+    if tmpl is None or tmpl is kern or log.results.get("template syncs") is None:
+        return ""
+    return (f" (of the {tmpl.notes[0]}; the kernel's tile classes and peeled K step take "
+            "its syncs, lower/sync_template.py)")
 
 
 def cmd_compile(args: argparse.Namespace) -> int:

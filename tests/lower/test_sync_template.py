@@ -231,3 +231,17 @@ def test_running_tile_number_counts_a_cores_tiles_across_classes() -> None:
                     seen.append(r.run.evaluate(env))
         assert seen == list(range(len(seen)))
         assert len(seen) == len(order[core::3])
+
+
+def test_explain_says_the_dependences_are_the_templates(tmp_path, capsys) -> None:  # noqa: ANN001
+    from ascendsched.api.cli import main
+    f = tmp_path / "user_gemm.py"
+    f.write_text("from ascendsched.algo.library import gemm\n"
+                 "from ascendsched.schedule.gemm import GemmSchedule\n\n\n"
+                 "def schedule():\n"
+                 "    return GemmSchedule(gemm(300, 200, 330)).tile(128, 128, 128).split_k(64)"
+                 ".bind(2)\n")
+    assert main(["explain", f"{f}:schedule"]) == 0
+    out = capsys.readouterr().out
+    assert "dependences (of the sync template: gemm gemm: (384 x 384) x (384 x 256)" in out
+    assert "kernel's tile classes and peeled K step take its syncs" in out

@@ -80,6 +80,12 @@ def build_gemm(sched: CubePlan, target: Target | None = None) -> Kernel:
     return _Builder(sched, target or sched.target).build()
 
 
+def class_runs(sched: CubePlan, target: Target | None = None) -> tuple[ClassRun, ...]:
+    """How each tile-class loop of ``build_gemm(sched)`` runs, in order, without building
+    the kernel."""
+    return _Builder(sched, target or sched.target).class_runs()
+
+
 # --------------------------------------------------------------------------- builder
 RUN = "t"  # the running tile number in a tile's body before its class's value replaces it
 

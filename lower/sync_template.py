@@ -41,8 +41,9 @@ from functools import cache
 
 import numpy as np
 
+from ascendsched.algo.gemm_spec import GemmSpec
 from ascendsched.lower.affine import Affine, Cond
-from ascendsched.lower.build_gemm import ClassRun, _Builder
+from ascendsched.lower.build_gemm import ClassRun, build_gemm, class_runs
 from ascendsched.lower.cube_ops import (
     CUBE_OPS,
     MMAD_OPS,
@@ -78,12 +79,12 @@ def sync_template(sched: Scheduled, kernel: Kernel, target: Target) -> Kernel:
     tp = _template_plan(plan) if plan is not None else None
     if tp is None or not _gm_free(kernel):
         return kernel
-    tmpl = _Builder(tp, target).build()
+    tmpl = build_gemm(tp, target)  # type: ignore[arg-type] -- what the builder reads
     if tmpl.buffers != tuple(replace(b, offsets=None) for b in kernel.buffers):
         return kernel
     # the kernel's bytes: where its plan reuses space, the template orders that reuse too
     tmpl = replace(tmpl, buffers=kernel.buffers)
-    if _transplanted(kernel, tmpl, _Builder(plan, target).class_runs()) is None:
+    if _transplanted(kernel, tmpl, class_runs(plan, target)) is None:
         return kernel
     return tmpl
 
@@ -97,7 +98,7 @@ def apply_template_syncs(kernel: Kernel, template: Kernel, synced: Kernel,
     if template is kernel:
         return synced
     assert sched.cube is not None
-    return _transplanted(kernel, synced, _Builder(sched.cube, kernel.target).class_runs())
+    return _transplanted(kernel, synced, class_runs(sched.cube, kernel.target))
 
 
 # --------------------------------------------------------------------------- the template
@@ -105,7 +106,7 @@ def apply_template_syncs(kernel: Kernel, template: Kernel, synced: Kernel,
 class _TemplatePlan:
     """What ``build_gemm``'s builder reads of a Cube plan, for the template."""
 
-    spec: object
+    spec: GemmSpec
     tiling: GemmTiling
     tile_classes: tuple[TileClass, ...]
     target: Target

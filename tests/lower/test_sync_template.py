@@ -13,7 +13,7 @@ from ascendsched.algo import library as L
 from ascendsched.algo.gemm_spec import gemm_error
 from ascendsched.api.numerics import random_inputs
 from ascendsched.lower.affine import Affine
-from ascendsched.lower.build_gemm import _Builder
+from ascendsched.lower.build_gemm import class_runs
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Dim, For, If, Kernel, Program, iter_instrs
 from ascendsched.lower.pass_log import PassLog
@@ -144,7 +144,7 @@ def test_a_statement_touching_bytes_its_image_does_not_is_refused() -> None:
     log = PassLog()
     lower(sched, log=log)
     kern, synced = log.results["apply memory plan"], log.results["allocate event ids"]
-    runs = _Builder(sched.cube, kern.target).class_runs()
+    runs = class_runs(sched.cube, kern.target)
     assert _transplanted(kern, synced, runs) is not None
 
     class Shift:
@@ -220,7 +220,7 @@ def test_oracle_sees_a_dropped_template_sync() -> None:
 
 def test_running_tile_number_counts_a_cores_tiles_across_classes() -> None:
     sched = _hand(1000, 1000, 1000, cores=3)
-    runs = _Builder(sched.cube, sched.target).class_runs()
+    runs = class_runs(sched.cube, sched.target)
     order = sched.cube.tile_order()
     for core in range(3):
         seen = []

@@ -119,13 +119,16 @@ class _TemplatePlan:
 def _template_plan(plan: CubePlan) -> _TemplatePlan | None:
     """The plan of ``plan``'s GEMM padded to whole M and N tiles, one class without swizzle
     (the tile order only moves GM offsets), K padded to a whole last step when that step has
-    as many L0 steps as a full one. None: nothing to merge, or a Vector epilogue."""
+    as many L0 steps as a full one and follows a loop of them. None: nothing to merge, or a
+    Vector epilogue."""
     if plan.vector_epilogue is not None:
         return None
     t, sp = plan.tiling, plan.spec
     classes = plan.tile_classes
     k_tail = sp.k % t.tk
-    pad_k = bool(k_tail) and -(-k_tail // t.k0) == t.kk
+    # padding K pays where the kernel has a loop of L1 K steps for the tail to join; with one
+    # full step, a two-trip loop's carried flags would replace straight-line ones
+    pad_k = bool(k_tail) and -(-k_tail // t.k0) == t.kk and sp.k // t.tk >= 2
     if len(classes) < 2 and not pad_k:
         return None
     spec = replace(sp, m=t.mt * t.tm, n=t.nt * t.tn, k=t.kt * t.tk if pad_k else sp.k)

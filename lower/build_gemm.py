@@ -39,6 +39,7 @@ straight-line code.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ascendsched import dtypes as dt
@@ -224,17 +225,22 @@ class _Builder(L0Loads):
         numbered across the classes and tile ``T`` runs on core ``T % cores``, so every loop
         body is straight-line code with static sizes."""
         out: list[Stmt] = []
-        base = 0
-        classes = self.s.tile_classes
-        for n, c in enumerate(classes):
-            var = "t" if len(classes) == 1 else f"t{n}"
+        for c, var, base in self._numbered():
             out.extend(self._class_loop(c, var, base))
-            base += self.sp.batch * c.rows * c.cols
         return out
+
+    def _numbered(self) -> Iterator[tuple[TileClass, str, int]]:
+        """Each tile class with its loop variable and the number of its first tile."""
+        classes = self.s.tile_classes
+        base = 0
+        for n, c in enumerate(classes):
+            yield c, "t" if len(classes) == 1 else f"t{n}", base
+            base += self.sp.batch * c.rows * c.cols
 
     def _class_loop(self, c: TileClass, var: str, base: int) -> list[Stmt]:
         run = self.class_run(c, var, base)
-        idx = run.first + (Affine.of(var) if run.iters > 1 else Affine()) * self.t.cores
+        tt = Affine.of(run.var) if run.var is not None else Affine()  # the class loop's trip
+        idx = run.first + tt * self.t.cores
         per = c.rows * c.cols
         b = idx.floordiv(per) if self.sp.batch > 1 else Affine()
         r = idx.modulo(per) if self.sp.batch > 1 else idx
@@ -243,7 +249,6 @@ class _Builder(L0Loads):
             tile = _Tile(b, _aff(mi) + c.m0, _aff(ni) + c.n0, Affine.of(RUN), c.mv, c.nv)
             body = list(substitute(tuple(self._tile_body(tile)), {RUN: run.run}))
         else:
-            tt = Affine.of(var) if run.iters > 1 else Affine()
             body = self._tile_body(_Tile(b, _aff(mi) + c.m0, _aff(ni) + c.n0, tt, c.mv, c.nv))
         what = (f"{c.label}: {run.count} tiles of {c.mv} x {c.nv}"
                 + (f", swizzle({c.width}, {c.direction!r})" if c.width > 1 else ""))
@@ -256,12 +261,7 @@ class _Builder(L0Loads):
 
     def class_runs(self) -> tuple[ClassRun, ...]:
         """How each tile class's loop runs (``_tiles``' order), without building it."""
-        classes = self.s.tile_classes
-        out, base = [], 0
-        for n, c in enumerate(classes):
-            out.append(self.class_run(c, "t" if len(classes) == 1 else f"t{n}", base))
-            base += self.sp.batch * c.rows * c.cols
-        return tuple(out)
+        return tuple(self.class_run(c, var, base) for c, var, base in self._numbered())
 
     def class_run(self, c: TileClass, var: str, base: int) -> ClassRun:
         """Class ``c``'s loop over ``var``, its tiles numbered from ``base`` across the

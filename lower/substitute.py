@@ -30,7 +30,7 @@ def map_affines(ins: Instr, fn: Callable[[Affine], Affine]) -> Instr:
         if isinstance(v, Affine):
             return fn(v)
         if isinstance(v, Cond):
-            return Cond(fn(v.lhs), v.op, v.rhs)
+            return mapped_cond(v, fn)
         return v
 
     changes: dict[str, object] = {}
@@ -44,9 +44,16 @@ def map_affines(ins: Instr, fn: Callable[[Affine], Affine]) -> Instr:
         changes["attrs"] = attrs
     for f in fields(ins):
         v = getattr(ins, f.name)
-        if isinstance(v, Affine) and f.init and fn(v) != v:
-            changes[f.name] = fn(v)
+        if isinstance(v, Affine) and f.init:
+            new = fn(v)
+            if new != v:
+                changes[f.name] = new
     return replace(ins, **changes) if changes else ins
+
+
+def mapped_cond(c: Cond, fn: Callable[[Affine], Affine]) -> Cond:
+    """``c`` with ``fn`` applied to its left side."""
+    return Cond(fn(c.lhs), c.op, c.rhs)
 
 
 def substituted(values: Mapping[str, Affine]) -> Callable[[Affine], Affine]:
@@ -71,7 +78,7 @@ def substitute(body: tuple[Stmt, ...], values: Mapping[str, Affine]) -> tuple[St
 
         def visit_If(self, s: If) -> tuple[Stmt, ...]:
             body = self.visit_body(s.body)
-            conds = tuple(Cond(fn(c.lhs), c.op, c.rhs) for c in s.conds)
+            conds = tuple(mapped_cond(c, fn) for c in s.conds)
             if body is s.body and conds == s.conds:
                 return (s,)
             return (If(conds, body, s.comment),)

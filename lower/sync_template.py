@@ -63,7 +63,7 @@ from ascendsched.lower.ir import (
     StmtMutator,
     iter_instrs,
 )
-from ascendsched.lower.substitute import map_affines, substituted
+from ascendsched.lower.substitute import map_affines, mapped_cond, substituted
 from ascendsched.lower.sync_ir import Barrier, Sync
 from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.gemm_records import GemmTiling, Swizzle, TileClass
@@ -284,8 +284,7 @@ class _Match:
                 got[j + 1] = (e,)
         elif isinstance(r, If):
             fn = substituted(sigma)
-            if isinstance(e, If) and e.conds == tuple(Cond(fn(c.lhs), c.op, c.rhs)
-                                                      for c in r.conds):
+            if isinstance(e, If) and e.conds == tuple(mapped_cond(c, fn) for c in r.conds):
                 out = self.whole(r.body, e.body, sigma)
                 if out is not None:
                     got[j + 1] = (If(e.conds, out, e.comment),)
@@ -423,7 +422,7 @@ def _reads_c_alike(r: Instr, e: Instr, fn) -> bool:  # noqa: ANN001 -- Affine ->
     that reads it on the same instances."""
     ei, ri = e.attr("cmatrixInitVal"), r.attr("cmatrixInitVal")
     if isinstance(ri, Cond):
-        ri = Cond(fn(ri.lhs), ri.op, ri.rhs)
+        ri = mapped_cond(ri, fn)
         if ri.lhs.is_const:
             ri = ri.evaluate({})
     return ei is True or ri is False or ei == ri
@@ -432,7 +431,7 @@ def _reads_c_alike(r: Instr, e: Instr, fn) -> bool:  # noqa: ANN001 -- Affine ->
 def _known(conds: tuple[Cond, ...], sigma: Mapping[str, Affine]) -> bool | None:
     """The value of a guard at ``sigma`` when it is constant there, else None."""
     fn = substituted(sigma)
-    vals = [Cond(fn(c.lhs), c.op, c.rhs) for c in conds]
+    vals = [mapped_cond(c, fn) for c in conds]
     if not all(c.lhs.is_const for c in vals):
         return None
     return all(c.evaluate({}) for c in vals)

@@ -116,9 +116,8 @@ def test_event_ids_running_out_names_the_syncs_and_the_ways_out() -> None:
     share the syncs of their template, lower/sync_template.py); a part with 2 ids does not. A
     known limit of sync placement: the error says which syncs and how to avoid it."""
     import warnings
-    from dataclasses import replace
 
-    from ascendsched.target import ASCEND_910B
+    from tests.kit.cube import TWO_IDS
 
     def sched() -> GemmSchedule:
         return (GemmSchedule(L.gemm_epilogue(17, 32, 17, bias=True, relu=True))
@@ -127,7 +126,7 @@ def test_event_ids_running_out_names_the_syncs_and_the_ways_out() -> None:
     with pytest.raises(SyncError, match=r"AIC MTE1_MTE2: cannot fit \d+ syncs into event ids "
                        r"\(0, 1\).*bias_l1: MTE1 read -> MTE2 write \(WAR\).*pick "
                        r"tile sizes that divide the problem.*more cores"):
-        lower(sched(), replace(ASCEND_910B, event_ids=(0, 1)))
+        lower(sched(), TWO_IDS)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the 910B: no fallback; no tails: neither
         lower(sched())

@@ -48,6 +48,7 @@ from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.pass_log import PassLog, kernel_of
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.lower.polyhedral import analyze_dependences
+from ascendsched.lower.prepared import kept
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
 from ascendsched.lower.sync_template import apply_template_syncs, sync_template
 from ascendsched.lower.verify import verify
@@ -89,7 +90,9 @@ def lower(sched: Scheduled, target: Target | None = None, *,
         return result
 
     try:
-        k = step("build", build(sched, target))
+        # schedule_for's candidate comes with its kernel and memory plan (prepared.py)
+        ready = kept(sched, target)
+        k = step("build", ready[0] if ready else build(sched, target))
         try:
             try:
                 k = step("verify built", verify(k))
@@ -99,8 +102,8 @@ def lower(sched: Scheduled, target: Target | None = None, *,
                 # cannot fit it, that capacity error is the user's problem to report
                 plan_memory(k, buffer_lifetimes(k), target, warn=False)
                 raise
-            lifetimes = step("lifetimes", buffer_lifetimes(k))
-            plan = plan_memory(k, lifetimes, target)
+            lifetimes = step("lifetimes", ready[1] if ready else buffer_lifetimes(k))
+            plan = ready[2] if ready else plan_memory(k, lifetimes, target)
         except CapacityError as e:
             cube = sched.cube
             if cube is not None:

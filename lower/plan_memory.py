@@ -152,12 +152,16 @@ def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: b
         if narrow != items:  # else no multi-copy buffer: nothing left to give up
             tries.append((narrow, (), "copies"))
         chosen = None
-        strict_peak = 0  # the peak of the buffering as scheduled (the last plan giving nothing up)
+        bank = banks if scope == Scope.UB else None
+        # the peak of the buffering as scheduled (the last plan giving nothing up): its try,
+        # packed only if a later plan is kept and its warning needs the figure
+        strict: tuple[list[Lifetime], _Loops] = (items, ())
         for its, refuse, kind in tries:
-            peak, reuses, name, offs = _best(its, sizes, spec, lifetimes, refuse,
-                                             banks if scope == Scope.UB else None)
             if not kind:
-                strict_peak = peak
+                strict = (its, refuse)
+            if _live_floor(its, sizes, lifetimes.in_place) > spec.usable:
+                continue  # no packing of these lifetimes fits: skip the search
+            peak, reuses, name, offs = _best(its, sizes, spec, lifetimes, refuse, bank)
             if peak <= spec.usable:
                 chosen = (its, peak, reuses, name, offs, kind)
                 break
@@ -168,6 +172,7 @@ def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: b
             raise CapacityError(f"{facts} Try {' or '.join(fixes)}.", facts)
         its, peak, reuses, name, offs, kind = chosen
         if kind:
+            strict_peak = _best(strict[0], sizes, spec, lifetimes, strict[1], bank)[0]
             why = _compromise(kernel, lifetimes, scope, items, its, sizes, offs, kind,
                               strict_peak, spec.usable)
             compromises.append(why)
@@ -197,6 +202,32 @@ def _own(e: Lifetime) -> Lifetime:
         return e
     return replace(e, start=e.own[0][0], end=e.own[-1][1],
                    segments=e.own if len(e.own) > 1 else ())
+
+
+def _live_floor(items: list[Lifetime], sizes: dict[_Key, int],
+                in_place: frozenset[tuple[str, str]]) -> int:
+    """A lower bound of any packing's peak: the most bytes live at one position, where
+    in-place partners live together count as their largest (one may sit on the other)."""
+    used = [e for e in items if e.used]
+    floor = 0
+    for at in sorted({lo for e in used for lo, _ in e.spans}):
+        live = [(e.buffer, e.copy) for e in used if e.live(at)]
+        group = {k: k for k in live}  # union-find over in-place pairs (single-copy buffers)
+        for a, b in in_place:
+            if (a, 0) in group and (b, 0) in group:
+                group[_root(group, (a, 0))] = _root(group, (b, 0))
+        most: dict[_Key, int] = {}
+        for k in live:
+            r = _root(group, k)
+            most[r] = max(most.get(r, 0), sizes[k])
+        floor = max(floor, sum(most.values()))
+    return floor
+
+
+def _root(group: dict[_Key, _Key], k: _Key) -> _Key:
+    while group[k] != k:
+        k = group[k]
+    return k
 
 
 def _first_fit_order(e: Lifetime, sizes: dict[_Key, int]) -> tuple:

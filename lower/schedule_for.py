@@ -12,6 +12,7 @@ from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.pipeline import build
 from ascendsched.lower.plan_memory import plan_memory
+from ascendsched.lower.prepared import keep
 from ascendsched.schedule.default import default_schedules
 from ascendsched.schedule.schedule import Scheduled
 from ascendsched.target import DEFAULT_TARGET, Target
@@ -40,11 +41,13 @@ def schedule_for(obj: Scheduled | Algorithm, target: Target = DEFAULT_TARGET
     for cand in _defaults(obj, target):
         try:
             k = build(cand, target)
-            plan = plan_memory(k, buffer_lifetimes(k), target, warn=False)
+            lifetimes = buffer_lifetimes(k)
+            plan = plan_memory(k, lifetimes, target, warn=False)
         except CapacityError as e:
             last = e
             continue
         if not plan.compromises:
+            keep(cand, target, (k, lifetimes, plan))  # lower() takes them, not made twice
             return cand
         fallback = fallback or cand
     if fallback is not None:

@@ -71,15 +71,10 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
         yield from default_gemm_schedules(algo, target)
         return
     out = root_output(algo)
-    tiles = [(copies, t) for copies in (2, 1) for t in _tiles(algo, target, copies)]
-    if len(out.shape) > 1:
-        # a piece of a row never outranks whole rows of either buffering: its tile loop goes
-        # over the columns (a few cores) and each piece still reduces whole rows
-        tiles.sort(key=lambda ct: ct[1].cols < int(out.shape[-1]))
     seen: set[str] = set()
     usable = target.scope(Scope.UB).usable
     rows_outer = True  # not offered yet
-    for copies, tile in tiles:
+    for copies, tile in _buffered_tiles(algo, target):
         if rows_outer and tile.cols < int(out.shape[-1]):
             # before the first piece fused under the rows: pieces under a bound loop of rows
             rows_outer = False
@@ -97,6 +92,23 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
             if key not in seen:
                 seen.add(key)
                 yield s
+
+
+def _buffered_tiles(algo: Algorithm, target: Target) -> Iterator[tuple[int, TileShape]]:
+    """(copies, tile) of both bufferings, double first. A piece of a row never outranks
+    whole rows of either buffering: its tile loop goes over the columns (a few cores) and
+    each piece still reduces whole rows. Lazy: the single-buffered tiles are sized only
+    when the double-buffered whole rows are exhausted (``schedule_for`` takes the first
+    candidate that fits, usually the first)."""
+    out = root_output(algo)
+    pieces: list[tuple[int, TileShape]] = []
+    for copies in (2, 1):
+        for t in _tiles(algo, target, copies):
+            if len(out.shape) > 1 and t.cols < int(out.shape[-1]):
+                pieces.append((copies, t))
+            else:
+                yield copies, t
+    yield from pieces
 
 
 def _lead(algo: Algorithm) -> tuple[int, ...]:

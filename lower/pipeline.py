@@ -35,6 +35,7 @@ from ascendsched.lower.apply_memory_plan import apply_memory_plan
 from ascendsched.lower.build_gemm import build_gemm
 from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.build_mixed import build_mixed
+from ascendsched.lower.collector import collector_paused
 from ascendsched.lower.cross_core_sync import (
     CrossPlan,
     insert_cross_sync,
@@ -76,9 +77,13 @@ def lower(sched: Scheduled, target: Target | None = None, *,
     ``stop_after``: a name of ``STEPS``; the kernel as that step leaves it (the step's own
     result, e.g. the memory plan, is ``log.results[stop_after]``)."""
     _check_args(sched, stop_after)
-    target = target or sched.target
-    log = log if log is not None else PassLog()
+    with collector_paused():
+        return _lower(sched, target or sched.target,
+                      log if log is not None else PassLog(), stop_after)
 
+
+def _lower(sched: Scheduled, target: Target, log: PassLog, stop_after: str | None) -> Kernel:
+    """``lower``'s steps."""
     made: Kernel | None = None  # the last kernel a step made (what ``stop_after`` returns)
 
     def step(name: str, result: T) -> T:

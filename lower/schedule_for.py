@@ -9,6 +9,7 @@ from ascendsched.algo.algorithm import Algorithm, root_output
 from ascendsched.algo.gemm_epilogue import reduces
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
+from ascendsched.lower.collector import collector_paused
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.pipeline import build
 from ascendsched.lower.plan_memory import plan_memory
@@ -30,6 +31,12 @@ def schedule_for(obj: Scheduled | Algorithm, target: Target = DEFAULT_TARGET
         raise ScheduleError(
             f"expected a Schedule, a GemmSchedule or an Algorithm (which gets the default "
             f"schedule), got {type(obj).__name__} {obj!r}")
+    with collector_paused():
+        return _first_fitting(obj, target)
+
+
+def _first_fitting(obj: Algorithm, target: Target) -> Scheduled:
+    """``schedule_for`` of an algorithm with concrete sizes."""
     for t in obj.tensors:
         if any(not isinstance(d, int) for d in t.shape):
             raise UnsupportedError(

@@ -174,7 +174,7 @@ def preload() -> None:
 
     import ascendsched
 
-    for pkg in ("algo", "schedule", "target", "lower", "emit_ascendc", "sim"):
+    for pkg in ("algo", "schedule", "target", "lower", "emit_ascendc", "sim", "api"):
         mod = importlib.import_module(f"ascendsched.{pkg}")
         for info in pkgutil.walk_packages(mod.__path__, f"ascendsched.{pkg}."):
             importlib.import_module(info.name)

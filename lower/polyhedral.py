@@ -171,6 +171,9 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                         lambda sa=sa, da=da, s=s, d=d: coalesced(sa.relation.apply_range(
                             da.relation.reverse()).intersect(program_order(s, d, shapes)))))
                     continue
+                ma, mb = sa.blocks, da.blocks
+                if ma is not None and mb is not None and not ma & mb:
+                    continue  # no 32-byte block in common: no instance pair conflicts
                 order = before.get((s.id, d.id))
                 if order is None:  # the access relations hold the domains already
                     order = before[(s.id, d.id)] = program_order(s, d, shapes, domains=False)

@@ -168,11 +168,11 @@ class Affine:
     def __str__(self) -> str:
         parts = []
         for v, c in self.terms:
-            parts.append(v if c == 1 else f"{c}*{v}")
+            parts.append(_scaled(c, v))
         for v, m, c in self.mods:
-            parts.append(f"({v} % {m})" if c == 1 else f"{c}*({v} % {m})")
+            parts.append(_scaled(c, f"({v} % {m})"))
         for a, d, c in self.divs:
-            parts.append(f"(({a}) / {d})" if c == 1 else f"{c}*(({a}) / {d})")
+            parts.append(_scaled(c, f"(({a}) / {d})"))
         if self.const or not parts:
             parts.append(str(self.const))
         return " + ".join(parts).replace("+ -", "- ")
@@ -180,6 +180,11 @@ class Affine:
     def c_expr(self) -> str:
         """The expression as C text (same as ``str``: ``%`` and ``*`` are valid C)."""
         return str(self)
+
+
+def _scaled(c: int, text: str) -> str:
+    """``c*text`` as one writes it: ``text`` for 1, ``-text`` for -1."""
+    return text if c == 1 else f"-{text}" if c == -1 else f"{c}*{text}"
 
 
 @dataclass(frozen=True)

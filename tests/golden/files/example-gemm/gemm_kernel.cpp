@@ -140,17 +140,17 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt - 2*((kt - 1*((block_idx + 8) / 16) + 1) / 2) - 1*((block_idx + 8) / 16) + 1], A_gm[128*kt + 38400*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) + 76800], Nd2NzParams(1, 128, 128, 0, 300, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
-                DataCopy(b_l1[kt - 2*((kt - 1*((block_idx + 8) / 16) + 1) / 2) - 1*((block_idx + 8) / 16) + 1], B_gm[128*block_idx + 66560*kt - 512*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) - 2048*((block_idx + 8) / 16) + 1024], Nd2NzParams(1, 128, 128, 0, 520, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(a_l1[kt - 2*((kt - ((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1], A_gm[128*kt + 38400*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) + 76800], Nd2NzParams(1, 128, 128, 0, 300, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(b_l1[kt - 2*((kt - ((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1], B_gm[128*block_idx + 66560*kt - 512*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) - 2048*((block_idx + 8) / 16) + 1024], Nd2NzParams(1, 128, 128, 0, 520, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
                     WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     for (int64_t kg = 0; kg < 4; ++kg) {  // A nz -> Zz
-                        LoadData(a_l0[kk % 2][256*kg], a_l1[kt - 2*((kt - 1*((block_idx + 8) / 16) + 1) / 2) - 1*((block_idx + 8) / 16) + 1][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                        LoadData(a_l0[kk % 2][256*kg], a_l1[kt - 2*((kt - ((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
                     }
                     for (int64_t kb = 0; kb < 4; ++kb) {  // B nz -> Zn (fractal transpose)
-                        LoadData(b_l0[kk % 2][2048*kb], b_l1[kt - 2*((kt - 1*((block_idx + 8) / 16) + 1) / 2) - 1*((block_idx + 8) / 16) + 1][256*kb + 1024*kk], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
+                        LoadData(b_l0[kk % 2][2048*kb], b_l1[kt - 2*((kt - ((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1][256*kb + 1024*kk], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
                     }
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
@@ -160,18 +160,18 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
-            DataCopy(a_l1[-2*((-1*((block_idx + 8) / 16) + 1) / 2) - 1*((block_idx + 8) / 16) + 1], A_gm[38400*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) + 77056], Nd2NzParams(1, 128, 44, 0, 300, 128, 1, 0));  // A tile 128 x 44 (ND 128 x 44 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(a_l1[-2*((-((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1], A_gm[38400*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) + 77056], Nd2NzParams(1, 128, 44, 0, 300, 128, 1, 0));  // A tile 128 x 44 (ND 128 x 44 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
-            DataCopy(b_l1[-2*((-1*((block_idx + 8) / 16) + 1) / 2) - 1*((block_idx + 8) / 16) + 1], B_gm[128*block_idx - 512*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) - 2048*((block_idx + 8) / 16) + 134144], Nd2NzParams(1, 44, 128, 0, 520, 128, 1, 0));  // B tile 44 x 128 (ND 44 x 128 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(b_l1[-2*((-((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1], B_gm[128*block_idx - 512*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) - 2048*((block_idx + 8) / 16) + 134144], Nd2NzParams(1, 44, 128, 0, 520, 128, 1, 0));  // B tile 44 x 128 (ND 44 x 128 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
             WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t kg = 0; kg < 3; ++kg) {  // A nz -> Zz
-                LoadData(a_l0[0][256*kg], a_l1[-2*((-1*((block_idx + 8) / 16) + 1) / 2) - 1*((block_idx + 8) / 16) + 1][2048*kg], LoadData2DParams(0, 8, 1, 0, 2, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                LoadData(a_l0[0][256*kg], a_l1[-2*((-((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1][2048*kg], LoadData2DParams(0, 8, 1, 0, 2, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
             }
             WaitFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
             for (int64_t kb = 0; kb < 3; ++kb) {  // B nz -> Zn (fractal transpose)
-                LoadData(b_l0[0][2048*kb], b_l1[-2*((-1*((block_idx + 8) / 16) + 1) / 2) - 1*((block_idx + 8) / 16) + 1][256*kb], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
+                LoadData(b_l0[0][2048*kb], b_l1[-2*((-((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1][256*kb], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
             }
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
@@ -187,17 +187,17 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt - 2*((kt - 1*((block_idx + 4) / 16) + 1) / 2) - 1*((block_idx + 4) / 16) + 1], A_gm[128*kt + 38400*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) + 115200], Nd2NzParams(1, 116, 128, 0, 300, 128, 1, 0));  // A tile 116 x 128 (ND 116 x 128 -> NZ, column groups 128 x 32 B apart)
-                DataCopy(b_l1[kt - 2*((kt - 1*((block_idx + 4) / 16) + 1) / 2) - 1*((block_idx + 4) / 16) + 1], B_gm[128*block_idx + 66560*kt - 512*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) - 2048*((block_idx + 4) / 16) + 512], Nd2NzParams(1, 128, 128, 0, 520, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(a_l1[kt - 2*((kt - ((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1], A_gm[128*kt + 38400*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) + 115200], Nd2NzParams(1, 116, 128, 0, 300, 128, 1, 0));  // A tile 116 x 128 (ND 116 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(b_l1[kt - 2*((kt - ((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1], B_gm[128*block_idx + 66560*kt - 512*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) - 2048*((block_idx + 4) / 16) + 512], Nd2NzParams(1, 128, 128, 0, 520, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
                     WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     for (int64_t kg = 0; kg < 4; ++kg) {  // A nz -> Zz
-                        LoadData(a_l0[kk % 2][256*kg], a_l1[kt - 2*((kt - 1*((block_idx + 4) / 16) + 1) / 2) - 1*((block_idx + 4) / 16) + 1][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                        LoadData(a_l0[kk % 2][256*kg], a_l1[kt - 2*((kt - ((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
                     }
                     for (int64_t kb = 0; kb < 4; ++kb) {  // B nz -> Zn (fractal transpose)
-                        LoadData(b_l0[kk % 2][2048*kb], b_l1[kt - 2*((kt - 1*((block_idx + 4) / 16) + 1) / 2) - 1*((block_idx + 4) / 16) + 1][256*kb + 1024*kk], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
+                        LoadData(b_l0[kk % 2][2048*kb], b_l1[kt - 2*((kt - ((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1][256*kb + 1024*kk], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
                     }
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
@@ -207,18 +207,18 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
-            DataCopy(a_l1[-2*((-1*((block_idx + 4) / 16) + 1) / 2) - 1*((block_idx + 4) / 16) + 1], A_gm[38400*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) + 115456], Nd2NzParams(1, 116, 44, 0, 300, 128, 1, 0));  // A tile 116 x 44 (ND 116 x 44 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(a_l1[-2*((-((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1], A_gm[38400*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) + 115456], Nd2NzParams(1, 116, 44, 0, 300, 128, 1, 0));  // A tile 116 x 44 (ND 116 x 44 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
-            DataCopy(b_l1[-2*((-1*((block_idx + 4) / 16) + 1) / 2) - 1*((block_idx + 4) / 16) + 1], B_gm[128*block_idx - 512*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) - 2048*((block_idx + 4) / 16) + 133632], Nd2NzParams(1, 44, 128, 0, 520, 128, 1, 0));  // B tile 44 x 128 (ND 44 x 128 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(b_l1[-2*((-((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1], B_gm[128*block_idx - 512*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) - 2048*((block_idx + 4) / 16) + 133632], Nd2NzParams(1, 44, 128, 0, 520, 128, 1, 0));  // B tile 44 x 128 (ND 44 x 128 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
             WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t kg = 0; kg < 3; ++kg) {  // A nz -> Zz
-                LoadData(a_l0[0][256*kg], a_l1[-2*((-1*((block_idx + 4) / 16) + 1) / 2) - 1*((block_idx + 4) / 16) + 1][2048*kg], LoadData2DParams(0, 8, 1, 0, 2, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                LoadData(a_l0[0][256*kg], a_l1[-2*((-((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1][2048*kg], LoadData2DParams(0, 8, 1, 0, 2, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
             }
             WaitFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
             for (int64_t kb = 0; kb < 3; ++kb) {  // B nz -> Zn (fractal transpose)
-                LoadData(b_l0[0][2048*kb], b_l1[-2*((-1*((block_idx + 4) / 16) + 1) / 2) - 1*((block_idx + 4) / 16) + 1][256*kb], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
+                LoadData(b_l0[0][2048*kb], b_l1[-2*((-((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1][256*kb], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
             }
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
@@ -279,16 +279,16 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt - 1*((block_idx + 13) / 16) - 2*((kt - 1*((block_idx + 13) / 16) + 2) / 2) + 2], A_gm[128*kt + 115200], Nd2NzParams(1, 116, 128, 0, 300, 128, 1, 0));  // A tile 116 x 128 (ND 116 x 128 -> NZ, column groups 128 x 32 B apart)
-                DataCopy(b_l1[kt - 1*((block_idx + 13) / 16) - 2*((kt - 1*((block_idx + 13) / 16) + 2) / 2) + 2], B_gm[66560*kt + 512], Nd2NzParams(1, 128, 8, 0, 520, 128, 1, 0));  // B tile 128 x 8 (ND 128 x 8 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(a_l1[kt - ((block_idx + 13) / 16) - 2*((kt - ((block_idx + 13) / 16) + 2) / 2) + 2], A_gm[128*kt + 115200], Nd2NzParams(1, 116, 128, 0, 300, 128, 1, 0));  // A tile 116 x 128 (ND 116 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(b_l1[kt - ((block_idx + 13) / 16) - 2*((kt - ((block_idx + 13) / 16) + 2) / 2) + 2], B_gm[66560*kt + 512], Nd2NzParams(1, 128, 8, 0, 520, 128, 1, 0));  // B tile 128 x 8 (ND 128 x 8 -> NZ, column groups 128 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
                     WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     for (int64_t kg = 0; kg < 4; ++kg) {  // A nz -> Zz
-                        LoadData(a_l0[kk % 2][256*kg], a_l1[kt - 1*((block_idx + 13) / 16) - 2*((kt - 1*((block_idx + 13) / 16) + 2) / 2) + 2][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                        LoadData(a_l0[kk % 2][256*kg], a_l1[kt - ((block_idx + 13) / 16) - 2*((kt - ((block_idx + 13) / 16) + 2) / 2) + 2][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
                     }
-                    LoadData(b_l0[kk % 2], b_l1[kt - 1*((block_idx + 13) / 16) - 2*((kt - 1*((block_idx + 13) / 16) + 2) / 2) + 2][1024*kk], LoadData2DParams(0, 4, 1, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (4 fractals, src stride 1 x 512 B, each transposed)
+                    LoadData(b_l0[kk % 2], b_l1[kt - ((block_idx + 13) / 16) - 2*((kt - ((block_idx + 13) / 16) + 2) / 2) + 2][1024*kk], LoadData2DParams(0, 4, 1, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (4 fractals, src stride 1 x 512 B, each transposed)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     PipeBarrier<PIPE_M>();  // c_l0: M write -> M read (RAW) (+2 more)
@@ -298,17 +298,17 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
-            DataCopy(a_l1[-1*((block_idx + 13) / 16) - 2*((-1*((block_idx + 13) / 16) + 2) / 2) + 2], A_gm[115456], Nd2NzParams(1, 116, 44, 0, 300, 128, 1, 0));  // A tile 116 x 44 (ND 116 x 44 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(a_l1[-((block_idx + 13) / 16) - 2*((-((block_idx + 13) / 16) + 2) / 2) + 2], A_gm[115456], Nd2NzParams(1, 116, 44, 0, 300, 128, 1, 0));  // A tile 116 x 44 (ND 116 x 44 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
-            DataCopy(b_l1[-1*((block_idx + 13) / 16) - 2*((-1*((block_idx + 13) / 16) + 2) / 2) + 2], B_gm[133632], Nd2NzParams(1, 44, 8, 0, 520, 128, 1, 0));  // B tile 44 x 8 (ND 44 x 8 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(b_l1[-((block_idx + 13) / 16) - 2*((-((block_idx + 13) / 16) + 2) / 2) + 2], B_gm[133632], Nd2NzParams(1, 44, 8, 0, 520, 128, 1, 0));  // B tile 44 x 8 (ND 44 x 8 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
             WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t kg = 0; kg < 3; ++kg) {  // A nz -> Zz
-                LoadData(a_l0[0][256*kg], a_l1[-1*((block_idx + 13) / 16) - 2*((-1*((block_idx + 13) / 16) + 2) / 2) + 2][2048*kg], LoadData2DParams(0, 8, 1, 0, 2, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                LoadData(a_l0[0][256*kg], a_l1[-((block_idx + 13) / 16) - 2*((-((block_idx + 13) / 16) + 2) / 2) + 2][2048*kg], LoadData2DParams(0, 8, 1, 0, 2, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
             }
             WaitFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
-            LoadData(b_l0[0], b_l1[-1*((block_idx + 13) / 16) - 2*((-1*((block_idx + 13) / 16) + 2) / 2) + 2], LoadData2DParams(0, 3, 1, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (3 fractals, src stride 1 x 512 B, each transposed)
+            LoadData(b_l0[0], b_l1[-((block_idx + 13) / 16) - 2*((-((block_idx + 13) / 16) + 2) / 2) + 2], LoadData2DParams(0, 3, 1, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (3 fractals, src stride 1 x 512 B, each transposed)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             PipeBarrier<PIPE_M>();  // c_l0: M write -> M read (RAW) (+2 more)

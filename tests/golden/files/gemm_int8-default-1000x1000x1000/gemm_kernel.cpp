@@ -139,7 +139,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
         }
         if ((block_idx - 24*((block_idx + 12) / 24) + 12 <= 8)) {  // interior: 9 tiles of 64 x 256, swizzle(3, 'm'): tile < 9
-            WaitFlag<HardEvent::FIX_M>(-1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
+            WaitFlag<HardEvent::FIX_M>(-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[64000*block_idx + 256*kt - 192000*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 384000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 1536000*((block_idx + 12) / 24) + 1536000], Nd2NzParams(1, 64, 256, 0, 1000, 64, 1, 0));  // A tile 64 x 256 (ND 64 x 256 -> NZ, column groups 64 x 32 B apart)
@@ -152,7 +152,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[-1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -168,7 +168,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[-1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -176,16 +176,16 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_FIX>(-1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-            WaitFlag<HardEvent::M_FIX>(-1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*block_idx - 191744*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 384000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 1536000*((block_idx + 12) / 24) + 1536000], c_l0[-1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2], FixpipeParamsV220(256, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 256 (NZ -> ND, NoQuant)
-            SetFlag<HardEvent::FIX_M>(-1*((block_idx + 12) / 24) - 2*((-1*((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
+            SetFlag<HardEvent::M_FIX>(-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
+            WaitFlag<HardEvent::M_FIX>(-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
+            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*block_idx - 191744*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 384000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 1536000*((block_idx + 12) / 24) + 1536000], c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], FixpipeParamsV220(256, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 256 (NZ -> ND, NoQuant)
+            SetFlag<HardEvent::FIX_M>(-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
         if ((block_idx - 24*((block_idx + 3) / 24) + 3 <= 2)) {  // M edge: 3 tiles of 40 x 256: tile < 3
-            WaitFlag<HardEvent::FIX_M>(-2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
+            WaitFlag<HardEvent::FIX_M>(-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[256*kt + 64000*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) + 960000], Nd2NzParams(1, 40, 256, 0, 1000, 64, 1, 0));  // A tile 40 x 256 (ND 40 x 256 -> NZ, column groups 64 x 32 B apart)
@@ -198,7 +198,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[-2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -214,7 +214,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[-2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -222,13 +222,13 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_FIX>(-2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-            WaitFlag<HardEvent::M_FIX>(-2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[256*block_idx + 63232*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 960768], c_l0[-2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2], FixpipeParamsV220(256, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 256 (NZ -> ND, NoQuant)
-            SetFlag<HardEvent::FIX_M>(-2*((-1*((block_idx + 3) / 24) + 2) / 2) - 1*((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
+            SetFlag<HardEvent::M_FIX>(-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
+            WaitFlag<HardEvent::M_FIX>(-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
+            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[256*block_idx + 63232*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 960768], c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], FixpipeParamsV220(256, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 256 (NZ -> ND, NoQuant)
+            SetFlag<HardEvent::FIX_M>(-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
         if ((block_idx <= 14)) {  // N edge: 15 tiles of 64 x 232: tile < 15
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
@@ -277,7 +277,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
         if ((block_idx - 24*((block_idx + 9) / 24) + 9 <= 0)) {  // corner: 1 tiles of 40 x 232: tile < 1
-            WaitFlag<HardEvent::FIX_M>(-2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
+            WaitFlag<HardEvent::FIX_M>(-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[256*kt + 960000], Nd2NzParams(1, 40, 256, 0, 1000, 64, 1, 0));  // A tile 40 x 256 (ND 40 x 256 -> NZ, column groups 64 x 32 B apart)
@@ -290,7 +290,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[-2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -306,7 +306,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[-2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -314,13 +314,13 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_FIX>(-2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-            WaitFlag<HardEvent::M_FIX>(-2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[960768], c_l0[-2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3], FixpipeParamsV220(232, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 232 (NZ -> ND, NoQuant)
-            SetFlag<HardEvent::FIX_M>(-2*((-1*((block_idx + 9) / 24) + 3) / 2) - 1*((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
+            SetFlag<HardEvent::M_FIX>(-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
+            WaitFlag<HardEvent::M_FIX>(-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
+            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[960768], c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], FixpipeParamsV220(232, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 232 (NZ -> ND, NoQuant)
+            SetFlag<HardEvent::FIX_M>(-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
         WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
         WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)

@@ -59,6 +59,8 @@ class Access:
     # access whose instances together touch exactly the union of its loop values' bytes
     make_blocks: Callable[[], tuple[int, ...] | None] | None = field(default=None, repr=False)
     part_names: tuple[str, ...] = ()  # the description of each part (``parts``), in order
+    uses: frozenset[str] = frozenset()  # the variables its regions' offsets and copies name
+    conditional: bool = False  # some region is touched on some instances only (``when``)
 
     @cached_property
     def part_blocks(self) -> tuple[int, ...] | None:
@@ -161,7 +163,8 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
                 got = [_region_blocks(kernel, info, r, kind) for _, r, kind, _ in parts]
                 return None if None in got else tuple(got)  # type: ignore[arg-type]
         out.append(Access(info.id, k, s, names, hulls[(k, s)], make, fixed, block_free,
-                          blocks, tuple(n for n, _, _, _ in parts)))
+                          blocks, tuple(n for n, _, _, _ in parts), used,
+                          any(when for *_, when in parts)))
     return out
 
 

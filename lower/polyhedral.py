@@ -162,6 +162,17 @@ def analyze_dependences(kernel: Kernel) -> Dependences:
                                            src_t, dst_t, common, carried, indep,
                                            lambda rel=rel, s=s, d=d: _named(rel, s, d)))
                     continue
+                if _inner_only(sa, s, shared) and _inner_only(da, d, shared):
+                    got = _fixed_pair(sa, da, s, d, shapes)
+                    if got is None:
+                        continue
+                    _, (common, carried, indep), (src_t, dst_t) = got
+                    deps.append(Dependence(
+                        kind, space, s.id, d.id, s.pipe, d.pipe, core, src_t, dst_t, common,
+                        carried, indep, lambda sa=sa, da=da, s=s, d=d: coalesced(
+                            sa.relation.apply_range(da.relation.reverse()).intersect(
+                                program_order(s, d, shapes, domains=False)))))
+                    continue
                 if not shared and sa.block_free and da.block_free:
                     regions = _apart_pair(sa, da, s, d, shapes)
                     if regions is None:
@@ -213,6 +224,20 @@ def flat_distance(d: Dependence, deps: Dependences, lo: int, hi: int) -> int:
         return 1
     low = deltas.dim_min_val(0)
     return int(low.to_python()) if low.is_int() else 1
+
+
+def _inner_only(a: Access, info: InstrInfo, m: int) -> bool:
+    """Whether access ``a`` touches the same bytes in every instance of ``info``'s first
+    ``m`` loops and every block: its regions name only loops below those, each of which runs
+    whole wherever the statement runs (no enclosing guard names them, no region is touched
+    on some instances only). Its dependences with another such access of a statement sharing
+    those ``m`` loops are then those of fixed accesses (``_fixed_pair``) over the byte sets of
+    all inner iterations: for any two outer instances, some inner values meet iff the sets
+    do. (The instance relation still depends on the inner values: it is built on demand.)"""
+    if a.conditional or BLOCK_IDX in a.uses:
+        return False
+    inner = set(info.loop_vars[m:])
+    return a.uses <= inner and not any(c.lhs.vars() & inner for c in info.conds)
 
 
 def _apart_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict

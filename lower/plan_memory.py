@@ -134,6 +134,23 @@ def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: b
     loops, then copies that share bytes with other buffers. The last two are compromises: each becomes a
     :class:`BufferingWarning` (when ``warn``) and a line of ``MemoryPlan.compromises``.
     """
+    plan = _plan(kernel, lifetimes, target, warn=warn, as_scheduled=False)
+    assert plan is not None
+    return plan
+
+
+def plan_as_scheduled(kernel: Kernel, lifetimes: Lifetimes, target: Target
+                      ) -> MemoryPlan | None:
+    """``plan_memory``'s plan when it gives nothing up (no compromise in any scope), else None,
+    without the searches and messages of the compromises (``schedule_for`` asks this of each
+    default candidate and falls back to ``plan_memory`` only when none fits so)."""
+    return _plan(kernel, lifetimes, target, warn=False, as_scheduled=True)
+
+
+def _plan(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: bool,
+          as_scheduled: bool) -> MemoryPlan | None:
+    """``plan_memory``; with ``as_scheduled``, None where it would give something up or
+    raise."""
     placements: list[Placement] = []
     usage: list[ScopeUsage] = []
     compromises: list[str] = []
@@ -151,6 +168,8 @@ def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: b
         tries.append((items, (), "pipelined reuse"))
         if narrow != items:  # else no multi-copy buffer: nothing left to give up
             tries.append((narrow, (), "copies"))
+        if as_scheduled:
+            tries = [t for t in tries if not t[2]]
         chosen = None
         bank = banks if scope == Scope.UB else None
         # the peak of the buffering as scheduled (the last plan giving nothing up): its try,
@@ -166,6 +185,8 @@ def plan_memory(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: b
                 chosen = (its, peak, reuses, name, offs, kind)
                 break
         if chosen is None:
+            if as_scheduled:
+                return None
             peak, _, _, _ = _best(items, sizes, spec, lifetimes, lifetimes.pipelined, None)
             facts, fixes = _overflow_message(kernel, lifetimes, scope, items, sizes, peak,
                                              spec.usable, spec.capacity)

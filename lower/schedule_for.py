@@ -10,9 +10,10 @@ from ascendsched.algo.gemm_epilogue import reduces
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
 from ascendsched.lower.collector import collector_paused
-from ascendsched.lower.lifetimes import buffer_lifetimes
+from ascendsched.lower.ir import Kernel
+from ascendsched.lower.lifetimes import Lifetimes, buffer_lifetimes
 from ascendsched.lower.pipeline import build
-from ascendsched.lower.plan_memory import plan_memory
+from ascendsched.lower.plan_memory import plan_as_scheduled, plan_memory
 from ascendsched.lower.prepared import keep
 from ascendsched.schedule.default import default_schedules
 from ascendsched.schedule.schedule import Scheduled
@@ -43,23 +44,29 @@ def _first_fitting(obj: Algorithm, target: Target) -> Scheduled:
                 f"tensor '{t.name}' of '{obj.name}' has symbolic shape {list(t.shape)}; a kernel "
                 f"(and its default schedule) needs concrete sizes: build the algorithm with "
                 f"integers for this kernel")
-    last: CapacityError | None = None
-    fallback: Scheduled | None = None
-    for cand in _defaults(obj, target):
+    failed: dict[int, CapacityError] = {}  # candidate number -> why it does not fit
+    built: list[tuple[int, Scheduled, Kernel, Lifetimes]] = []
+    for n, cand in enumerate(_defaults(obj, target)):
         try:
             k = build(cand, target)
             lifetimes = buffer_lifetimes(k)
-            plan = plan_memory(k, lifetimes, target, warn=False)
         except CapacityError as e:
-            last = e
+            failed[n] = e
             continue
-        if not plan.compromises:
+        plan = plan_as_scheduled(k, lifetimes, target)
+        if plan is not None:
             keep(cand, target, (k, lifetimes, plan))  # lower() takes them, not made twice
             return cand
-        fallback = fallback or cand
-    if fallback is not None:
-        return fallback
-    assert last is not None
+        built.append((n, cand, k, lifetimes))
+    for n, cand, k, lifetimes in built:  # none fits as scheduled: the first that fits at all
+        try:
+            plan_memory(k, lifetimes, target, warn=False)
+        except CapacityError as e:
+            failed[n] = e
+            continue
+        return cand
+    assert failed
+    last = failed[max(failed)]  # the last candidate's reason, as when they were tried in turn
     reductions = _reduction_stages(obj)
     if not reductions or looks_like_gemm(obj):
         raise last

@@ -99,3 +99,21 @@ def test_lowering_leaves_the_collector_as_it_found_it(enabled: bool) -> None:
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_without_a_plan_as_scheduled_the_first_candidate_that_fits_at_all_wins(monkeypatch
+                                                                                ) -> None:
+    from ascendsched.lower import schedule_for as chooser
+
+    algo = L.layernorm(64, 16384)
+    fits = []
+    for c in default_schedules(algo, DEFAULT_TARGET):
+        k = build(c, DEFAULT_TARGET)
+        try:
+            plan_memory(k, buffer_lifetimes(k), DEFAULT_TARGET, warn=False)
+        except CapacityError:
+            continue
+        fits.append(str(c))
+    monkeypatch.setattr(chooser, "plan_as_scheduled", lambda *args: None)
+    got = chooser.schedule_for(algo)
+    assert str(got) == fits[0] and kept(got, DEFAULT_TARGET) is None

@@ -305,12 +305,13 @@ def _best(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec, lifeti
     fewest reuses. Each strategy packs with and without bank-aware offsets (the shifted
     offsets may cost the bytes another buffering needs)."""
     plans = []
+    facts = _PairFacts(lifetimes, refuse)
     for name, order, pick in _STRATEGIES:
         for bk in (None, banks) if banks is not None and banks.pairs else (None,):
             offs = _pack(sorted(items, key=lambda e, o=order: o(e, sizes)), sizes,
-                         spec, pick, lifetimes, refuse, bk)
+                         spec, pick, lifetimes, refuse, bk, facts)
             peak = max((offs[k] + sizes[k] for k in offs), default=0)
-            reuses = _cross_pipe_reuses(items, offs, sizes, lifetimes)
+            reuses = _cross_pipe_reuses(items, offs, sizes, lifetimes, facts)
             conflicts = round(banks.total(offs)) if banks is not None else 0
             plans.append((peak, reuses, conflicts, name + (", bank-aware" if bk else ""), offs))
     # offsetting a buffer within the bank period costs it < 512 B: a plan needing more than
@@ -322,9 +323,35 @@ def _best(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec, lifeti
     return peak, reuses, name, offs
 
 
+class _PairFacts:
+    """Per pair of used copies, either order: (lifetimes overlap, the cross-pipe dependences
+    sharing their bytes adds, sharing refused inside a loop of ``refuse``); computed once for
+    every packing of one ``_best`` (the same pairs come up in each)."""
+
+    def __init__(self, lifetimes: Lifetimes, refuse: _Loops) -> None:
+        self.lifetimes, self.refuse = lifetimes, refuse
+        self.memo: dict[tuple[_Key, _Key], tuple[bool, int, bool]] = {}
+
+    def __call__(self, a: Lifetime, b: Lifetime) -> tuple[bool, int, bool]:
+        key = ((a.buffer, a.copy), (b.buffer, b.copy))
+        got = self.memo.get(key)
+        if got is None:
+            if not a.used or not b.used:
+                got = (False, 0, False)
+            elif a.overlaps(b):
+                got = (True, 0, False)
+            else:
+                hold = innermost_loop(self.refuse, a, b)
+                got = (False, _reuse_cost(a, b, self.lifetimes.pipelined_loop(a, b)),
+                       bool(hold and _reuse_cost(a, b, hold)))
+            self.memo[key] = self.memo[(key[1], key[0])] = got
+        return got
+
+
 def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
           pick: Callable[[list[tuple]], tuple],
-          lifetimes: Lifetimes, refuse: _Loops, banks: _Banks | None) -> dict[_Key, int]:
+          lifetimes: Lifetimes, refuse: _Loops, banks: _Banks | None,
+          facts: _PairFacts | None = None) -> dict[_Key, int]:
     """Place ``items`` in order. ``refuse``: never reuse bytes across pipes inside these
     loops (the pipelined ones, or every loop; such offsets are not candidates, the top of the
     scope always is one). ``banks``:
@@ -333,6 +360,7 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
     fewest conflict beats: within the current peak if that removes as many, else at most one
     bank period above where it would go otherwise, while the scope has room."""
     align = spec.alignment
+    facts = facts or _PairFacts(lifetimes, refuse)
     placed: list[tuple[Lifetime, int, int]] = []  # (lifetime, offset, size)
     offs: dict[_Key, int] = {}
     in_place = lifetimes.in_place
@@ -351,12 +379,11 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
         # (offset, size, cross-pipe reuses, refused), computed once per copy
         others: list[tuple[int, int, int, bool]] = []
         for p, o, s in placed:
-            if p.overlaps(e):
+            overlap, cost, refused = facts(p, e)
+            if overlap:
                 live.append((p.buffer, o, s))
             elif p.used:
-                hold = innermost_loop(refuse, p, e)
-                others.append((o, s, _reuse_cost(p, e, lifetimes.pipelined_loop(p, e)),
-                               bool(hold and _reuse_cost(p, e, hold))))
+                others.append((o, s, cost, refused))
         starts = {0} | {_round_up(o + s, align) for _, o, s in placed} | {o for _, o in partner}
         aware = banks is not None and any(p.b in offs for p in banks.pairs.get(key, ()))
         if aware:
@@ -404,15 +431,15 @@ def _reuse_cost(a: Lifetime, b: Lifetime, loop: str | None = None) -> int:
     return n
 
 
-def _sharing(items: list[Lifetime], offs: dict[_Key, int], sizes: dict[_Key, int]
-             ) -> list[tuple[Lifetime, Lifetime]]:
+def _sharing(items: list[Lifetime], offs: dict[_Key, int], sizes: dict[_Key, int],
+             facts: _PairFacts | None = None) -> list[tuple[Lifetime, Lifetime]]:
     """Pairs of used copies at overlapping bytes with disjoint lifetimes (reuses)."""
     out = []
     used = [e for e in items if e.used]
     for i, a in enumerate(used):
         for b in used[i + 1:]:
             oa, ob = offs[(a.buffer, a.copy)], offs[(b.buffer, b.copy)]
-            if a.overlaps(b):
+            if facts(a, b)[0] if facts is not None else a.overlaps(b):
                 continue  # in-place partners: one instruction reads one and writes the other
             if oa < ob + sizes[(b.buffer, b.copy)] and ob < oa + sizes[(a.buffer, a.copy)]:
                 out.append((a, b))
@@ -420,7 +447,9 @@ def _sharing(items: list[Lifetime], offs: dict[_Key, int], sizes: dict[_Key, int
 
 
 def _cross_pipe_reuses(items: list[Lifetime], offs: dict[_Key, int], sizes: dict[_Key, int],
-                       lifetimes: Lifetimes) -> int:
+                       lifetimes: Lifetimes, facts: _PairFacts | None = None) -> int:
+    if facts is not None:
+        return sum(facts(a, b)[1] for a, b in _sharing(items, offs, sizes, facts))
     return sum(_reuse_cost(a, b, lifetimes.pipelined_loop(a, b))
                for a, b in _sharing(items, offs, sizes))
 

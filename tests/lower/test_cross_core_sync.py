@@ -184,3 +184,28 @@ def test_every_sync_of_a_mixed_kernel_is_needed(sched) -> None:  # noqa: ANN001
     assert not m.removable, str(m)
     assert m.needed > 2  # the intra-core channels and the two cross-core ones
 
+
+
+def test_tile_classes_of_a_mixed_kernel_share_their_k_loop_ids_when_they_run_short() -> None:
+    """GEMM + row softmax 1000x1000x128 by default has an N-edge class and a corner class,
+    each a persistent loop around its K loop, and no sync template (a Vector epilogue):
+    with a channel per class, the AIC's MTE1->MTE2 pairs needed 8 event ids and gave up
+    double buffering on one id. Placed again with the classes' K-loop channels joined at the
+    top of the program (insert_sync._anchor), the ids fit: ping-pong waits, no warning, and
+    the ladder's IR rungs pass (numbers, races, deadlocks)."""
+    import warnings
+
+    from ascendsched.lower.schedule_for import schedule_for
+    from ascendsched.lower.sync_ir import WaitFlag
+
+    sched = schedule_for(gemm_softmax(1000, 1000, 128))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        k = lower(sched)
+    aic = k.program(CoreType.AIC)
+    assert aic is not None
+    waits = [str(i.event_id) for i, _ in iter_instrs(aic.body)
+             if isinstance(i, WaitFlag) and (i.src, i.dst) == (Pipe.MTE1, Pipe.MTE2)]
+    assert any("%" in w for w in waits), waits  # ids alternate with the K step
+    verdicts = check(sched, cpp=False, kernel=k)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))

@@ -309,9 +309,9 @@ def _best(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec, lifeti
     for name, order, pick in _STRATEGIES:
         for bk in (None, banks) if banks is not None and banks.pairs else (None,):
             offs = _pack(sorted(items, key=lambda e, o=order: o(e, sizes)), sizes,
-                         spec, pick, lifetimes, refuse, bk, facts)
+                         spec, pick, lifetimes.in_place, facts, bk)
             peak = max((offs[k] + sizes[k] for k in offs), default=0)
-            reuses = _cross_pipe_reuses(items, offs, sizes, lifetimes, facts)
+            reuses = sum(facts(a, b)[1] for a, b in _sharing(items, offs, sizes))
             conflicts = round(banks.total(offs)) if banks is not None else 0
             plans.append((peak, reuses, conflicts, name + (", bank-aware" if bk else ""), offs))
     # offsetting a buffer within the bank period costs it < 512 B: a plan needing more than
@@ -349,21 +349,18 @@ class _PairFacts:
 
 
 def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
-          pick: Callable[[list[tuple]], tuple],
-          lifetimes: Lifetimes, refuse: _Loops, banks: _Banks | None,
-          facts: _PairFacts | None = None) -> dict[_Key, int]:
-    """Place ``items`` in order. ``refuse``: never reuse bytes across pipes inside these
-    loops (the pipelined ones, or every loop; such offsets are not candidates, the top of the
-    scope always is one). ``banks``:
+          pick: Callable[[list[tuple]], tuple], in_place: frozenset[tuple[str, str]],
+          facts: _PairFacts, banks: _Banks | None) -> dict[_Key, int]:
+    """Place ``items`` in order. ``facts`` (``_PairFacts``) refuses reuse of bytes across
+    pipes inside the loops it was made for (the pipelined ones, or every loop; such offsets
+    are not candidates, the top of the scope always is one). ``banks``:
     a copy read by one vector instruction together with a copy already placed also gets the
     candidates shifted by whole alignment units within the bank period, and takes one with
     fewest conflict beats: within the current peak if that removes as many, else at most one
     bank period above where it would go otherwise, while the scope has room."""
     align = spec.alignment
-    facts = facts or _PairFacts(lifetimes, refuse)
     placed: list[tuple[Lifetime, int, int]] = []  # (lifetime, offset, size)
     offs: dict[_Key, int] = {}
-    in_place = lifetimes.in_place
     for e in items:
         key = (e.buffer, e.copy)
         size = sizes[key]
@@ -431,27 +428,19 @@ def _reuse_cost(a: Lifetime, b: Lifetime, loop: str | None = None) -> int:
     return n
 
 
-def _sharing(items: list[Lifetime], offs: dict[_Key, int], sizes: dict[_Key, int],
-             facts: _PairFacts | None = None) -> list[tuple[Lifetime, Lifetime]]:
+def _sharing(items: list[Lifetime], offs: dict[_Key, int], sizes: dict[_Key, int]
+             ) -> list[tuple[Lifetime, Lifetime]]:
     """Pairs of used copies at overlapping bytes with disjoint lifetimes (reuses)."""
     out = []
     used = [e for e in items if e.used]
     for i, a in enumerate(used):
         for b in used[i + 1:]:
             oa, ob = offs[(a.buffer, a.copy)], offs[(b.buffer, b.copy)]
-            if facts(a, b)[0] if facts is not None else a.overlaps(b):
+            if a.overlaps(b):
                 continue  # in-place partners: one instruction reads one and writes the other
             if oa < ob + sizes[(b.buffer, b.copy)] and ob < oa + sizes[(a.buffer, a.copy)]:
                 out.append((a, b))
     return out
-
-
-def _cross_pipe_reuses(items: list[Lifetime], offs: dict[_Key, int], sizes: dict[_Key, int],
-                       lifetimes: Lifetimes, facts: _PairFacts | None = None) -> int:
-    if facts is not None:
-        return sum(facts(a, b)[1] for a, b in _sharing(items, offs, sizes, facts))
-    return sum(_reuse_cost(a, b, lifetimes.pipelined_loop(a, b))
-               for a, b in _sharing(items, offs, sizes))
 
 
 def _compromise(kernel: Kernel, lifetimes: Lifetimes, scope: Scope, items: list[Lifetime],

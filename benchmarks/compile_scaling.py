@@ -7,7 +7,8 @@ before it forks the workers; this machine sets PYTHONDONTWRITEBYTECODE, so a laz
 ``lower`` would otherwise charge a source compile to the kernel), the best of ``--repeat`` fresh
 processes, peak RSS, statements (IR instructions), syncs, and the per-step CPU split in the
 groups of ``PASSES``; then, per kernel and schedule, the growth from the smallest to the largest
-size. Run::
+size, and a last line on the goals (every case under 0.5 s and 300 MB, every family within 2x
+from its fastest to its slowest size) naming what misses them. Run::
 
     python benchmarks/compile_scaling.py [--quick] [--only NAME] [--jobs N] [--repeat R] [--csv FILE]
 """
@@ -45,6 +46,7 @@ MIXED_TAILS = {"gemm_gelu": (1000, 1000, 1000), "gemm_row_scale": (1000, 1000, 1
 VECTOR_KERNELS = ("vadd", "mul_add_relu", "bias_add", "softmax", "rmsnorm", "layernorm")
 ROWS = (64, 1024, 16384)
 COLS = (256, 4096, 16384)
+GOAL_CPU_S, GOAL_RSS_MB, GROWTH = 0.5, 300, 2.0  # per case, and slowest / fastest per family
 # column -> the pipeline steps (lower/pipeline.py STEPS, then "emit") it adds up
 PASSES = {"build": ("build",), "verify": ("verify built", "verify final"),
           "deps": ("dependences",), "sync": ("sync template", "place syncs",
@@ -231,9 +233,12 @@ def main() -> None:
     fam: dict[tuple, list[dict]] = {}
     for r in ok:
         fam.setdefault((r["kernel"], r["schedule"]), []).append(r)
+    steep: list[str] = []  # families whose slowest size takes over GROWTH x the fastest
     for (kern, sched), rs in fam.items():
         lo, hi = rs[0]["cpu"], rs[-1]["cpu"]
         worst = max(r["cpu"] for r in rs)
+        if worst > GROWTH * min(r["cpu"] for r in rs):
+            steep.append(f"{kern} [{sched}]")
         # sizes whose kernels have the same structure (statements and syncs): what the
         # problem size alone costs, apart from new tile classes, tails or a persistent loop
         shapes: dict[tuple, list[float]] = {}
@@ -243,6 +248,12 @@ def main() -> None:
         print(f"  {kern:<24}{sched:<42}{lo:>7.3f} -> {hi:>7.3f}  (max {worst:.3f}, "
               f"x{worst / max(min(r['cpu'] for r in rs), 1e-9):.2f} max/min; "
               f"{len(shapes)} structures, x{same:.2f} within one)")
+    # the goals of the scalable-compile issue, as this run measured them
+    slow = [r["case"] for r in ok if r["cpu"] > GOAL_CPU_S or r["rss_mb"] > GOAL_RSS_MB]
+    print(f"\ngoals: {len(ok) - len(slow)} of {len(rows)} cases under {GOAL_CPU_S} s CPU and "
+          f"{GOAL_RSS_MB} MB{' (over: ' + '; '.join(slow) + ')' if slow else ''}; "
+          f"{len(fam) - len(steep)} of {len(fam)} families within x{GROWTH} from fastest to "
+          f"slowest size{' (over: ' + '; '.join(steep) + ')' if steep else ''}")
     if args.csv:
         with args.csv.open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))

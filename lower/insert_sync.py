@@ -9,7 +9,7 @@ share a channel, ``channel_numbers``) and checks the result with the happens-bef
 giving pairs that a double-buffered source pipe could set twice ping-pong ids. Then
 ``remove_redundant_sync`` drops every pair implied by the others and ``allocate_event_ids``
 fits the ids into the target's budget (``allocate_ids``: when they run out, placement runs
-again with the channels of guarded tile classes joined to their siblings'). Before/after
+again with the channels of the tile classes joined across them). Before/after
 (vadd, one copy)::
 
     for k: load x; load y; add; store
@@ -78,7 +78,7 @@ def allocate_ids(kernel: Kernel, deps: Dependences, target: Target, pruned: Prun
     """``allocate_event_ids`` on ``pruned`` (placed and pruned on ``kernel``). When the ids run
     out (a fallback: a ping-pong pair on one id, a tight pair), placement and pruning run again
     with the carried channels of nested loops joined at the top of the program (``place_syncs(
-    join_guards=True)``, ``_anchor``: the K loops of the tile classes, each under its guard or
+    join_classes=True)``, ``_anchor``: the K loops of the tile classes, each under its guard or
     persistent loop, whose own prologue sets could not share ids with the class before), and
     the allocation with fewer fallbacks is kept. Not by default: the joined channels cost
     pruning more isl checks (hand 1000^3 tails tiling on 2 cores: 1.17 -> 1.67 s), and when
@@ -88,7 +88,7 @@ def allocate_ids(kernel: Kernel, deps: Dependences, target: Target, pruned: Prun
                                   dropped=pruned.dropped, deps=deps)
     first, warned, error = _allocated(pruned, deps, target)
     if _fallbacks(warned) or error is not None:
-        again = place_syncs(kernel, deps, target, join_guards=True)
+        again = place_syncs(kernel, deps, target, join_classes=True)
         again_pruned = remove_redundant_sync(again.kernel, deps, target,
                                              settled_by=again.settled_by, oracle=again.oracle)
         second, warned2, error2 = _allocated(again_pruned, deps, target)
@@ -105,7 +105,7 @@ def allocate_ids(kernel: Kernel, deps: Dependences, target: Target, pruned: Prun
 
 def _nested_loops(kernel: Kernel) -> bool:
     """Whether a loop of ``kernel`` sits inside another statement (only then may
-    ``join_guards`` move a carried channel's prologue and epilogue)."""
+    ``join_classes`` move a carried channel's prologue and epilogue)."""
     return any(isinstance(b, For) for p in kernel.programs
                for _, around in iter_instrs(p.body) for b in around[1:])
 
@@ -131,7 +131,7 @@ def _allocated(pruned: Pruned, deps: Dependences, target: Target
 
 
 def place_syncs(kernel: Kernel, deps: Dependences, target: Target, *,
-                join_guards: bool = False) -> Placed:
+                join_classes: bool = False) -> Placed:
     """Every needed sync, one channel per placement (``channel``, ``role`` set), local ids.
 
     A flag dependence between two sibling branches that no iteration runs together (a full
@@ -153,11 +153,11 @@ def place_syncs(kernel: Kernel, deps: Dependences, target: Target, *,
             settles.setdefault(covered[rs[0]], set()).add(n)
     skip = frozenset(n for ns in settles.values() for n in ns)
     deferred = frozenset(n for n, d in enumerate(deps) if deferrable(d, per_dep[n], kernel))
-    found = _place_deferring(kernel, reqs, per_dep, deferred, deps, target, skip, join_guards) \
+    found = _place_deferring(kernel, reqs, per_dep, deferred, deps, target, skip, join_classes) \
         if deferred else None
     if found is None:
         placed, reqs, problems, oracle = _settle(kernel, fewest_flags(reqs), deps, target,
-                                                 skip, join_guards)
+                                                 skip, join_classes)
     else:
         (placed, reqs, oracle), problems = found, ()
     if problems:
@@ -165,20 +165,20 @@ def place_syncs(kernel: Kernel, deps: Dependences, target: Target, *,
                         "'slot free' sync is not supported yet):\n  "
                         + "\n  ".join(map(str, problems)))
     # as _build numbers them
-    channel = dict(zip(reqs, channel_numbers(reqs, kernel, join_guards), strict=True))
+    channel = dict(zip(reqs, channel_numbers(reqs, kernel, join_classes), strict=True))
     return Placed(placed, oracle, {channel[r]: frozenset(ns) for r, ns in settles.items()})
 
 
 def _place_deferring(kernel: Kernel, reqs: Reasons, per_dep: list[list[Requirement]],
                      deferred: frozenset[int], deps: Dependences, target: Target,
-                     skip: frozenset[int], join_guards: bool
+                     skip: frozenset[int], join_classes: bool
                      ) -> tuple[Kernel, Reasons, SyncOracle] | None:
     """Placement without the deferred dependences' pairs, then with a spanning carried pair
     for those left unordered; None if either step leaves a problem."""
     needed = {r for n, rs in enumerate(per_dep) if n not in deferred for r in rs}
     lean = {r: w for r, w in reqs.items() if r.src == r.dst or r in needed}
     placed, settled, problems, oracle = _settle(kernel, fewest_flags(lean), deps, target,
-                                                skip | deferred, join_guards)
+                                                skip | deferred, join_classes)
     if problems:
         return None
     index = {d: n for n, d in enumerate(deps)}  # Dependence hashes by identity (eq=False)
@@ -194,27 +194,27 @@ def _place_deferring(kernel: Kernel, reqs: Reasons, per_dep: list[list[Requireme
     # the lean placement's settled requirements (ping-pong ids already given where a source
     # pipe runs ahead) plus the spanning pairs: the re-check rarely has to rebuild again
     trial = fewest_flags(merged({**{r: list(w) for r, w in settled.items()}, **extra}))
-    placed, trial, problems, oracle = _settle(kernel, trial, deps, target, skip, join_guards)
+    placed, trial, problems, oracle = _settle(kernel, trial, deps, target, skip, join_classes)
     return None if problems else (placed, trial, oracle)
 
 
 def _settle(kernel: Kernel, reqs: Reasons, deps: Dependences, target: Target,
-            skip: frozenset[int], join_guards: bool
+            skip: frozenset[int], join_classes: bool
             ) -> tuple[Kernel, Reasons, tuple[SyncProblem, ...], SyncOracle]:
     """Build ``reqs`` and fix their event ids until the happens-before check passes (or
     cannot be helped): the placed kernel, the final requirements, the problems left and the
     oracle built on the placed kernel."""
-    placed = _build(kernel, reqs, join_guards)
+    placed = _build(kernel, reqs, join_classes)
     oracle = SyncOracle(placed, deps, target)
     # A pair inside a loop whose source pipe may run an iteration ahead (double buffering)
     # would set its flag again before the previous wait consumed it: give it ids k % 2.
     problems = oracle.problems(skip=skip)
     again = {int(c) for p in problems if p.double_set for c in p.channels[:1]}
     if again:
-        numbers = channel_numbers(reqs, kernel, join_guards)
+        numbers = channel_numbers(reqs, kernel, join_classes)
         reqs = fewest_flags(merged({(pingpong(r, kernel) if n in again else r): why
                                     for n, (r, why) in zip(numbers, reqs.items(), strict=True)}))
-        placed = _build(kernel, reqs, join_guards)
+        placed = _build(kernel, reqs, join_classes)
         oracle = SyncOracle(placed, deps, target, reuse=oracle)
         problems = oracle.problems(skip=skip)
     # ping-pong ids over nested loops may skip a pair of distance 1 at a loop boundary
@@ -222,16 +222,16 @@ def _settle(kernel: Kernel, reqs: Reasons, deps: Dependences, target: Target,
     if weak:
         reqs = merged({(replace(r, ids=1) if r.ids == 2 and set(why) & weak else r): why
                         for r, why in reqs.items()})
-        placed = _build(kernel, reqs, join_guards)
+        placed = _build(kernel, reqs, join_classes)
         oracle = SyncOracle(placed, deps, target)
         problems = oracle.problems(skip=skip)
     return placed, reqs, problems, oracle
 
 
-def channel_numbers(reqs: Reasons, kernel: Kernel, join_guards: bool = False) -> list[int]:
+def channel_numbers(reqs: Reasons, kernel: Kernel, join_classes: bool = False) -> list[int]:
     """The sync channel of each requirement of ``reqs``, in order: its own index, except that
     carried pairs of one kind (core, pipes, ids) in disjoint bodies of loops that are one loop
-    or sit in sibling children of one body (directly; with ``join_guards`` anywhere inside
+    or sit in sibling children of one body (directly; with ``join_classes`` anywhere inside
     children of the program body: the K loops of tile classes, under their guards and
     persistent loops, ``_anchor``) share a channel, the first of
     that kind none of whose pairs shares a body with them (two pairs in one body, a_l1's and
@@ -253,7 +253,7 @@ def channel_numbers(reqs: Reasons, kernel: Kernel, join_guards: bool = False) ->
         if r.loop is None or r.src == r.dst:
             out.append(n)
             continue
-        at = _anchor(r, join_guards)
+        at = _anchor(r, join_classes)
         chans = groups.setdefault((r.core, r.src, r.dst, at[:-1], r.ids), [])
         home = next((c for c in chans
                      if all(disjoint_bodies(r.container, b) for b in c[1])), None)
@@ -265,7 +265,7 @@ def channel_numbers(reqs: Reasons, kernel: Kernel, join_guards: bool = False) ->
     return out
 
 
-def channel_span(reqs: Reasons, kernel: Kernel, numbers: list[int], join_guards: bool = False
+def channel_span(reqs: Reasons, kernel: Kernel, numbers: list[int], join_classes: bool = False
                  ) -> dict[int, tuple[tuple[int, ...], int, int]]:
     """Per carried channel (``numbers``: ``channel_numbers`` of ``reqs``): the body holding its
     loops and the first and last child of it they sit in: its prologue goes before the first,
@@ -276,7 +276,7 @@ def channel_span(reqs: Reasons, kernel: Kernel, numbers: list[int], join_guards:
     for n, r in zip(numbers, reqs, strict=True):
         if r.loop is not None and r.src != r.dst:
             loops.setdefault(n, set()).add(r.loop)
-            anchors.setdefault(n, set()).add(_anchor(r, join_guards))
+            anchors.setdefault(n, set()).add(_anchor(r, join_classes))
     out: dict[int, tuple[tuple[int, ...], int, int]] = {}
     for n, ls in loops.items():
         at = ls if len(ls) == 1 else anchors[n]
@@ -285,8 +285,8 @@ def channel_span(reqs: Reasons, kernel: Kernel, numbers: list[int], join_guards:
     return out
 
 
-def _anchor(r: Requirement, join_guards: bool) -> tuple[int, ...]:
-    """The path of carried requirement ``r``'s loop, or with ``join_guards`` of the child of
+def _anchor(r: Requirement, join_classes: bool) -> tuple[int, ...]:
+    """The path of carried requirement ``r``'s loop, or with ``join_classes`` of the child of
     the program body around it: the child of the body where a channel shared with other
     children may put its prologue and epilogue. Joined over the guards and the persistent
     loops of tile classes, the K loops of consecutive classes share one prologue and one
@@ -294,13 +294,13 @@ def _anchor(r: Requirement, join_guards: bool) -> tuple[int, ...]:
     kernels, which have no template: GEMM + row softmax 1000x1000x128 kept its L1 double
     buffering, 25.25 -> 23.35 us modelled); the happens-before check vouches for each."""
     assert r.loop is not None
-    return r.loop[:1] if join_guards else r.loop
+    return r.loop[:1] if join_classes else r.loop
 
 
-def _build(kernel: Kernel, reqs: Reasons, join_guards: bool) -> Kernel:
+def _build(kernel: Kernel, reqs: Reasons, join_classes: bool) -> Kernel:
     by_core: dict[object, dict] = {}
-    numbers = channel_numbers(reqs, kernel, join_guards)
-    spans = channel_span(reqs, kernel, numbers, join_guards)
+    numbers = channel_numbers(reqs, kernel, join_classes)
+    spans = channel_span(reqs, kernel, numbers, join_classes)
     seen: set[int] = set()  # channels whose prologue and epilogue are placed
     for n, (req, reasons) in zip(numbers, reqs.items(), strict=True):
         comment = "; ".join(dict.fromkeys(reasons))

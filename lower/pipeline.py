@@ -15,7 +15,7 @@ it on request and dumps it (``NNN_<step>.txt``). The steps, in order (``STEPS``)
     place syncs             Placed: kernel with every needed sync, its happens-before oracle
     remove redundant syncs  Pruned: kernel without implied syncs, the same oracle
     allocate event ids      Kernel whose event ids fit the target's budget (when they run
-                            out: placed again with guarded classes' channels joined)
+                            out: placed again with tile classes' channels joined)
     cross-core syncs        the planned cross-core flags in both programs
     verify final            the IR contract again, with the memory plan
 
@@ -151,7 +151,7 @@ def _synchronise(k: Kernel, target: Target, step: Callable[[str, T], T]
     pruned = step("remove redundant syncs", remove_redundant_sync(
         placed.kernel, deps, target, settled_by=placed.settled_by, oracle=placed.oracle))
     # Ordering restriction: when the ids run out, allocation redoes placement and pruning
-    # with guarded tile classes joined to the class loops' channels (allocate_ids)
+    # with the tile classes' channels joined at the top of the program (allocate_ids)
     return step("allocate event ids", allocate_ids(k, deps, target, pruned)), cross
 
 

@@ -198,7 +198,7 @@ def _plan(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: bool,
                               strict_peak, spec.usable)
             compromises.append(why)
             if warn:
-                warnings.warn(BufferingWarning(why), stacklevel=2)
+                warnings.warn(BufferingWarning(why), stacklevel=3)  # plan_memory's caller
             name += f", {kind} allowed"
         for e in its:
             placements.append(Placement(e.buffer, e.copy, scope, offs[(e.buffer, e.copy)],

@@ -33,7 +33,8 @@ def test_the_live_floor_never_exceeds_a_plan_that_fits(algo) -> None:  # noqa: A
         k = build(cand, DEFAULT_TARGET)
         lt = buffer_lifetimes(k)
         items = [e for e in lt.entries if e.scope == Scope.UB]
-        sizes = {(e.buffer, e.copy): -(-max(e.nbytes, 1) // 32) * 32 for e in items}
+        align = DEFAULT_TARGET.scope(Scope.UB).alignment
+        sizes = {(e.buffer, e.copy): -(-max(e.nbytes, 1) // align) * align for e in items}
         floor = _live_floor(items, sizes, lt.in_place)
         try:
             plan = plan_memory(k, lt, DEFAULT_TARGET, warn=False)

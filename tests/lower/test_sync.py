@@ -349,7 +349,7 @@ def test_a_guarded_one_tile_class_shares_the_class_loops_l1_channels() -> None:
     channel it could overtake: 9 ids for 6, so 4 of them fell back to one id
     (EventIdPressureWarning). When the ids run out, placement runs again with a channel's
     prologue and epilogue around the guard too (insert_sync.allocate_ids, channel_numbers with
-    join_guards), so the corner's L1 K loop joins the class loop's channels: no warning, every
+    join_classes), so the corner's L1 K loop joins the class loop's channels: no warning, every
     L1 slot-free wait in a K loop on a ``kt % 2`` id, race-free."""
     from ascendsched.algo import library as L
     from ascendsched.api.numerics import random_inputs

@@ -120,8 +120,6 @@ class _Tile:
 
 
 class _Builder(L0Loads):
-    RUNNING = True  # copies from the running tile number (build_mixed: the class loop's trip)
-
     def __init__(self, sched: CubePlan, target: Target) -> None:
         self.s = sched
         self.t: GemmTiling = sched.tiling
@@ -245,11 +243,9 @@ class _Builder(L0Loads):
         b = idx.floordiv(per) if self.sp.batch > 1 else Affine()
         r = idx.modulo(per) if self.sp.batch > 1 else idx
         mi, ni = c.coords(r) if per > 1 else (Affine(), Affine())
-        if self.RUNNING:  # the tile's copies from "t", the core's running tile number
-            tile = _Tile(b, _aff(mi) + c.m0, _aff(ni) + c.n0, Affine.of(RUN), c.mv, c.nv)
-            body = list(substitute(tuple(self._tile_body(tile)), {RUN: run.run}))
-        else:
-            body = self._tile_body(_Tile(b, _aff(mi) + c.m0, _aff(ni) + c.n0, tt, c.mv, c.nv))
+        # the tile's copies from "t", the core's running tile number
+        tile = _Tile(b, _aff(mi) + c.m0, _aff(ni) + c.n0, Affine.of(RUN), c.mv, c.nv)
+        body = list(substitute(tuple(self._tile_body(tile)), {RUN: run.run}))
         what = (f"{c.label}: {run.count} tiles of {c.mv} x {c.nv}"
                 + (f", swizzle({c.width}, {c.direction!r})" if c.width > 1 else ""))
         if run.guarded:

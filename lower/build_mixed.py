@@ -207,9 +207,9 @@ class _ClassLoop:
 
 class _CubeBuilder(_GemmBuilder):
     """``build_gemm``'s builder with the Fixpipe writing workspace slots, each class loop
-    kept as a loop (one trip included) so both programs share the loop skeleton."""
-
-    RUNNING = False  # copies from each class loop's trip, as the Vector side numbers slots
+    kept as a loop (one trip included) so both programs share the loop skeleton. On-chip
+    copies follow the core's running tile number as in ``build_gemm``; the workspace slot
+    follows the dense iteration over the class loops (``slot_base``), as the AIV numbers it."""
 
     def __init__(self, sched: CubePlan, target: Target) -> None:
         super().__init__(sched, target)

@@ -40,7 +40,7 @@ straight-line code.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ascendsched import dtypes as dt
 from ascendsched.errors import InternalCompilerError, UnsupportedError
@@ -81,10 +81,17 @@ def build_gemm(sched: CubePlan, target: Target | None = None) -> Kernel:
     return _Builder(sched, target or sched.target).build()
 
 
-def class_runs(sched: CubePlan, target: Target | None = None) -> tuple[ClassRun, ...]:
+def class_runs(sched: CubePlan, target: Target | None = None, *, every_loop: bool = False
+               ) -> tuple[ClassRun, ...]:
     """How each tile-class loop of ``build_gemm(sched)`` runs, in order, without building
-    the kernel."""
-    return _Builder(sched, target or sched.target).class_runs()
+    the kernel. ``every_loop``: a class of one trip keeps its loop variable too, as
+    ``build_mixed`` keeps its loop."""
+    builder = _Builder(sched, target or sched.target)
+    runs = builder.class_runs()
+    if not every_loop:
+        return runs
+    return tuple(replace(r, var=var) for r, (_, var, _) in
+                 zip(runs, builder._numbered(), strict=True))
 
 
 # --------------------------------------------------------------------------- builder

@@ -106,6 +106,13 @@ def build_mixed(sched: CubePlan, target: Target | None = None) -> Kernel:
         sub_blocks=subs)
 
 
+def build_mixed_cube(sched: CubePlan, target: Target | None = None) -> Kernel:
+    """The AIC side of ``build_mixed(sched)`` alone: the GEMM with its Fixpipe writing the
+    workspace slots (its params: the GEMM's inputs and output; the workspace is the mixed
+    kernel's). ``sync_template.py`` builds its template with it."""
+    return _CubeBuilder(sched, target or sched.target).build()
+
+
 def row_halves(rows: int, subs: int) -> list[tuple[Affine, int, tuple[Cond, ...]]]:
     """How the ``subs`` Vector cores of a block split a tile of ``rows`` rows: per body, its
     first row (affine in ``sub_block_idx``), its rows, and the condition selecting its

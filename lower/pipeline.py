@@ -51,7 +51,11 @@ from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.prepared import kept
 from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
-from ascendsched.lower.sync_template import apply_template_syncs, sync_template
+from ascendsched.lower.sync_template import (
+    apply_template_syncs,
+    leave_workspace_to_cross,
+    sync_template,
+)
 from ascendsched.lower.verify import verify
 from ascendsched.schedule.schedule import Schedule, Scheduled
 from ascendsched.target import Target
@@ -121,7 +125,7 @@ def _lower(sched: Scheduled, target: Target, log: PassLog, stop_after: str | Non
         # every statement of the kernel has its image there; the template's syncs then go
         # into every tile class and peeled K step (sync_template.py)
         tmpl = step("sync template", sync_template(sched, k, target))
-        synced, cross = _synchronise(tmpl, target, step)
+        synced, cross = _synchronise(tmpl, target, step, k)
         done = step("template syncs", apply_template_syncs(k, tmpl, synced, sched))
         if done is None:  # a template sync has no place in the kernel: synchronise it alone
             done, cross = _synchronise(k, target, step)
@@ -132,10 +136,12 @@ def _lower(sched: Scheduled, target: Target, log: PassLog, stop_after: str | Non
         return made
 
 
-def _synchronise(k: Kernel, target: Target, step: Callable[[str, T], T]
-                 ) -> tuple[Kernel, CrossPlan]:
+def _synchronise(k: Kernel, target: Target, step: Callable[[str, T], T],
+                 kernel: Kernel | None = None) -> tuple[Kernel, CrossPlan]:
     """The sync steps on ``k``: the kernel with every flag and barrier its dependences need,
-    and the cross-core flags still to insert."""
+    and the cross-core flags still to insert. ``kernel``: the kernel ``k`` is the sync
+    template of (a mixed kernel's cross-core flags are planned on the kernel itself)."""
+    kernel = kernel or k
     # Ordering restriction: dependences are computed on the *planned* byte ranges, so a
     # buffer placed in space another buffer left dead gets the WAR dependence that reuse
     # creates.
@@ -143,8 +149,9 @@ def _synchronise(k: Kernel, target: Target, step: Callable[[str, T], T]
     # Ordering restriction: the cross-core channels are planned before the intra-core
     # syncs, which then leave alone the dependences a chain of channels orders; the flags
     # themselves go in last, so no intra-core pass sees (or prunes) them.
-    cross = step("cross-core plan", plan_cross_sync(k, target))
-    deps = leave_to_cross(deps, cross, k)
+    cross = step("cross-core plan", plan_cross_sync(kernel, target))
+    deps = leave_to_cross(deps, cross, k) if kernel is k else \
+        leave_workspace_to_cross(deps, cross, kernel)
     placed = step("place syncs", place_syncs(k, deps, target))
     # The oracle built by placement answers every later question on these statements:
     # pruning and allocation reuse it instead of rebuilding it.

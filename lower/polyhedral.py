@@ -124,13 +124,15 @@ class Dependences:
         return "\n".join(lines)
 
 
-def analyze_dependences(kernel: Kernel) -> Dependences:
-    """Every RAW/WAR/WAW dependence of ``kernel`` that synchronisation must order."""
+def analyze_dependences(kernel: Kernel, spaces: frozenset[str] | None = None) -> Dependences:
+    """Every RAW/WAR/WAW dependence of ``kernel`` that synchronisation must order (``spaces``:
+    only those on these memory spaces, e.g. GM tensors' names)."""
     instrs = kernel_instrs(kernel)
     accesses = tuple(a for i in instrs for a in instr_accesses(kernel, i))
     by_space: dict[tuple[CoreType, str], list[Access]] = {}
     for a in accesses:
-        by_space.setdefault((instrs[a.instr].core, a.space), []).append(a)
+        if spaces is None or a.space in spaces:
+            by_space.setdefault((instrs[a.instr].core, a.space), []).append(a)
     deps: list[Dependence] = []
     target = kernel.target
     # byte hull of each access: pairs whose hulls are disjoint cannot conflict (after memory

@@ -28,63 +28,72 @@ the wait it meets there, ids and budgets are the template's. A conflict between 
 instances is a conflict of their images, which the template orders. Two additions: GM is left
 out because a plain GEMM's AIC neither reads what it writes nor writes one element twice, and
 an edge tile's Mmads too small for the hardware to order (the template's big ones are) get a
-``PipeBarrier<PIPE_M>`` each (``_barriered``). Where any of this does not hold (a Vector
-epilogue, buffers that differ, a statement without an image that holds it, a sync the kernel's
+``PipeBarrier<PIPE_M>`` each (``sync_transplant._barriered``). Where any of this does not
+hold (buffers that differ, a statement without an image that holds it, a sync the kernel's
 shape cannot copy), the kernel is synchronised by itself, as before.
+
+A mixed kernel (``build_mixed``: a Vector epilogue) has the same AIC program but for the
+Fixpipe, which writes a workspace slot instead of the output, and an AIV program beside it.
+Its template is a *hybrid*: the AIC program of the padded plan (``build_mixed_cube``) and the
+kernel's own AIV program (its ids kept; intra-core syncs are per core, so the AIV is
+synchronised exactly as it would be alone). The cross-core channels are planned on the kernel
+itself (they need the shared loop skeleton the template does not have, ``cross_core_sync``),
+and they go into the kernel last as before. The AIC's one GM dependence kind is a Fixpipe
+writing a workspace slot it wrote ``copies`` tiles earlier; in the kernel the channels order
+it (``leave_to_cross``), so the template leaves its own out, after checking that every such
+dependence of the kernel is ordered so (``leave_workspace_to_cross``; else it keeps them and
+the template over-synchronises, never under). The transplant then copies the AIC's syncs as
+for a GEMM and takes the AIV program with its syncs as it is (``apply_template_syncs``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import cache
-
-import numpy as np
 
 from ascendsched.algo.gemm_spec import GemmSpec
-from ascendsched.lower.affine import Affine, Cond
-from ascendsched.lower.build_gemm import ClassRun, build_gemm, class_runs
-from ascendsched.lower.cube_ops import (
-    CUBE_OPS,
-    MMAD_OPS,
-    cube_footprints,
-    cube_params,
-    mmad_fractals,
-)
-from ascendsched.lower.ir import (
-    UNNUMBERED,
-    Dim,
-    For,
-    If,
-    Instr,
-    Kernel,
-    Program,
-    Stmt,
-    StmtMutator,
-    iter_instrs,
-)
-from ascendsched.lower.substitute import map_affines, mapped_cond, substituted
-from ascendsched.lower.sync_ir import Barrier, Sync
+from ascendsched.algo.gemm_vector_epilogue import VectorEpilogue
+from ascendsched.lower.build_gemm import build_gemm, class_runs
+from ascendsched.lower.build_mixed import build_mixed_cube
+from ascendsched.lower.cross_core_sync import CrossPlan, leave_to_cross
+from ascendsched.lower.ir import Instr, Kernel, Program, Stmt, StmtMutator, copied, iter_instrs
+from ascendsched.lower.polyhedral import Dependences, analyze_dependences
+from ascendsched.lower.sync_ir import Sync
+from ascendsched.lower.sync_transplant import transplanted
 from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.gemm_records import GemmTiling, Swizzle, TileClass
 from ascendsched.schedule.schedule import Scheduled
-from ascendsched.target import CoreType, Pipe, Target
+from ascendsched.target import CoreType, Target
 
 
 def sync_template(sched: Scheduled, kernel: Kernel, target: Target) -> Kernel:
     """The kernel the sync steps analyse: ``kernel``'s tail-free template, with ``kernel``'s
-    planned buffers, where every statement of ``kernel`` has its image there (module
-    docstring); else ``kernel`` itself."""
+    planned buffers, where every statement of ``kernel``'s AIC program has its image there
+    (module docstring; a mixed kernel's template keeps its AIV program); else ``kernel``
+    itself."""
     plan = sched.cube
     tp = _template_plan(plan) if plan is not None else None
     if tp is None or not _gm_free(kernel):
         return kernel
-    tmpl = build_gemm(tp, target)  # type: ignore[arg-type] -- what the builder reads
-    if tmpl.buffers != tuple(replace(b, offsets=None) for b in kernel.buffers):
+    assert plan is not None
+    mixed = plan.vector_epilogue is not None
+    # what the builders read of a plan
+    tmpl = build_mixed_cube(tp, target) if mixed else build_gemm(tp, target)  # type: ignore[arg-type]
+    mine = tuple(b for b in kernel.buffers if b.name in tmpl.buffer_map)
+    if tmpl.buffers != tuple(replace(b, offsets=None) for b in mine):
         return kernel
     # the kernel's bytes: where its plan reuses space, the template orders that reuse too
-    tmpl = replace(tmpl, buffers=kernel.buffers)
-    if _transplanted(kernel, tmpl, class_runs(plan, target)) is None:
+    if mixed:  # the template's AIC beside the kernel's AIV, whose ids stay (module docstring)
+        inputs = tuple(p for p in tmpl.params if p.kind == "input")
+        names = {p.name for p in inputs}
+        tmpl = Kernel.build(
+            kernel.name, inputs + tuple(p for p in kernel.params if p.name not in names),
+            kernel.buffers, kernel.block_dim,
+            (Program(CoreType.AIC, copied(tmpl.programs[0].body)),
+             kernel.program(CoreType.AIV)),  # type: ignore[arg-type]
+            target, tmpl.notes, kernel.sub_blocks)
+    else:
+        tmpl = replace(tmpl, buffers=kernel.buffers)
+    if transplanted(kernel, tmpl, class_runs(plan, target, every_loop=mixed)) is None:
         return kernel
     return tmpl
 
@@ -92,25 +101,65 @@ def sync_template(sched: Scheduled, kernel: Kernel, target: Target) -> Kernel:
 def apply_template_syncs(kernel: Kernel, template: Kernel, synced: Kernel,
                          sched: Scheduled) -> Kernel | None:
     """``kernel`` with the syncs of ``synced`` (``template`` after the sync steps) at the
-    same places; ``synced`` itself when the template is the kernel. None: a sync sits where
-    the kernel's shape cannot copy it (inside a loop the kernel runs shorter or as one
-    instruction): synchronise the kernel by itself."""
+    same places (a mixed kernel's AIV program: ``synced``'s, syncs and all); ``synced`` itself
+    when the template is the kernel. None: a sync sits where the kernel's shape cannot copy it
+    (inside a loop the kernel runs shorter or as one instruction): synchronise the kernel by
+    itself."""
     if template is kernel:
         return synced
-    assert sched.cube is not None
-    return _transplanted(kernel, synced, class_runs(sched.cube, kernel.target))
+    plan = sched.cube
+    assert plan is not None
+    mixed = plan.vector_epilogue is not None
+    if mixed:
+        aiv = synced.program(CoreType.AIV)
+        assert aiv is not None
+        kernel = kernel.replace_body(CoreType.AIV, _fresh_syncs(aiv.body))
+    return transplanted(kernel, synced, class_runs(plan, kernel.target, every_loop=mixed))
+
+
+def leave_workspace_to_cross(deps: Dependences, cross: CrossPlan, kernel: Kernel
+                             ) -> Dependences:
+    """The dependences of a mixed kernel's template (``deps``), its AIV's left to the
+    cross-core channels as ``kernel``'s are (``leave_to_cross``), and its AIC's on GM left out
+    when the channels order every GM dependence of ``kernel``'s AIC (module docstring)."""
+    deps = leave_to_cross(deps, cross, kernel)
+    gm = {d for d in deps if d.core == CoreType.AIC and d.space in kernel.param_map}
+    if not gm:
+        return deps
+    aic = kernel.with_programs((kernel.program(CoreType.AIC),))  # type: ignore[arg-type]
+    own = analyze_dependences(aic, spaces=frozenset(kernel.param_map))
+    if len(leave_to_cross(own, cross, kernel)):
+        return deps  # a GM dependence the channels leave: the template's own stay too
+    return replace(deps, deps=tuple(d for d in deps if d not in gm))
+
+
+def _fresh_syncs(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """``body`` with its syncs unnumbered (they take fresh ids in the kernel they go into);
+    its other instructions keep theirs."""
+
+    class _Fresh(StmtMutator):
+        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+            return copied((s,)) if isinstance(s, Sync) else (s,)
+
+    return _Fresh().visit_body(body)
 
 
 # --------------------------------------------------------------------------- the template
 @dataclass(frozen=True)
 class _TemplatePlan:
-    """What ``build_gemm``'s builder reads of a Cube plan, for the template."""
+    """What the Cube builders read of a Cube plan, for the template."""
 
     spec: GemmSpec
     tiling: GemmTiling
     tile_classes: tuple[TileClass, ...]
     target: Target
     source: str
+    vector_epilogue: VectorEpilogue | None  # build_mixed_cube: the workspace's name
+    slots: int  # build_mixed_cube: the workspace's copies
+
+    def copies(self, level: str) -> int:
+        assert level == "workspace"
+        return self.slots
 
     def __str__(self) -> str:
         return self.source
@@ -119,10 +168,7 @@ class _TemplatePlan:
 def _template_plan(plan: CubePlan) -> _TemplatePlan | None:
     """The plan of ``plan``'s GEMM padded to whole M and N tiles, one class without swizzle
     (the tile order only moves GM offsets), K padded to a whole last step when that step has
-    as many L0 steps as a full one and follows a loop of them. None: nothing to merge, or a
-    Vector epilogue."""
-    if plan.vector_epilogue is not None:
-        return None
+    as many L0 steps as a full one and follows a loop of them. None: nothing to merge."""
     t, sp = plan.tiling, plan.spec
     classes = plan.tile_classes
     k_tail = sp.k % t.tk
@@ -134,339 +180,20 @@ def _template_plan(plan: CubePlan) -> _TemplatePlan | None:
     spec = replace(sp, m=t.mt * t.tm, n=t.nt * t.tn, k=t.kt * t.tk if pad_k else sp.k)
     tiling = replace(t, spec=spec, swizzle=Swizzle(1, "m"))
     one = TileClass("template", t.mt, t.nt, 0, 0, 1, "m", t.tm, t.tn)
+    epi = plan.vector_epilogue
     return _TemplatePlan(spec, tiling, (one,), plan.target,
                          f"sync template: {spec} in whole {t.tm} x {t.tn} x {t.tk} tiles, one "
-                         "class")
+                         "class", epi, plan.copies("workspace") if epi is not None else 1)
 
 
 def _gm_free(kernel: Kernel) -> bool:
-    """Whether ``kernel`` is one AIC program that never reads a GM tensor it writes."""
-    if [p.core for p in kernel.programs] != [CoreType.AIC]:
+    """Whether ``kernel``'s AIC program never reads a GM tensor it writes (and no other
+    program runs but a mixed kernel's AIV)."""
+    aic = kernel.program(CoreType.AIC)
+    if aic is None or any(p.core not in (CoreType.AIC, CoreType.AIV) for p in kernel.programs):
         return False
     written, read = set(), set()
-    for ins, _ in iter_instrs(kernel.programs[0].body):
+    for ins, _ in iter_instrs(aic.body):
         written |= {r.tensor for r in ins.writes if r.tensor in kernel.param_map}
         read |= {r.tensor for r in ins.reads if r.tensor in kernel.param_map}
     return not written & read
-
-
-# --------------------------------------------------------------------------- transplant
-def _transplanted(kernel: Kernel, template: Kernel, runs: tuple[ClassRun, ...]
-                  ) -> Kernel | None:
-    """``kernel`` with ``template``'s syncs copied to the images' places, or None when a
-    statement has no image (module docstring)."""
-    top = template.programs[0].body
-    loops = [i for i, s in enumerate(top) if not isinstance(s, Sync)]
-    match = _Match(kernel, template)
-    if len(loops) == 1 and isinstance(top[loops[0]], For | If):
-        x = top[loops[0]]
-        pre, post = top[:loops[0]], top[loops[0] + 1:]
-        var = x.var if isinstance(x, For) else None
-        inner = x.body if isinstance(x, For) else (x,)
-        guards = [s for s in inner if isinstance(s, If)]
-        if len(guards) == 1 and any(isinstance(s, Sync) for s in inner):
-            return None  # syncs beside the guard run on the template's empty trips only
-        tile = guards[0].body if guards else inner
-    else:  # one tile per core, no guard: the whole program is the tile
-        var, pre, post, tile = None, (), (), top
-    body = kernel.programs[0].body
-    got = match.pieces(tile, var, runs, body, 0)
-    if got is None:
-        return None
-    moved = tuple(match.moved(s, {}) for s in pre) + _barriered(got, match.small) + tuple(
-        match.moved(s, {}) for s in post)
-    return kernel.with_programs((Program(CoreType.AIC, moved),))
-
-
-def _barriered(body: tuple[Stmt, ...], small: set[int]) -> tuple[Stmt, ...]:
-    """``body`` with a ``PipeBarrier<PIPE_M>`` before each Mmad of ``small``: the K steps of
-    a tile accumulate into its C tile, and the hardware orders consecutive Mmads only when
-    they are big (``cube_ops.same_pipe_ordered``), as the template's are. Mmads of different
-    tiles need none: the Fixpipe's flags (M -> FIX, FIX -> M) order them, as in the
-    template."""
-    if not small:
-        return body
-
-    class _Barrier(StmtMutator):
-        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
-            if s.id not in small:
-                return (s,)
-            c = s.writes[0]
-            name = c.tensor + ("" if c.copy == Affine() else f"[copy {c.copy}]")
-            return (Barrier(Pipe.M, comment=f"{name}: M write -> M read (RAW); {name}: M read "
-                            f"-> M write (WAR); {name}: M write -> M write (WAW)"), s)
-
-    return _Barrier().visit_body(body)
-
-
-Ends = dict[int, tuple[Stmt, ...]]  # where a matched stretch of the kernel ends -> its statements
-
-
-class _Match:
-    """Matches template statements (with their syncs) to the kernel's, by place. Each
-    stretch of template statements, kernel position and variable values is matched once,
-    keeping one match per end position (the rest of the match depends on nothing else)."""
-
-    def __init__(self, kernel: Kernel, template: Kernel) -> None:
-        self.kernel, self.template = kernel, template
-        self._seen: dict[tuple, Ends] = {}
-        self.small: set[int] = set()  # kernel Mmads too small for the hardware to order
-
-    # ----------------------------------------------------------------- the class loops
-    def pieces(self, tile: tuple[Stmt, ...], var: str | None, runs: tuple[ClassRun, ...],
-               body: tuple[Stmt, ...], j: int) -> tuple[Stmt, ...] | None:
-        """The kernel's class loops from ``body[j]`` on, each tile matched to ``tile`` (the
-        template's tile body) with ``var`` (the template's loop) at the class's running tile
-        number; None: no match."""
-        if not runs:
-            return () if j == len(body) else None
-        run, rest = runs[0], runs[1:]
-        sigma = {var: run.run} if var is not None else {}
-        if run.var is None and not run.guarded:  # one trip, no guard: the tile is spliced in
-            for k, out in self.seq(tile, 0, body, j, sigma).items():
-                more = self.pieces(tile, var, rest, body, k)
-                if more is not None:
-                    return out + more
-            return None
-        if j >= len(body):
-            return None
-        node = body[j]
-        loop = node if run.var is not None else None
-        if loop is not None and not (isinstance(loop, For) and loop.var == run.var):
-            return None
-        inner = loop.body if loop is not None else (node,)
-        guard = None
-        if run.guarded:
-            if len(inner) != 1 or not isinstance(inner[0], If):
-                return None
-            guard = inner[0]
-            inner = guard.body
-        out = self.whole(tile, inner, sigma)
-        more = self.pieces(tile, var, rest, body, j + 1) if out is not None else None
-        if more is None:
-            return None
-        if guard is not None:
-            out = (If(guard.conds, out, guard.comment),)
-        if loop is not None:
-            out = (For(loop.var, loop.extent, out, loop.comment),)
-        return out + more
-
-    # ----------------------------------------------------------------- statement lists
-    def whole(self, rs: tuple[Stmt, ...], es: tuple[Stmt, ...], sigma: Mapping[str, Affine]
-              ) -> tuple[Stmt, ...] | None:
-        """A match of template list ``rs`` to all of ``es`` (None: none)."""
-        return self.seq(rs, 0, es, 0, sigma).get(len(es))
-
-    def seq(self, rs: tuple[Stmt, ...], i: int, es: tuple[Stmt, ...], j: int,
-            sigma: Mapping[str, Affine]) -> Ends:
-        """Matches of ``rs[i:]`` to stretches of ``es`` from ``j``."""
-        key = (id(rs), i, id(es), j, tuple(sorted(sigma.items(), key=lambda x: x[0])))
-        got = self._seen.get(key)
-        if got is None:
-            got = {}
-            if i == len(rs):
-                got[j] = ()
-            else:
-                for k, out in self.one(rs[i], es, j, sigma).items():
-                    for m, rest in self.seq(rs, i + 1, es, k, sigma).items():
-                        got.setdefault(m, out + rest)
-            self._seen[key] = got
-        return got
-
-    def one(self, r: Stmt, es: tuple[Stmt, ...], j: int, sigma: Mapping[str, Affine]
-            ) -> Ends:
-        e = es[j] if j < len(es) else None
-        got: Ends = {}
-        if isinstance(r, Sync):
-            got[j] = (self.moved(r, sigma),)
-        elif isinstance(r, Instr):
-            if isinstance(e, Instr | For) and self.fits(r, e, sigma):
-                got[j + 1] = (e,)
-        elif isinstance(r, If):
-            fn = substituted(sigma)
-            if isinstance(e, If) and e.conds == tuple(mapped_cond(c, fn) for c in r.conds):
-                out = self.whole(r.body, e.body, sigma)
-                if out is not None:
-                    got[j + 1] = (If(e.conds, out, e.comment),)
-            known = _known(r.conds, sigma)
-            if known is True:  # the kernel's copy dropped the guard of a trip that has it
-                for k, out in self.seq(r.body, 0, es, j, sigma).items():
-                    got.setdefault(k, out)
-            elif known is False:
-                got.setdefault(j, ())
-        else:
-            got = self.loop(r, es, j, sigma)
-        return got
-
-    def loop(self, r: For, es: tuple[Stmt, ...], j: int, sigma: Mapping[str, Affine]) -> Ends:
-        """A template loop: the kernel's loop over its first trips with the rest peeled, all
-        trips peeled, or, for a loop of one instruction and no sync, a loop or instruction
-        whose trips together touch bytes among its trips'."""
-        e = es[j] if j < len(es) else None
-        got: Ends = {}
-        if isinstance(e, For) and e.var == r.var and e.extent <= r.extent:
-            body = self.whole(r.body, e.body, sigma)
-            if body is not None:
-                head = (For(e.var, e.extent, body, e.comment),)
-                for k, rest in self.peeled(r, e.extent, es, j + 1, sigma).items():
-                    got.setdefault(k, head + rest)
-        for k, out in self.peeled(r, 0, es, j, sigma).items():
-            got.setdefault(k, out)
-        inner = _one_instr(r)
-        if inner is not None and isinstance(e, Instr | For) and self.fits(
-                inner, e, sigma, (r.var, r.extent)):
-            got.setdefault(j + 1, (e,))
-        return got
-
-    def peeled(self, r: For, start: int, es: tuple[Stmt, ...], j: int,
-               sigma: Mapping[str, Affine]) -> Ends:
-        """Trips ``start..`` of loop ``r`` as straight copies of its body in ``es``."""
-        if start == r.extent:
-            return {j: ()}
-        got: Ends = {}
-        for k, out in self.seq(r.body, 0, es, j, {**sigma, r.var: Affine(start)}).items():
-            for m, rest in self.peeled(r, start + 1, es, k, sigma).items():
-                got.setdefault(m, out + rest)
-        return got
-
-    # ----------------------------------------------------------------- one statement
-    def moved(self, s: Sync, sigma: Mapping[str, Affine]) -> Sync:
-        """Template sync ``s`` at a kernel place: its ids at the place's values, a fresh id."""
-        return replace(map_affines(s, substituted(sigma)), id=UNNUMBERED)
-
-    def fits(self, r: Instr, e: Stmt, sigma: Mapping[str, Affine],
-             over: tuple[str, int] | None = None) -> bool:
-        """Whether kernel statement ``e`` maps to template instruction ``r`` at ``sigma``:
-        same op and pipe, and on-chip bytes among ``r``'s in the same buffer copies (module
-        docstring). ``over`` (variable, trips): ``r`` stands for all trips of its loop; ``e``
-        may be a loop of one instruction and no sync, its trips compared together."""
-        mine: tuple[str, int] | None = None
-        if isinstance(e, For):
-            if _one_instr(e) is None:
-                return False
-            mine, e = (e.var, e.extent), e.body[0]
-        if (r.op != e.op or r.pipe != e.pipe or r.op not in CUBE_OPS or isinstance(e, Sync)
-                or len(r.writes) != len(e.writes) or len(r.reads) != len(e.reads)):
-            return False
-        fn = substituted(sigma)
-        kt, tt = self.kernel, self.template
-        rregs, eregs = r.writes + r.reads, e.writes + e.reads
-        rboxes = cube_footprints(r.op, cube_params(r), tuple(tt.dtype_of(x.tensor)
-                                                               for x in rregs), tt.target)
-        eboxes = cube_footprints(e.op, cube_params(e), tuple(kt.dtype_of(x.tensor)
-                                                               for x in eregs), kt.target)
-        for rr, er, rb, eb in zip(rregs, eregs, rboxes, eboxes, strict=True):
-            if rr.tensor != er.tensor:
-                return False
-            if rr.tensor not in kt.buffer_map:
-                continue  # GM: the AIC writes no tensor it reads (_gm_free), tiles are disjoint
-            copy, off = fn(rr.copy), fn(rr.offset)
-            if _canonical(copy) != _canonical(er.copy) or any(
-                    v[0] in copy.vars() for v in (over, mine) if v):
-                return False
-            if over is None and mine is None and off == er.offset:
-                at, among = (0,), (0,)  # the same place (most pairs)
-            else:
-                theirs, ours = _trips(off, over), _trips(er.offset, mine)
-                shifts = [x - ours[0] for x in theirs + ours]
-                if any(not x.is_const for x in shifts):
-                    return False
-                at = tuple(x.const for x in shifts[len(theirs):])
-                among = tuple(x.const for x in shifts[:len(theirs)])
-            if not _inside(tuple(eb), tuple(rb), at, among):
-                return False
-        if r.op == "mmad" and not _reads_c_alike(r, e, fn):
-            return False
-        if r.op in MMAD_OPS:
-            least = kt.target.mmad_ordered_fractals
-            if least > 0 and mmad_fractals(r, tt.target) >= least > mmad_fractals(e, kt.target):
-                self.small.add(e.id)  # the hardware orders the template's Mmads, not this one
-        return True
-
-
-def _canonical(e: Affine) -> Affine:
-    """``e``, and ``x mod m`` (``x - m*floor(x/m)``) with the coefficients of ``x`` reduced mod
-    ``m`` (every term is an integer): ``(10 + t0) mod 2`` and ``t0 mod 2`` compare equal."""
-    for n, (x, m, c) in enumerate(e.divs):
-        if c == -m and Affine(e.const, e.terms, e.mods, e.divs[:n] + e.divs[n + 1:]) == x:
-            break
-    else:
-        return e
-    r = Affine(x.const % m, tuple((v, k % m) for v, k in x.terms if k % m),
-               tuple((v, n, k % m) for v, n, k in x.mods if k % m),
-               tuple((a, d, k % m) for a, d, k in x.divs if k % m))
-    if r.is_const:
-        return Affine(r.const % m)
-    if r.const == 0 and not r.mods and not r.divs and r.terms == ((r.terms[0][0], 1),):
-        return Affine.mod(r.terms[0][0], m)
-    return r.modulo(m)
-
-
-def _trips(off: Affine, loop: tuple[str, int] | None) -> list[Affine]:
-    """``off`` at each trip of ``loop`` (variable, trips); None: ``off`` alone."""
-    if loop is None:
-        return [off]
-    return [off.substitute(loop[0], Affine(k)) for k in range(loop[1])]
-
-
-def _one_instr(loop: For) -> Instr | None:
-    """The instruction of a loop whose body is one instruction (not a sync), else None."""
-    body = loop.body
-    if len(body) == 1 and isinstance(body[0], Instr) and not isinstance(body[0], Sync):
-        return body[0]
-    return None
-
-
-def _reads_c_alike(r: Instr, e: Instr, fn) -> bool:  # noqa: ANN001 -- Affine -> Affine
-    """An Mmad of the kernel that reads its C tile (``cmatrixInitVal`` not true) maps to one
-    that reads it on the same instances."""
-    ei, ri = e.attr("cmatrixInitVal"), r.attr("cmatrixInitVal")
-    if isinstance(ri, Cond):
-        ri = mapped_cond(ri, fn)
-        if ri.lhs.is_const:
-            ri = ri.evaluate({})
-    return ei is True or ri is False or ei == ri
-
-
-def _known(conds: tuple[Cond, ...], sigma: Mapping[str, Affine]) -> bool | None:
-    """The value of a guard at ``sigma`` when it is constant there, else None."""
-    fn = substituted(sigma)
-    vals = [mapped_cond(c, fn) for c in conds]
-    if not all(c.lhs.is_const for c in vals):
-        return None
-    return all(c.evaluate({}) for c in vals)
-
-
-def _has_sync(body: tuple[Stmt, ...]) -> bool:
-    return any(isinstance(s, Sync) or (not isinstance(s, Instr) and _has_sync(s.body))
-               for s in body)
-
-
-@cache
-def _inside(small: tuple[Dim, ...], big: tuple[Dim, ...], at: tuple[int, ...],
-            among: tuple[int, ...]) -> bool:
-    """Whether box ``small`` placed at each of ``at`` lies among box ``big`` placed at each of
-    ``among`` (element offsets)."""
-    if at == (0,) and among == (0,) and len(small) == len(big) and all(
-            a.stride == b.stride and a.extent <= b.extent for a, b in zip(small, big)):
-        return True
-    have = _unique(np.concatenate([_elements(big) + s for s in among]))
-    want = np.concatenate([_elements(small) + s for s in at])
-    where = np.minimum(np.searchsorted(have, want), have.size - 1)
-    return bool((have[where] == want).all())
-
-
-@cache
-def _elements(box: tuple[Dim, ...]) -> np.ndarray:
-    """The element offsets of a box, sorted and unique."""
-    out = np.zeros(1, dtype=np.int64)
-    for d in box:
-        out = (out[:, None] + np.arange(d.extent, dtype=np.int64)[None, :] * d.stride).ravel()
-    return _unique(out)
-
-
-def _unique(a: np.ndarray) -> np.ndarray:
-    """``a`` sorted, without repeats (``np.unique``, which imports ``numpy.ma`` on its first
-    call: 14 ms of a compile in a fresh process)."""
-    a = np.sort(a)
-    return a[np.concatenate(([True], a[1:] != a[:-1]))]

@@ -23,7 +23,7 @@ from ascendsched.api.check import check
 from ascendsched.api.numerics import random_inputs, vector_epilogue_error
 from ascendsched.api.sync_minimality import sync_minimality
 from ascendsched.errors import InternalCompilerError
-from ascendsched.lower.cross_core_sync import insert_cross_sync
+from ascendsched.lower.cross_core_sync import insert_cross_sync, leave_to_cross, plan_cross_sync
 from ascendsched.lower.ir import For, iter_instrs
 from ascendsched.lower.pass_log import PassLog
 from ascendsched.lower.pipeline import lower
@@ -145,7 +145,7 @@ def test_ir_rungs_of_other_epilogues(kind: str) -> None:
 def test_dropping_any_derived_cross_flag_is_caught(sched) -> None:  # noqa: ANN001
     log = _lowered(sched)[1]
     plan = log.results["cross-core plan"]
-    synced = log.results["allocate event ids"]
+    synced = log.results["template syncs"]  # the kernel's own syncs (its template's, copied)
     inputs = random_inputs(sched.algo, 0)
     assert len(plan.channels) == 2
     for c in plan.channels:
@@ -188,24 +188,32 @@ def test_every_sync_of_a_mixed_kernel_is_needed(sched) -> None:  # noqa: ANN001
 
 def test_tile_classes_of_a_mixed_kernel_share_their_k_loop_ids_when_they_run_short() -> None:
     """GEMM + row softmax 1000x1000x128 by default has an N-edge class and a corner class,
-    each a persistent loop around its K loop, and no sync template (a Vector epilogue):
-    with a channel per class, the AIC's MTE1->MTE2 pairs needed 8 event ids and gave up
-    double buffering on one id. Placed again with the classes' K-loop channels joined at the
-    top of the program (insert_sync._anchor), the ids fit: ping-pong waits, no warning, and
-    the ladder's IR rungs pass (numbers, races, deadlocks)."""
+    each a persistent loop around its K loop. Synchronised by itself (as when its sync
+    template does not apply), with a channel per class, the AIC's MTE1->MTE2 pairs needed 8
+    event ids and gave up double buffering on one id. Placed again with the classes' K-loop
+    channels joined at the top of the program (insert_sync._anchor), the ids fit: ping-pong
+    waits, no warning. Lowered (through its template), the ladder's IR rungs pass (numbers,
+    races, deadlocks)."""
     import warnings
 
+    from ascendsched.lower.insert_sync import insert_sync
+    from ascendsched.lower.polyhedral import analyze_dependences
     from ascendsched.lower.schedule_for import schedule_for
     from ascendsched.lower.sync_ir import WaitFlag
 
     sched = schedule_for(gemm_softmax(1000, 1000, 128))
+    planned = lower(sched, stop_after="apply memory plan")
+    deps = leave_to_cross(analyze_dependences(planned),
+                          plan_cross_sync(planned, planned.target), planned)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        alone = insert_sync(planned, deps, planned.target)
         k = lower(sched)
-    aic = k.program(CoreType.AIC)
-    assert aic is not None
-    waits = [str(i.event_id) for i, _ in iter_instrs(aic.body)
-             if isinstance(i, WaitFlag) and (i.src, i.dst) == (Pipe.MTE1, Pipe.MTE2)]
-    assert any("%" in w for w in waits), waits  # ids alternate with the K step
+    for kern in (alone, k):
+        aic = kern.program(CoreType.AIC)
+        assert aic is not None
+        waits = [str(i.event_id) for i, _ in iter_instrs(aic.body)
+                 if isinstance(i, WaitFlag) and (i.src, i.dst) == (Pipe.MTE1, Pipe.MTE2)]
+        assert any("%" in w for w in waits), waits  # ids alternate with the K step
     verdicts = check(sched, cpp=False, kernel=k)
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))

@@ -1,5 +1,5 @@
-"""GEMMs synchronised through their tail-free template (lower/sync_template.py): when it applies,
-what it gives (syncs in every class loop, copies alternating across classes), that the result
+"""GEMMs and mixed kernels synchronised through their tail-free template (lower/sync_template.py):
+when it applies, what it gives (syncs in every class loop, copies alternating across classes), that the result
 is exact (the kernel's own happens-before oracle finds every dependence ordered, the trace
 checker no race, IR execution equals numpy), and when it must not apply."""
 
@@ -11,9 +11,11 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.algo.gemm_spec import gemm_error
+from ascendsched.api.check import check
 from ascendsched.api.numerics import random_inputs
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.build_gemm import class_runs
+from ascendsched.lower.cross_core_sync import CrossPlan, leave_to_cross
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Dim, For, If, Kernel, Program, iter_instrs
 from ascendsched.lower.pass_log import PassLog
@@ -21,11 +23,12 @@ from ascendsched.lower.pipeline import lower
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.lower.sync_ir import Barrier, SetFlag, WaitFlag
-from ascendsched.lower.sync_template import _canonical, _inside, _transplanted
+from ascendsched.lower.sync_template import leave_workspace_to_cross
+from ascendsched.lower.sync_transplant import _canonical, _inside, transplanted
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
-from ascendsched.target import Pipe
+from ascendsched.target import CoreType, Pipe
 
 
 def _hand(m: int, n: int, k: int, cores: int, tiles=(128, 256, 128), k0: int = 32,
@@ -131,11 +134,60 @@ def test_default_schedules_with_tails_use_the_template() -> None:
         _exact(k)
 
 
-def test_no_template_without_tails_or_with_a_vector_epilogue() -> None:
+def test_no_template_without_tails() -> None:
     for sched in (_hand(1024, 1024, 1024, cores=8),  # whole tiles: the kernel is its template
-                  schedule_for(L.gemm_gelu(500, 300, 200))):  # a mixed kernel
+                  schedule_for(L.gemm_gelu(512, 512, 512))):  # a mixed kernel of whole tiles
         _, log = _lowered(sched)
         assert log.results["sync template"] is log.results["apply memory plan"]
+
+
+MIXED = [
+    schedule_for(L.gemm_gelu(1000, 1000, 1000)),  # five classes on 24 cores, K tail
+    (GemmSchedule(L.gemm_bias_gelu(300, 200, 330)).epilogue_on("vector", after="D")
+     .tile(64, 128, 64).split_k(32).buffer("l1", 2).buffer("l0", 2).buffer("l0c", 2).bind(3)
+     .swizzle(2, "m").buffer("workspace", 3)),  # bias on the Cube, uneven tiles per core
+    (GemmSchedule(L.gemm_row_scale(130, 270, 70)).tile(64, 128, 64).split_k(32).bind(2)
+     .epilogue_on("vector", vector_cores=1)),  # 1:1, one trip per class
+]
+
+
+@pytest.mark.parametrize("sched", MIXED, ids=["gelu_default", "bias_gelu_3_cores",
+                                               "row_scale_1_to_1"])
+def test_mixed_kernels_with_tails_take_their_aic_templates_syncs(sched) -> None:  # noqa: ANN001
+    """A mixed kernel's template is its AIC's template beside its own AIV program: the AIC's
+    syncs go into every class loop, the AIV keeps the syncs its own analysis placed, the
+    cross-core channels are the kernel's; the kernel's own oracle finds every intra-core
+    dependence ordered but those the channels order, and the IR rungs of the ladder pass."""
+    k, log = _lowered(sched)
+    assert _templated(log)
+    kern, tmpl = log.results["apply memory plan"], log.results["sync template"]
+    assert len(tmpl.program(CoreType.AIC).body) == 1  # one persistent loop of whole tiles
+    assert tmpl.program(CoreType.AIV) == kern.program(CoreType.AIV)  # ids and all
+    loops = [s for s in log.results["template syncs"].program(CoreType.AIC).body
+             if isinstance(s, For)]
+    assert len(loops) == len(sched.cube.tile_classes) >= 2
+    for loop in loops:
+        assert any(isinstance(i, WaitFlag) for i, _ in iter_instrs(loop.body))
+    synced, cross = log.results["template syncs"], log.results["cross-core plan"]
+    deps = leave_to_cross(analyze_dependences(synced), cross, synced)
+    assert unordered_dependences(synced, deps, k.target, by_channel=False) == ()
+    verdicts = check(sched, cpp=False, kernel=k, reduce=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+
+
+def test_the_templates_workspace_dependences_go_only_where_the_channels_order_them() -> None:
+    """The template's AIC writes a workspace slot again ``copies`` tiles later (a FIX -> FIX
+    WAW on GM): left to the kernel's cross-core channels, kept without them."""
+    _, log = _lowered(MIXED[0])
+    kern, tmpl = log.results["apply memory plan"], log.results["sync template"]
+    cross = log.results["cross-core plan"]
+    deps = analyze_dependences(tmpl)
+    gm = [d for d in deps if d.core == CoreType.AIC and d.space == "C_ws"]
+    assert gm and all(d.kind.value == "WAW" for d in gm)
+    left = leave_workspace_to_cross(deps, cross, kern)
+    assert not [d for d in left if d.core == CoreType.AIC and d.space == "C_ws"]
+    kept = leave_workspace_to_cross(deps, CrossPlan(kern.name), kern)
+    assert len([d for d in kept if d.core == CoreType.AIC and d.space == "C_ws"]) == len(gm)
 
 
 def test_a_statement_touching_bytes_its_image_does_not_is_refused() -> None:
@@ -145,7 +197,7 @@ def test_a_statement_touching_bytes_its_image_does_not_is_refused() -> None:
     lower(sched, log=log)
     kern, synced = log.results["apply memory plan"], log.results["allocate event ids"]
     runs = class_runs(sched.cube, kern.target)
-    assert _transplanted(kern, synced, runs) is not None
+    assert transplanted(kern, synced, runs) is not None
 
     class Shift:
         done = False
@@ -165,7 +217,7 @@ def test_a_statement_touching_bytes_its_image_does_not_is_refused() -> None:
     bad = replace(kern, programs=(Program(kern.programs[0].core,
                                           shifted(kern.programs[0].body)),))
     assert Shift.done
-    assert _transplanted(bad, synced, runs) is None
+    assert transplanted(bad, synced, runs) is None
 
 
 def test_boxes_inside_boxes() -> None:

@@ -20,7 +20,7 @@ only its own instructions.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import islpy as isl
 
@@ -230,6 +230,7 @@ def domain_text(kernel: Kernel, loops: tuple[For, ...], conds: tuple[Cond, ...],
     return " and ".join(parts)
 
 
+@lru_cache(maxsize=4096)  # the same offsets and guards recur in every statement instance set
 def _per_core(e: Affine, subs: int) -> Affine:
     """``e`` of the AIV program of a 1:``subs`` kernel over the Vector core number
     ``block_idx`` (module docstring)."""

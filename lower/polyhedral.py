@@ -21,7 +21,12 @@ from functools import cached_property
 
 import islpy as isl
 
-from ascendsched.lower.byte_access import Access, conflicting_regions, instr_accesses
+from ascendsched.lower.byte_access import (
+    Access,
+    conflicting_regions,
+    instr_accesses,
+    region_space,
+)
 from ascendsched.lower.cube_ops import same_pipe_ordered
 from ascendsched.lower.instances import (
     InstrInfo,
@@ -128,7 +133,9 @@ def analyze_dependences(kernel: Kernel, spaces: frozenset[str] | None = None) ->
     """Every RAW/WAR/WAW dependence of ``kernel`` that synchronisation must order (``spaces``:
     only those on these memory spaces, e.g. GM tensors' names)."""
     instrs = kernel_instrs(kernel)
-    accesses = tuple(a for i in instrs for a in instr_accesses(kernel, i))
+    accesses = tuple(a for i in instrs if spaces is None or any(
+        region_space(kernel, r.tensor) in spaces for r in i.instr.writes + i.instr.reads)
+        for a in instr_accesses(kernel, i))
     by_space: dict[tuple[CoreType, str], list[Access]] = {}
     for a in accesses:
         if spaces is None or a.space in spaces:

@@ -9,13 +9,20 @@ it on request and dumps it (``NNN_<step>.txt``). The steps, in order (``STEPS``)
     lifetimes               first and last use of every buffer copy
     memory plan             byte offsets per scope
     apply memory plan       Kernel with Buffer.offsets
+    sync template           the kernel the sync steps analyse: a GEMM's tail-free template,
+                            a mixed kernel's AIC template beside its own AIV, or the kernel
+                            itself (sync_template.py)
     dependences             RAW/WAR/WAW on the planned bytes
-    cross-core plan         a mixed kernel's cross-core flag channels (cross_core_sync.py);
-                            intra-core dependences they order leave ``dependences``
+    cross-core plan         a mixed kernel's cross-core flag channels (cross_core_sync.py),
+                            planned on the kernel itself; intra-core dependences they order
+                            leave ``dependences``
     place syncs             Placed: kernel with every needed sync, its happens-before oracle
     remove redundant syncs  Pruned: kernel without implied syncs, the same oracle
     allocate event ids      Kernel whose event ids fit the target's budget (when they run
                             out: placed again with tile classes' channels joined)
+    template syncs          the kernel with its template's syncs in every tile class (None
+                            when one has no place there: the sync steps then run again on
+                            the kernel itself)
     cross-core syncs        the planned cross-core flags in both programs
     verify final            the IR contract again, with the memory plan
 

@@ -194,6 +194,16 @@ def analyze_dependences(kernel: Kernel, spaces: frozenset[str] | None = None) ->
                 ma, mb = sa.blocks, da.blocks
                 if ma is not None and mb is not None and not ma & mb:
                     continue  # no 32-byte block in common: no instance pair conflicts
+                if not shared and space in kernel.param_map:  # GM: the tile order's floors
+                    regions = _blocked_pair(sa, da, s, d, shapes) if s.id != d.id else None
+                    if regions is None:
+                        continue
+                    deps.append(Dependence(
+                        kind, space, s.id, d.id, s.pipe, d.pipe, core, *regions, (), (), True,
+                        lambda sa=sa, da=da, s=s, d=d: coalesced(sa.relation.apply_range(
+                            da.relation.reverse()).intersect(program_order(
+                                s, d, shapes, domains=False)))))
+                    continue
                 order = before.get((s.id, d.id))
                 if order is None:  # the access relations hold the domains already
                     order = before[(s.id, d.id)] = program_order(s, d, shapes, domains=False)
@@ -263,6 +273,36 @@ def _apart_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
     if len(sa.part_names) == 1 and len(da.part_names) == 1:
         return sa.tensors, da.tensors
     return _meeting_parts(sa, da)
+
+
+def _blocked_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
+                  ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """Whether two accesses of statements with no common loop, s first in the text, conflict
+    (their conflicting region descriptions, or None), whatever their bytes depend on: every s
+    instance precedes every d instance of its block, so they conflict iff in some block the
+    bytes s touches meet the bytes d touches. Decided on each access's block -> bytes maps
+    (its loops projected out, once per access), cheaper than relating instance pairs when the
+    offsets carry the tile order's floors (a mixed kernel's output stores of two tile
+    classes: 31 -> 16 ms for one pair). Asked for GM accesses only: on-chip ones rarely carry
+    such floors, and for them the projection cost more than it saved (126 mixed kernels:
+    median compile +1.7%). The relation is built only if asked for."""
+    hits = [(sn, dn) for sn, sm in _block_bytes(sa, s, cache)
+            for dn, dm in _block_bytes(da, d, cache) if not sm.intersect(dm).is_empty()]
+    if not hits:
+        return None
+    return tuple(dict.fromkeys(x for x, _ in hits)), tuple(dict.fromkeys(y for _, y in hits))
+
+
+def _block_bytes(a: Access, info: InstrInfo, cache: dict) -> tuple[tuple[str, isl.Map], ...]:
+    """Per region of ``a``: its description and ``B[block] -> space[byte]``, the bytes the
+    instances of each block touch."""
+    key = ("block bytes", info.id, a.kind, a.space)
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = tuple(
+            (n, m.project_out(isl.dim_type.in_, 1, m.dim(isl.dim_type.in_) - 1)
+             .set_tuple_name(isl.dim_type.in_, "B")) for n, m in a.parts)
+    return got
 
 
 def _blocks(info: InstrInfo, cache: dict) -> isl.Set:

@@ -116,7 +116,8 @@ def plan_cross_sync(kernel: Kernel, target: Target) -> CrossPlan:
     time = _Time(loops, kernel.sub_blocks)
     found: dict[tuple, list] = {}
     gm = set(kernel.param_map)
-    acc = [(i, a) for i in infos for a in instr_accesses(kernel, i) if a.space in gm]
+    acc = [(i, a) for i in infos if any(r.tensor in gm for r in i.instr.writes + i.instr.reads)
+           for a in instr_accesses(kernel, i) if a.space in gm]
     _check_sub_blocks_apart(kernel)
     for si, sa in acc:
         for di, da in acc:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.cube_ops import same_pipe_ordered
 from ascendsched.lower.happens_before import SyncOracle
-from ascendsched.lower.ir import Instr, Kernel, Stmt, StmtMutator
+from ascendsched.lower.ir import For, Instr, Kernel, Stmt, StmtMutator
 from ascendsched.lower.polyhedral import Dependences
 from ascendsched.lower.sync_ir import Barrier, SetFlag, Sync, SyncRole
 from ascendsched.target.model import Target
@@ -61,7 +61,7 @@ def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target, *,
     between = _between_adjacent(kernel, deps, target)
     for ch in _candidates(kernel):
         if any(ch in chans and chans <= gone | {ch} for chans in between):
-            continue  # the last sync between a dependent pair with nothing else between them
+            continue  # the last sync issued between the instances of a dependent pair
         keys = oracle.sync_keys(ch)
         trial_skip = skip - settled_by.get(ch, frozenset())
         if not oracle.problems(dropped=dropped | keys, skip=trial_skip, first_only=True):
@@ -103,39 +103,54 @@ def channels_of(kernel: Kernel) -> tuple[int, ...]:
 # --------------------------------------------------------------------------- private helpers
 def _between_adjacent(kernel: Kernel, deps: Dependences, target: Target
                       ) -> list[frozenset[int | None]]:
-    """Per dependence whose source and sink sit in one body with only syncs between them and
-    that has instance pairs in one iteration (loop independent): the channels of those syncs.
-    Dropping the last of them leaves that pair unordered: every chain from the source's
-    instance to the sink's in one iteration starts with a set or barrier issued after the
-    source and ends with a wait or barrier issued before the sink, i.e. between the two in
-    the program text, where no other sync is left. Such a channel is needed, so pruning does
-    not try it (most of pruning's trials fail on one: GEMM + bias + GELU 1000^3, 64 of 94).
-    ``None`` stands for a sync of no channel, which is never dropped."""
-    where: dict[int, tuple[tuple[Stmt, ...], int]] = {}
+    """For dependences with an instance pair the program text brackets (source and sink
+    children of one body: the pair in one iteration of it, source first, or, where the loop
+    of that body carries the dependence at distance 1, the source in one trip and the sink in
+    the next): the channels of every sync issued between the two instances (recursively in
+    the statements between). Dropping the last of them leaves that pair unordered: every
+    wait comes after the set it consumes (the oracle's alternation check), so a chain from
+    the source's instance to the sink's starts with a set or barrier issued after the source
+    and ends with a wait or barrier issued before the sink, both between the two, where no
+    other sync is left. Such a channel is needed, and pruning does not try it (most of
+    pruning's trials fail on one: GEMM + bias + GELU 1000^3, 64 of 94). ``None`` stands for
+    a sync of no channel, which is never dropped."""
+    where: dict[int, tuple[tuple[Stmt, ...], int, For | None]] = {}
 
-    def walk(body: tuple[Stmt, ...]) -> None:
+    def walk(body: tuple[Stmt, ...], loop: For | None) -> None:
         for n, s in enumerate(body):
             if isinstance(s, Instr):
-                where[s.id] = (body, n)
+                where[s.id] = (body, n, loop)
             else:
-                walk(s.body)  # type: ignore[attr-defined]
+                walk(s.body, s if isinstance(s, For) else None)  # type: ignore[attr-defined]
 
     for p in kernel.programs:
-        walk(p.body)
+        walk(p.body, None)
     out: set[frozenset[int | None]] = set()
     for d in deps:
-        if not d.loop_independent:
-            continue
         src, dst = deps.info(d.src).instr, deps.info(d.dst).instr
         if src.pipe == dst.pipe and same_pipe_ordered(target, src, dst):
             continue  # the hardware orders them: no sync needed
         a, b = where.get(src.id), where.get(dst.id)
-        if a is None or b is None or a[0] is not b[0] or a[1] >= b[1]:
+        if a is None or b is None or a[0] is not b[0]:
             continue
-        mid = a[0][a[1] + 1:b[1]]
-        if mid and all(isinstance(s, Sync) for s in mid):
-            out.add(frozenset(s.channel for s in mid))  # type: ignore[union-attr]
+        body, i, j, loop = a[0], a[1], b[1], a[2]
+        if d.loop_independent and i < j:
+            out.add(_channels(body[i + 1:j]))
+        if loop is not None and d.carried and d.carried[-1] == (loop.var, 1) \
+                and d.common_loops and d.common_loops[-1] == loop.var:
+            out.add(_channels(body[i + 1:] + body[:j]))
     return list(out)
+
+
+def _channels(body: tuple[Stmt, ...]) -> frozenset[int | None]:
+    """The channels of the syncs in ``body``, nested ones included."""
+    got: set[int | None] = set()
+    for s in body:
+        if isinstance(s, Sync):
+            got.add(s.channel)
+        elif not isinstance(s, Instr):
+            got |= _channels(s.body)  # type: ignore[attr-defined]
+    return frozenset(got)
 
 
 def _candidates(kernel: Kernel) -> list[int]:

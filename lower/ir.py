@@ -240,6 +240,10 @@ class Instr:
                 return v
         return default
 
+    def printed_comment(self) -> str:
+        """The comment as ``format_instr`` prints it (a sync shortens its list of reasons)."""
+        return self.comment
+
     def head(self) -> str:
         """The printed form without the comment (``format_instr``); each sync type has its own."""
         attrs = " ".join(f"{k}={v}" for k, v in self.attrs)
@@ -483,7 +487,8 @@ def _visitor(mutator: type, node: type) -> str:
 
 # --------------------------------------------------------------------------- printing
 def format_instr(i: Instr) -> str:
-    return i.head() + (f"   # {i.comment}" if i.comment else "")
+    c = i.printed_comment()
+    return i.head() + (f"   # {c}" if c else "")
 
 
 def format_body(body: tuple[Stmt, ...], indent: int = 0) -> list[str]:

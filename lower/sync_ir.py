@@ -49,6 +49,9 @@ class SyncRole(str, Enum):
         return self.value
 
 
+PRINTED_REASONS = 3  # dependences a sync's printed comment names (format_instr)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Sync(Instr):
     """Base of the synchronisation instructions: typed fields instead of regions and attrs.
@@ -80,6 +83,15 @@ class Sync(Instr):
         if self.role is not None and not isinstance(self.role, SyncRole):
             raise InternalCompilerError(f"{self.op}: role must be a SyncRole or None, not "
                                         f"{self.role!r}")
+
+    def printed_comment(self) -> str:
+        """The first ``PRINTED_REASONS`` dependences that needed the sync and how many more
+        (the comment keeps them all, ``;``-separated; the emitted C++ prints the first one):
+        a barrier of a LayerNorm tile orders a hundred pairs."""
+        parts = self.comment.split("; ")
+        if len(parts) <= PRINTED_REASONS + 1:
+            return self.comment
+        return "; ".join(parts[:PRINTED_REASONS]) + f" (+{len(parts) - PRINTED_REASONS} more)"
 
     def head(self) -> str:
         """The call, then ``[ch N, role]`` while the sync passes run."""

@@ -223,3 +223,16 @@ def test_a_fallbacks_new_waits_get_fresh_ids() -> None:
                          for i, s in fresh.items())
     assert {i: s for i, s in after.items() if not isinstance(s, Sync)} == \
         {i: s for i, s in before.items() if not isinstance(s, Sync)}
+
+
+def test_a_sync_prints_its_first_reasons_and_how_many_more() -> None:
+    """A barrier of a LayerNorm tile orders a hundred pairs: the printed IR names the first
+    three and counts the rest; the comment keeps them all (explain, dumps)."""
+    reasons = [f"t{n}: V write -> V read (RAW)" for n in range(7)]
+    b = Barrier(Pipe.V, comment="; ".join(reasons))
+    line = format_body((b,))[0]
+    assert line.endswith("# t0: V write -> V read (RAW); t1: V write -> V read (RAW); "
+                         "t2: V write -> V read (RAW) (+4 more)")
+    assert b.comment.count("; ") == 6
+    four = Barrier(Pipe.V, comment="; ".join(reasons[:4]))  # no "(+1 more)" for one left
+    assert format_body((four,))[0].endswith(reasons[3])

@@ -58,9 +58,9 @@ def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target, *,
                                     + "\n  ".join(map(str, problems)))
     dropped: frozenset = frozenset()
     gone: set[int] = set()
-    between = _between_adjacent(kernel, deps, target)
+    bracketed = _bracketed(kernel, deps, target)
     for ch in _candidates(kernel):
-        if any(ch in chans and chans <= gone | {ch} for chans in between):
+        if any(ch in chans and chans <= gone | {ch} for chans in bracketed):
             continue  # the last sync issued between the instances of a dependent pair
         keys = oracle.sync_keys(ch)
         trial_skip = skip - settled_by.get(ch, frozenset())
@@ -101,7 +101,7 @@ def channels_of(kernel: Kernel) -> tuple[int, ...]:
 
 
 # --------------------------------------------------------------------------- private helpers
-def _between_adjacent(kernel: Kernel, deps: Dependences, target: Target
+def _bracketed(kernel: Kernel, deps: Dependences, target: Target
                       ) -> list[frozenset[int | None]]:
     """For dependences with an instance pair the program text brackets (source and sink
     children of one body: the pair in one iteration of it, source first, or, where the loop

@@ -190,8 +190,13 @@ def _on_template(log: PassLog) -> str:
     tmpl, kern = log.results.get("sync template"), log.results.get("apply memory plan")
     if tmpl is None or tmpl is kern or log.results.get("template syncs") is None:
         return ""
-    return (f" (of the {tmpl.notes[0]}; the kernel's tile classes and peeled K step take "
-            "its syncs, lower/sync_template.py)")
+    from ascendsched.target import CoreType
+
+    mixed = tmpl.program(CoreType.AIV) is not None  # the template's AIC beside the AIV
+    return (f" ({'the AIC program ' if mixed else ''}of the {tmpl.notes[0]}; the kernel's "
+            "tile classes and peeled K step take its syncs"
+            + ("; the AIV program the kernel's own" if mixed else "")
+            + ", lower/sync_template.py)")
 
 
 def cmd_compile(args: argparse.Namespace) -> int:

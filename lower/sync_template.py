@@ -91,6 +91,10 @@ def sync_template(sched: Scheduled, kernel: Kernel, target: Target) -> Kernel:
             (Program(CoreType.AIC, copied(tmpl.programs[0].body)),
              kernel.program(CoreType.AIV)),  # type: ignore[arg-type]
             target, tmpl.notes, kernel.sub_blocks)
+        aic = tmpl.program(CoreType.AIC)
+        assert aic is not None
+        if any(i.id < kernel.next_id for i, _ in iter_instrs(aic.body)):
+            return kernel  # its ids would name the kernel's instructions (the cross-core plan's)
     else:
         tmpl = replace(tmpl, buffers=kernel.buffers)
     if transplanted(kernel, tmpl, class_runs(plan, target, every_loop=mixed)) is None:

@@ -312,3 +312,19 @@ def test_explain_says_which_program_of_a_mixed_kernel_is_the_templates(tmp_path,
     out = capsys.readouterr().out
     assert "dependences (the AIC program of the sync template: gemm gemm_gelu: (384 x 384)" in out
     assert "the AIV program the kernel's own" in out
+
+
+def test_a_mixed_template_never_reuses_the_kernels_instruction_ids() -> None:
+    """The hybrid keeps the AIV's ids and numbers its own AIC from the kernel's next id, since
+    the cross-core plan (made on the kernel) names the kernel's instructions by id. With no
+    AIV instruction to start after, the template's ids would start at 0: no template then."""
+    from ascendsched.lower.sync_template import sync_template
+
+    sched = MIXED[0]
+    k = lower(sched, stop_after="apply memory plan")
+    tmpl = sync_template(sched, k, k.target)
+    assert tmpl is not k
+    ids = [i.id for i, _ in iter_instrs(tmpl.program(CoreType.AIC).body)]
+    assert min(ids) >= k.next_id
+    bare = k.replace_body(CoreType.AIV, ())
+    assert sync_template(sched, bare, k.target) is bare

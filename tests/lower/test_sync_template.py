@@ -285,31 +285,29 @@ def test_running_tile_number_counts_a_cores_tiles_across_classes() -> None:
         assert len(seen) == len(order[core::3])
 
 
-def test_explain_says_the_dependences_are_the_templates(tmp_path, capsys) -> None:  # noqa: ANN001
+def _explained(tmp_path, capsys, algo: str) -> str:  # noqa: ANN001
+    """What ``ascendsched explain`` prints for ``algo(300, 200, 330)`` tiled 128^3, K steps
+    of 64, on 2 cores (a user's file)."""
     from ascendsched.api.cli import main
     f = tmp_path / "user_gemm.py"
-    f.write_text("from ascendsched.algo.library import gemm\n"
+    f.write_text(f"from ascendsched.algo.library import {algo}\n"
                  "from ascendsched.schedule.gemm import GemmSchedule\n\n\n"
                  "def schedule():\n"
-                 "    return GemmSchedule(gemm(300, 200, 330)).tile(128, 128, 128).split_k(64)"
-                 ".bind(2)\n")
+                 f"    return GemmSchedule({algo}(300, 200, 330)).tile(128, 128, 128)"
+                 ".split_k(64).bind(2)\n")
     assert main(["explain", f"{f}:schedule"]) == 0
-    out = capsys.readouterr().out
+    return capsys.readouterr().out
+
+
+def test_explain_says_the_dependences_are_the_templates(tmp_path, capsys) -> None:  # noqa: ANN001
+    out = _explained(tmp_path, capsys, "gemm")
     assert "dependences (of the sync template: gemm gemm: (384 x 384) x (384 x 256)" in out
     assert "kernel's tile classes and peeled K step take its syncs" in out
 
 
 def test_explain_says_which_program_of_a_mixed_kernel_is_the_templates(tmp_path, capsys
                                                                        ) -> None:  # noqa: ANN001
-    from ascendsched.api.cli import main
-    f = tmp_path / "user_mixed.py"
-    f.write_text("from ascendsched.algo.library import gemm_gelu\n"
-                 "from ascendsched.schedule.gemm import GemmSchedule\n\n\n"
-                 "def schedule():\n"
-                 "    return GemmSchedule(gemm_gelu(300, 200, 330)).tile(128, 128, 128)"
-                 ".split_k(64).bind(2)\n")
-    assert main(["explain", f"{f}:schedule"]) == 0
-    out = capsys.readouterr().out
+    out = _explained(tmp_path, capsys, "gemm_gelu")
     assert "dependences (the AIC program of the sync template: gemm gemm_gelu: (384 x 384)" in out
     assert "the AIV program the kernel's own" in out
 

@@ -204,5 +204,21 @@ class Cond:
         return {"<": v < self.rhs, "<=": v <= self.rhs, "==": v == self.rhs,
                 ">=": v >= self.rhs}[self.op]
 
+    def decided(self) -> bool | None:
+        """Its value wherever every variable is non-negative (loop indices, ``block_idx``), when
+        that alone settles it (``kk + 56 == 0``: False), else None."""
+        inf = float("inf")
+        lo = hi = float(self.lhs.const)
+        for _, c in self.lhs.terms:
+            lo, hi = (lo, inf) if c > 0 else (-inf, hi)
+        for _, m, c in self.lhs.mods:
+            lo, hi = lo + min(0, c * (m - 1)), hi + max(0, c * (m - 1))
+        if self.lhs.divs:
+            return None
+        r = self.rhs
+        verdict = {"==": (lo == hi == r, lo > r or hi < r), ">=": (lo >= r, hi < r),
+                   "<=": (hi <= r, lo > r), "<": (hi < r, lo >= r)}[self.op]
+        return True if verdict[0] else False if verdict[1] else None
+
     def __str__(self) -> str:
         return f"{self.lhs} {self.op} {self.rhs}"

@@ -334,15 +334,17 @@ class _Builder(L0Loads):
         out = (self._load_a(kk, ks, m, l1copy, l0copy)
                + self._load_b(kk, ks, round_up(n, self.rows), l1copy, l0copy))
         first = (step - tile.t * self.steps_per_tile)  # K step within the tile
-        init: bool | Cond = True if first.is_const and first.const == 0 else (
-            False if first.is_const else Cond(first, "==", 0))
+        # over the L1 and L0 K loops: a step of the K tail's loop is never the first
+        lo, hi = first.bounds({"kt": (0, max(self.k_full - 1, 0)), "kk": (0, t.kk - 1)})
+        init: bool | Cond = True if hi == 0 else False if lo >= 1 else Cond(first, "==", 0)
         ops = (("c_l0", 0, ccopy, sp.acc_dtype), ("a_l0", 0, l0copy, sp.in_dtype),
                ("b_l0", 0, l0copy, sp.in_dtype))
         if self.bias is None:
+            note = ("C = A x B" if init is True else "C += A x B" if init is False
+                    else "C = A x B on the first K step, C += A x B after")
             out.append(make_cube_instr(
-                "mmad", ops, target=self.target,
-                comment="C = A x B on the first K step, C += A x B after", m=m, n=n, k=ks,
-                unitFlag=0, kDirectionAlign=False, cmatrixSource=False, cmatrixInitVal=init))
+                "mmad", ops, target=self.target, comment=note, m=m, n=n, k=ks, unitFlag=0,
+                kDirectionAlign=False, cmatrixSource=False, cmatrixInitVal=init))
             return out
         with_bias = make_cube_instr(
             "mmad_bias", ops + (("bias_bt", 0, 0, sp.acc_dtype),), target=self.target,

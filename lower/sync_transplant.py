@@ -316,18 +316,20 @@ def _reads_c_alike(r: Instr, e: Instr, fn) -> bool:  # noqa: ANN001 -- Affine ->
     ei, ri = e.attr("cmatrixInitVal"), r.attr("cmatrixInitVal")
     if isinstance(ri, Cond):
         ri = mapped_cond(ri, fn)
-        if ri.lhs.is_const:
-            ri = ri.evaluate({})
+        known = ri.decided()
+        ri = ri if known is None else known
     return ei is True or ri is False or ei == ri
 
 
 def _known(conds: tuple[Cond, ...], sigma: Mapping[str, Affine]) -> bool | None:
-    """The value of a guard at ``sigma`` when it is constant there, else None."""
+    """The value of a guard at ``sigma`` when that settles it (``Cond.decided``: the
+    builder drops a guard that is constant over its loops, the K tail step's first-step test),
+    else None."""
     fn = substituted(sigma)
-    vals = [mapped_cond(c, fn) for c in conds]
-    if not all(c.lhs.is_const for c in vals):
-        return None
-    return all(c.evaluate({}) for c in vals)
+    vals = [mapped_cond(c, fn).decided() for c in conds]
+    if False in vals:
+        return False
+    return True if all(vals) else None
 
 
 def _has_sync(body: tuple[Stmt, ...]) -> bool:

@@ -10,10 +10,11 @@ from dataclasses import replace
 import pytest
 
 from ascendsched.algo import library as L
+from ascendsched.algo.evaluate import evaluate
 from ascendsched.algo.gemm_spec import gemm_error
 from ascendsched.api.check import check
-from ascendsched.api.numerics import random_inputs
-from ascendsched.lower.affine import Affine
+from ascendsched.api.numerics import approx_rtol, compare, random_inputs
+from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.build_gemm import class_runs
 from ascendsched.lower.cross_core_sync import CrossPlan, leave_to_cross
 from ascendsched.lower.happens_before import unordered_dependences
@@ -326,3 +327,53 @@ def test_a_mixed_template_never_reuses_the_kernels_instruction_ids() -> None:
     assert min(ids) >= k.next_id
     bare = k.replace_body(CoreType.AIV, ())
     assert sync_template(sched, bare, k.target) is bare
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_the_k_tail_steps_mmads_only_accumulate(bias: bool) -> None:
+    """The K tail step's L0 loop (104 = 3 x 32 + 8 after seven L1 steps) runs after the L1 K
+    steps, so it is never a tile's first K step: its Mmads accumulate with no test of it (no
+    ``if kk + 28 == 0`` guard with the bias table, no ``cmatrixInitVal = kk + 28 == 0``
+    without); the template, which pads K into its L1 loop and tests there, still maps onto
+    the kernel, and the kernel computes the right values with no race."""
+    algo = L.gemm_epilogue(1000, 1000, 1000, bias=True) if bias else L.gemm(1000, 1000, 1000)
+    sched = (GemmSchedule(algo).tile(128, 256, 128).split_k(32).buffer("l1", 2)
+             .buffer("l0", 2).bind(2))
+    k, log = _lowered(sched)
+    assert _templated(log)
+    tests = [x for s in k.programs[0].body for x in _first_step_tests(s, ())]
+    assert tests and all("kt" in c.lhs.vars() for c, _ in tests), [str(c) for c, _ in tests]
+    assert all(loops[-2:] == ("kt", "kk") for _, loops in tests)  # inside the L1 K loop only
+    _exact(k)
+    ins = random_inputs(algo, 0)
+    res = run_kernel(k, ins, trace=True)
+    want = evaluate(algo, ins)[algo.outputs[0].name]
+    ok, msg = compare(res.outputs[algo.outputs[0].name], want, algo.outputs[0].dtype.name,
+                      approx_rtol(algo, algo.outputs[0].name))
+    assert ok, msg
+    assert check_trace(res.trace, k.target).ok
+
+
+def _first_step_tests(s, loops: tuple[str, ...]):  # noqa: ANN001, ANN202
+    """(condition, enclosing loop variables) of every "first K step" test: an Mmad's
+    condition-valued ``cmatrixInitVal`` and every guard of an Mmad."""
+    if isinstance(s, For):
+        for x in s.body:
+            yield from _first_step_tests(x, loops + (s.var,))
+    elif isinstance(s, If):
+        if any(i.op in ("mmad", "mmad_bias") for i, _ in iter_instrs(s.body)):
+            yield from ((c, loops) for c in s.conds if "kk" in c.lhs.vars() or c.lhs.is_const)
+        for x in s.body:
+            yield from _first_step_tests(x, loops)
+    elif s.op == "mmad" and isinstance(s.attr("cmatrixInitVal"), Cond):
+        yield s.attr("cmatrixInitVal"), loops
+
+
+def test_a_condition_over_non_negative_variables_is_settled_when_it_can_be() -> None:
+    kk = Affine.of("kk")
+    assert Cond(kk + 28, "==", 0).decided() is False
+    assert Cond(kk + 28, ">=", 1).decided() is True
+    assert Cond(kk, "==", 0).decided() is None  # true on the first trip only
+    assert Cond(kk * -1 + 3, ">=", 1).decided() is None  # a negative coefficient: unbounded
+    assert Cond(Affine.mod("kk", 2) + 2, "<", 4).decided() is True  # kk % 2 in 0..1
+    assert Cond(Affine(3), "==", 3).decided() is True

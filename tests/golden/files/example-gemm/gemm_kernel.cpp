@@ -128,7 +128,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
-            Mmad(c_l0, a_l0[0], b_l0[0], MmadParams(128, 128, 44, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0, a_l0[0], b_l0[0], MmadParams(128, 128, 44, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
@@ -175,7 +175,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
-            Mmad(c_l0, a_l0[0], b_l0[0], MmadParams(128, 128, 44, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0, a_l0[0], b_l0[0], MmadParams(128, 128, 44, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
@@ -222,7 +222,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
-            Mmad(c_l0, a_l0[0], b_l0[0], MmadParams(116, 128, 44, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0, a_l0[0], b_l0[0], MmadParams(116, 128, 44, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
@@ -267,7 +267,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             PipeBarrier<PIPE_M>();  // c_l0: M write -> M read (RAW) (+2 more)
-            Mmad(c_l0, a_l0[0], b_l0[0], MmadParams(128, 8, 44, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0, a_l0[0], b_l0[0], MmadParams(128, 8, 44, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
@@ -312,7 +312,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             PipeBarrier<PIPE_M>();  // c_l0: M write -> M read (RAW) (+2 more)
-            Mmad(c_l0, a_l0[0], b_l0[0], MmadParams(116, 8, 44, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0, a_l0[0], b_l0[0], MmadParams(116, 8, 44, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)

@@ -126,7 +126,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 }
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 256, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 256, 32, 0, false, false));  // C += A x B
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -134,7 +134,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 16, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (16 fractals, src stride 8 x 512 B, each transposed)
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(128, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(128, 256, 8, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
@@ -180,7 +180,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 }
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 256, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 256, 32, 0, false, false));  // C += A x B
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -188,7 +188,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 16, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (16 fractals, src stride 8 x 512 B, each transposed)
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(128, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(128, 256, 8, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
@@ -234,7 +234,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 }
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(104, 256, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(104, 256, 32, 0, false, false));  // C += A x B
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -242,7 +242,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 16, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (16 fractals, src stride 8 x 512 B, each transposed)
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(104, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(104, 256, 8, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
@@ -288,7 +288,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 }
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 232, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 232, 32, 0, false, false));  // C += A x B
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -296,7 +296,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 15, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (15 fractals, src stride 8 x 512 B, each transposed)
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(128, 232, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(128, 232, 8, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
@@ -342,7 +342,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 }
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(104, 232, 32, 0, false, (kk + 28 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(104, 232, 32, 0, false, false));  // C += A x B
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -350,7 +350,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadData(b_l0[1], b_l1[1][1536], LoadData2DParams(0, 15, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (15 fractals, src stride 8 x 512 B, each transposed)
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(104, 232, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0, a_l0[1], b_l0[1], MmadParams(104, 232, 8, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)

@@ -131,7 +131,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 }
                 SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
                 WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
-                Mmad(c_l0[t0 % 2], a_l0[0], b_l0[0], MmadParams(128, 128, 44, 0, false, false));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0[t0 % 2], a_l0[0], b_l0[0], MmadParams(128, 128, 44, 0, false, false));  // C += A x B
                 SetFlag<HardEvent::M_FIX>(t0 % 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
                 SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
                 WaitFlag<HardEvent::M_FIX>(t0 % 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
@@ -179,7 +179,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
-            Mmad(c_l0[-2*((-((block_idx + 6) / 7) + 2) / 2) - ((block_idx + 6) / 7) + 2], a_l0[0], b_l0[0], MmadParams(128, 128, 44, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0[-2*((-((block_idx + 6) / 7) + 2) / 2) - ((block_idx + 6) / 7) + 2], a_l0[0], b_l0[0], MmadParams(128, 128, 44, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_FIX>(-2*((-((block_idx + 6) / 7) + 2) / 2) - ((block_idx + 6) / 7) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
             SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::M_FIX>(-2*((-((block_idx + 6) / 7) + 2) / 2) - ((block_idx + 6) / 7) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
@@ -226,7 +226,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
-            Mmad(c_l0[-((block_idx + 2) / 7) - 2*((-((block_idx + 2) / 7) + 2) / 2) + 2], a_l0[0], b_l0[0], MmadParams(116, 128, 44, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0[-((block_idx + 2) / 7) - 2*((-((block_idx + 2) / 7) + 2) / 2) + 2], a_l0[0], b_l0[0], MmadParams(116, 128, 44, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_FIX>(-((block_idx + 2) / 7) - 2*((-((block_idx + 2) / 7) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
             SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::M_FIX>(-((block_idx + 2) / 7) - 2*((-((block_idx + 2) / 7) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
@@ -271,7 +271,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             PipeBarrier<PIPE_M>();  // c_l0[copy -2*((-((block_idx + 5) / 7) + 3) / 2) - ((block_idx + 5) / 7) + 3]: M write -> M read (RAW) (+2 more)
-            Mmad(c_l0[-2*((-((block_idx + 5) / 7) + 3) / 2) - ((block_idx + 5) / 7) + 3], a_l0[0], b_l0[0], MmadParams(128, 8, 44, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0[-2*((-((block_idx + 5) / 7) + 3) / 2) - ((block_idx + 5) / 7) + 3], a_l0[0], b_l0[0], MmadParams(128, 8, 44, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_FIX>(-2*((-((block_idx + 5) / 7) + 3) / 2) - ((block_idx + 5) / 7) + 3);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
             SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::M_FIX>(-2*((-((block_idx + 5) / 7) + 3) / 2) - ((block_idx + 5) / 7) + 3);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
@@ -316,7 +316,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             PipeBarrier<PIPE_M>();  // c_l0[copy -((block_idx + 2) / 7) - 2*((-((block_idx + 2) / 7) + 3) / 2) + 3]: M write -> M read (RAW) (+2 more)
-            Mmad(c_l0[-((block_idx + 2) / 7) - 2*((-((block_idx + 2) / 7) + 3) / 2) + 3], a_l0[0], b_l0[0], MmadParams(116, 8, 44, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0[-((block_idx + 2) / 7) - 2*((-((block_idx + 2) / 7) + 3) / 2) + 3], a_l0[0], b_l0[0], MmadParams(116, 8, 44, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_FIX>(-((block_idx + 2) / 7) - 2*((-((block_idx + 2) / 7) + 3) / 2) + 3);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
             SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::M_FIX>(-((block_idx + 2) / 7) - 2*((-((block_idx + 2) / 7) + 3) / 2) + 3);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)

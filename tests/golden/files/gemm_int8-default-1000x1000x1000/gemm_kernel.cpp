@@ -121,7 +121,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[t0 % 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[t0 % 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, false));  // C += A x B
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -129,7 +129,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[t0 % 2], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0[t0 % 2], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C += A x B
                 SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 SetFlag<HardEvent::M_FIX>(t0 % 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
@@ -168,7 +168,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, false));  // C += A x B
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -176,7 +176,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
@@ -214,7 +214,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, false));  // C += A x B
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -222,7 +222,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
@@ -260,7 +260,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, false));  // C += A x B
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -268,7 +268,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[0], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0[0], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
@@ -306,7 +306,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 24 == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, false));  // C += A x B
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -314,7 +314,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C = A x B on the first K step, C += A x B after
+            Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.cube_ops import same_pipe_ordered
 from ascendsched.lower.happens_before import SyncOracle
-from ascendsched.lower.ir import For, Instr, Kernel, Stmt, StmtMutator
+from ascendsched.lower.ir import For, If, Instr, Kernel, Stmt, StmtMutator
 from ascendsched.lower.polyhedral import Dependences
-from ascendsched.lower.sync_ir import Barrier, SetFlag, Sync, SyncRole
-from ascendsched.target.model import Target
+from ascendsched.lower.sync_ir import Barrier, SetFlag, Sync, SyncRole, WaitFlag
+from ascendsched.target.model import Pipe, Target
 
 
 @dataclass(frozen=True)
@@ -102,55 +102,141 @@ def channels_of(kernel: Kernel) -> tuple[int, ...]:
 
 # --------------------------------------------------------------------------- private helpers
 def _bracketed(kernel: Kernel, deps: Dependences, target: Target
-                      ) -> list[frozenset[int | None]]:
-    """For dependences with an instance pair the program text brackets (source and sink
-    children of one body: the pair in one iteration of it, source first, or, where the loop
-    of that body carries the dependence at distance 1, the source in one trip and the sink in
-    the next): the channels of every sync issued between the two instances (recursively in
-    the statements between). Dropping the last of them leaves that pair unordered: every
-    wait comes after the set it consumes (the oracle's alternation check), so a chain from
-    the source's instance to the sink's starts with a set or barrier issued after the source
-    and ends with a wait or barrier issued before the sink, both between the two, where no
-    other sync is left. Such a channel is needed, and pruning does not try it (most of
-    pruning's trials fail on one: GEMM + bias + GELU 1000^3, 64 of 94). ``None`` stands for
-    a sync of no channel, which is never dropped."""
-    where: dict[int, tuple[tuple[Stmt, ...], int, For | None]] = {}
+               ) -> list[frozenset[int | None]]:
+    """For dependences with an instance pair the program text brackets: the channels of the
+    syncs that may be issued between the two instances and can start a chain from the
+    source's pipe, and those that can end one at the sink's pipe. Source and sink sit in
+    children ``i`` and ``j`` of one body (nested in them or the children themselves); the pair
+    is in one run of that body with ``i < j``, or, where the innermost loop around the body
+    (through guards) carries the dependence at distance 1 and is their innermost common loop,
+    the source in one trip and the sink in the next. Syncs that may be issued between: those
+    in children ``i`` and ``j`` and in the children between them (after ``i`` and up to ``j``
+    in the next trip, with every statement beside the guards between the loop and the body).
+    Every wait comes after the set it consumes (the oracle's alternation check), so a chain
+    from the source's instance to the sink's starts with a set on the source's pipe (or a
+    barrier there) issued after the source and ends with a wait on the sink's pipe (or a
+    barrier there) issued before the sink: dropping the last of either kind leaves that pair
+    unordered. Such a channel is needed, and pruning does not try it (most of pruning's trials
+    fail on one: GEMM + bias + GELU 1000^3, 64 of 94 counting every channel between children of
+    one body, 76 with the pipes and nested children). ``None`` stands for a sync of no channel,
+    which is never dropped."""
+    where: dict[int, tuple[int, ...]] = {}
 
-    def walk(body: tuple[Stmt, ...], loop: For | None) -> None:
+    def walk(body: tuple[Stmt, ...], path: tuple[int, ...]) -> None:
         for n, s in enumerate(body):
             if isinstance(s, Instr):
-                where[s.id] = (body, n, loop)
+                where[s.id] = path + (n,)
             else:
-                walk(s.body, s if isinstance(s, For) else None)  # type: ignore[attr-defined]
+                walk(s.body, path + (n,))  # type: ignore[attr-defined]
 
+    roots: dict[int, tuple[Stmt, ...]] = {}
     for p in kernel.programs:
-        walk(p.body, None)
+        walk(p.body, (len(roots),))
+        roots[len(roots)] = p.body
+    syncs = _SyncSummary()
     out: set[frozenset[int | None]] = set()
+    seen: set[tuple] = set()
     for d in deps:
         src, dst = deps.info(d.src).instr, deps.info(d.dst).instr
         if src.pipe == dst.pipe and same_pipe_ordered(target, src, dst):
             continue  # the hardware orders them: no sync needed
         a, b = where.get(src.id), where.get(dst.id)
-        if a is None or b is None or a[0] is not b[0]:
+        if a is None or b is None or a[0] != b[0]:
             continue
-        body, i, j, loop = a[0], a[1], b[1], a[2]
+        k = next((n for n, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                 len(a) - 1)  # one statement: its own body
+        root, i, j = roots[a[0]], a[k], b[k]
+        carried = bool(d.carried and d.common_loops
+                       and d.carried[-1] == (d.common_loops[-1], 1))
+        key = (a[:k], i, j, d.loop_independent and i < j, carried, src.pipe, dst.pipe)
+        if key in seen:
+            continue
+        seen.add(key)
+        body = _body(root, a[1:k])
+        between: list[tuple[Stmt, ...]] = []
         if d.loop_independent and i < j:
-            out.add(_channels(body[i + 1:j]))
-        if loop is not None and d.carried and d.carried[-1] == (loop.var, 1) \
-                and d.common_loops and d.common_loops[-1] == loop.var:
-            out.add(_channels(body[i + 1:] + body[:j]))
+            between.append(body[i:j + 1])
+        loop = _loop_above(root, a[1:k])
+        if carried and loop is not None and loop[1].var == d.common_loops[-1]:
+            # the rest of the trip after the source and the next one up to the sink
+            rest = tuple(x for depth in range(loop[0], k - 1)
+                         for n, x in enumerate(_body(root, a[1:depth + 1]))
+                         if n != a[depth + 1])
+            between.append(rest + (body[i:] + body[:j + 1] if i >= j else body))
+        for stmts in between:
+            out.add(syncs.channels(stmts, src.pipe, starts=True))
+            out.add(syncs.channels(stmts, dst.pipe, starts=False))
     return list(out)
 
 
-def _channels(body: tuple[Stmt, ...]) -> frozenset[int | None]:
-    """The channels of the syncs in ``body``, nested ones included."""
-    got: set[int | None] = set()
-    for s in body:
+class _SyncSummary:
+    """Per statement (by identity), the channels of the syncs in it that can start a chain from
+    each pipe (a set issued there, a barrier there) and that can end one at each pipe (a wait
+    there, a barrier there); ``Pipe.ALL`` barriers and syncs of other kinds count for every
+    pipe (key None)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[dict, dict]] = {}
+
+    def channels(self, stmts: tuple[Stmt, ...], pipe: Pipe, *, starts: bool
+                 ) -> frozenset[int | None]:
+        got: set[int | None] = set()
+        for s in stmts:
+            by_pipe = self._of(s)[0 if starts else 1]
+            for p in (pipe, None):
+                got |= by_pipe.get(p, set())
+        return frozenset(got)
+
+    def _of(self, s: Stmt) -> tuple[dict, dict]:
+        hit = self._memo.get(id(s))
+        if hit is not None:
+            return hit
+        st: dict[Pipe | None, set[int | None]] = {}
+        en: dict[Pipe | None, set[int | None]] = {}
         if isinstance(s, Sync):
-            got.add(s.channel)
+            pipe = None if s.pipe == Pipe.ALL else s.pipe
+            if isinstance(s, SetFlag):
+                st.setdefault(pipe, set()).add(s.channel)
+            elif isinstance(s, WaitFlag):
+                en.setdefault(pipe, set()).add(s.channel)
+            else:  # a barrier orders its pipe both ways; another kind: any pipe
+                pipe = pipe if isinstance(s, Barrier) else None
+                st.setdefault(pipe, set()).add(s.channel)
+                en.setdefault(pipe, set()).add(s.channel)
         elif not isinstance(s, Instr):
-            got |= _channels(s.body)  # type: ignore[attr-defined]
-    return frozenset(got)
+            for x in s.body:  # type: ignore[attr-defined]
+                xs, xe = self._of(x)
+                for mine, theirs in ((st, xs), (en, xe)):
+                    for p, chans in theirs.items():
+                        mine.setdefault(p, set()).update(chans)
+        self._memo[id(s)] = (st, en)
+        return st, en
+
+
+def _loop_above(root: tuple[Stmt, ...], path: tuple[int, ...]) -> tuple[int, For] | None:
+    """The innermost loop at or above the statement at ``path`` (its depth: the length of its
+    path), reached through guards only; None if there is none."""
+    for depth in range(len(path), 0, -1):
+        node = _node(root, path[:depth])
+        if isinstance(node, For):
+            return depth, node
+        if not isinstance(node, If):
+            return None
+    return None
+
+
+def _body(root: tuple[Stmt, ...], path: tuple[int, ...]) -> tuple[Stmt, ...]:
+    node = _node(root, path)
+    return root if node is None else node.body  # type: ignore[union-attr]
+
+
+def _node(body: tuple[Stmt, ...], path: tuple[int, ...]) -> Stmt | None:
+    """The statement at child-index ``path`` of ``body`` (None: the body itself)."""
+    node: Stmt | None = None
+    for n in path:
+        node = body[n]
+        body = node.body  # type: ignore[union-attr]
+    return node
 
 
 def _candidates(kernel: Kernel) -> list[int]:

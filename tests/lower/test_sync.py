@@ -8,19 +8,24 @@ import warnings
 import numpy as np
 import pytest
 
+from ascendsched.algo import library as L
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.allocate_event_ids import EventIdPressureWarning, allocate_event_ids
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.insert_sync import insert_sync, place_syncs
 from ascendsched.lower.ir import For, If, Instr, Kernel, copied, view
+from ascendsched.lower.pipeline import lower
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.remove_redundant_sync import (
+    _bracketed,
     channels_of,
     drop_channels,
     remove_redundant_sync,
 )
+from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.lower.sync_ir import Barrier, EventSync, SetFlag, WaitFlag
 from ascendsched.lower.sync_stats import sync_stats
+from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import ASCEND_910B, Pipe, Target
 from tests.kit.ir import planned, row_max_sub_kernel, vadd_kernel
 
@@ -369,3 +374,24 @@ def test_a_guarded_one_tile_class_shares_the_class_loops_l1_channels() -> None:
     assert all(w.event_id.mods and w.event_id.mods[0][0] == "kt" for w in in_loops)
     report = check_trace(run_kernel(k, random_inputs(s.algo), trace=True).trace, k.target)
     assert report.ok, report.summary()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: schedule_for(L.gemm(1000, 1000, 1000)),  # tile classes, a peeled K step
+    lambda: (GemmSchedule(L.gemm(300, 500, 200)).tile(64, 128, 64).split_k(32)
+             .buffer("l1", 2).buffer("l0", 2).buffer("l0c", 2).bind(3)),
+    lambda: schedule_for(L.layernorm(16384, 256)),  # a peeled tail tile, row chunks
+    lambda: schedule_for(L.softmax(100, 1000)),
+])
+def test_a_channel_pruning_does_not_try_is_needed(make) -> None:  # noqa: ANN001
+    """Pruning skips a channel that is the last sync between a bracketed dependent pair able
+    to start a chain from the source's pipe or end one at the sink's (``_bracketed``): the
+    oracle must find a problem once that channel alone is dropped."""
+    k = lower(make(), stop_after="apply memory plan")
+    deps = analyze_dependences(k)
+    placed = place_syncs(k, deps, ASCEND_910B)
+    lone = {ch for chans in _bracketed(placed.kernel, deps, ASCEND_910B) if len(chans) == 1
+            for ch in chans if ch is not None}
+    assert lone
+    for ch in sorted(lone):
+        assert placed.oracle.problems(dropped=placed.oracle.sync_keys(ch), first_only=True), ch

@@ -395,3 +395,33 @@ def test_a_channel_pruning_does_not_try_is_needed(make) -> None:  # noqa: ANN001
     assert lone
     for ch in sorted(lone):
         assert placed.oracle.problems(dropped=placed.oracle.sync_keys(ch), first_only=True), ch
+
+
+@pytest.mark.parametrize("make,ahead", [
+    (lambda: L.vadd(4194304), True),  # a full-tile loop and a tail tile
+    (lambda: L.vadd(16384), True),  # two trips, two copies: no buffer reuse, no pair back
+    (lambda: L.softmax(16384, 4096), True),
+    (lambda: L.layernorm(16384, 256), True),
+    (lambda: L.bias_add(100, 256), True),
+    (lambda: L.softmax(8, 1024), False),  # one trip: nothing can run ahead
+])
+def test_vector_pairs_get_up_front_the_ping_pong_ids_the_check_would_ask_for(
+        make, ahead, monkeypatch) -> None:  # noqa: ANN001
+    """``insert_sync._ahead_up_front`` gives a Vector kernel's in-loop pairs whose source
+    pipe runs a trip ahead ping-pong ids before the first check; the kernel must be the one
+    the check's own fallback (place, find double sets, place again) gives."""
+    from ascendsched.lower import insert_sync as ins
+
+    changed = []
+    up_front = ins._ahead_up_front
+
+    def spy(reqs, kernel, join):  # noqa: ANN001, ANN202
+        got = up_front(reqs, kernel, join)
+        changed.append(got is not reqs)
+        return got
+
+    monkeypatch.setattr(ins, "_ahead_up_front", spy)
+    fast = str(lower(schedule_for(make())))
+    assert changed == [ahead]
+    monkeypatch.setattr(ins, "_ahead_up_front", lambda reqs, kernel, join: reqs)
+    assert str(lower(schedule_for(make()))) == fast

@@ -47,6 +47,7 @@ this store).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from dataclasses import dataclass, replace
@@ -502,20 +503,21 @@ def _merge(spans: list[tuple[int, int]]) -> Segments:
 def _widen(uses: list[tuple[int, Pipe, str]], loops: list[tuple[str, int, int]]
            ) -> tuple[int, int, str, list[tuple[int, int]]]:
     """(start, end, why, spans of the loops whose iterations the value crosses)."""
-    start = min(p for p, _, _ in uses)
-    end = max(p for p, _, _ in uses)
+    at = sorted((p, k) for p, _, k in uses)  # by position, a read before a write at one
+    places = [p for p, _ in at]
+    start, end = places[0], places[-1]
     why: list[str] = []
     crossed: dict[tuple[int, int], None] = {}
     changed = True
     while changed:
         changed = False
         for var, lo, hi in loops:  # inner loops come first (appended on exit)
-            inside = sorted((p, k) for p, _, k in uses if lo <= p <= hi)
-            if not inside:
+            first = bisect.bisect_left(places, lo)
+            if first == len(places) or places[first] > hi:
                 continue
             # the body's first access is a read (reads of one instruction precede its
             # writes): the value crosses iterations
-            carried = min(inside, key=lambda u: (u[0], u[1] != "R"))[1] == "R"
+            carried = at[first][1] == "R"
             if carried or start < lo or end > hi:
                 crossed[(lo, hi)] = None
             new_start, new_end = start, end

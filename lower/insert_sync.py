@@ -232,10 +232,10 @@ def _ahead_up_front(reqs: Reasons, kernel: Kernel, join_classes: bool) -> Reason
     """A Vector kernel's pairs in a loop of two or more trips whose source pipe nothing holds
     back by one trip (no carried pair back from the sink's pipe on one id in that loop) with
     ping-pong ids from the start: the happens-before check would find their double sets and
-    ask for them (the same ids on the 146 Vector default kernels of the compile sweep's shapes
-    and the reference kernels; a pair it misses still gets them from the check). Saves a
-    placement and an oracle: vadd 4194304 lower() 23 -> 18 ms, LayerNorm 16384x256 106 ->
-    98 ms."""
+    ask for them (the same ids on the 146 Vector default kernels of the compile sweep's shapes;
+    a pair it misses still gets them from the check, and a hand bias_add of fused 2-D tiles
+    keeps on two pairs the ping-pong the check's second round had dropped). Saves a placement
+    and an oracle: vadd 4194304 lower() 23 -> 18 ms, LayerNorm 16384x256 106 -> 98 ms."""
     if any(p.core != CoreType.AIV for p in kernel.programs):
         return reqs
     prog = kernel.program(CoreType.AIV)

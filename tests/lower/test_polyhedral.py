@@ -152,7 +152,11 @@ def test_block_masks_are_the_byte_sets(make) -> None:  # noqa: ANN001
 def test_byte_set_shortcuts_find_the_same_dependences(make, monkeypatch) -> None:  # noqa: ANN001
     # accesses touching the same bytes in every instance (or every block) are decided on byte
     # sets, without joining their relations: the dependences, their levels, regions and
-    # relations are exactly those of the general analysis
+    # relations are exactly those of the general analysis (both before dropping the ones a
+    # tighter one implies, which the general path cannot tell: next test)
+    from ascendsched.lower import polyhedral
+
+    monkeypatch.setattr(polyhedral, "_without_implied", lambda deps, instrs, total: tuple(deps))
     k = make()
     fast, general = analyze_dependences(k), _general(k, monkeypatch)
 
@@ -187,3 +191,31 @@ def test_accesses_varying_only_in_inner_loops_are_decided_as_fixed(monkeypatch) 
     analyze_dependences(k)
     in_row_loops = {i.id for i in kernel_instrs(k) if len(i.loops) == 2}
     assert len(in_row_loops) == 3 and {i for i, _ in seen} == in_row_loops
+
+
+@pytest.mark.parametrize("make", [
+    lambda: schedule_for(L.gemm_bias_gelu(1000, 1000, 1000)),  # five epilogue class loops
+    lambda: schedule_for(L.gemm_residual(1000, 1000, 1000)),
+    lambda: schedule_for(L.layernorm(16384, 256)),  # a peeled tail tile after the row loop
+    lambda: schedule_for(L.softmax(16384, 256)),
+    lambda: schedule_for(L.gemm(1000, 1000, 1000)),  # tile classes
+], ids=["gemm_bias_gelu tails", "gemm_residual tails", "layernorm tail tile", "softmax",
+        "gemm tails"])
+def test_dependences_a_tighter_one_implies_are_ordered_in_the_lowered_kernel(
+        make, monkeypatch) -> None:  # noqa: ANN001
+    # analyze_dependences leaves out a dependence between statements with no common loop when
+    # one from a statement no earlier on its pipe to one no later on its pipe, every instance
+    # pair dependent, implies it: the kernel lowered from the rest must order every one of them
+    from ascendsched.lower import polyhedral
+    from ascendsched.lower.happens_before import unordered_dependences
+
+    sched = make()
+    k = lower(sched)
+    with monkeypatch.context() as m:
+        m.setattr(polyhedral, "_without_implied", lambda deps, instrs, total: tuple(deps))
+        every = analyze_dependences(k)
+    kept = analyze_dependences(k)
+    assert len(kept) < len(every)
+    # GM dependences between cores' work are the cross-core flags' (not this oracle's)
+    on_chip = replace(every, deps=tuple(d for d in every if d.space not in k.param_map))
+    assert unordered_dependences(k, on_chip, k.target, by_channel=False) == ()

@@ -105,15 +105,15 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     LocalTensor<float> y_t2_once = ubuf.GetWithOffset<float>(1032, 4352);
 
     DataCopy(gamma_ub, gamma_gm, DataCopyParams(1, 64, 0, 0));  // load gamma tile into UB (1 x 2048 B; lengths in 32 B blocks)
-    SetFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+18 more)
+    SetFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW)
     DataCopy(beta_ub, beta_gm, DataCopyParams(1, 64, 0, 0));  // load beta tile into UB (1 x 2048 B; lengths in 32 B blocks)
-    SetFlag<HardEvent::MTE2_V>(1);  // beta_ub: MTE2 write -> V read (RAW) (+6 more)
-    WaitFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+18 more)
+    SetFlag<HardEvent::MTE2_V>(1);  // beta_ub: MTE2 write -> V read (RAW) (+1 more)
+    WaitFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW)
     Cast(y_t1_once, gamma_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
-    WaitFlag<HardEvent::MTE2_V>(1);  // beta_ub: MTE2 write -> V read (RAW) (+6 more)
-    PipeBarrier<PIPE_V>();  // gamma_ub/y_t2_once: V read -> V write (WAR) (+9 more)
+    WaitFlag<HardEvent::MTE2_V>(1);  // beta_ub: MTE2 write -> V read (RAW) (+1 more)
+    PipeBarrier<PIPE_V>();  // gamma_ub/y_t2_once: V read -> V write (WAR)
     Cast(y_t2_once, beta_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
-    PipeBarrier<PIPE_V>();  // beta_ub/xf_ub: V read -> V write (WAR) (+3 more)
+    PipeBarrier<PIPE_V>();  // beta_ub/xf_ub: V read -> V write (WAR)
     for (int64_t i_o_k = 0; i_o_k < 1; ++i_o_k) {  // tiles i_o = i_o_k*8 + block_idx over 8 cores
         DataCopy(x_ub, x_gm[1024*block_idx + 8192*i_o_k], DataCopyParams(1, 64, 0, 0));  // load x tile into UB (1 x 2048 B; lengths in 32 B blocks)
         SetFlag<HardEvent::MTE2_V>(2);  // x_ub: MTE2 write -> V read (RAW)

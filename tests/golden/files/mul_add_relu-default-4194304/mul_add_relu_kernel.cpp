@@ -113,13 +113,13 @@ extern "C" __global__ __aicore__ void mul_add_relu(GM_ADDR a, GM_ADDR b, GM_ADDR
     if ((block_idx == 47)) {  // i: tail tile i_o = 431, on core 47
         DataCopy(a_ub[0], a_gm[4192768], DataCopyParams(1, 96, 0, 0));  // load a tile into UB (1 x 3072 B; lengths in 32 B blocks)
         DataCopy(b_ub[0], b_gm[4192768], DataCopyParams(1, 96, 0, 0));  // load b tile into UB (1 x 3072 B; lengths in 32 B blocks)
-        SetFlag<HardEvent::MTE2_V>(0);  // b_ub[copy 0]: MTE2 write -> V read (RAW) (+1 more)
+        SetFlag<HardEvent::MTE2_V>(0);  // b_ub[copy 0]: MTE2 write -> V read (RAW)
         DataCopy(c_ub[0], c_gm[4192768], DataCopyParams(1, 96, 0, 0));  // load c tile into UB (1 x 3072 B; lengths in 32 B blocks)
         SetFlag<HardEvent::MTE2_V>(1);  // c_ub[copy 0]: MTE2 write -> V read (RAW)
-        WaitFlag<HardEvent::MTE2_V>(0);  // b_ub[copy 0]: MTE2 write -> V read (RAW) (+1 more)
+        WaitFlag<HardEvent::MTE2_V>(0);  // b_ub[copy 0]: MTE2 write -> V read (RAW)
         Mul(d_t1_tail, a_ub[0], b_ub[0], 128, 12, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // d: mul
         WaitFlag<HardEvent::MTE2_V>(1);  // c_ub[copy 0]: MTE2 write -> V read (RAW)
-        PipeBarrier<PIPE_V>();  // d_t1_tail: V write -> V read (RAW) (+2 more)
+        PipeBarrier<PIPE_V>();  // d_t1_tail/d_t2_tail: V write -> V write (WAW)
         Add(d_t2_tail, d_t1_tail, c_ub[0], 128, 12, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // d: add
         PipeBarrier<PIPE_V>();  // d_t2_tail: V write -> V read (RAW)
         Relu(d_ub[0], d_t2_tail, 128, 12, UnaryRepeatParams(1, 1, 8, 8));  // d: relu

@@ -87,8 +87,8 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
     LocalTensor<float> y_t9 = ubuf.GetWithOffset<float>(8200, 0);
 
     DataCopy(gamma_ub, gamma_gm, DataCopyParams(1, 256, 0, 0));  // load gamma tile into UB (1 x 8192 B; lengths in 32 B blocks)
-    SetFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+16 more)
-    WaitFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+16 more)
+    SetFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+4 more)
+    WaitFlag<HardEvent::MTE2_V>(0);  // gamma_ub: MTE2 write -> V read (RAW) (+4 more)
     Cast(y_t1_once, gamma_ub, RoundMode::CAST_NONE, 64, 64, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
     SetFlag<HardEvent::V_MTE2>(0);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     SetFlag<HardEvent::V_MTE2>(1);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)

@@ -180,31 +180,31 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
         Cast(xf_ub_tail, x_ub[0], RoundMode::CAST_NONE, 64, 64, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
         PipeBarrier<PIPE_V>();  // xf_ub_tail: V write -> V read (RAW)
         BlockReduceMax(mx_blk1_tail, xf_ub_tail, 64, 64, 1, 1, 8);  // mx: max of each 32 B block
-        PipeBarrier<PIPE_V>();  // mx_blk1_tail: V write -> V read (RAW) (+1 more)
+        PipeBarrier<PIPE_V>();  // mx_blk1_tail: V write -> V read (RAW)
         BlockReduceMax(mx_blk2_tail, mx_blk1_tail, 8, 64, 1, 1, 8);  // mx: max of each 32 B block
-        PipeBarrier<PIPE_V>();  // mx_blk2_tail: V write -> V read (RAW) (+4 more)
+        PipeBarrier<PIPE_V>();  // mx_blk1_tail/mx_ub_tail: V read -> V write (WAR)
         WholeReduceMax(mx_ub_tail, mx_blk2_tail, 64, 1, 1, 1, 0, ReduceOrder::ORDER_ONLY_VALUE);  // mx: max over k
-        PipeBarrier<PIPE_V>();  // mx_ub_tail: V write -> V read (RAW) (+7 more)
+        PipeBarrier<PIPE_V>();  // mx_ub_tail: V write -> V read (RAW)
         Brcb(e_brcb4_tail, mx_ub_tail, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub_tail per row
         Brcb(e_brcb4_tail[64], mx_ub_tail, 1, BrcbRepeatParams(1, 8));  // e: broadcast mx_ub_tail per row
-        PipeBarrier<PIPE_V>();  // e_brcb4_tail: V write -> V read (RAW) (+7 more)
+        PipeBarrier<PIPE_V>();  // e_brcb4_tail: V write -> V read (RAW)
         Sub(e_t3_tail, xf_ub_tail, e_brcb4_tail, 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
         Sub(e_t3_tail[64], xf_ub_tail[64], e_brcb4_tail[64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // e: sub
-        PipeBarrier<PIPE_V>();  // e_t3_tail: V write -> V read (RAW) (+10 more)
+        PipeBarrier<PIPE_V>();  // e_t3_tail/e_ub_tail: V write -> V write (WAW)
         Exp(e_ub_tail, e_t3_tail, 64, 64, UnaryRepeatParams(1, 1, 8, 8));  // e: exp
-        PipeBarrier<PIPE_V>();  // e_ub_tail: V write -> V read (RAW) (+5 more)
+        PipeBarrier<PIPE_V>();  // e_ub_tail: V write -> V read (RAW)
         BlockReduceSum(s_blk5_tail, e_ub_tail, 64, 64, 1, 1, 8);  // s: sum of each 32 B block
-        PipeBarrier<PIPE_V>();  // s_blk5_tail: V write -> V read (RAW) (+4 more)
+        PipeBarrier<PIPE_V>();  // s_blk5_tail: V write -> V read (RAW)
         BlockReduceSum(s_blk6_tail, s_blk5_tail, 8, 64, 1, 1, 8);  // s: sum of each 32 B block
-        PipeBarrier<PIPE_V>();  // s_blk6_tail: V write -> V read (RAW) (+16 more)
+        PipeBarrier<PIPE_V>();  // s_blk5_tail/s_ub_tail: V read -> V write (WAR)
         WholeReduceSum(s_ub_tail, s_blk6_tail, 64, 1, 1, 1, 0);  // s: sum over k2
         Duplicate(y_t7_tail, 1.0f, 1, 1, 1, 0);  // y: dup
-        PipeBarrier<PIPE_V>();  // s_ub_tail: V write -> V read (RAW) (+12 more)
+        PipeBarrier<PIPE_V>();  // y_t7_tail/y_t8_tail: V write -> V write (WAW)
         Div(y_t8_tail, y_t7_tail, s_ub_tail, 1, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // y: div
-        PipeBarrier<PIPE_V>();  // y_t8_tail: V write -> V read (RAW) (+22 more)
+        PipeBarrier<PIPE_V>();  // y_t8_tail: V write -> V read (RAW)
         Brcb(y_brcb10_tail, y_t8_tail, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8_tail per row
         Brcb(y_brcb10_tail[64], y_t8_tail, 1, BrcbRepeatParams(1, 8));  // y: broadcast y_t8_tail per row
-        PipeBarrier<PIPE_V>();  // y_brcb10_tail: V write -> V read (RAW) (+15 more)
+        PipeBarrier<PIPE_V>();  // y_brcb10_tail: V write -> V read (RAW)
         Mul(y_t9_tail, e_ub_tail, y_brcb10_tail, 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
         Mul(y_t9_tail[64], e_ub_tail[64], y_brcb10_tail[64], 64, 32, BinaryRepeatParams(1, 1, 0, 16, 16, 0));  // y: mul
         PipeBarrier<PIPE_V>();  // y_t9_tail: V write -> V read (RAW)

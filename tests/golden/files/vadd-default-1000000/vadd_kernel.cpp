@@ -75,8 +75,8 @@ extern "C" __global__ __aicore__ void vadd_kernel(GM_ADDR x, GM_ADDR y, GM_ADDR 
     if ((block_idx == 47)) {  // i: tail tile i_o = 95, on core 47
         DataCopy(x_ub[1], x_gm[997120], DataCopyParams(1, 180, 0, 0));  // load x tile into UB (1 x 5760 B; lengths in 32 B blocks)
         DataCopy(y_ub[1], y_gm[997120], DataCopyParams(1, 180, 0, 0));  // load y tile into UB (1 x 5760 B; lengths in 32 B blocks)
-        SetFlag<HardEvent::MTE2_V>(2);  // y_ub[copy 1]: MTE2 write -> V read (RAW) (+1 more)
-        WaitFlag<HardEvent::MTE2_V>(2);  // y_ub[copy 1]: MTE2 write -> V read (RAW) (+1 more)
+        SetFlag<HardEvent::MTE2_V>(2);  // y_ub[copy 1]: MTE2 write -> V read (RAW)
+        WaitFlag<HardEvent::MTE2_V>(2);  // y_ub[copy 1]: MTE2 write -> V read (RAW)
         Add(z_ub[1], x_ub[1], y_ub[1], 128, 22, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // z: add
         Add(z_ub[1][2816], x_ub[1][2816], y_ub[1][2816], 64, 1, BinaryRepeatParams(1, 1, 1, 0, 0, 0));  // z: add
         SetFlag<HardEvent::V_MTE3>(2);  // z_ub[copy 1]: V write -> MTE3 read (RAW)

@@ -57,8 +57,8 @@ extern "C" __global__ __aicore__ void vadd_kernel(GM_ADDR x, GM_ADDR y, GM_ADDR 
 
     DataCopy(x_ub, x_gm, DataCopyParams(1, 512, 0, 0));  // load x tile into UB (1 x 16384 B; lengths in 32 B blocks)
     DataCopy(y_ub, y_gm, DataCopyParams(1, 512, 0, 0));  // load y tile into UB (1 x 16384 B; lengths in 32 B blocks)
-    SetFlag<HardEvent::MTE2_V>(0);  // y_ub: MTE2 write -> V read (RAW) (+2 more)
-    WaitFlag<HardEvent::MTE2_V>(0);  // y_ub: MTE2 write -> V read (RAW) (+2 more)
+    SetFlag<HardEvent::MTE2_V>(0);  // y_ub: MTE2 write -> V read (RAW)
+    WaitFlag<HardEvent::MTE2_V>(0);  // y_ub: MTE2 write -> V read (RAW)
     Add(z_ub, x_ub, y_ub, 128, 64, BinaryRepeatParams(1, 1, 1, 8, 8, 8));  // z: add
     SetFlag<HardEvent::V_MTE3>(0);  // z_ub: V write -> MTE3 read (RAW)
     WaitFlag<HardEvent::V_MTE3>(0);  // z_ub: V write -> MTE3 read (RAW)

@@ -107,6 +107,7 @@ class Dependences:
     instrs: tuple[InstrInfo, ...]
     accesses: tuple[Access, ...]
     deps: tuple[Dependence, ...]
+    implied: int = 0  # left out: a tighter dependence implies them (``_without_implied``)
 
     def __iter__(self) -> Iterator[Dependence]:
         return iter(self.deps)
@@ -121,7 +122,9 @@ class Dependences:
         return tuple(d for d in self.deps if d.src == src and d.dst == dst)
 
     def __str__(self) -> str:
-        lines = [f"dependences of {self.kernel}: {len(self.deps)}"]
+        lines = [f"dependences of {self.kernel}: {len(self.deps)}" + (
+            f" ({self.implied} more left out, each implied by a tighter one between the same "
+            "bodies)" if self.implied else "")]
         for i in self.instrs:
             if not isinstance(i.instr, Sync):
                 lines.append(f"  S{i.id}: {i.instr}")
@@ -226,7 +229,8 @@ def analyze_dependences(kernel: Kernel, spaces: frozenset[str] | None = None) ->
                                        dst_t, common, carried, indep,
                                        lambda rel=rel: coalesced(rel)))
     deps.sort(key=lambda x: (x.src, x.dst, x.kind.value, x.space))
-    return Dependences(kernel.name, instrs, accesses, _without_implied(deps, instrs, total))
+    kept = _without_implied(deps, instrs, total)
+    return Dependences(kernel.name, instrs, accesses, kept, len(deps) - len(kept))
 
 
 def _without_implied(deps: list[Dependence], instrs: tuple[InstrInfo, ...], total: set[int]

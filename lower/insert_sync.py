@@ -40,6 +40,7 @@ from ascendsched.lower.sync_requirements import (
     deferrable,
     fewest_barriers,
     fewest_flags,
+    innermost_loop,
     merged,
     node_at,
     pingpong,
@@ -245,8 +246,7 @@ def _ahead_up_front(reqs: Reasons, kernel: Kernel, join_classes: bool) -> Reason
     ahead = set()
     for n, r in enumerate(reqs):
         if r.loop is None and r.src != r.dst:
-            loop = next((r.container[:j] for j in range(len(r.container), 0, -1)
-                         if isinstance(node_at(prog.body, r.container[:j]), For)), None)
+            loop = innermost_loop(prog.body, r.container)
             if loop is not None and node_at(prog.body, loop).extent > 1 \
                     and (r.dst, r.src, loop) not in held:  # type: ignore[union-attr]
                 ahead.add(n)

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.cube_ops import same_pipe_ordered
 from ascendsched.lower.happens_before import SyncOracle
-from ascendsched.lower.ir import For, If, Instr, Kernel, Stmt, StmtMutator
+from ascendsched.lower.ir import Instr, Kernel, Stmt, StmtMutator
 from ascendsched.lower.polyhedral import Dependences
 from ascendsched.lower.sync_ir import Barrier, SetFlag, Sync, SyncRole, WaitFlag
+from ascendsched.lower.sync_requirements import innermost_loop, node_at
 from ascendsched.target.model import Pipe, Target
 
 
@@ -156,10 +157,11 @@ def _bracketed(kernel: Kernel, deps: Dependences, target: Target
         between: list[tuple[Stmt, ...]] = []
         if d.loop_independent and i < j:
             between.append(body[i:j + 1])
-        loop = _loop_above(root, a[1:k])
-        if carried and loop is not None and loop[1].var == d.common_loops[-1]:
+        loop = innermost_loop(root, a[1:k])
+        if carried and loop is not None \
+                and node_at(root, loop).var == d.common_loops[-1]:  # type: ignore[union-attr]
             # the rest of the trip after the source and the next one up to the sink
-            rest = tuple(x for depth in range(loop[0], k - 1)
+            rest = tuple(x for depth in range(len(loop), k - 1)
                          for n, x in enumerate(_body(root, a[1:depth + 1]))
                          if n != a[depth + 1])
             between.append(rest + (body[i:] + body[:j + 1] if i >= j else body))
@@ -213,30 +215,9 @@ class _SyncSummary:
         return st, en
 
 
-def _loop_above(root: tuple[Stmt, ...], path: tuple[int, ...]) -> tuple[int, For] | None:
-    """The innermost loop at or above the statement at ``path`` (its depth: the length of its
-    path), reached through guards only; None if there is none."""
-    for depth in range(len(path), 0, -1):
-        node = _node(root, path[:depth])
-        if isinstance(node, For):
-            return depth, node
-        if not isinstance(node, If):
-            return None
-    return None
-
-
 def _body(root: tuple[Stmt, ...], path: tuple[int, ...]) -> tuple[Stmt, ...]:
-    node = _node(root, path)
-    return root if node is None else node.body  # type: ignore[union-attr]
-
-
-def _node(body: tuple[Stmt, ...], path: tuple[int, ...]) -> Stmt | None:
-    """The statement at child-index ``path`` of ``body`` (None: the body itself)."""
-    node: Stmt | None = None
-    for n in path:
-        node = body[n]
-        body = node.body  # type: ignore[union-attr]
-    return node
+    """The body of the statement at child-index ``path`` of ``root`` (``root`` itself: ())."""
+    return node_at(root, path).body if path else root  # type: ignore[union-attr]
 
 
 def _candidates(kernel: Kernel) -> list[int]:

@@ -198,12 +198,10 @@ def pingpong(r: Requirement, kernel: Kernel) -> Requirement:
         return r
     prog = kernel.program(r.core)  # type: ignore[arg-type]
     assert prog is not None
-    var = ""
-    for j in range(1, len(r.container) + 1):
-        node = node_at(prog.body, r.container[:j])
-        if isinstance(node, For):
-            var = node.var
-    return replace(r, var=var, ids=2) if var else r
+    loop = innermost_loop(prog.body, r.container)
+    if loop is None:
+        return r
+    return replace(r, var=node_at(prog.body, loop).var, ids=2)  # type: ignore[union-attr]
 
 
 def spanning(r: Requirement, d: Dependence, kernel: Kernel) -> Requirement:
@@ -211,8 +209,7 @@ def spanning(r: Requirement, d: Dependence, kernel: Kernel) -> Requirement:
     loop around its body: wait before child ``after``, set after child ``before``."""
     prog = kernel.program(r.core)  # type: ignore[arg-type]
     assert prog is not None
-    loop = next((r.container[:j] for j in range(len(r.container), 0, -1)
-                 if isinstance(node_at(prog.body, r.container[:j]), For)), None)
+    loop = innermost_loop(prog.body, r.container)
     if loop is None:
         return r
     var = node_at(prog.body, loop).var  # type: ignore[union-attr]
@@ -247,6 +244,13 @@ def _disjoint(c: Cond, e: Cond) -> bool:
 
     (lo1, hi1), (lo2, hi2) = interval(c.op, c.rhs), interval(e.op, e.rhs)
     return hi1 < lo2 or hi2 < lo1
+
+
+def innermost_loop(body: tuple[Stmt, ...], path: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The path of the innermost loop among the statement at child-index ``path`` of ``body``
+    and its ancestors (None: none is a loop)."""
+    return next((path[:j] for j in range(len(path), 0, -1)
+                 if isinstance(node_at(body, path[:j]), For)), None)
 
 
 def node_at(body: tuple[Stmt, ...], path: tuple[int, ...]) -> Stmt:

@@ -59,15 +59,18 @@ def remove_redundant_sync(kernel: Kernel, deps: Dependences, target: Target, *,
                                     + "\n  ".join(map(str, problems)))
     dropped: frozenset = frozenset()
     gone: set[int] = set()
-    bracketed = _bracketed(kernel, deps, target)
+    bracketed = _bracketed_masks(kernel, deps, target)
+    gone_mask = 0
     for ch in _candidates(kernel):
-        if any(ch in chans and chans <= gone | {ch} for chans in bracketed):
+        bit = _bit(ch)
+        if any(m & bit and not m & ~(gone_mask | bit) for m in bracketed):
             continue  # the last sync issued between the instances of a dependent pair
         keys = oracle.sync_keys(ch)
         trial_skip = skip - settled_by.get(ch, frozenset())
         if not oracle.problems(dropped=dropped | keys, skip=trial_skip, first_only=True):
             dropped, skip = dropped | keys, trial_skip
             gone.add(ch)
+            gone_mask |= bit
     return Pruned(drop_channels(kernel, frozenset(gone)) if gone else kernel, oracle, dropped)
 
 
@@ -104,6 +107,21 @@ def channels_of(kernel: Kernel) -> tuple[int, ...]:
 # --------------------------------------------------------------------------- private helpers
 def _bracketed(kernel: Kernel, deps: Dependences, target: Target
                ) -> list[frozenset[int | None]]:
+    """``_bracketed_masks`` as sets of channels (``None``: a sync of no channel)."""
+    return [frozenset(c for c in _channels_in(m)) for m in _bracketed_masks(kernel, deps, target)]
+
+
+def _bit(channel: int | None) -> int:
+    """A channel's bit in the masks of ``_bracketed_masks`` (bit 0: no channel)."""
+    return 1 if channel is None else 2 << channel
+
+
+def _channels_in(mask: int) -> list[int | None]:
+    """The channels of a mask of ``_bit``s."""
+    return [None if n == 0 else n - 1 for n in range(mask.bit_length()) if mask >> n & 1]
+
+
+def _bracketed_masks(kernel: Kernel, deps: Dependences, target: Target) -> list[int]:
     """For dependences with an instance pair the program text brackets: the channels of the
     syncs that may be issued between the two instances and can start a chain from the
     source's pipe, and those that can end one at the sink's pipe. Source and sink sit in
@@ -119,8 +137,8 @@ def _bracketed(kernel: Kernel, deps: Dependences, target: Target
     barrier there) issued before the sink: dropping the last of either kind leaves that pair
     unordered. Such a channel is needed, and pruning does not try it (GEMM + bias + GELU
     1000^3: 64 of its 94 candidate channels are needed; counting every channel between two
-    children of one body skipped 44 of them, the pipes and nested children 55). ``None``
-    stands for a sync of no channel, which is never dropped."""
+    children of one body skipped 44 of them, the pipes and nested children 55). Each set of
+    channels is a mask of ``_bit``s (bit 0 stands for a sync of no channel, never dropped)."""
     where: dict[int, tuple[int, ...]] = {}
 
     def walk(body: tuple[Stmt, ...], path: tuple[int, ...]) -> None:
@@ -135,7 +153,7 @@ def _bracketed(kernel: Kernel, deps: Dependences, target: Target
         walk(p.body, (len(roots),))
         roots[len(roots)] = p.body
     syncs = _SyncSummary()
-    out: set[frozenset[int | None]] = set()
+    out: set[int] = set()
     seen: set[tuple] = set()
     for d in deps:
         src, dst = deps.info(d.src).instr, deps.info(d.dst).instr
@@ -154,63 +172,79 @@ def _bracketed(kernel: Kernel, deps: Dependences, target: Target
             continue
         seen.add(key)
         body = _body(root, a[1:k])
-        between: list[tuple[Stmt, ...]] = []
+        between: list[list[tuple[tuple[Stmt, ...], int, int]]] = []  # (body, from, to) runs
         if d.loop_independent and i < j:
-            between.append(body[i:j + 1])
+            between.append([(body, i, j + 1)])
         loop = innermost_loop(root, a[1:k])
         if carried and loop is not None \
                 and node_at(root, loop).var == d.common_loops[-1]:  # type: ignore[union-attr]
             # the rest of the trip after the source and the next one up to the sink
-            rest = tuple(x for depth in range(len(loop), k - 1)
-                         for n, x in enumerate(_body(root, a[1:depth + 1]))
-                         if n != a[depth + 1])
-            between.append(rest + (body[i:] + body[:j + 1] if i >= j else body))
-        for stmts in between:
-            out.add(syncs.channels(stmts, src.pipe, starts=True))
-            out.add(syncs.channels(stmts, dst.pipe, starts=False))
+            runs = [run for depth in range(len(loop), k - 1)
+                    for outer in [_body(root, a[1:depth + 1])]
+                    for run in ((outer, 0, a[depth + 1]),
+                                (outer, a[depth + 1] + 1, len(outer)))]
+            runs += [(body, i, len(body)), (body, 0, j + 1)] if i >= j else \
+                [(body, 0, len(body))]
+            between.append(runs)
+        for runs in between:
+            out.add(syncs.channels(runs, src.pipe, starts=True))
+            out.add(syncs.channels(runs, dst.pipe, starts=False))
     return list(out)
 
 
 class _SyncSummary:
-    """Per statement (by identity), the channels of the syncs in it that can start a chain from
-    each pipe (a set issued there, a barrier there) and that can end one at each pipe (a wait
-    there, a barrier there); ``Pipe.ALL`` barriers and syncs of other kinds count for every
-    pipe (key None)."""
+    """Per statement (by identity), the channels (a mask of ``_bit``s) of the syncs in it that
+    can start a chain from each pipe (a set issued there, a barrier there) and that can end
+    one at each pipe (a wait there, a barrier there); ``Pipe.ALL`` barriers and syncs of other
+    kinds count for every pipe (key None)."""
 
     def __init__(self) -> None:
         self._memo: dict[int, tuple[dict, dict]] = {}
+        self._children: dict[tuple[int, Pipe, bool], list[int]] = {}
 
-    def channels(self, stmts: tuple[Stmt, ...], pipe: Pipe, *, starts: bool
-                 ) -> frozenset[int | None]:
-        got: set[int | None] = set()
-        for s in stmts:
-            by_pipe = self._of(s)[0 if starts else 1]
-            for p in (pipe, None):
-                got |= by_pipe.get(p, set())
-        return frozenset(got)
+    def channels(self, runs: list[tuple[tuple[Stmt, ...], int, int]], pipe: Pipe, *,
+                 starts: bool) -> int:
+        """The channels of the statements ``body[lo:hi]`` of every ``(body, lo, hi)`` run."""
+        got = 0
+        for body, lo, hi in runs:
+            for m in self._per_child(body, pipe, starts)[lo:hi]:
+                got |= m
+        return got
+
+    def _per_child(self, body: tuple[Stmt, ...], pipe: Pipe, starts: bool) -> list[int]:
+        key = (id(body), pipe, starts)
+        hit = self._children.get(key)
+        if hit is None:
+            side = 0 if starts else 1
+            hit = []
+            for s in body:
+                by_pipe = self._of(s)[side]
+                hit.append(by_pipe.get(pipe, 0) | by_pipe.get(None, 0) if by_pipe else 0)
+            self._children[key] = hit
+        return hit
 
     def _of(self, s: Stmt) -> tuple[dict, dict]:
         hit = self._memo.get(id(s))
         if hit is not None:
             return hit
-        st: dict[Pipe | None, set[int | None]] = {}
-        en: dict[Pipe | None, set[int | None]] = {}
+        st: dict[Pipe | None, int] = {}
+        en: dict[Pipe | None, int] = {}
         if isinstance(s, Sync):
             pipe = None if s.pipe == Pipe.ALL else s.pipe
+            bit = _bit(s.channel)
             if isinstance(s, SetFlag):
-                st.setdefault(pipe, set()).add(s.channel)
+                st[pipe] = bit
             elif isinstance(s, WaitFlag):
-                en.setdefault(pipe, set()).add(s.channel)
+                en[pipe] = bit
             else:  # a barrier orders its pipe both ways; another kind: any pipe
                 pipe = pipe if isinstance(s, Barrier) else None
-                st.setdefault(pipe, set()).add(s.channel)
-                en.setdefault(pipe, set()).add(s.channel)
+                st[pipe] = en[pipe] = bit
         elif not isinstance(s, Instr):
             for x in s.body:  # type: ignore[attr-defined]
                 xs, xe = self._of(x)
                 for mine, theirs in ((st, xs), (en, xe)):
                     for p, chans in theirs.items():
-                        mine.setdefault(p, set()).update(chans)
+                        mine[p] = mine.get(p, 0) | chans
         self._memo[id(s)] = (st, en)
         return st, en
 

@@ -76,83 +76,96 @@ def gm_traffic(kernel: Kernel, l2_bytes: int, *, bypass: frozenset[str] = frozen
 
 
 def _replay(kernel: Kernel, l2_bytes: int, bypass: frozenset[str]) -> GmTraffic:
-    streams = [_block_accesses(kernel, b) for b in range(kernel.block_dim)]
-    acc = [a for s in streams for a in s]
-    progress = np.concatenate([np.arange(len(s)) / max(len(s), 1) for s in streams]) \
-        if acc else np.zeros(0)
-    order = np.argsort(progress, kind="stable")
+    streams = _Streams(kernel)
+    writes, tensors, starts, nbytes, count = streams.interleaved()
+    names = streams.tensors
     cache: OrderedDict[tuple, tuple[int, bool]] = OrderedDict()
     size = 0
     read: dict[str, int] = {}
     written: dict[str, int] = {}
     hits: dict[str, int] = {}
     hbm_read = writeback = 0
-    for i in order.tolist():
-        is_write, tensor, start, nbytes = acc[i]
-        key = (tensor, start, nbytes)
+    skip = {n for n, t in enumerate(names) if t in bypass}
+    for is_write, tid, start, nb in zip(writes, tensors, starts, nbytes):
+        tensor = names[tid]
+        key = (tid, start, nb)
         if is_write:
             old = cache.pop(key, None)
-            written[tensor] = written.get(tensor, 0) + nbytes
+            written[tensor] = written.get(tensor, 0) + nb
             if old is None:
-                size += nbytes
-            cache[key] = (nbytes, True)
+                size += nb
+            cache[key] = (nb, True)
         else:
-            read[tensor] = read.get(tensor, 0) + nbytes
-            if tensor in bypass:
-                hbm_read += nbytes
+            read[tensor] = read.get(tensor, 0) + nb
+            if tid in skip:
+                hbm_read += nb
                 continue
             old = cache.pop(key, None)
             if old is not None:
-                hits[tensor] = hits.get(tensor, 0) + nbytes
+                hits[tensor] = hits.get(tensor, 0) + nb
                 cache[key] = old
             else:
-                hbm_read += nbytes
-                size += nbytes
-                cache[key] = (nbytes, False)
+                hbm_read += nb
+                size += nb
+                cache[key] = (nb, False)
         while size > l2_bytes and cache:
-            _, (nb, dirty) = cache.popitem(last=False)
-            size -= nb
+            _, (nb_old, dirty) = cache.popitem(last=False)
+            size -= nb_old
             if dirty:
-                writeback += nb
+                writeback += nb_old
     hit = {t: hits.get(t, 0) / n for t, n in read.items() if n}
-    return GmTraffic(read, written, hit, hbm_read, writeback, len(acc))
+    return GmTraffic(read, written, hit, hbm_read, writeback, count)
 
 
 def _count(kernel: Kernel) -> tuple[dict[str, int], dict[str, int], int]:
-    """Bytes read and written per GM tensor and the number of DMA instances, all blocks."""
+    """Bytes read and written per GM tensor and the number of DMA instances, all blocks (every
+    block at once: ``block_idx`` is an array over the blocks, a guard a mask of them)."""
     read: dict[str, int] = {}
     written: dict[str, int] = {}
     n = 0
 
-    def walk(body: tuple[Stmt, ...], env: dict[str, int], mult: int, has: dict) -> None:
+    def walk(body: tuple[Stmt, ...], env: dict, mult: int, mask: np.ndarray, has: dict
+             ) -> None:
         nonlocal n
         for s in body:
             if isinstance(s, Instr):
                 if s.op in _READS or s.op in _WRITES:
                     reg = s.reads[0] if s.op in _READS else s.writes[0]
                     d = written if s.op in _WRITES else read
-                    d[reg.tensor] = d.get(reg.tensor, 0) + mult * reg.count * kernel.dtype_of(
+                    times = mult * int(mask.sum())
+                    d[reg.tensor] = d.get(reg.tensor, 0) + times * reg.count * kernel.dtype_of(
                         reg.tensor).bytes
-                    n += mult
+                    n += times
             elif not has.get(id(s), False):
                 continue
             elif isinstance(s, For):
                 if _uses(s.body, s.var):
                     for j in range(s.extent):
                         env[s.var] = j
-                        walk(s.body, env, mult, has)
+                        walk(s.body, env, mult, mask, has)
                     env.pop(s.var, None)
                 else:
-                    walk(s.body, env, mult * s.extent, has)
-            elif all(c.evaluate(env) for c in s.conds):
-                walk(s.body, env, mult, has)
+                    walk(s.body, env, mult * s.extent, mask, has)
+            else:
+                inner = _masked(mask, s, env)
+                if inner.any():
+                    walk(s.body, env, mult, inner, has)
 
+    blocks = np.arange(kernel.block_dim)
     for prog in kernel.programs:
         has = _has_gm(prog.body, {})
-        for b in range(kernel.block_dim):
-            for sub, _ in kernel.streams(prog.core):
-                walk(prog.body, {BLOCK_IDX: b, SUB_BLOCK_IDX: sub}, 1, has)
+        for sub, _ in kernel.streams(prog.core):
+            walk(prog.body, {BLOCK_IDX: blocks, SUB_BLOCK_IDX: sub}, 1,
+                 np.ones(kernel.block_dim, bool), has)
     return read, written, n
+
+
+def _masked(mask: np.ndarray, s: If, env: dict) -> np.ndarray:
+    """``mask`` and the blocks where every condition of ``s`` holds."""
+    out = mask
+    for c in s.conds:
+        out = out & np.broadcast_to(c.evaluate(env), mask.shape)
+    return out
 
 
 def _uses(body: tuple[Stmt, ...], var: str) -> bool:
@@ -166,13 +179,131 @@ def _uses(body: tuple[Stmt, ...], var: str) -> bool:
     return False
 
 
-def _block_accesses(kernel: Kernel, block: int) -> list[tuple[bool, str, int, int]]:
-    out: list[tuple[bool, str, int, int]] = []
-    for prog in kernel.programs:
-        for sub, _ in kernel.streams(prog.core):
-            env = {BLOCK_IDX: block, SUB_BLOCK_IDX: sub}
-            _walk(kernel, prog.body, env, out, _has_gm(prog.body, {}))
-    return out
+class _Streams:
+    """Every block's GM DMA instances in program order, found for all blocks at once: the
+    programs are walked once per sub-block with ``block_idx`` an array over the blocks, each
+    DMA instance a row of start bytes per block and a mask of the blocks that run it (an
+    instance's guards). A block's stream is its programs' rows (AIC, then each AIV) where its
+    mask holds."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.tensors: list[str] = []
+        self._ids: dict[str, int] = {}
+        self.parts: list[tuple[np.ndarray, ...]] = []  # per program and sub-block
+        nblk = kernel.block_dim
+        for prog in kernel.programs:
+            has = _has_gm(prog.body, {})
+            for sub, _ in kernel.streams(prog.core):
+                self._rows: list[tuple] = []
+                env = {BLOCK_IDX: np.arange(nblk), SUB_BLOCK_IDX: sub}
+                self._walk(prog.body, env, np.ones(nblk, bool), has)
+                self.parts.append(self._stack(self._rows, nblk))
+
+    def interleaved(self) -> tuple[list, list, list, list, int]:
+        """(is write, tensor id, start byte, bytes) of every instance, the blocks interleaved
+        in lockstep (instance ``i`` of a block with ``n`` at progress ``i / n``; ties: the
+        lower block first), and the number of instances."""
+        per_block = []
+        for b in range(self.kernel.block_dim):
+            cols = [(w[m[:, b]], t[m[:, b]], st[m[:, b], b], nb[m[:, b]])
+                    for w, t, nb, st, m in self.parts]
+            per_block.append(tuple(np.concatenate(x) for x in zip(*cols, strict=True)))
+        progress = np.concatenate([np.arange(len(p[0])) / max(len(p[0]), 1)
+                                   for p in per_block])
+        order = np.argsort(progress, kind="stable")
+        cols = [np.concatenate([p[i] for p in per_block])[order] for i in range(4)]
+        return (cols[0].tolist(), cols[1].tolist(), cols[2].tolist(), cols[3].tolist(),
+                len(order))
+
+    def _id(self, tensor: str) -> int:
+        got = self._ids.get(tensor)
+        if got is None:
+            got = self._ids[tensor] = len(self.tensors)
+            self.tensors.append(tensor)
+        return got
+
+    @staticmethod
+    def _stack(rows: list[tuple], nblk: int) -> tuple[np.ndarray, ...]:
+        """Rows (is write, tensor id, bytes, starts, mask), each a scalar or an array of
+        rows, as (writes, tensor ids, bytes, starts [rows x blocks], masks [rows x blocks])."""
+        if not rows:
+            return (np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                    np.zeros((0, nblk), np.int64), np.zeros((0, nblk), bool))
+        w = np.concatenate([np.broadcast_to(r[0], len(r[3])) for r in rows])
+        t = np.concatenate([np.broadcast_to(r[1], len(r[3])) for r in rows])
+        nb = np.concatenate([np.broadcast_to(r[2], len(r[3])) for r in rows])
+        st = np.concatenate([r[3] for r in rows])
+        m = np.concatenate([np.broadcast_to(r[4], r[3].shape) for r in rows])
+        return w, t, nb, st, m
+
+    def _walk(self, body: tuple[Stmt, ...], env: dict, mask: np.ndarray, has: dict) -> None:
+        for s in body:
+            if isinstance(s, Instr):
+                dma = _dma(s)
+                if dma is not None:
+                    w, reg = dma
+                    tensor, start, nb = self._span(reg, env)
+                    self._rows.append((np.array([w]), np.array([self._id(tensor)]),
+                                       np.array([nb]), start[None, :], mask[None, :]))
+            elif not has.get(id(s), False):
+                continue
+            elif isinstance(s, For):
+                if not self._linear_loop(s, env, mask, has):
+                    for j in range(s.extent):
+                        env[s.var] = j
+                        self._walk(s.body, env, mask, has)
+                env.pop(s.var, None)
+            else:
+                inner = _masked(mask, s, env)  # type: ignore[arg-type]
+                if inner.any():
+                    self._walk(s.body, env, inner, has)
+
+    def _span(self, reg: Region, env: dict) -> tuple[str, np.ndarray, int]:
+        eb = self.kernel.dtype_of(reg.tensor).bytes
+        start = np.broadcast_to(np.asarray(reg.offset.evaluate(env)) * eb,
+                                (self.kernel.block_dim,))
+        return reg.tensor, start, reg.count * eb
+
+    def _linear_loop(self, loop: For, env: dict, mask: np.ndarray, has: dict) -> bool:
+        """A loop whose GM DMAs sit directly in its body with offsets linear in its variable:
+        every instance at once, trips x DMAs rows, without evaluating per trip."""
+        items = []
+        for s in loop.body:
+            if isinstance(s, Instr):
+                dma = _dma(s)
+                if dma is not None:
+                    a = dma[1].offset
+                    if any(v == loop.var for v, _, _ in a.mods) or any(
+                            loop.var in d.vars() for d, _, _ in a.divs):
+                        return False
+                    items.append((dma[0], dma[1], dict(a.terms).get(loop.var, 0)))
+            elif has.get(id(s), False):
+                return False
+        if not items:
+            return True
+        env[loop.var] = 0
+        trips = np.arange(loop.extent)[:, None, None]
+        spans = [self._span(reg, env) for _, reg, _ in items]
+        base = np.stack([start for _, start, _ in spans])[None]  # 1 x DMAs x blocks
+        step = np.array([c * self.kernel.dtype_of(reg.tensor).bytes
+                         for _, reg, c in items])[None, :, None]
+        starts = (base + trips * step).reshape(-1, self.kernel.block_dim)
+        reps = loop.extent
+        self._rows.append((np.tile([w for w, _, _ in items], reps),
+                           np.tile([self._id(t) for t, _, _ in spans], reps),
+                           np.tile([nb for _, _, nb in spans], reps), starts,
+                           np.broadcast_to(mask, starts.shape)))
+        return True
+
+
+def _dma(s: Instr) -> tuple[bool, Region] | None:
+    """(is a write, its GM region) of a GM DMA, else None."""
+    if s.op in _READS:
+        return False, s.reads[0]
+    if s.op in _WRITES:
+        return True, s.writes[0]
+    return None
 
 
 def _has_gm(body: tuple[Stmt, ...], memo: dict[int, bool]) -> dict[int, bool]:
@@ -189,53 +320,3 @@ def _has_gm(body: tuple[Stmt, ...], memo: dict[int, bool]) -> dict[int, bool]:
     for s in body:
         visit(s)
     return memo
-
-
-def _walk(kernel: Kernel, body: tuple[Stmt, ...], env: dict[str, int],
-          out: list[tuple[bool, str, int, int]], has: dict[int, bool]) -> None:
-    for s in body:
-        if isinstance(s, Instr):
-            if s.op in _READS:
-                out.append((False,) + _span(kernel, s.reads[0], env))
-            elif s.op in _WRITES:
-                out.append((True,) + _span(kernel, s.writes[0], env))
-        elif not has.get(id(s), False):
-            continue
-        elif isinstance(s, For):
-            if not _linear_loop(kernel, s, env, out, has):
-                for j in range(s.extent):
-                    env[s.var] = j
-                    _walk(kernel, s.body, env, out, has)
-            env.pop(s.var, None)
-        elif isinstance(s, If) and all(c.evaluate(env) for c in s.conds):
-            _walk(kernel, s.body, env, out, has)
-
-
-def _span(kernel: Kernel, reg: Region, env: dict[str, int]) -> tuple[str, int, int]:
-    eb = kernel.dtype_of(reg.tensor).bytes
-    return (reg.tensor, reg.offset.evaluate(env) * eb, reg.count * eb)
-
-
-def _linear_loop(kernel: Kernel, loop: For, env: dict[str, int],
-                 out: list[tuple[bool, str, int, int]], has: dict[int, bool]) -> bool:
-    """A loop whose GM DMAs sit directly in its body with offsets linear in its variable:
-    append every instance without evaluating the expressions per iteration."""
-    items = []
-    for s in loop.body:
-        if isinstance(s, Instr):
-            if s.op in _READS or s.op in _WRITES:
-                reg = s.reads[0] if s.op in _READS else s.writes[0]
-                a = reg.offset
-                if any(v == loop.var for v, _, _ in a.mods) or any(
-                        loop.var in d.vars() for d, _, _ in a.divs):
-                    return False
-                items.append((s.op in _WRITES, reg, dict(a.terms).get(loop.var, 0)))
-        elif has.get(id(s), False):
-            return False
-    env[loop.var] = 0
-    base = [(w, *_span(kernel, reg, env), c * kernel.dtype_of(reg.tensor).bytes)
-            for w, reg, c in items]
-    for j in range(loop.extent):
-        for w, tensor, start, nbytes, step in base:
-            out.append((w, tensor, start + j * step, nbytes))
-    return True

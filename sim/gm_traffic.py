@@ -117,6 +117,14 @@ def _replay(kernel: Kernel, l2_bytes: int, bypass: frozenset[str]) -> GmTraffic:
     return GmTraffic(read, written, hit, hbm_read, writeback, count)
 
 
+def dma_streams(kernel: Kernel) -> list[list[tuple[bool, str, int, int]]]:
+    """Per block, its GM DMA instances in program order (the AIC program's, then each AIV's):
+    (is a write, tensor, first byte, bytes), as the replay sees them."""
+    streams = _Streams(kernel)
+    return [[(bool(w), streams.tensors[t], int(s), int(n)) for w, t, s, n in zip(*p, strict=True)]
+            for p in streams.per_block()]
+
+
 def _count(kernel: Kernel) -> tuple[dict[str, int], dict[str, int], int]:
     """Bytes read and written per GM tensor and the number of DMA instances, all blocks (every
     block at once: ``block_idx`` is an array over the blocks, a guard a mask of them)."""
@@ -200,15 +208,20 @@ class _Streams:
                 self._walk(prog.body, env, np.ones(nblk, bool), has)
                 self.parts.append(self._stack(self._rows, nblk))
 
+    def per_block(self) -> list[tuple[np.ndarray, ...]]:
+        """Per block, (is write, tensor id, start byte, bytes) of its instances in order."""
+        out = []
+        for b in range(self.kernel.block_dim):
+            cols = [(w[m[:, b]], t[m[:, b]], st[m[:, b], b], nb[m[:, b]])
+                    for w, t, nb, st, m in self.parts]
+            out.append(tuple(np.concatenate(x) for x in zip(*cols, strict=True)))
+        return out
+
     def interleaved(self) -> tuple[list, list, list, list, int]:
         """(is write, tensor id, start byte, bytes) of every instance, the blocks interleaved
         in lockstep (instance ``i`` of a block with ``n`` at progress ``i / n``; ties: the
         lower block first), and the number of instances."""
-        per_block = []
-        for b in range(self.kernel.block_dim):
-            cols = [(w[m[:, b]], t[m[:, b]], st[m[:, b], b], nb[m[:, b]])
-                    for w, t, nb, st, m in self.parts]
-            per_block.append(tuple(np.concatenate(x) for x in zip(*cols, strict=True)))
+        per_block = self.per_block()
         progress = np.concatenate([np.arange(len(p[0])) / max(len(p[0]), 1)
                                    for p in per_block])
         order = np.argsort(progress, kind="stable")

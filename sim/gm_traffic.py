@@ -79,41 +79,38 @@ def _replay(kernel: Kernel, l2_bytes: int, bypass: frozenset[str]) -> GmTraffic:
     streams = _Streams(kernel)
     writes, tensors, starts, nbytes, count = streams.interleaved()
     names = streams.tensors
-    cache: OrderedDict[tuple, tuple[int, bool]] = OrderedDict()
-    size = 0
-    read: dict[str, int] = {}
-    written: dict[str, int] = {}
-    hits: dict[str, int] = {}
-    hbm_read = writeback = 0
-    skip = {n for n, t in enumerate(names) if t in bypass}
-    for is_write, tid, start, nb in zip(writes, tensors, starts, nbytes):
-        tensor = names[tid]
-        key = (tid, start, nb)
+    # bytes read and written per tensor need no replay
+    w, t, nb = (np.asarray(x, dtype=np.int64) for x in (writes, tensors, nbytes))
+    read_by = np.bincount(t, weights=nb * (1 - w), minlength=len(names))
+    written_by = np.bincount(t, weights=nb * w, minlength=len(names))
+    cache: OrderedDict[tuple, bool] = OrderedDict()  # (tensor id, start, bytes) -> dirty
+    size = writeback = 0
+    hits = [0] * len(names)
+    skip = {n for n, name in enumerate(names) if name in bypass}
+    for is_write, tid, key in zip(writes, tensors, zip(tensors, starts, nbytes)):
         if is_write:
-            old = cache.pop(key, None)
-            written[tensor] = written.get(tensor, 0) + nb
-            if old is None:
-                size += nb
-            cache[key] = (nb, True)
-        else:
-            read[tensor] = read.get(tensor, 0) + nb
-            if tid in skip:
-                hbm_read += nb
-                continue
-            old = cache.pop(key, None)
-            if old is not None:
-                hits[tensor] = hits.get(tensor, 0) + nb
-                cache[key] = old
+            if key in cache:
+                cache.move_to_end(key)
             else:
-                hbm_read += nb
-                size += nb
-                cache[key] = (nb, False)
+                size += key[2]
+            cache[key] = True
+        elif tid in skip:
+            continue  # read from HBM, allocates nothing
+        elif key in cache:
+            hits[tid] += key[2]
+            cache.move_to_end(key)
+        else:
+            size += key[2]
+            cache[key] = False
         while size > l2_bytes and cache:
-            _, (nb_old, dirty) = cache.popitem(last=False)
-            size -= nb_old
+            (_, _, old), dirty = cache.popitem(last=False)
+            size -= old
             if dirty:
-                writeback += nb_old
-    hit = {t: hits.get(t, 0) / n for t, n in read.items() if n}
+                writeback += old
+    read = {names[n]: int(b) for n, b in enumerate(read_by) if b}
+    written = {names[n]: int(b) for n, b in enumerate(written_by) if b}
+    hit = {names[n]: hits[n] / int(b) for n, b in enumerate(read_by) if b}
+    hbm_read = int(read_by.sum()) - sum(hits)
     return GmTraffic(read, written, hit, hbm_read, writeback, count)
 
 

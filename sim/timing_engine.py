@@ -309,16 +309,13 @@ class CoreRun:
         """Whole periods ``p`` from iteration ``j`` over which the loop's probes repeat."""
         if not info.probes:
             return (n - j) // p
-        env = dict(self.env)
-
-        def sig(i: int) -> tuple:
-            env[var] = i
-            return tuple(f(env) for f in info.probes)
-
-        i = j
-        while i < n and sig(i) == sig(i - p):
-            i += 1
-        return (i - j) // p
+        env: dict = dict(self.env)
+        env[var] = trips = np.arange(j - p, n)  # every probe over the trips at once
+        same = np.ones(n - j, bool)
+        for f in info.probes:
+            v = np.broadcast_to(np.asarray(f(env)), trips.shape)
+            same &= v[p:] == v[:-p]
+        return (int(np.argmin(same)) if not same.all() else n - j) // p
 
     def _shift(self, d: float, k: int, old: tuple) -> None:
         self.t += d
@@ -408,8 +405,10 @@ def _loop_info(kernel: Kernel, loop: For, period: int) -> LoopInfo:
 
 def _bank_probe(offsets: tuple[int, ...] | None, off: Affine, copy: Affine, eb: int,
                 period: int) -> Callable[[dict[str, int]], object]:
-    def f(env: dict[str, int]) -> int:
-        base = 0 if offsets is None else offsets[copy.evaluate(env)]
+    table = None if offsets is None else np.asarray(offsets)
+
+    def f(env: dict) -> object:  # an int, or an array where env holds arrays
+        base = 0 if table is None else table[copy.evaluate(env)]
         return (base + off.evaluate(env) * eb) % period
     return f
 
@@ -451,13 +450,13 @@ def block_signature(body: tuple[Stmt, ...], block: int, limit: int = 200_000) ->
     return tuple(sig) if visit(body) else None
 
 
-def _cond_values(c, free: list[str], extents: dict[str, int], block: int) -> Iterator[bool]:
-    from itertools import product
-
-    env = {BLOCK_IDX: block}
-    for vals in product(*(range(extents[v]) for v in free)):
-        env.update(zip(free, vals))
-        yield c.evaluate(env)
+def _cond_values(c, free: list[str], extents: dict[str, int], block: int) -> list[bool]:
+    """``c`` at ``block`` over every value of the loop variables ``free`` (the last varying
+    fastest), evaluated at once."""
+    grids = np.meshgrid(*(np.arange(extents[v]) for v in free), indexing="ij")
+    env: dict = {BLOCK_IDX: block, **{v: g.ravel() for v, g in zip(free, grids, strict=True)}}
+    total = int(np.prod([extents[v] for v in free]))
+    return np.broadcast_to(np.asarray(c.evaluate(env)), (total,)).tolist()
 
 
 __all__ = ["CoreRun", "LoopInfo", "Slice", "block_signature", "loop_infos", "KIND_DMA"]

@@ -25,7 +25,9 @@ keeps each of them (:func:`structure_facts` lists them):
 - a fused or swizzled tile count of 1 (its index is a constant) and, for GEMM, whether each
   tile class's first tile lands on core 0 (else its core index is shifted, mod cores);
 - neighbours: which tile versions (full or tail per axis) and which GEMM tile classes (with
-  the parity of their persistent-loop iteration) one core runs 1 and 2 iterations apart.
+  the parity of their persistent-loop iteration) one core runs 1 and 2 iterations apart,
+  and which tile versions it runs after which at all (a version that never follows itself
+  depends on no earlier run of itself).
   Dependences between versions exist only where such neighbours do: with two cores, 400 full
   tiles and a tail, a reduced 4 + tail has no full tile two iterations after a full tile on
   the same core, so the double buffer's distance-2 WAR inside the full version disappears
@@ -227,7 +229,7 @@ def _version_adjacency(axes: tuple[str, ...], sizes: dict[str, int], f: dict[str
     for a, n in zip(reversed(axes), reversed(tiles)):
         code = code * 2 + ((v // inner) % n >= sizes[a] // f[a])
         inner *= n
-    return _neighbours(code, cores)
+    return _neighbours(code, cores) | _far_neighbours(code, cores)
 
 
 def _neighbours(label: np.ndarray, cores: int) -> frozenset[tuple[int, int, int]]:
@@ -239,6 +241,25 @@ def _neighbours(label: np.ndarray, cores: int) -> frozenset[tuple[int, int, int]
         if s < len(label):
             pairs = np.unique(np.stack([label[:-s], label[s:]]), axis=1)
             out.update((d, int(a), int(b)) for a, b in pairs.T)
+    return frozenset(out)
+
+
+def _far_neighbours(label: np.ndarray, cores: int) -> frozenset[tuple[int, int, int]]:
+    """(0, a, b) where one core runs a tile labelled ``b`` any number of iterations after one
+    labelled ``a``: a version that never follows itself on a core has no dependence on
+    itself, and its sync differs from one that does (batched softmax 4 x 2048 x 2048 runs
+    each core's tail tile at most once; a reduced 3 x 18 on 2 cores ran one core's twice,
+    three iterations apart)."""
+    n = len(label)
+    step = np.arange(n) // cores  # the iteration of each tile on its core
+    core = np.arange(n) % cores
+    out: set[tuple[int, int, int]] = set()
+    for c in range(min(cores, n)):
+        mine, at = label[core == c], step[core == c]
+        seen = np.unique(mine)
+        first = {int(x): int(at[mine == x].min()) for x in seen}
+        last = {int(x): int(at[mine == x].max()) for x in seen}
+        out.update((0, a, b) for a, fa in first.items() for b, lb in last.items() if lb > fa)
     return frozenset(out)
 
 

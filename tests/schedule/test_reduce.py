@@ -1,5 +1,7 @@
 """schedule/reduce.py: the reduced instance keeps every fact the lowering reads from sizes."""
 
+import numpy as np
+
 from ascendsched.algo import library as L
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Bind, Schedule
@@ -113,3 +115,24 @@ def test_axis_split_along_a_reduction_keeps_its_size():
         full = full.compute_at(st, "y", "j_o")
     red = reduce_instance(full).reduced
     assert red.algo.outputs[0].shape[1] == 512 and red.algo.outputs[0].shape[0] < 2000
+
+
+def test_a_tail_version_each_core_runs_at_most_once_stays_so():
+    """Batched softmax 4 x 2048 x 2048: 293 tiles of 7 rows per batch, the last of each a tail,
+    on 48 cores: no core runs a tail tile twice, so the tail version depends on no earlier run
+    of itself and its syncs differ from a version that does. A reduced 3 batches on 2 cores
+    ran one core's tail tiles three iterations apart; the reduced instance keeps the fact."""
+    from ascendsched.schedule.reduce import _far_neighbours
+    from tests.schedule.test_defaults_rank3 import KERNELS
+
+    full = schedule_for(KERNELS["softmax"](4, 2048, 2048))
+    red = reduce_instance(full).reduced
+    assert structure_facts(red) == structure_facts(full)
+    (batch, rows, _) = red.algo.outputs[0].shape
+    cores = next(d.cores for d in red.directives if isinstance(d, Bind))
+    per = -(-rows // 7)
+    tail = [(b * per + per - 1) % cores for b in range(batch)]
+    assert len(set(tail)) == len(tail)  # each core's tail tile at most once
+    # the fact itself: label 1 (tail) after label 1 on one core (core 0: 0, 1, 0, 1)
+    assert (0, 1, 1) in _far_neighbours(np.array([0, 0, 1, 0, 0, 0, 1, 0]), 2)
+    assert (0, 1, 1) not in _far_neighbours(np.array([0, 0, 1, 0, 0, 1]), 2)

@@ -42,6 +42,7 @@ from ascendsched.lower.sync_requirements import (
     fewest_flags,
     innermost_loop,
     merged,
+    mirrored,
     node_at,
     pingpong,
     requirements,
@@ -137,10 +138,13 @@ def place_syncs(kernel: Kernel, deps: Dependences, target: Target, *,
     """Every needed sync, one channel per placement (``channel``, ``role`` set), local ids.
 
     A flag dependence between two sibling branches that no iteration runs together (a full
-    tile's version and a tail version, in different iterations) is *deferred*: a pair between
-    the branches would make the sink pipe wait for this iteration's source in every
-    iteration (no double-buffered overlap), and such a dependence is usually implied by the
-    pairs inside the branches. It gets its pair only if the others leave it unordered.
+    tile's version and a tail version, in different iterations, in either text order) is
+    *deferred*: a pair between the branches would make the sink pipe wait for this
+    iteration's source in every iteration (no double-buffered overlap), and such a dependence
+    is usually implied by the pairs inside the branches. It gets a pair only if the others
+    leave it unordered: the one its sink's branch would have for its own uses (a branch that
+    never follows itself on a core, the corner tile, has none; ``mirrored``), else one
+    spanning the branches.
     """
     reqs: Reasons = {}
     per_dep: list[list[Requirement]] = []
@@ -175,8 +179,9 @@ def _place_deferring(kernel: Kernel, reqs: Reasons, per_dep: list[list[Requireme
                      deferred: frozenset[int], deps: Dependences, target: Target,
                      skip: frozenset[int], join_classes: bool
                      ) -> tuple[Kernel, Reasons, SyncOracle] | None:
-    """Placement without the deferred dependences' pairs, then with a spanning carried pair
-    for those left unordered; None if either step leaves a problem."""
+    """Placement without the deferred dependences' pairs, then with the sink branch's own
+    pair (or a spanning carried one) for those left unordered; None if either step leaves a
+    problem."""
     needed = {r for n, rs in enumerate(per_dep) if n not in deferred for r in rs}
     lean = {r: w for r, w in reqs.items() if r.src == r.dst or r in needed}
     placed, settled, problems, oracle = _settle(kernel, fewest_flags(lean), deps, target,
@@ -188,11 +193,14 @@ def _place_deferring(kernel: Kernel, reqs: Reasons, per_dep: list[list[Requireme
         skip=frozenset(range(len(deps))) - deferred) if p.dep is not None}
     if not late:
         return placed, settled, oracle
-    # wait before the first branch, set after the last: no wait on this iteration's source
+    # the sink branch's own pair, joining the other branches' channel; else wait before the
+    # first branch, set after the last: no wait on this iteration's source
     extra: Reasons = {}
     for n in late:
+        d = deps.deps[n]
         for r in per_dep[n]:
-            extra.setdefault(spanning(r, deps.deps[n], kernel), []).append(deps.deps[n].reason)
+            own = mirrored(r, d, deps, kernel)
+            extra.setdefault(own or spanning(r, d, kernel), []).append(d.reason)
     # the lean placement's settled requirements (ping-pong ids already given where a source
     # pipe runs ahead) plus the spanning pairs: the re-check rarely has to rebuild again
     trial = fewest_flags(merged({**{r: list(w) for r, w in settled.items()}, **extra}))

@@ -206,7 +206,10 @@ def pingpong(r: Requirement, kernel: Kernel) -> Requirement:
 
 def spanning(r: Requirement, d: Dependence, kernel: Kernel) -> Requirement:
     """The carried pattern for an in-body requirement ``after < before`` over the innermost
-    loop around its body: wait before child ``after``, set after child ``before``."""
+    loop around its body: wait before child ``after``, set after child ``before`` (a
+    carried requirement is one already)."""
+    if r.loop is not None:
+        return r
     prog = kernel.program(r.core)  # type: ignore[arg-type]
     assert prog is not None
     loop = innermost_loop(prog.body, r.container)
@@ -218,14 +221,52 @@ def spanning(r: Requirement, d: Dependence, kernel: Kernel) -> Requirement:
                    ids=2 if dist >= 2 else 1)
 
 
+def mirrored(r: Requirement, d: Dependence, deps: Dependences, kernel: Kernel
+             ) -> Requirement | None:
+    """For a deferred dependence into a sibling branch that others leave unordered: the
+    carried pair that branch would have for its own uses if it ran in two trips (wait before
+    the sink's child of the branch, set after the branch's last child on the source pipe),
+    or None when the branch has no such child after the sink's. It joins the other branches'
+    pairs of its kind in one channel (``channel_numbers``), so each trip waits and sets once
+    whichever branch it runs, and the chain from the source's branch reaches the sink through
+    the trips between them (a wait holds every later instruction of its pipe)."""
+    prog = kernel.program(r.core)  # type: ignore[arg-type]
+    assert prog is not None
+    loop = innermost_loop(prog.body, r.container)
+    if loop is None:
+        return None
+    branch = r.container + (r.before,)
+    t = deps.info(d.dst)
+    if t.path[:len(branch)] != branch:
+        return None
+    sink = t.path[len(branch)]
+    body = node_at(prog.body, branch).body  # type: ignore[union-attr]
+    last = max((n for n, x in enumerate(body) if _on_pipe(x, r.src)), default=-1)
+    if last <= sink:
+        return None
+    var = node_at(prog.body, loop).var  # type: ignore[union-attr]
+    dist = d.distance(var) or 1
+    return Requirement(r.core, r.src, r.dst, branch, last, sink, loop, var,
+                       2 if dist >= 2 else 1)
+
+
+def _on_pipe(s: Stmt, pipe: Pipe) -> bool:
+    """Whether ``s`` is or holds an instruction on ``pipe``."""
+    if isinstance(s, (For, If)):
+        return any(_on_pipe(x, pipe) for x in s.body)
+    return s.pipe == pipe  # type: ignore[union-attr]
+
+
 def deferrable(d: Dependence, rs: list[Requirement], kernel: Kernel) -> bool:
-    """Whether ``d``'s one in-body pair would join two sibling branches that no iteration runs
-    together (``place_syncs`` places it only if the other pairs leave ``d`` unordered)."""
+    """Whether ``d``'s one pair would join two sibling branches that no iteration runs
+    together: an in-body pair from an earlier branch to a later one, or a carried pair from a
+    later branch to an earlier one (``place_syncs`` places it only if the other pairs leave
+    ``d`` unordered)."""
     if d.loop_independent or len(rs) != 1 or d.src_pipe == d.dst_pipe:
         return False
     r = rs[0]
-    if r.loop is not None or not r.after < r.before:
-        return False
+    if (r.loop is None) != (r.after < r.before):
+        return False  # an in-body pair forward, or a carried one backward (sink's branch first)
     prog = kernel.program(d.core)  # type: ignore[arg-type]
     assert prog is not None
     holder = node_at(prog.body, r.container) if r.container else None

@@ -130,8 +130,9 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
     if one_d:
         gran = max(gran, target.repeat_bytes // max(t.dtype.bytes for t in algo.tensors))
 
-    def fits(rows: int, cols: int) -> bool:
-        return tile_bytes(algo, TileShape(rows, cols), copies, target) <= usable
+    def fits(rows: int, cols: int) -> bool:  # monotone in rows: sized as the box below
+        return tile_bytes(algo, TileShape(_box_rows(lead, rows), cols), copies,
+                          target) <= usable
 
     def count(t: TileShape) -> int:
         ext = row_extents(lead, t.rows)
@@ -171,6 +172,14 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
     slow = [r for r in heights if r not in fast]
     return [t for hs in (fast, slow) for t in _ranked([TileShape(r, cols) for r in hs], algo,
                                                          target, copies, lambda t: t.rows, count)]
+
+
+def _box_rows(lead: tuple[int, ...], rows: int) -> int:
+    """The most rows, at most ``rows``, that make a box over the leading axes (the tile
+    height search bisects over every count: 6144 rows over (3, 4096) make none)."""
+    while row_extents(lead, rows) is None:
+        rows -= 1
+    return rows
 
 
 def _ranked(tiles: list[TileShape], algo: Algorithm, target: Target, copies: int,

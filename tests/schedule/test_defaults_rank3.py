@@ -106,3 +106,14 @@ def test_a_leading_axis_split_by_1_with_an_odd_middle_axis_lowers(name: str) -> 
             s = s.compute_at(st, "y", "p_o_i_o")
         _ok(check(s, cpp=False))
     _ok(check(KERNELS[name](3, 5, 384), cpp=False))  # and the default of that shape
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_a_tile_height_search_over_counts_that_make_no_box_finds_a_default(name: str) -> None:
+    # (3, 4096, 512): the tile height search bisected through 6144 rows, which no box of
+    # (3, 4096) makes, and the estimate raised InternalCompilerError; heights are now sized
+    # as the tallest box below them
+    s = schedule_for(KERNELS[name](3, 4096, 512))
+    rows = s.loop_nest("y").factors
+    assert row_extents((3, 4096), rows["p"] * rows["i"]) is not None
+    _ok(check(s, cpp=False))

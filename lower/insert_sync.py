@@ -196,11 +196,13 @@ def _place_deferring(kernel: Kernel, reqs: Reasons, per_dep: list[list[Requireme
     # the sink branch's own pair, joining the other branches' channel; else wait before the
     # first branch, set after the last: no wait on this iteration's source
     extra: Reasons = {}
+    held = frozenset((q.core, q.src, q.dst, q.container, q.ids) for q in settled
+                     if q.loop is not None)
     for n in late:
         d = deps.deps[n]
         for r in per_dep[n]:
-            own = mirrored(r, d, deps, kernel)
-            extra.setdefault(own or spanning(r, d, kernel), []).append(d.reason)
+            for q in mirrored(r, d, deps, kernel, held) or [spanning(r, d, kernel)]:
+                extra.setdefault(q, []).append(d.reason)
     # the lean placement's settled requirements (ping-pong ids already given where a source
     # pipe runs ahead) plus the spanning pairs: the re-check rarely has to rebuild again
     trial = fewest_flags(merged({**{r: list(w) for r, w in settled.items()}, **extra}))

@@ -221,33 +221,42 @@ def spanning(r: Requirement, d: Dependence, kernel: Kernel) -> Requirement:
                    ids=2 if dist >= 2 else 1)
 
 
-def mirrored(r: Requirement, d: Dependence, deps: Dependences, kernel: Kernel
-             ) -> Requirement | None:
-    """For a deferred dependence into a sibling branch that others leave unordered: the
-    carried pair that branch would have for its own uses if it ran in two trips (wait before
-    the sink's child of the branch, set after the branch's last child on the source pipe),
-    or None when the branch has no such child after the sink's. It joins the other branches'
-    pairs of its kind in one channel (``channel_numbers``), so each trip waits and sets once
-    whichever branch it runs, and the chain from the source's branch reaches the sink through
-    the trips between them (a wait holds every later instruction of its pipe)."""
+def mirrored(r: Requirement, d: Dependence, deps: Dependences, kernel: Kernel,
+             held: frozenset[tuple]) -> list[Requirement]:
+    """For a deferred dependence between sibling branches that the others leave unordered:
+    the carried pair each of the two branches would have for its own uses if it ran in two
+    trips, where it has none of that kind (a branch that never follows itself on a core):
+    in the sink's branch, wait before the sink's child and set after the branch's last child
+    on the source pipe; in the source's branch, set after the source's child and wait before
+    the branch's first child on the sink pipe. Each joins the other branches' pairs of its
+    kind in one channel (``channel_numbers``), so a trip waits and sets once whichever branch
+    it runs, and the chain from the source reaches the sink through the trips between them
+    (a set fires after every earlier instruction of its pipe, a wait holds every later one).
+    ``held``: (core, source pipe, sink pipe, body, ids) of the carried pairs placed already.
+    Empty when neither branch needs or can take such a pair."""
     prog = kernel.program(r.core)  # type: ignore[arg-type]
     assert prog is not None
     loop = innermost_loop(prog.body, r.container)
     if loop is None:
-        return None
-    branch = r.container + (r.before,)
-    t = deps.info(d.dst)
-    if t.path[:len(branch)] != branch:
-        return None
-    sink = t.path[len(branch)]
-    body = node_at(prog.body, branch).body  # type: ignore[union-attr]
-    last = max((n for n, x in enumerate(body) if _on_pipe(x, r.src)), default=-1)
-    if last <= sink:
-        return None
+        return []
     var = node_at(prog.body, loop).var  # type: ignore[union-attr]
-    dist = d.distance(var) or 1
-    return Requirement(r.core, r.src, r.dst, branch, last, sink, loop, var,
-                       2 if dist >= 2 else 1)
+    ids = 2 if (d.distance(var) or 1) >= 2 else 1
+    out = []
+    for branch, x, sink_side in ((r.container + (r.before,), deps.info(d.dst), True),
+                                 (r.container + (r.after,), deps.info(d.src), False)):
+        if x.path[:len(branch)] != branch or (r.core, r.src, r.dst, branch, ids) in held:
+            continue
+        own = x.path[len(branch)]
+        body = node_at(prog.body, branch).body  # type: ignore[union-attr]
+        if sink_side:
+            other = max((n for n, y in enumerate(body) if _on_pipe(y, r.src)), default=-1)
+            after, before = other, own
+        else:
+            other = min((n for n, y in enumerate(body) if _on_pipe(y, r.dst)), default=own)
+            after, before = own, other
+        if after > before:
+            out.append(Requirement(r.core, r.src, r.dst, branch, after, before, loop, var, ids))
+    return out
 
 
 def _on_pipe(s: Stmt, pipe: Pipe) -> bool:

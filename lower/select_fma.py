@@ -47,7 +47,7 @@ class _MulAdds:
         if plan is None:
             return None
         m, c, mul_first, acc_at = plan  # acc_at: 0 = m.a, 1 = m.b, 2 = c
-        before = set(self.b.buffers)
+        first_temp = self.v.temps  # the temporaries this expression makes come after it
         exprs = (m.a, m.b, c)
         vals: list[Val | None] = [None, None, None]
         for n in ((0, 1, 2) if mul_first else (2, 0, 1)):
@@ -57,7 +57,9 @@ class _MulAdds:
         assert p is not None and q is not None and cv is not None
         acc = (p, q, cv)[acc_at]
         axes = tuple(sorted(set(p.varying()) | set(q.varying()) | set(cv.varying())))
-        if self._dies_here(acc, axes, e, dst, before) and all(
+        made = {f"{self.stage}_t{n}{self.v.suffix}"
+                for n in range(first_temp + 1, self.v.temps + 1)}
+        if self._dies_here(acc, axes, e, dst, made) and all(
                 v.const is None for v in (p, q, cv)):
             if acc_at == 2:  # MulAddDst: dst = src0 * src1 + dst
                 fn, srcs = "mul_add_dst", (p, q)
@@ -97,14 +99,16 @@ class _MulAdds:
         return True
 
     def _dies_here(self, acc: Val, axes: tuple[int, ...], e: Binary, dst: Val | None,
-                   before: set[str]) -> bool:
+                   made: set[str]) -> bool:
         """``acc`` is a dense value over all of ``axes`` in ``e``'s dtype, in a buffer made by
-        this expression (or the stage's tile the caller asked for): overwriting it loses
-        nothing."""
+        this expression (``made``: the temporaries it made; or the stage's tile the caller
+        asked for): overwriting it loses nothing. (Made, not new to the kernel: a tail version
+        whose temporaries share the full version's names must fuse the same way, or one name
+        would stand for buffers of two dtypes.)"""
         if acc.const is not None or acc.block or acc.dtype != e.dtype or acc.varying() != axes:
             return False
         if dst is not None and acc == dst:
             return True
         once = {v.buf for v in self.b.once_vals.values()}
-        return acc.buf not in before and acc.buf not in once and acc.offset.is_const \
+        return acc.buf in made and acc.buf not in once and acc.offset.is_const \
             and acc.offset.const == 0

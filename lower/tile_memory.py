@@ -14,6 +14,7 @@ import numpy as np
 
 from ascendsched.algo.tensor import Tensor
 from ascendsched.dtypes import DType
+from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.bounds import Axis
 from ascendsched.lower.ir import Buffer, Dim, For, Instr, Region, Stmt
@@ -64,6 +65,10 @@ class _TileMemory:
         elems = -(-elems // per_block) * per_block
         old = self.buffers.get(name)
         if old is not None:
+            if old.dtype != dtype:
+                raise InternalCompilerError(
+                    f"UB buffer '{name}' allocated as {old.dtype} and again as {dtype}: two tile "
+                    f"versions computed different values under one name")
             elems = max(elems, old.elems)
             shape = tuple(max(a, b) for a, b in zip(shape, old.shape)) if shape else old.shape
         self.buffers[name] = Buffer(name, Scope.UB, dtype, elems, copies, shape, comment=comment)

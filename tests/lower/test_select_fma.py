@@ -113,3 +113,28 @@ def test_no_fma_on_a_hoisted_or_stage_operand() -> None:
          .load_once("beta"))
     k, _ = assert_matches_reference(s)
     assert not _instrs(k, "vec_fma")
+
+
+def test_a_peeled_tail_version_fuses_as_the_full_tiles_do() -> None:
+    """A row reduction at the column tile loop: its temporaries span the whole row, so the
+    peeled column tail's share the full tiles' names. The tail decided "fresh" by whether a
+    name was new to the kernel, found them all taken and emitted the Mul and Add, numbering
+    its temporaries differently: one name stood for a float16 and a float32 buffer
+    (InternalCompilerError, found by the property tests' schedule strategy). Freshness is
+    what this expression made, so both versions fuse alike."""
+    from ascendsched.algo import reduce_axis, reduce_max, relu
+
+    x = placeholder("in0", (9, 515), "float32")
+    t0 = compute("t0", (9, 515), lambda i, j: relu(-(x[i, j].astype("float16")
+                                                      * x[i, j].astype("float16")
+                                                      + x[i, j].astype("float16"))))
+    k = reduce_axis(515, "k")
+    r = compute("r", (9,), lambda i: reduce_max(t0[i, k].astype("float32"), k))
+    y = compute("y", (9, 515), lambda i, j: (t0[i, j].astype("float32") - r[i])
+                .astype("float16"))
+    s = (Schedule(algorithm("prop", y)).split("y", "i", 9).split("y", "j", 512)
+         .compute_inline("t0").compute_at("r", "y", "j_o").buffer("in0", copies=2))
+    kern, res = assert_matches_reference(s, trace=True)
+    assert check_trace(res.trace, kern.target).ok
+    fused = [i for i in _instrs(kern, "vec_fma") if "r_" in i.writes[0].tensor]
+    assert fused and len({i.writes[0].tensor for i in fused}) == 1  # full tiles and the tail

@@ -141,10 +141,10 @@ def place_syncs(kernel: Kernel, deps: Dependences, target: Target, *,
     tile's version and a tail version, in different iterations, in either text order) is
     *deferred*: a pair between the branches would make the sink pipe wait for this
     iteration's source in every iteration (no double-buffered overlap), and such a dependence
-    is usually implied by the pairs inside the branches. It gets a pair only if the others
-    leave it unordered: the one its sink's branch would have for its own uses (a branch that
-    never follows itself on a core, the corner tile, has none; ``mirrored``), else one
-    spanning the branches.
+    is usually implied by the pairs inside the branches. It gets pairs only if the others
+    leave it unordered: those its source's and sink's branches would have for their own uses
+    where they hold none of that kind (a branch that never follows itself on a core, the
+    corner tile, has none; ``mirrored``), else one spanning the branches.
     """
     reqs: Reasons = {}
     per_dep: list[list[Requirement]] = []
@@ -179,8 +179,8 @@ def _place_deferring(kernel: Kernel, reqs: Reasons, per_dep: list[list[Requireme
                      deferred: frozenset[int], deps: Dependences, target: Target,
                      skip: frozenset[int], join_classes: bool
                      ) -> tuple[Kernel, Reasons, SyncOracle] | None:
-    """Placement without the deferred dependences' pairs, then with the sink branch's own
-    pair (or a spanning carried one) for those left unordered; None if either step leaves a
+    """Placement without the deferred dependences' pairs, then with the branches' own pairs
+    (or a spanning carried one) for those left unordered; None if either step leaves a
     problem."""
     needed = {r for n, rs in enumerate(per_dep) if n not in deferred for r in rs}
     lean = {r: w for r, w in reqs.items() if r.src == r.dst or r in needed}
@@ -193,7 +193,7 @@ def _place_deferring(kernel: Kernel, reqs: Reasons, per_dep: list[list[Requireme
         skip=frozenset(range(len(deps))) - deferred) if p.dep is not None}
     if not late:
         return placed, settled, oracle
-    # the sink branch's own pair, joining the other branches' channel; else wait before the
+    # the branches' own pairs, joining the other branches' channel; else wait before the
     # first branch, set after the last: no wait on this iteration's source
     extra: Reasons = {}
     held = frozenset((q.core, q.src, q.dst, q.container, q.ids) for q in settled

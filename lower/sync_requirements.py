@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from ascendsched.errors import SyncError
 from ascendsched.lower.affine import Cond
 from ascendsched.lower.instances import InstrInfo
-from ascendsched.lower.ir import For, If, Kernel, Stmt
+from ascendsched.lower.ir import For, If, Kernel, Stmt, iter_instrs
 from ascendsched.lower.polyhedral import Dependence, Dependences, flat_distance
 from ascendsched.target.model import Pipe, Target
 
@@ -261,9 +261,7 @@ def mirrored(r: Requirement, d: Dependence, deps: Dependences, kernel: Kernel,
 
 def _on_pipe(s: Stmt, pipe: Pipe) -> bool:
     """Whether ``s`` is or holds an instruction on ``pipe``."""
-    if isinstance(s, (For, If)):
-        return any(_on_pipe(x, pipe) for x in s.body)
-    return s.pipe == pipe  # type: ignore[union-attr]
+    return any(i.pipe == pipe for i, _ in iter_instrs((s,)))
 
 
 def deferrable(d: Dependence, rs: list[Requirement], kernel: Kernel) -> bool:

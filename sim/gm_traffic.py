@@ -134,9 +134,10 @@ def _count(kernel: Kernel) -> tuple[dict[str, int], dict[str, int], int]:
         nonlocal n
         for s in body:
             if isinstance(s, Instr):
-                if s.op in _READS or s.op in _WRITES:
-                    reg = s.reads[0] if s.op in _READS else s.writes[0]
-                    d = written if s.op in _WRITES else read
+                dma = _dma(s)
+                if dma is not None:
+                    is_write, reg = dma
+                    d = written if is_write else read
                     times = mult * int(mask.sum())
                     d[reg.tensor] = d.get(reg.tensor, 0) + times * reg.count * kernel.dtype_of(
                         reg.tensor).bytes
@@ -320,7 +321,7 @@ def _has_gm(body: tuple[Stmt, ...], memo: dict[int, bool]) -> dict[int, bool]:
     """Which For/If subtrees contain a GM DMA (so the walk can skip the others)."""
     def visit(s: Stmt) -> bool:
         if isinstance(s, Instr):
-            return s.op in _READS or s.op in _WRITES
+            return _dma(s) is not None
         found = False
         for c in s.body:
             found = visit(c) or found

@@ -283,95 +283,87 @@ def test_latest_source_of_a_tail_version_dependence() -> None:
 
 
 
-@pytest.mark.parametrize("buffered", [("x", "y"), ()])
-def test_exclusive_tile_versions_share_their_channels_with_no_sync_between_them(
-        buffered: tuple[str, ...]) -> None:
-    """Four tile versions (full or tail along both axes) as exclusive branches of one fused,
-    core-bound loop. A dependence from one version into another (any trips apart, in either
-    text order) is deferred; one whose sink's version has no pair of its own (the corner tile
-    runs once) gets the pair that version would have for its own uses (``mirrored``; so
-    does the source's version), which joins the other versions' channel. Before, the fallback put set/wait pairs between the
-    versions that drained every pipe in every trip (modelled 1.64 us double-buffered, slower
-    than 1.44 single-buffered now; the LLM-sized 1605 x 10472 one 676 -> 397 us)."""
-    from ascendsched.api.numerics import random_inputs
+def _lowered_watching_mirrored(sched, monkeypatch) -> tuple[Kernel, list[bool]]:  # noqa: ANN001
+    """``lower(sched)``, and per pair ``mirrored`` gave: whether it went into the source's
+    branch (False: the sink's)."""
     from ascendsched.lower import insert_sync as ins
     from ascendsched.lower.sync_requirements import mirrored
-    from ascendsched.schedule import Schedule
-    from ascendsched.sim.checker import check_trace
-    from ascendsched.sim.execute import run_kernel
-    from ascendsched.sim.timing import model_time
 
-    def lowered(bufs: tuple[str, ...]) -> Kernel:
-        s = (Schedule(L.bias_add(37, 1000)).tile("y", ("i", "j"), (8, 256))
-             .reorder("y", "j_o", "i_o").fuse("y", "j_o", "i_o", fused="t").bind("y", "t", 6))
-        for b in bufs:
-            s = s.buffer(b)
-        return lower(s)
-
-    used: list[bool] = []
-
-    def spy(*args):  # noqa: ANN002, ANN202
-        got = mirrored(*args)
-        used.append(bool(got))
-        return got
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(ins, "mirrored", spy)
-    try:
-        k = lowered(buffered)
-    finally:
-        mp.undo()
-    assert any(used)
-    loop = next(x for x in k.programs[0].body if isinstance(x, For))
-    (guard,) = loop.body
-    assert isinstance(guard, If) and len(guard.body) == 4
-    assert all(isinstance(x, If) for x in guard.body)  # no sync between the versions
-    ins_ = random_inputs(L.bias_add(37, 1000))
-    res = run_kernel(k, ins_, trace=True)
-    report = check_trace(res.trace, k.target)
-    assert report.ok, report.summary()
-    np.testing.assert_array_equal(res.outputs["y"], (ins_["x"] + ins_["bias"]).astype(np.float16))
-    if buffered:
-        assert model_time(k).cycles < model_time(lowered(())).cycles
-
-
-def test_a_version_that_never_reuses_its_copy_gets_its_pair_as_a_source_too() -> None:
-    """Two row tiles of a full column tile, then two of a tail, on one core, ``y`` double
-    buffered: the full version's two trips use both copies of ``y_ub`` once, so it has no
-    MTE3 -> V pair of its own, and the tail version's V write of a copy the full version's
-    MTE3 read two trips before needs one in both versions (``mirrored``'s source side). The
-    fallback of set/wait pairs between the versions drained MTE3 before every tail tile."""
-    from ascendsched.api.numerics import random_inputs
-    from ascendsched.lower import insert_sync as ins
-    from ascendsched.lower.sync_requirements import mirrored
-    from ascendsched.schedule import Schedule
-    from ascendsched.sim.checker import check_trace
-    from ascendsched.sim.execute import run_kernel
-
-    sides: list[bool] = []  # True: the pair went into the source's version
+    sides: list[bool] = []
 
     def spy(r, d, deps, kernel, held):  # noqa: ANN001, ANN202
         got = mirrored(r, d, deps, kernel, held)
         sides.extend(q.container[-1] == r.after for q in got)
         return got
 
+    with monkeypatch.context() as mp:
+        mp.setattr(ins, "mirrored", spy)
+        return lower(sched), sides
+
+
+def _assert_bias_add_exact_and_race_free(k: Kernel, algo) -> None:  # noqa: ANN001
+    from ascendsched.api.numerics import random_inputs
+    from ascendsched.sim.checker import check_trace
+    from ascendsched.sim.execute import run_kernel
+
+    ins = random_inputs(algo)
+    res = run_kernel(k, ins, trace=True)
+    report = check_trace(res.trace, k.target)
+    assert report.ok, report.summary()
+    np.testing.assert_array_equal(res.outputs["y"], (ins["x"] + ins["bias"]).astype(np.float16))
+
+
+@pytest.mark.parametrize("buffered", [("x", "y"), ()])
+def test_exclusive_tile_versions_share_their_channels_with_no_sync_between_them(
+        buffered: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four tile versions (full or tail along both axes) as exclusive branches of one fused,
+    core-bound loop. A dependence from one version into another (any trips apart, in either
+    text order) is deferred; one whose sink's version has no pair of its own (the corner tile
+    runs once) gets the pair that version would have for its own uses (``mirrored``; so does
+    the source's version), which joins the other versions' channel. Before, the fallback put
+    set/wait pairs between the versions that drained every pipe in every trip (modelled 1.64
+    us double-buffered, slower than 1.44 single-buffered now; the LLM-sized 1605 x 10472 one
+    676 -> 397 us)."""
+    from ascendsched.schedule import Schedule
+    from ascendsched.sim.timing import model_time
+
+    algo = L.bias_add(37, 1000)
+
+    def scheduled(bufs: tuple[str, ...]) -> Schedule:
+        s = (Schedule(algo).tile("y", ("i", "j"), (8, 256)).reorder("y", "j_o", "i_o")
+             .fuse("y", "j_o", "i_o", fused="t").bind("y", "t", 6))
+        for b in bufs:
+            s = s.buffer(b)
+        return s
+
+    k, sides = _lowered_watching_mirrored(scheduled(buffered), monkeypatch)
+    assert sides
+    loop = next(x for x in k.programs[0].body if isinstance(x, For))
+    (guard,) = loop.body
+    assert isinstance(guard, If) and len(guard.body) == 4
+    assert all(isinstance(x, If) for x in guard.body)  # no sync between the versions
+    _assert_bias_add_exact_and_race_free(k, algo)
+    if buffered:
+        assert model_time(k).cycles < model_time(lower(scheduled(()))).cycles
+
+
+def test_a_version_that_never_reuses_its_copy_gets_its_pair_as_a_source_too(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two row tiles of a full column tile, then two of a tail, on one core, ``y`` double
+    buffered: the full version's two trips use both copies of ``y_ub`` once, so it has no
+    MTE3 -> V pair of its own, and the tail version's V write of a copy the full version's
+    MTE3 read two trips before needs one in both versions (``mirrored``'s source side). The
+    fallback of set/wait pairs between the versions drained MTE3 before every tail tile."""
+    from ascendsched.schedule import Schedule
+
     algo = L.bias_add(14, 118)
     s = (Schedule(algo).tile("y", ("i", "j"), (7, 112)).reorder("y", "j_o", "i_o")
          .fuse("y", "j_o", "i_o", fused="t").buffer("y"))
-    mp = pytest.MonkeyPatch()
-    mp.setattr(ins, "mirrored", spy)
-    try:
-        k = lower(s)
-    finally:
-        mp.undo()
+    k, sides = _lowered_watching_mirrored(s, monkeypatch)
     assert sorted(sides) == [False, True]
     loop = next(x for x in k.programs[0].body if isinstance(x, For))
     assert len(loop.body) == 2 and all(isinstance(x, If) for x in loop.body)
-    ins_ = random_inputs(algo)
-    res = run_kernel(k, ins_, trace=True)
-    report = check_trace(res.trace, k.target)
-    assert report.ok, report.summary()
-    np.testing.assert_array_equal(res.outputs["y"], (ins_["x"] + ins_["bias"]).astype(np.float16))
+    _assert_bias_add_exact_and_race_free(k, algo)
 
 
 def test_an_odd_count_of_l0_steps_per_tile_keeps_ping_pong_ids() -> None:

@@ -24,9 +24,12 @@ The second copy placed also gets its candidate offsets shifted by whole 32-byte 
 the 512-byte period and takes one with fewest extra beats, above the current peak by at most
 one period and only while the scope has room; each packing is also run without this, and the
 plans are ranked by (fits, within 512 B per such buffer of the smallest peak, extra beats,
-peak, cross-pipe reuses). vadd's ``y_ub`` lands 256 B (mod 512) from ``x_ub``,
-as in the ASC add sample's Case 6; a dense source against a Brcb'd row block meets it on half
-the repeats wherever it sits (rows of whole 512-byte periods), so such pairs seldom move.
+peak, cross-pipe reuses). In the kept plan, copies that still meet a partner then move,
+smallest first, to a slot below the peak where they meet it less, if one is free and adds no
+cross-pipe reuse (a greedy packing placed them before it knew every partner). vadd's ``y_ub``
+lands 256 B (mod 512) from ``x_ub``, as in the ASC add sample's Case 6; a dense source
+against a Brcb'd row block meets it on half the repeats wherever it sits (rows of whole
+512-byte periods), so such pairs seldom move.
 
 Up to four plans are tried per scope and the first that fits the scope's *usable* bytes is kept:
 
@@ -303,7 +306,8 @@ def _best(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec, lifeti
     scope and needs at most one bank period (512 B) per buffer read together with another
     over the smallest peak, then fewest bank-conflict beats, then the smallest peak, then
     fewest reuses. Each strategy packs with and without bank-aware offsets (the shifted
-    offsets may cost the bytes another buffering needs)."""
+    offsets may cost the bytes another buffering needs); copies of the kept packing that still
+    meet a partner in the bank groups then move where they meet it less (``_repair``)."""
     plans = []
     facts = _PairFacts(lifetimes, refuse)
     for name, order, pick in _STRATEGIES:
@@ -318,8 +322,11 @@ def _best(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec, lifeti
     # that per buffer read together with another over the smallest peak is a repacking
     least = min(p[0] for p in plans)
     slack = banks.period * len(banks.pairs) if banks is not None else 0
-    peak, reuses, _, name, offs = min(
+    peak, reuses, conflicts, name, offs = min(
         plans, key=lambda p: (p[0] > spec.usable, p[0] > least + slack, p[2], p[0], p[1]))
+    if conflicts and banks is not None:  # then move what still conflicts, within the peak
+        _repair(items, offs, sizes, spec.alignment, lifetimes.in_place, facts, banks)
+        reuses = sum(facts(a, b)[1] for a, b in _sharing(items, offs, sizes))
     return peak, reuses, name, offs
 
 
@@ -368,41 +375,13 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
             offs[key] = 0  # never touched: any address will do
             continue
         peak = max((o + s for _, o, s in placed), default=0)
-        # a live in-place partner does not conflict at exactly its own offset
-        partner = {(p.buffer, o) for p, o, _ in placed if (p.buffer, e.buffer) in in_place
-                   or (e.buffer, p.buffer) in in_place}
-        live: list[tuple[str, int, int]] = []
-        # the placed copies not live with e, each with what sharing its bytes would cost:
-        # (offset, size, cross-pipe reuses, refused), computed once per copy
-        others: list[tuple[int, int, int, bool]] = []
-        for p, o, s in placed:
-            overlap, cost, refused = facts(p, e)
-            if overlap:
-                live.append((p.buffer, o, s))
-            elif p.used:
-                others.append((o, s, cost, refused))
-        starts = {0} | {_round_up(o + s, align) for _, o, s in placed} | {o for _, o in partner}
         aware = banks is not None and any(p.b in offs for p in banks.pairs.get(key, ()))
-        if aware:
-            assert banks is not None
-            starts |= {o + d for o in starts for d in range(align, banks.period, align)}
-        cands: list[tuple] = []
-        for off in sorted(starts):
-            if any(off < o + s and o < off + size and (b, off) not in partner
-                   for b, o, s in live):
-                continue
-            nxt = min((o for _, o, _ in live if o >= off + size), default=max(peak, off + size))
-            shared = [(rc, refused) for o, s, rc, refused in others
-                      if off < o + s and o < off + size]
-            if any(refused for _, refused in shared):
-                continue
-            cost = sum(rc for rc, _ in shared)
-            beats = banks.cost(key, off, offs) if aware and banks is not None else 0.0
-            cands.append((off, cost, nxt - off - size, beats))
+        cands = _slots(e, size, placed, offs, align, in_place, facts, banks if aware else None)
         within = [c for c in cands if c[0] + size <= peak]
         free = [c for c in within if c[1] == 0]
         pool = free or within or cands
         if aware:
+            assert banks is not None
             # above the peak by at most one bank period more than the plain choice
             top = max(peak, pick(pool)[0] + size) + banks.period
             room = [c for c in cands if c[1] == 0 and c[0] + size <= min(top, spec.usable)]
@@ -414,6 +393,72 @@ def _pack(items: list[Lifetime], sizes: dict[_Key, int], spec: ScopeSpec,
         placed.append((e, off, size))
         offs[key] = off
     return offs
+
+
+def _slots(e: Lifetime, size: int, placed: list[tuple[Lifetime, int, int]],
+           offs: dict[_Key, int], align: int, in_place: frozenset[tuple[str, str]],
+           facts: _PairFacts, banks: _Banks | None, also: tuple[int, ...] = ()
+           ) -> list[tuple[int, int, int, float]]:
+    """Where copy ``e`` may go among the ``placed`` copies: (offset, cross-pipe reuses its
+    bytes add, gap to the next live copy above, bank-conflict beats) per candidate offset: 0,
+    the end of every placed copy, an in-place partner's own offset and ``also``; with
+    ``banks``, each shifted by whole alignment units within the bank period too."""
+    key = (e.buffer, e.copy)
+    peak = max((o + s for _, o, s in placed), default=0)
+    # a live in-place partner does not conflict at exactly its own offset
+    partner = {(p.buffer, o) for p, o, _ in placed if (p.buffer, e.buffer) in in_place
+               or (e.buffer, p.buffer) in in_place}
+    live: list[tuple[str, int, int]] = []
+    # the placed copies not live with e, each with what sharing its bytes would cost:
+    # (offset, size, cross-pipe reuses, refused), computed once per copy
+    others: list[tuple[int, int, int, bool]] = []
+    for p, o, s in placed:
+        overlap, cost, refused = facts(p, e)
+        if overlap:
+            live.append((p.buffer, o, s))
+        elif p.used:
+            others.append((o, s, cost, refused))
+    starts = ({0, *also} | {_round_up(o + s, align) for _, o, s in placed}
+              | {o for _, o in partner})
+    if banks is not None:
+        starts |= {o + d for o in starts for d in range(align, banks.period, align)}
+    cands: list[tuple[int, int, int, float]] = []
+    for off in sorted(starts):
+        if any(off < o + s and o < off + size and (b, off) not in partner
+               for b, o, s in live):
+            continue
+        nxt = min((o for _, o, _ in live if o >= off + size), default=max(peak, off + size))
+        shared = [(rc, refused) for o, s, rc, refused in others
+                  if off < o + s and o < off + size]
+        if any(refused for _, refused in shared):
+            continue
+        cost = sum(rc for rc, _ in shared)
+        beats = banks.cost(key, off, offs) if banks is not None else 0.0
+        cands.append((off, cost, nxt - off - size, beats))
+    return cands
+
+
+def _repair(items: list[Lifetime], offs: dict[_Key, int], sizes: dict[_Key, int], align: int,
+            in_place: frozenset[tuple[str, str]], facts: _PairFacts, banks: _Banks) -> None:
+    """Move copies that still meet a partner in the bank groups, smallest first, to the
+    offset with fewest beats that keeps the peak and adds no cross-pipe reuse (in place).
+    A greedy packing places a copy before it knows every partner, and its bank-aware variant
+    may shift large copies past the scope's room; a small Brcb'd block then sits in its dense
+    partner's groups although a free slot of the right groups is below the peak (LayerNorm
+    4096x12288: the mean and rstd broadcasts against the 48 KB centred row)."""
+    used = {(e.buffer, e.copy): e for e in items if e.used}
+    peak = max((offs[k] + sizes[k] for k in used), default=0)
+    for key in sorted((k for k in banks.pairs if k in used), key=lambda k: (sizes[k], k)):
+        now = banks.cost(key, offs[key], offs)
+        if now <= 0:
+            continue
+        e, size = used[key], sizes[key]
+        placed = [(p, offs[k], sizes[k]) for k, p in used.items() if k != key]
+        cands = _slots(e, size, placed, offs, align, in_place, facts, banks, (offs[key],))
+        here = next(c for c in cands if c[0] == offs[key])
+        better = [c for c in cands if c[0] + size <= peak and c[1] <= here[1] and c[3] < now]
+        if better:
+            offs[key] = min(better, key=lambda c: (c[3], c[1], c[0]))[0]
 
 
 def _reuse_cost(a: Lifetime, b: Lifetime, loop: str | None = None) -> int:

@@ -235,6 +235,29 @@ def test_two_sources_of_one_vector_instruction_are_placed_in_different_bank_grou
     assert beats(feet, 32, 32, 16) == [1] * 16
 
 
+def test_a_copy_still_in_its_partners_bank_groups_moves_to_a_free_slot_below_the_peak() -> None:
+    # LayerNorm over rows of 12288: UB is full (no room for the bank-aware packings), and the
+    # plain packing put the mean's Brcb block in the groups of the centred row's source, so
+    # every repeat of d = xf - mean took two beats. The repair moves the 512 B block to a free
+    # slot of the other groups below the peak: one beat, same peak.
+    from ascendsched.algo.library import layernorm
+    from ascendsched.lower.bank_groups import beats, footprint
+    from ascendsched.lower.ir import iter_instrs
+    from ascendsched.lower.pipeline import lower
+    from ascendsched.lower.schedule_for import schedule_for
+
+    k = lower(schedule_for(layernorm(96, 12288)))
+    subs = [i for p in k.programs for i, _ in iter_instrs(p.body)
+            if i.op == "vec_binary" and dict(i.attrs)["fn"] == "sub"]
+    assert len(subs) == 2 and {r.tensor for i in subs for r in i.reads} == {"xf_ub", "d_brcb5"}
+    for i in subs:
+        feet = [footprint(r, k.buffer_map[r.tensor].offsets[0] + r.offset.const * 4, 4)
+                for r in i.reads]
+        assert beats(feet, i.writes[0].dims[0].extent, 32, 16) == [1] * 16
+    ub = [b for b in k.buffers if b.scope == Scope.UB]
+    assert max(o + b.elems * b.dtype.bytes for b in ub for o in b.offsets) > 180_000  # full
+
+
 def test_the_copies_a_region_touches_are_listed_over_one_period_of_its_loop() -> None:
     """A copy index ``k % 2`` (or ``k + j``, ``3*k`` mod the copy count) takes the same values
     however long the loop runs: the list is exact for any trip count, and a floor division

@@ -14,7 +14,7 @@ after planning (``Buffer.offsets`` set) the space is the scope and copy ``c`` st
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -55,33 +55,45 @@ class Access:
     # region, no instance condition, and no domain condition ties the loops the regions use
     # to the block index or to other loops (the domain is a product of the two)
     block_free: bool = False
-    # the bytes per region as masks of whole 32-byte blocks (None: isl decides), for an
-    # access whose instances together touch exactly the union of its loop values' bytes
-    make_blocks: Callable[[], tuple[int, ...] | None] | None = field(default=None, repr=False)
+    # per region, masks of the 32-byte blocks its bytes touch at all and of those they fill
+    # (None: isl decides), for an access whose instances together touch exactly the union of
+    # its loop values' bytes
+    make_blocks: Callable[[], tuple[tuple[int, int], ...] | None] | None = field(
+        default=None, repr=False)
     part_names: tuple[str, ...] = ()  # the description of each part (``parts``), in order
     uses: frozenset[str] = frozenset()  # the variables its regions' offsets and copies name
     conditional: bool = False  # some region is touched on some instances only (``when``)
 
     @cached_property
     def part_blocks(self) -> tuple[int, ...] | None:
-        """Per region, the bytes its instances touch as a mask of 32-byte blocks (bit ``k``:
+        """Per region, the bytes its instances touch as a mask of 32-byte blocks (bit ``8k``:
         block ``k`` of the space), or None: a region touches part of a block, has more than
         ``MAX_MASK_ROWS`` rows over the loop values it uses, or its bytes depend on the block
         index or on loops the instance conditions restrict (not every combination of loop
         values occurs). Where both accesses have masks, their bytes meet iff the masks do
         (the byte sets are unions of whole blocks)."""
+        got = self.touched
+        return tuple(c for c, f in got) if got is not None and all(
+            c == f for c, f in got) else None
+
+    @cached_property
+    def touched(self) -> tuple[tuple[int, int], ...] | None:
+        """Per region, (the blocks it touches at all, the blocks it fills) as masks like
+        ``part_blocks``'s, which a region touching part of a block (a scalar, a masked tail)
+        has too; None where ``part_blocks`` is None for another reason."""
         return self.make_blocks() if self.make_blocks is not None else None
 
     @cached_property
-    def blocks(self) -> int | None:
-        """``part_blocks`` of every region together."""
-        parts = self.part_blocks
-        if parts is None:
-            return None
-        out = 0
-        for m in parts:
-            out |= m
-        return out
+    def cover(self) -> int | None:
+        """The blocks the access touches at all: where two accesses' covers do not meet,
+        neither do their bytes."""
+        return _union(c for c, _ in self.touched) if self.touched is not None else None
+
+    @cached_property
+    def full(self) -> int | None:
+        """The blocks some region of the access fills: where one access's cover meets the
+        other's full blocks, their bytes meet."""
+        return _union(f for _, f in self.touched) if self.touched is not None else None
 
     @cached_property
     def parts(self) -> tuple[tuple[str, isl.Map], ...]:
@@ -159,7 +171,7 @@ def _accesses(kernel: Kernel, info: InstrInfo) -> list[Access]:
         enumerable = block_free and not any(c.lhs.vars() & used for c in info.conds)
         blocks = None
         if enumerable:
-            def blocks(parts=parts) -> tuple[int, ...] | None:  # noqa: ANN001
+            def blocks(parts=parts) -> tuple[tuple[int, int], ...] | None:  # noqa: ANN001
                 got = [_region_blocks(kernel, info, r, kind) for _, r, kind, _ in parts]
                 return None if None in got else tuple(got)  # type: ignore[arg-type]
         out.append(Access(info.id, k, s, names, hulls[(k, s)], make, fixed, block_free,
@@ -369,10 +381,12 @@ MAX_MASK_ROWS = 4096  # rows of one region enumerated into a block mask (more: i
 MAX_MASK_BLOCKS = 1 << 16  # highest block of a mask (2 MiB of 32-byte blocks)
 
 
-def _region_blocks(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> int | None:
+def _region_blocks(kernel: Kernel, info: InstrInfo, r: Region, kind: str
+                   ) -> tuple[int, int] | None:
     """The bytes a region touches over every value of the loops its offset and copy use, by
-    ``_region_map``'s rules, as a mask of whole 32-byte blocks (``Access.part_blocks``); None
-    where a row covers part of a block or there are too many rows to enumerate."""
+    ``_region_map``'s rules, as masks of the 32-byte blocks they touch at all and of those
+    one row fills (``Access.touched``; equal unless a row covers part of a block); None
+    where there are too many rows to enumerate."""
     loops = {f.var: f.extent for f in info.loops}
     used = sorted(r.offset.vars() | r.copy.vars())
     if any(v not in loops for v in used):
@@ -414,13 +428,29 @@ def _region_blocks(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> int
     else:
         lo, hi = eb * e, eb * (e + cols)
     lo, hi = lo + base, hi + base
-    if (lo % blk).any() or (hi % blk).any() or lo.min() < 0 or hi.max() > MAX_MASK_BLOCKS * blk:
+    if lo.min() < 0 or hi.max() > MAX_MASK_BLOCKS * blk:
         return None
-    edges = np.zeros(int(hi.max()) // blk + 1, dtype=np.int64)  # +1 at a span's first block,
-    np.add.at(edges, lo // blk, 1)                              # -1 after its last
-    np.add.at(edges, hi // blk, -1)
+    return _mask(lo // blk, -(-hi // blk)), _mask(-(-lo // blk), hi // blk)
+
+
+def _mask(first: np.ndarray, end: np.ndarray) -> int:
+    """Blocks ``first[i] <= k < end[i]`` for some i, as bit ``8k`` of an int."""
+    keep = first < end
+    first, end = first[keep], end[keep]
+    if not len(first):
+        return 0
+    edges = np.zeros(int(end.max()) + 1, dtype=np.int64)  # +1 at a span's first block,
+    np.add.at(edges, first, 1)                            # -1 after its last
+    np.add.at(edges, end, -1)
     mask = (np.cumsum(edges[:-1]) > 0).astype(np.uint8)  # one byte per block: bit 8 * k
     return int.from_bytes(mask.tobytes(), "little")
+
+
+def _union(masks: Iterable[int]) -> int:
+    out = 0
+    for m in masks:
+        out |= m
+    return out
 
 
 def _copy_bases(kernel: Kernel, r: Region, bound: frozenset[str], where: str

@@ -198,8 +198,8 @@ def analyze_dependences(kernel: Kernel, spaces: frozenset[str] | None = None) ->
                         lambda sa=sa, da=da, s=s, d=d: coalesced(sa.relation.apply_range(
                             da.relation.reverse()).intersect(program_order(s, d, shapes)))))
                     continue
-                ma, mb = sa.blocks, da.blocks
-                if ma is not None and mb is not None and not ma & mb:
+                ca, cb = sa.cover, da.cover
+                if ca is not None and cb is not None and not ca & cb:
                     continue  # no 32-byte block in common: no instance pair conflicts
                 if not shared and space in kernel.param_map:  # GM: the tile order's floors
                     if classes and core == CoreType.AIV and in_other_tile_class(s, d):
@@ -376,11 +376,15 @@ def _blocks(info: InstrInfo, cache: dict) -> isl.Set:
 
 
 def _bytes_meet(sa: Access, da: Access) -> bool:
-    """Whether the byte sets of two accesses meet: on their block masks where both have
-    them (``Access.part_blocks``), else by isl."""
-    ma, mb = sa.blocks, da.blocks
-    if ma is not None and mb is not None:
-        return bool(ma & mb)
+    """Whether the byte sets of two accesses meet: not where the blocks they touch at all are
+    apart (``Access.cover``), yes where one touches a block the other fills (``Access.full``;
+    both when they touch whole blocks only), else by isl."""
+    ca, cb = sa.cover, da.cover
+    if ca is not None and cb is not None:
+        if not ca & cb:
+            return False
+        if ca & da.full or sa.full & cb:  # type: ignore[operator]
+            return True
     return not sa.byte_set.intersect(da.byte_set).is_empty()
 
 

@@ -149,6 +149,32 @@ def test_block_masks_are_the_byte_sets(make) -> None:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("make", _PLANNED, ids=_PLANNED_IDS)
+def test_cover_and_full_masks_bound_the_byte_sets(make) -> None:  # noqa: ANN001
+    # per region, the cover mask is the blocks its bytes touch at all and the full mask blocks
+    # they fill: disjoint covers prove disjoint bytes, a cover meeting the other side's full
+    # blocks proves they meet, without isl (a scalar or a masked tail touches part of a block)
+    k = make()
+    partial = 0
+    for info in kernel_instrs(k):
+        for a in instr_accesses(k, info):
+            if a.touched is None:
+                continue
+            for (cover, full), got in zip(a.touched, a.part_bytes, strict=True):
+                touched: set[int] = set()
+                got.apply(isl.Map(f"{{ M_{a.space}[b] -> K[floor(b / 32)] }}")).foreach_point(
+                    lambda p, out=touched: out.add(
+                        p.get_coordinate_val(isl.dim_type.set, 0).to_python()))
+                assert {j for j in range(cover.bit_length()) if cover >> (8 * j) & 1} \
+                    == touched, (info.instr, a.space)
+                for j in range(full.bit_length()):
+                    if full >> (8 * j) & 1:
+                        block = isl.Set(f"{{ M_{a.space}[b] : {32 * j} <= b < {32 * j + 32} }}")
+                        assert block.is_subset(got), (info.instr, a.space, j)
+                partial += cover != full
+    assert partial >= 1
+
+
+@pytest.mark.parametrize("make", _PLANNED, ids=_PLANNED_IDS)
 def test_byte_set_shortcuts_find_the_same_dependences(make, monkeypatch) -> None:  # noqa: ANN001
     # accesses touching the same bytes in every instance (or every block) are decided on byte
     # sets, without joining their relations: the dependences, their levels, regions and

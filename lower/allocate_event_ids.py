@@ -6,11 +6,16 @@ program text from its first to its last sync; channels whose spans overlap need 
 a ping-pong channel two consecutive ones (``base + k % 2``). Spans are coloured greedily in
 order of start. When the ids (``target.event_ids``) run out for a HardEvent:
 
-1. ping-pong channels of that event fall back to one id (``EventIdPressureWarning``); if
+1. two ping-pong channels of that event whose set/wait pairs overlap in one body merge into
+   one: the later set and the earlier wait, still ``base + k % 2`` (the copies keep
+   overlapping; ``EventIdPressureWarning``); RoPE's x, cos and sin tiles, double buffered,
+   need 6 MTE2 -> V ids and a tail version more;
+2. else ping-pong channels of that event fall back to one id (``EventIdPressureWarning``); if
    the next set of one may then fire before its previous wait (the source pipe runs an
    iteration ahead and nothing else orders the two; a tight pair would not help either) the
    kernel is refused (``SyncError``);
-2. then the longest channel is made *tight*: its wait moves right after its set (and its
+3. then two overlapping plain pairs in one body merge the same way, and then the longest
+   channel is made *tight*: its wait moves right after its set (and its
    prologue set, if any, gets a wait right after it), which frees the id at once (a set/wait
    pair acting as a barrier from the source pipe to the destination pipe;
    ``BarrierFallbackWarning``). PipeBarrier cannot order two pipes and PIPE_ALL is never used,
@@ -129,6 +134,15 @@ def _allocate(kernel: Kernel, target: Target, verify: bool, oracle: SyncOracle |
             raise SyncError(f"{target.name} has no event ids for {src}_{dst} flags; "
                             f"{len(cs)} dependence(s) need one: {cs[0].comment}")
         pingpong = [c for c in cs if c.n_ids == 2]
+        merged = _merge_pair(pingpong)
+        if merged is not None:  # two ping-pong pairs on one pair of ids: both keep overlapping
+            a, b = merged
+            warnings.warn(EventIdPressureWarning(
+                f"{core} {src}_{dst}: event ids {ids} ran out; merged double-buffered "
+                f"'{b.comment}' into '{a.comment}' (one set after both sources, one wait before "
+                f"both sinks, still one id per copy)"), stacklevel=2)
+            kernel = _merge(kernel, a, b)
+            continue
         if pingpong:
             warnings.warn(EventIdPressureWarning(
                 f"{core} {src}_{dst}: {len(cs)} syncs need more than the {len(ids)} event ids; "

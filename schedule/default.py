@@ -127,12 +127,16 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
     total = math.prod(lead)
     one_d = len(root_output(algo).shape) == 1
     gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
-    if one_d:
-        gran = max(gran, target.repeat_bytes // max(t.dtype.bytes for t in algo.tensors))
 
     def fits(rows: int, cols: int) -> bool:  # monotone in rows: sized as the box below
         return tile_bytes(algo, TileShape(_box_rows(lead, rows), cols), copies,
                           target) <= usable
+
+    if one_d:  # whole 256-byte repeats where one fits: a 1-D elementwise op's full rate
+        rep = max(gran, target.repeat_bytes // max(t.dtype.bytes for t in algo.tensors))
+        # a row reduction into a 1-D output reads whole rows per element (a row max of
+        # 999 x 1000 float16: 128 elements read 250 KB): then 32-byte steps
+        gran = rep if fits(1, min(rep, n)) else gran
 
     def count(t: TileShape) -> int:
         ext = row_extents(lead, t.rows)

@@ -16,7 +16,9 @@ estimate follows how the vector lowering materialises values, and frees them by 
   live from its evaluation to its consumer's; a reduction keeps one partial per 64 columns, a
   row value broadcast into a tile one 32-byte block per row;
 * a value's shape is that of the tile along the output axes it depends on: the whole tile, its
-  rows (reductions), its columns (``bias[j]``) or one element.
+  rows (reductions), its columns (``bias[j]``) or one element; a reduction whose result
+  varies along the tile's last axis (a row max stored as a 1-D output) reads along an axis
+  of its own, whole rows per output element.
 
 Rows are padded to 32 bytes, temporaries get the lowering's 8 spare elements, every buffer
 starts 32-byte aligned. For softmax (8 x 1024 tile, ``x`` and ``y`` double buffered) the estimate
@@ -180,6 +182,10 @@ class _Walk:
         # (id of an expression, ids of the env's variables with their axes) -> _dep's answer;
         # the expressions and variables are the algorithm's, alive for the whole walk
         self._deps: dict[tuple, frozenset[int]] = {}
+        # a reduction whose result varies along the tile's last axis (a row max stored as a
+        # 1-D output: its elements are the rows it reduces) reads along an axis of its own,
+        # numbered from len(axes) on: its extent (the rows' length) per number
+        self.virtual: dict[int, int] = {}
 
     # ---- sizes
     def _bytes(self, dtype_bytes: int, dep: frozenset[int], temp: bool = False) -> int:
@@ -187,8 +193,10 @@ class _Walk:
         (indices into the output axes)."""
         last = len(self.axes) - 1
         per_block = self.t.block_bytes // dtype_bytes
-        cols = -(-self.tile.cols // per_block) * per_block if last in dep else 1
-        rows = 1
+        own = [self.virtual[a] for a in dep if a > last]  # a reduction's axis, innermost
+        inner = own[0] if own else self.tile.cols if last in dep else 1
+        cols = -(-inner // per_block) * per_block if own or last in dep else 1
+        rows = self.tile.cols if own and last in dep else 1
         for a in dep:
             if a < last:
                 rows *= self.ext[a]
@@ -205,18 +213,36 @@ class _Walk:
         return got
 
     def _dep_of(self, e: Expr, env: dict[Expr, int]) -> frozenset[int]:
-        last = len(self.axes) - 1
         if isinstance(e, (IndexVar, ReduceVar)):
             return frozenset({env[e]}) if e in env else frozenset()
         if isinstance(e, Reduce):
-            inner = {**env, **{v: last for v in e.axes}}
-            return self._dep(e.body, inner) - {last}
+            return self._dep(e.body, self._reduce_env(e, env)) - {self._reduce_axis(e, env)}
         if isinstance(e, Load) and self._inlined(e.tensor):
             return self._dep(e.tensor.op.body, self._inner_env(e, env))
         out: frozenset[int] = frozenset()
         for c in children(e):
             out |= self._dep(c, env)
         return out
+
+    def _reduce_axis(self, e: Reduce, env: dict[Expr, int]) -> int:
+        """The axis ``e``'s reduction variables walk: the tile's last (a row reduction inside
+        rows the tile holds whole), or an axis of its own where the result itself varies
+        along the last axis (``virtual``)."""
+        last = len(self.axes) - 1
+        if last not in self._dep(e.body, env):  # its variables unbound: the result's axes
+            return last
+        axis = len(self.axes) + len(self.virtual)
+        extent = 1
+        for v in e.axes:
+            extent *= int(v.extent)
+        for a, n in self.virtual.items():  # one axis per extent
+            if n == extent:
+                return a
+        self.virtual[axis] = extent
+        return axis
+
+    def _reduce_env(self, e: Reduce, env: dict[Expr, int]) -> dict[Expr, int]:
+        return {**env, **dict.fromkeys(e.axes, self._reduce_axis(e, env))}
 
     def _inlined(self, t: Tensor) -> bool:
         return not (t.is_placeholder or t.name in self.per_tile or t is self.out)
@@ -253,18 +279,33 @@ class _Walk:
         return frozenset(out)
 
     def input_deps(self) -> dict[Tensor, frozenset[int]]:
-        """Each input read by the tile -> the output axes its tile varies along."""
+        """Each input read by the tile -> the output axes its tile varies along (every read
+        together, through inlined stages and reductions: ``x[i, k]`` under a row max stored
+        as a 1-D output varies along the reduction's own axis too)."""
         order = [st for st in self.algo.stages if st.name in self.per_tile] + [self.out]
         out: dict[Tensor, frozenset[int]] = {}
+
+        def walk(e: Expr, env: dict[Expr, int]) -> None:
+            if isinstance(e, Load):
+                t = e.tensor
+                if t.is_placeholder:
+                    dep = out.get(t, frozenset())
+                    for ix in e.indices:
+                        dep |= self._dep(ix, env)
+                    out[t] = dep
+                elif self._inlined(t):
+                    assert t.op is not None
+                    walk(t.op.body, self._inner_env(e, env))
+                return
+            if isinstance(e, Reduce):
+                walk(e.body, self._reduce_env(e, env))
+                return
+            for c in children(e):
+                walk(c, env)
+
         for st in order:
             assert st.op is not None
-            env = {v: k for k, v in enumerate(st.op.axes)}
-            for ld in _loads(st.op.body, self):
-                if ld.tensor.is_placeholder and ld.tensor not in out:
-                    dep: frozenset[int] = frozenset()
-                    for ix in ld.indices:
-                        dep |= self._dep(ix, env)
-                    out[ld.tensor] = dep
+            walk(st.op.body, {v: k for k, v in enumerate(st.op.axes)})
         return out
 
     def invariant(self) -> frozenset[str]:
@@ -318,10 +359,12 @@ class _Walk:
             self.once.setdefault(key, self._bytes(e.dtype.bytes, dep, temp=True))
             return None
         if isinstance(e, Reduce):
-            last = len(self.axes) - 1
+            axis = self._reduce_axis(e, env)
             kids: list[Expr] = [e.body]
-            vals = [self._value(e.body, {**env, **{v: last for v in e.axes}})]
-            extra = self._alloc(self._partials(e.dtype.bytes))
+            vals = [self._value(e.body, self._reduce_env(e, env))]
+            rows, cols = (self.tile.rows, self.tile.cols) if axis < len(self.axes) else \
+                (self.tile.rows * self.tile.cols, self.virtual[axis])
+            extra = self._alloc(self._partials(e.dtype.bytes, rows, cols))
         else:
             kids = [c for c in children(e) if not isinstance(c, (IndexVar, ReduceVar))]
             vals = [self._value(c, env) for c in kids]
@@ -372,19 +415,19 @@ class _Walk:
                 return buf
         return None
 
-    def _partials(self, eb: int) -> int:
+    def _partials(self, eb: int, rows: int, cols: int) -> int:
         """UB of a row reduction's partials (lower/select_reduce.py emit_reduce): the first
         two BlockReduce levels (an eighth, then a 64th of the rows' bytes) when
         ``_block_level`` applies, the first two halving levels (half, then a quarter of the
-        rows' bytes) when ``_halve`` applies, else one partial per 256-byte chunk."""
-        n = self.tile.cols // (self.t.repeat_bytes // eb)
-        rows = self.tile.rows
-        if block_reduces(self.tile.cols, eb, self.t):
-            first = rows * self.tile.cols * eb // self.t.elems_per_block(eb)
+        rows' bytes) when ``_halve`` applies, else one partial per 256-byte chunk; ``rows``
+        rows of ``cols``."""
+        n = cols // (self.t.repeat_bytes // eb)
+        if block_reduces(cols, eb, self.t):
+            first = rows * cols * eb // self.t.elems_per_block(eb)
             return first + _align(first // self.t.elems_per_block(eb), self.t.block_bytes)
-        if halves_pairwise(rows, self.tile.cols, eb, self.t):
+        if halves_pairwise(rows, cols, eb, self.t):
             return rows * (n // 2 + n // 4) * self.t.repeat_bytes
-        return _align(rows * -(-self.tile.cols // REDUCE_LANES) * eb, self.t.block_bytes)
+        return _align(rows * -(-cols // REDUCE_LANES) * eb, self.t.block_bytes)
 
     def _consumed(self, e: Expr) -> None:
         """A per-tile stage's tile is freed after the last instruction reading it."""

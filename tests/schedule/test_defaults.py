@@ -113,6 +113,27 @@ def test_a_row_cut_into_pieces_over_every_core_matches_numpy() -> None:
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 
+def test_a_row_reduction_stored_as_a_1d_output_gets_tiles_of_its_rows() -> None:
+    """y[i] = max_k x[i, k] (999 x 1000 float16): each output element reads a row of x. The
+    estimate sized x's tile as if its rows were the output's own elements and offered the
+    whole output as one tile (2 MB of x), so no default fitted; now the reduction reads along
+    an axis of its own, the tile of 16 elements holds 16 rows, and it matches numpy."""
+    from ascendsched.algo.algorithm import algorithm
+    from ascendsched.algo.ops import reduce_max
+    from ascendsched.algo.tensor import compute, placeholder, reduce_axis
+    from ascendsched.sim.checker import check_trace
+    from tests.kit.reference import assert_matches_reference
+
+    x = placeholder("x", (999, 1000), "float16")
+    k = reduce_axis(1000, "k")
+    algo = algorithm("rowmax", compute("y", (999,), lambda i: reduce_max(x[i, k], k)))
+    assert tile_bytes(algo, TileShape(1, 16), 1, T) >= 16 * 1000 * 2
+    sched = schedule_for(algo)
+    assert sched.loop_nest("y").factors["i"] == 16, sched
+    kernel, res = assert_matches_reference(sched, trace=True)
+    assert check_trace(res.trace, kernel.target).ok
+
+
 def test_wide_rows_on_many_rows_keep_their_statistics_once_per_row() -> None:
     """LayerNorm 4096 x 12288 (GPT-3's hidden size): no whole row fits UB; with two rows and
     more per core the default binds the row loop, cuts each row into pieces inside it and

@@ -3,10 +3,12 @@ whose first default candidate the memory planner fits)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from ascendsched.algo.algorithm import Algorithm, root_output
-from ascendsched.algo.gemm_epilogue import reduces
+from ascendsched.algo.expr import Reduce
+from ascendsched.algo.gemm_epilogue import reduces, walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.errors import CapacityError, ScheduleError, UnsupportedError
 from ascendsched.lower.collector import collector_paused
@@ -18,6 +20,7 @@ from ascendsched.lower.prepared import keep
 from ascendsched.schedule.default import default_schedules
 from ascendsched.schedule.schedule import Scheduled
 from ascendsched.target import DEFAULT_TARGET, Target
+from ascendsched.target.model import Scope
 
 
 def schedule_for(obj: Scheduled | Algorithm, target: Target = DEFAULT_TARGET
@@ -65,13 +68,19 @@ def _first_fitting(obj: Algorithm, target: Target) -> Scheduled:
             failed[n] = e
             continue
         return cand
-    assert failed
-    last = failed[max(failed)]  # the last candidate's reason, as when they were tried in turn
+    if failed:
+        last = failed[max(failed)]  # the last candidate's reason, as when tried in turn
+    else:  # the generator offered nothing: every tile it sized is hopelessly over
+        facts = (f"Every tile of '{root_output(obj).name}' the default schedule sizes needs far "
+                 f"more than the {target.scope(Scope.UB).usable} B of UB {target.name} has "
+                 "usable, by its estimate.")
+        last = CapacityError(f"no default schedule of '{obj.name}' fits {target.name}: {facts} "
+                             "Write a Schedule with a smaller tile", facts)
     reductions = _reduction_stages(obj)
     if not reductions or looks_like_gemm(obj):
         raise last
     out = root_output(obj)
-    cols = int(out.shape[-1])
+    cols = _row_length(obj)
     raise CapacityError(
         f"no default schedule of '{obj.name}' fits {target.name}: even its smallest tile of "
         f"'{out.name}' (one row of {cols} columns, or a piece of it) does not. {last.facts} "
@@ -82,6 +91,12 @@ def _first_fitting(obj: Algorithm, target: Target) -> Scheduled:
         f"is not supported yet. Ways out: rows of fewer columns, or fewer or narrower "
         f"row-wide values in the algorithm (e.g. float16 instead of float32 intermediates: "
         f"that changes the results)", last.facts) from None
+
+
+def _row_length(algo: Algorithm) -> int:
+    """The longest row a reduction of ``algo`` reduces (its reduction axes' extent)."""
+    return max(math.prod(int(v.extent) for v in e.axes) for st in algo.stages
+               if st.op is not None for e in walk(st.op.body) if isinstance(e, Reduce))
 
 
 def _reduction_stages(algo: Algorithm) -> list[str]:

@@ -135,8 +135,9 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
     if one_d:  # whole 256-byte repeats where one fits: a 1-D elementwise op's full rate
         rep = max(gran, target.repeat_bytes // max(t.dtype.bytes for t in algo.tensors))
         # a row reduction into a 1-D output reads whole rows per element (a row max of
-        # 999 x 1000 float16: 128 elements read 250 KB): then 32-byte steps
-        gran = rep if fits(1, min(rep, n)) else gran
+        # 999 x 1000 float16: 128 elements read 250 KB): then 32-byte steps, or single
+        # elements (a float32 row sum of 4096-wide bfloat16 rows: 16 rows need 430 KB)
+        gran = rep if fits(1, min(rep, n)) else gran if fits(1, min(gran, n)) else 1
 
     def count(t: TileShape) -> int:
         ext = row_extents(lead, t.rows)

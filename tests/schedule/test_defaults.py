@@ -134,6 +134,38 @@ def test_a_row_reduction_stored_as_a_1d_output_gets_tiles_of_its_rows() -> None:
     assert check_trace(res.trace, kernel.target).ok
 
 
+def test_a_row_sum_whose_32_byte_step_does_not_fit_gets_tiles_of_single_rows() -> None:
+    """float32 sums of bfloat16 rows of 4096 stored as a 1-D output: 16 outputs (one 32-byte
+    block) read 16 rows (430 KB with the float32 cast); the tile steps by single elements
+    (5 rows per tile) instead of the generator offering nothing (an AssertionError in
+    schedule_for before)."""
+    from ascendsched.algo.algorithm import algorithm
+    from ascendsched.algo.ops import reduce_sum
+    from ascendsched.algo.tensor import compute, placeholder, reduce_axis
+    from tests.kit.reference import assert_matches_reference
+
+    x = placeholder("x", (200, 4096), "bfloat16")
+    k = reduce_axis(4096, "k")
+    algo = algorithm("rowsum", compute("y", (200,), lambda i: reduce_sum(
+        x[i, k].astype("float32"), k)))
+    sched = schedule_for(algo)
+    assert sched.loop_nest("y").factors["i"] < 16, sched
+    assert_matches_reference(sched)
+
+
+def test_a_reduction_no_tile_can_hold_is_a_capacity_error_naming_its_row() -> None:
+    from ascendsched.algo.algorithm import algorithm
+    from ascendsched.algo.ops import reduce_sum
+    from ascendsched.algo.tensor import compute, placeholder, reduce_axis
+    from ascendsched.errors import CapacityError
+
+    x = placeholder("x", (10, 300000), "float32")
+    k = reduce_axis(300000, "k")
+    algo = algorithm("big", compute("y", (10,), lambda i: reduce_sum(x[i, k] * x[i, k], k)))
+    with pytest.raises(CapacityError, match="whole rows of 300000 elements"):
+        schedule_for(algo)
+
+
 def test_wide_rows_on_many_rows_keep_their_statistics_once_per_row() -> None:
     """LayerNorm 4096 x 12288 (GPT-3's hidden size): no whole row fits UB; with two rows and
     more per core the default binds the row loop, cuts each row into pieces inside it and

@@ -455,7 +455,9 @@ def _repair(items: list[Lifetime], offs: dict[_Key, int], sizes: dict[_Key, int]
         e, size = used[key], sizes[key]
         placed = [(p, offs[k], sizes[k]) for k, p in used.items() if k != key]
         cands = _slots(e, size, placed, offs, align, in_place, facts, banks, (offs[key],))
-        here = next(c for c in cands if c[0] == offs[key])
+        here = next((c for c in cands if c[0] == offs[key]), None)
+        if here is None:
+            continue  # (its own slot is always a candidate: placed there under these rules)
         better = [c for c in cands if c[0] + size <= peak and c[1] <= here[1] and c[3] < now]
         if better:
             offs[key] = min(better, key=lambda c: (c[3], c[1], c[0]))[0]

@@ -84,9 +84,19 @@ def is_matmul_stage(t: Tensor) -> bool:
         prod = strip_casts(body.body)
         if (isinstance(prod, Binary) and prod.op == "mul"
                 and all(isinstance(strip_casts(x), Load) and strip_casts(x).tensor.is_placeholder
-                        and strip_casts(x).tensor.ndim >= 2 for x in (prod.a, prod.b))):
+                        and strip_casts(x).tensor.ndim >= 2 for x in (prod.a, prod.b))
+                and contracts(prod)):
             return True
     return False
+
+
+def contracts(prod: Binary) -> bool:
+    """Whether a product's two operands each carry an index the other lacks, as A[i, k] and
+    B[k, j] do: a contraction for the Cube. ``x[i, k] * w[i, k]`` (a row dot product) is an
+    elementwise product then a row sum, for the Vector cores."""
+    a, b = ({v.name for v in walk(strip_casts(x)) if isinstance(v, IndexVar)}
+            for x in (prod.a, prod.b))
+    return bool(a - b) and bool(b - a)
 
 
 def epilogue_chain(algo: Algorithm, out: Tensor, where: str

@@ -34,6 +34,7 @@ from ascendsched.algo.expr import (
 )
 from ascendsched.algo.gemm_epilogue import (
     Epilogue,
+    contracts,
     epilogue_chain,
     fixpipe_epilogue,
     is_matmul_stage,
@@ -99,8 +100,9 @@ def looks_like_gemm(algo: Algorithm) -> bool:
         out = algo.outputs[0]
         assert out.op is not None
         body = strip_casts(out.op.body)
-        if (isinstance(body, Reduce) and body.op == "sum"
-                and isinstance(strip_casts(body.body), Binary) and strip_casts(body.body).op == "mul"):
+        prod = strip_casts(body.body) if isinstance(body, Reduce) else None
+        if (isinstance(body, Reduce) and body.op == "sum" and isinstance(prod, Binary)
+                and prod.op == "mul" and contracts(prod)):
             return True
     return any(is_matmul_stage(t) for t in algo.stages)
 

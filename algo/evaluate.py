@@ -3,7 +3,7 @@
 Rounding (documented contract every schedule is compared against): each operation computes in
 its operand dtype and rounds its result to that dtype (round-to-nearest-even; bfloat16 emulated
 in float32 storage); a reduction casts its body to the accumulation dtype, accumulates in it
-(numpy pairwise summation) and returns it in that dtype; a stage stores its body's dtype.
+(numpy pairwise summation; a float32 sum in float64, rounded once) and returns it in that dtype; a stage stores its body's dtype.
 Integer arithmetic wraps (two's complement).
 """
 
@@ -143,7 +143,11 @@ def _eval(e: Expr, env: dict, values: dict[str, np.ndarray], sizes: Mapping) -> 
         body = _eval(e.body, inner, values, sizes)
         full = np.broadcast_to(body, np.broadcast_shapes(
             body.shape, *(np.shape(inner[rv]) for rv in e.axes)))
-        acc = e.dtype.np if e.dtype.is_float or e.op != "sum" else np.int64
+        # float32 sums accumulate in float64 and round once: numpy sums along a leading axis
+        # one row after another, and with cancellation (416 in magnitude summing to 0.17) its
+        # float32 rounding exceeded the kernel's (a tree, as the hardware's) tenfold
+        acc = (np.float64 if e.dtype.name == "float32" else e.dtype.np) if e.dtype.is_float \
+            else np.int64
         red = _RED[e.op](full, axis=tuple(range(n)), dtype=acc) if e.op == "sum" else \
             _RED[e.op](full, axis=tuple(range(n)))
         return store(e.dtype, red)

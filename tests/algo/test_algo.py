@@ -126,3 +126,35 @@ def test_rsqrt_and_maximum_compose():
 def test_library_kernels_have_one_output_and_print(name):
     a = L.VECTOR_KERNELS[name]()
     assert len(a.outputs) == 1 and a.name in str(a)
+
+
+def test_reference_float32_sums_round_once():
+    # t0 - sum(t0) over rows of 216 whose terms sum to 0.17 from 416 in magnitude: float32
+    # accumulation along the reduced axis (one row after another) was 2e-5 off, more than the
+    # kernel (a tree, as the hardware's) and the check's tolerance; the reference now rounds once
+    from ascendsched.api.numerics import random_inputs
+
+    in0 = placeholder("in0", (6, 216), "float32")
+    in1 = placeholder("in1", (6, 216), "float32")
+    t0 = compute("t0", (6, 216), lambda i, j: in0[i, j] * (in1[i, j] - 2.0))
+    k = reduce_axis(216, "k")
+    r = compute("r", (6,), lambda i: reduce_sum(t0[i, k], k))
+    ins = random_inputs(algorithm("prop", r), 0)
+    got = evaluate(algorithm("prop", r), ins)
+    exact = got["t0"].astype(np.float64).sum(axis=1)
+    assert np.array_equal(got["r"], exact.astype(np.float32))
+
+
+def test_a_row_dot_product_is_a_vector_kernel_not_a_gemm():
+    # y[i] = sum_k x[i, k] * w[i, k]: no operand lacks an index of the other, so it is an
+    # elementwise product and a row sum (the Cube path refused it: "output has rank 1")
+    from ascendsched.algo.gemm_spec import looks_like_gemm
+    from ascendsched.lower.schedule_for import schedule_for
+    from tests.kit.reference import assert_matches_reference
+
+    x = placeholder("x", (300, 256), "float32")
+    w = placeholder("w", (300, 256), "float32")
+    k = reduce_axis(256, "k")
+    algo = algorithm("dotrows", compute("y", (300,), lambda i: reduce_sum(x[i, k] * w[i, k], k)))
+    assert not looks_like_gemm(algo) and looks_like_gemm(L.gemm(64, 64, 64))
+    assert_matches_reference(schedule_for(algo))

@@ -100,10 +100,10 @@ def looks_like_gemm(algo: Algorithm) -> bool:
         out = algo.outputs[0]
         assert out.op is not None
         body = strip_casts(out.op.body)
-        prod = strip_casts(body.body) if isinstance(body, Reduce) else None
-        if (isinstance(body, Reduce) and body.op == "sum" and isinstance(prod, Binary)
-                and prod.op == "mul" and contracts(prod)):
-            return True
+        if isinstance(body, Reduce) and body.op == "sum":
+            prod = strip_casts(body.body)
+            if isinstance(prod, Binary) and prod.op == "mul" and contracts(prod):
+                return True
     return any(is_matmul_stage(t) for t in algo.stages)
 
 

@@ -134,14 +134,11 @@ def _allocate(kernel: Kernel, target: Target, verify: bool, oracle: SyncOracle |
             raise SyncError(f"{target.name} has no event ids for {src}_{dst} flags; "
                             f"{len(cs)} dependence(s) need one: {cs[0].comment}")
         pingpong = [c for c in cs if c.n_ids == 2]
-        merged = _merge_pair(pingpong)
-        if merged is not None:  # two ping-pong pairs on one pair of ids: both keep overlapping
-            a, b = merged
-            warnings.warn(EventIdPressureWarning(
-                f"{core} {src}_{dst}: event ids {ids} ran out; merged double-buffered "
-                f"'{b.comment}' into '{a.comment}' (one set after both sources, one wait before "
-                f"both sinks, still one id per copy)"), stacklevel=2)
-            kernel = _merge(kernel, a, b)
+        ran_out = f"{core} {src}_{dst}: event ids {ids} ran out; merged "
+        # two ping-pong pairs on one pair of ids: both keep overlapping
+        merged = _merged(kernel, pingpong, ran_out + "double-buffered ", ", still one id per copy")
+        if merged is not None:
+            kernel = merged
             continue
         if pingpong:
             warnings.warn(EventIdPressureWarning(
@@ -151,14 +148,9 @@ def _allocate(kernel: Kernel, target: Target, verify: bool, oracle: SyncOracle |
             kernel = _rewrite(kernel, {c.channel for c in pingpong}, _downgrade)
             downgraded |= {c.channel for c in pingpong}
             continue
-        merged = _merge_pair(cs)
+        merged = _merged(kernel, cs, ran_out, "")
         if merged is not None:
-            a, b = merged
-            warnings.warn(EventIdPressureWarning(
-                f"{core} {src}_{dst}: event ids {ids} ran out; merged '{b.comment}' into "
-                f"'{a.comment}' (one set after both sources, one wait before both sinks)"),
-                stacklevel=2)
-            kernel = _merge(kernel, a, b)
+            kernel = merged
             continue
         loose = [c for c in cs if not c.tight]
         if not loose:
@@ -319,6 +311,19 @@ def _merge_pair(cs: list[_Chan]) -> tuple[_Chan, _Chan] | None:
                 if best is None or span > best[0]:
                     best = (span, a, b)
     return None if best is None else (best[1], best[2])
+
+
+def _merged(kernel: Kernel, cs: list[_Chan], head: str, note: str) -> Kernel | None:
+    """``kernel`` with two of ``cs`` merged (``_merge_pair``), said in a warning; None if
+    no two merge."""
+    pair = _merge_pair(cs)
+    if pair is None:
+        return None
+    a, b = pair
+    warnings.warn(EventIdPressureWarning(
+        f"{head}'{b.comment}' into '{a.comment}' (one set after both sources, one wait before "
+        f"both sinks{note})"), stacklevel=3)  # where the others point: _allocate's call
+    return _merge(kernel, a, b)
 
 
 def _merge(kernel: Kernel, a: _Chan, b: _Chan) -> Kernel:

@@ -48,13 +48,15 @@ class _Bounds:
             sbox = boxes[st.name]
             env = {ax: sbox[i] for i, ax in enumerate(st.op.axes)}  # type: ignore[union-attr]
             for ld in loads(self.bodies[st.name]):
+                if self.chunk_read(st.name, ld):  # loaded chunk by chunk (chunked_reduce.py)
+                    continue
                 b = tuple(self._index_range(e, env, ld) for e in ld.indices)
                 b = tuple(Axis(f"{ld.tensor.name}.{k}", s, n) for k, (s, n) in enumerate(b))
                 boxes[ld.tensor.name] = _union(boxes.get(ld.tensor.name), b, ld)
         return boxes
 
     def _index_range(self, e: Expr, env: dict, ld: Load) -> tuple[Affine, int]:
-        if isinstance(e, IndexVar):
+        if isinstance(e, (IndexVar, ReduceVar)) and e in env:  # a chunk's reduce axis too
             return env[e].start, env[e].extent
         if isinstance(e, ReduceVar):
             return Affine(), int(e.extent)

@@ -45,12 +45,14 @@ from ascendsched.algo.tensor import Tensor
 from ascendsched.errors import ScheduleError, UnsupportedError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.bounds import Axis, _Bounds
+from ascendsched.lower.chunked_reduce import _ChunkedReductions
 from ascendsched.lower.expand_math import expand_math
 from ascendsched.lower.ir import BLOCK_IDX, Buffer, For, GmTensor, If, Kernel, Program, Stmt
 from ascendsched.lower.select_vector import _ExprGen
 from ascendsched.lower.several_outputs import check_output_tiles
 from ascendsched.lower.tile_memory import Layout, _TileMemory
 from ascendsched.lower.vector_instrs import Val
+from ascendsched.schedule.chunks import chunk_split
 from ascendsched.schedule.cube_directives import check_vector_schedule
 from ascendsched.schedule.schedule import ComputeAt, ComputeInline, Schedule
 from ascendsched.target import CoreType, Target
@@ -73,7 +75,7 @@ class _Version:
 
 
 # --------------------------------------------------------------------------- builder
-class _Builder(_Bounds, _TileMemory):
+class _Builder(_Bounds, _TileMemory, _ChunkedReductions):
     def __init__(self, sched: Schedule, target: Target) -> None:
         self.s = sched
         self.t = target
@@ -99,7 +101,7 @@ class _Builder(_Bounds, _TileMemory):
             self.placement[st.name] = p
             for d in sched.directives:
                 if getattr(d, "stage", None) == st.name and type(d).__name__ in (
-                        "Split", "Reorder", "Fuse", "Bind"):
+                        "Split", "Reorder", "Fuse", "Bind") and d != chunk_split(sched, st.name):
                     raise ScheduleError(
                         f"{type(d).__name__.lower()} on '{st.name}' has no effect: '{st.name}' is "
                         f"computed inside '{self.out.name}''s tile, whose box bounds inference "
@@ -108,6 +110,7 @@ class _Builder(_Bounds, _TileMemory):
         self.tile_stages = [st for st in self.algo.stages if st.name not in self.inlined]
         self.bodies = {st.name: expand_math(self._inline(st.op.body), target)  # type: ignore
                        for st in self.tile_stages}
+        self.chunks = self._find_chunks()  # stages whose reduction reads chunks of its rows
         for t in self.algo.tensors:
             for d in t.shape:
                 if not isinstance(d, int):
@@ -339,7 +342,10 @@ class _Builder(_Bounds, _TileMemory):
         for st in stages:
             lay = self._layout(self._tile_name(st, "_ub", v), st, boxes[st.name], copy)
             layouts[st.name] = lay
-            self._stage(v, st, lay, layouts)
+            if st.name in self.chunks:
+                self._chunked_stage(v, st, lay, layouts, copy)
+            else:
+                self._stage(v, st, lay, layouts)
         return layouts
 
     def _tile_name(self, t: Tensor, stem: str, v: _Version) -> str:
@@ -354,11 +360,13 @@ class _Builder(_Bounds, _TileMemory):
         return f"{t.name}{stem}{v.suffix}"
 
     def _reads(self, st: Tensor) -> frozenset[str]:
-        """The tensors ``st``'s body (inlined stages substituted) reads."""
+        """The tensors ``st``'s body (inlined stages substituted) reads over its box (not in
+        chunks of a chunked reduction)."""
         got = self._read_cache.get(st.name)
         if got is None:
             got = self._read_cache[st.name] = frozenset(
-                ld.tensor.name for ld in loads(self.bodies[st.name]))
+                ld.tensor.name for ld in loads(self.bodies[st.name])
+                if not self.chunk_read(st.name, ld))
         return got
 
     def _check_outer_placements(self, names: list[str]) -> None:

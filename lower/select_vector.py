@@ -47,6 +47,11 @@ if TYPE_CHECKING:
 class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
     """Vector instructions for one stage body over its box (plus reduction axes)."""
 
+    # a chunked reduction (lower/chunked_reduce.py): the reduce axis's chunk in this body,
+    # and a reduction already computed chunk by chunk (the value stands for the node)
+    chunk: tuple[ReduceVar, Axis] | None = None
+    known: tuple[Reduce, Val] | None = None
+
     def __init__(self, b: _Builder, v: _Version, stage: str, dom: list[Axis],
                  env: dict, layouts: dict[str, Layout]) -> None:
         self.b, self.v, self.stage, self.dom, self.env, self.layouts = b, v, stage, dom, env, layouts
@@ -63,6 +68,8 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
             return Val("", Affine(), e.dtype, Affine(), (0,) * len(self.dom), const=e.value)
         if isinstance(e, Load):
             return self.load(e)
+        if self.known is not None and e is self.known[0]:
+            return self.known[1]
         if dst is None and self.v is not self.b.once:
             key = self.b.invariant_axes(e, self.dom, self.env)
             if key is not None:
@@ -264,8 +271,9 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
                 f"stage '{self.stage}': {e} reduces {len(e.axes)} axes at once; the vector path "
                 f"reduces one (innermost) axis: nest reductions, one axis each")
         rv = e.axes[0]
-        sub = _ExprGen(self.b, self.v, self.stage,
-                       self.dom + [Axis(rv.name, Affine(), int(rv.extent))],
+        ax = self.chunk[1] if self.chunk is not None and self.chunk[0] == rv else \
+            Axis(rv.name, Affine(), int(rv.extent))
+        sub = _ExprGen(self.b, self.v, self.stage, self.dom + [ax],
                        {**self.env, rv: len(self.dom)}, self.layouts)
         body = sub.value(e.body)
         k = len(self.dom)

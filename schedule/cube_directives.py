@@ -258,8 +258,10 @@ def make_swizzle(s: Schedule, stage: str, loop: str, width: int, axis: str) -> T
 
 
 def check_vector_schedule(s: Schedule) -> None:
-    """A schedule without a tensorized stage uses no Cube directive and splits no reduce axis
-    (the Vector path reduces whole rows per tile)."""
+    """A schedule without a tensorized stage uses no Cube directive and splits output axes
+    once each, and a reduce axis once (chunks of the reduction, ``schedule/chunks.py``)."""
+    from ascendsched.schedule.chunks import chunk_axis
+
     for d in s.directives:
         if isinstance(d, CUBE_RECORDS):
             raise ScheduleError(
@@ -268,13 +270,21 @@ def check_vector_schedule(s: Schedule) -> None:
                 f"remove it")
     for st in s.algo.stages:
         axes = s._axes(st)
+        k = chunk_axis(s, st.name)
         for d in splits_of(s, st.name):
-            if d.axis not in axes:
+            if d.axis in axes or d.axis == k:
+                continue
+            call = f"split('{d.stage}', '{d.axis}', {d.factor})"
+            if d.axis == reduce_axis_of(s, st.name):
                 raise ScheduleError(
-                    f"split('{d.stage}', '{d.axis}', {d.factor}): the Vector path splits only "
-                    f"output axes ({', '.join(axes)}) once each; reduce axes and split loops "
-                    f"are split only in a tensorized stage (tensorize('{d.stage}', <innermost "
-                    f"reduce loop>, 'mmad'))")
+                    f"{call}: '{d.stage}' is a contraction, whose reduce axis splits into the "
+                    f"Cube's K steps: add tensorize('{d.stage}', <innermost reduce loop>, "
+                    f"'mmad'), or split only its output axes ({', '.join(axes)})")
+            chunks = f", and its reduce axis '{k}' once (chunks)" if k else ""
+            raise ScheduleError(
+                f"{call}: the Vector path splits output axes ({', '.join(axes)}) once "
+                f"each{chunks}; split loops are split again only in a tensorized stage "
+                f"(tensorize('{d.stage}', <innermost reduce loop>, 'mmad'))")
 
 
 def _all_loops(s: Schedule, stage: str) -> list[str]:

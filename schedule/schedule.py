@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING
 
 from ascendsched.algo.algorithm import Algorithm, root_output, upstream
 from ascendsched.algo.expr import Reduce
+from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.tensor import Tensor
 from ascendsched.errors import ScheduleError
 from ascendsched.schedule import cube_directives as cube
+from ascendsched.schedule.chunks import chunk_axis
 from ascendsched.schedule.cube_directives import CubeDirective
 from ascendsched.target import DEFAULT_TARGET, Target
 
@@ -134,7 +136,9 @@ class Schedule(Scheduled):
     # ----------------------------------------------------------------- primitives
     def split(self, stage: str, axis: str, factor: int, *, outer: str | None = None,
               inner: str | None = None) -> Schedule:
-        """Split ``axis`` of ``stage`` into ``outer`` tile loop and ``inner`` tile of ``factor``."""
+        """Split ``axis`` of ``stage`` into ``outer`` tile loop and ``inner`` tile of ``factor``.
+        A Vector stage's reduce axis splits into chunks its reduction reads one after another
+        (``schedule/chunks.py``); a contraction's into the Cube's K steps."""
         t = self._stage(stage, "split")
         outer = outer or f"{axis}_o"
         inner = inner or f"{axis}_i"
@@ -145,9 +149,19 @@ class Schedule(Scheduled):
         if kv is not None:  # a reduce axis, for a stage to tensorize (cube_resolve.py)
             sizes[kv.name] = kv.extent
         splits = cube.splits_of(self, stage)
-        derived = cube.derived_loops(self, stage, k) if k is not None else []
+        # a contraction's reduce axis may be split past its extent (the Cube pads K to its
+        # fractal and clamps the tile, cube_resolve.py); a chunked reduction's may not
+        derived = cube.derived_loops(self, stage, k) \
+            if k is not None and chunk_axis(self, stage) is None else []
         sizes.update({d.inner: d.factor for d in splits})
         if axis not in sizes:
+            several = [e for e in walk(t.op.body)  # type: ignore[union-attr]
+                       if isinstance(e, Reduce) and any(v.name == axis for v in e.axes)]
+            if several:
+                raise ScheduleError(
+                    f"split('{stage}', '{axis}', {factor}): '{stage}' reduces over '{axis}' in "
+                    f"{len(several)} reductions; a reduce axis is split in a stage holding one "
+                    f"reduction: write each reduction as a stage of its own")
             raise ScheduleError(
                 f"split('{stage}', '{axis}', {factor}): stage '{stage}' has no axis '{axis}'; "
                 f"its axes are {', '.join(axes)}"
@@ -160,8 +174,6 @@ class Schedule(Scheduled):
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
             raise ScheduleError(f"split('{stage}', '{axis}', {factor}): factor must be an int >= 1")
         size = sizes[axis]
-        # a reduce axis to tensorize may be split past its extent: the Cube pads K to its
-        # fractal and clamps the tile (cube_resolve.py)
         if isinstance(size, int) and factor > size and axis not in derived:
             raise ScheduleError(
                 f"split('{stage}', '{axis}', {factor}): factor exceeds the axis size {size}; "
@@ -374,8 +386,11 @@ class Schedule(Scheduled):
         factors = {a: s for a, s in zip(axes, t.shape)}
         loops: list[tuple[str, tuple[str, ...]]] = []
         bound = None
+        chunked = chunk_axis(self, stage)  # its split makes chunk loops, not tile loops
         for d in self.directives:
             if getattr(d, "stage", None) != stage:
+                continue
+            if isinstance(d, Split) and d.axis == chunked:
                 continue
             if isinstance(d, Split):
                 factors[d.axis] = d.factor

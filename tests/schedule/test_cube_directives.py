@@ -148,8 +148,8 @@ def test_cube_directive_without_a_tensorized_stage() -> None:
 
 def test_reduce_axis_split_without_tensorize() -> None:
     s = Schedule(L.gemm(256, 256, 256)).split("C", "i", 16).split("C", "k", 64)
-    with pytest.raises(ScheduleError, match=r"split\('C', 'k', 64\): the Vector path splits "
-                       r"only output axes"):
+    with pytest.raises(ScheduleError, match=r"split\('C', 'k', 64\): 'C' is a contraction, "
+                       r"whose reduce axis splits into the Cube's K steps: add tensorize"):
         lower(s)
 
 

@@ -1,0 +1,170 @@
+"""Chunked reductions on the vector path: a stage whose reduce axis the schedule splits.
+
+``split("mx", "k", 4000)`` on ``mx[i] = max_k x[i, k]`` (``schedule/chunks.py``) reads each row
+in 4000-column chunks instead of whole: the stage's box of rows starts from the reduction's
+identity, every chunk of the inputs the reduction reads along ``k`` is loaded into UB (its own
+buffer ``x_ub_mx``, double buffered when ``x`` is, so the next chunk loads while this one is
+reduced), reduced to one value per row and combined into the running result; a chunk loop
+over the whole chunks, then the tail chunk peeled. What the stage computes from the finished
+reduction (``rsqrt(sum / n + eps)``) follows, once::
+
+    [V] vec_dup mx_ub <- -inf                        # running max
+    for mx_k_o1 in 0..8:                             # chunks of k (split by 4000)
+      [MTE2] copy_gm_ub x_ub_mx[mx_k_o1 % 2] <- x@(row, 4000*mx_k_o1)
+      [V] ... max of the chunk's rows -> mx_t2
+      [V] vec_binary fn=max mx_ub <- mx_ub, mx_t2
+
+Only inputs are read in chunks: a stage the reduction reads along its reduce axis must be
+inlined (computed chunk by chunk with it), and an input loaded once is whole in UB already.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ascendsched.algo.algorithm import loads
+from ascendsched.algo.expr import IndexVar, Load, Reduce, ReduceVar
+from ascendsched.algo.gemm_epilogue import walk
+from ascendsched.algo.tensor import Tensor
+from ascendsched.dtypes import DType
+from ascendsched.errors import ScheduleError
+from ascendsched.lower.affine import Affine
+from ascendsched.lower.bounds import Axis, _union
+from ascendsched.lower.ir import For
+from ascendsched.lower.tile_memory import Layout
+from ascendsched.lower.vector_instrs import Val
+from ascendsched.schedule.chunks import chunk_split
+
+if TYPE_CHECKING:
+    from ascendsched.lower.build_loop_nest import _Version
+    from ascendsched.schedule.schedule import Split
+
+COMBINE = {"sum": "add", "max": "max", "min": "min"}
+
+
+class _ChunkedReductions:
+    """Chunked reductions, a part of ``_Builder`` (lower/build_loop_nest.py), whose schedule,
+    stage bodies, tiles and instruction selection they use."""
+
+    def _find_chunks(self) -> dict[str, tuple[Split, Reduce]]:
+        """Every tile stage whose reduction the schedule chunks: its split and the reduction
+        (a node of the stage's inlined body), checked."""
+        out: dict[str, tuple[Split, Reduce]] = {}
+        for st in self.tile_stages:
+            d = chunk_split(self.s, st.name)
+            if d is None:
+                continue
+            call = f"split('{st.name}', '{d.axis}', {d.factor})"
+            reds = [e for e in walk(self.bodies[st.name])
+                    if isinstance(e, Reduce) and any(v.name == d.axis for v in e.axes)]
+            if len(reds) != 1 or len(reds[0].axes) != 1:
+                raise ScheduleError(
+                    f"{call}: '{st.name}' must hold one reduction over '{d.axis}' alone to read "
+                    f"it in chunks; write each reduction as a stage of its own")
+            red = reds[0]
+            rv = red.axes[0]
+            for ld in loads(red.body):
+                if not _reads_along(ld, rv):
+                    continue
+                t = ld.tensor
+                if not t.is_placeholder:
+                    raise ScheduleError(
+                        f"{call}: the reduction reads stage '{t.name}' along '{d.axis}', so "
+                        f"'{t.name}' would have to be computed chunk by chunk with it: "
+                        f"compute_inline('{t.name}')")
+                if self.s.loaded_once(t.name):
+                    raise ScheduleError(
+                        f"{call}: load_once('{t.name}') keeps '{t.name}' whole in UB, but "
+                        f"'{st.name}' reads it in chunks of {d.factor}; drop one of the two")
+            out[st.name] = (d, red)
+        return out
+
+    def chunk_read(self, stage: str, ld: Load) -> bool:
+        """Whether ``ld`` in ``stage``'s body is read chunk by chunk (not over the tile's
+        box, which bounds inference then leaves out)."""
+        got = self.chunks.get(stage)
+        return got is not None and _reads_along(ld, got[1].axes[0]) and any(
+            ld is x for x in loads(got[1].body))
+
+    def _chunked_stage(self, v: _Version, st: Tensor, lay: Layout,
+                       layouts: dict[str, Layout], copy: Affine) -> None:
+        """``st`` into ``lay``: its reduction over the chunks (module docstring), then the
+        rest of its body."""
+        from ascendsched.lower.build_loop_nest import _Version
+        from ascendsched.lower.select_vector import _ExprGen
+
+        d, red = self.chunks[st.name]
+        rv = red.axes[0]
+        size = int(rv.extent)
+        full, tail = divmod(size, d.factor)
+        dom = list(lay.box)
+        env = {ax: i for i, ax in enumerate(st.op.axes)}  # type: ignore[union-attr]
+        gen = _ExprGen(self, v, st.name, dom, env, layouts)
+        dst = Val(lay.buf, lay.copy, lay.dtype, Affine(), lay.strides)
+        axes = tuple(sorted({env[x] for x in walk(red.body) if isinstance(x, IndexVar)}))
+        body = self.bodies[st.name]
+        whole = body is red and red.dtype == lay.dtype and axes == tuple(range(len(dom)))
+        acc = dst if whole else gen.temp(axes, red.dtype, f"running {red.op} over '{rv.name}'")
+        ident = _identity(red.op, red.dtype)
+        gen.vec("vec_dup", acc, (), "dup", (("value", ident),),
+                f"{st.name}: the running {red.op} starts at {ident}")
+        what = f"chunks of {rv.name} (split by {d.factor}): the running {red.op} of {st.name}"
+        if full == 1:
+            self._chunk(v, st, red, dom, env, layouts, acc, Axis(rv.name, Affine(), d.factor),
+                        Affine())
+        else:
+            var = self.loop_var(f"{st.name}_{d.outer}")
+            inner = _Version(suffix=v.suffix, note=v.note, temps=v.temps)
+            self._chunk(inner, st, red, dom, env, layouts, acc,
+                        Axis(rv.name, Affine.of(var) * d.factor, d.factor), Affine.mod(var, 2))
+            v.temps = inner.temps
+            v.instrs.append(For(var, full, tuple(inner.instrs), comment=what))
+        if tail:
+            self._chunk(v, st, red, dom, env, layouts, acc,
+                        Axis(rv.name, Affine(full * d.factor), tail), Affine(full % 2))
+        if acc is not dst:  # the rest of the body, with the finished reduction
+            gen.known = (red, acc)
+            gen.emit_into(body, dst)
+
+    def _chunk(self, v: _Version, st: Tensor, red: Reduce, dom: list[Axis], env: dict,
+               layouts: dict[str, Layout], acc: Val, chunk: Axis, copy: Affine) -> None:
+        """One chunk into ``v``: its loads, its reduction, combined into ``acc``."""
+        from ascendsched.lower.select_vector import _ExprGen
+
+        rv = red.axes[0]
+        where = {**{x: dom[i] for x, i in env.items()}, rv: chunk}
+        boxes: dict[str, tuple[Axis, ...]] = {}
+        for ld in loads(red.body):
+            if _reads_along(ld, rv):
+                b = tuple(self._index_range(e, where, ld) for e in ld.indices)
+                b = tuple(Axis(f"{ld.tensor.name}.{k}", s, n) for k, (s, n) in enumerate(b))
+                boxes[ld.tensor.name] = _union(boxes.get(ld.tensor.name), b, ld)
+        mine = dict(layouts)
+        for t in self.algo.inputs:
+            if t.name in boxes:
+                lay = self._layout(f"{t.name}_ub_{st.name}{v.suffix}", t, boxes[t.name], copy)
+                mine[t.name] = lay
+                v.instrs.extend(self._dma(t, lay, to_ub=True))
+        gen = _ExprGen(self, v, st.name, dom, env, mine)
+        gen.chunk = (rv, chunk)
+        part = gen.reduce(red, None)
+        gen.vec("vec_binary", acc, (acc, part), COMBINE[red.op], (("fn", COMBINE[red.op]),),
+                f"{st.name}: running {red.op} and this chunk's")
+
+
+def _reads_along(ld: Load, rv: ReduceVar) -> bool:
+    """Whether a subscript of ``ld`` moves with reduce axis ``rv``."""
+    return any(x == rv for e in ld.indices for x in walk(e))
+
+
+def _identity(op: str, dtype: DType) -> float | int:
+    """``op``'s identity in ``dtype``: 0 for a sum, the lowest (highest) value for a max (min)."""
+    if op == "sum":
+        return 0
+    if dtype.is_float:
+        return -math.inf if op == "max" else math.inf
+    info = np.iinfo(dtype.np)
+    return int(info.min) if op == "max" else int(info.max)

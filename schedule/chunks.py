@@ -1,0 +1,47 @@
+"""Chunked reductions: a ``split`` of a Vector stage's reduce axis.
+
+A Vector stage reduces whole rows per tile unless its reduce axis is split: then the row is
+read in chunks of the split's factor, each chunk loaded into UB, reduced, and combined into a
+running result (``lower/chunked_reduce.py``), so a row longer than UB (a 32 000-column
+log-softmax over a Llama vocabulary) still has a kernel::
+
+    s = (Schedule(log_softmax(4096, 32000))
+         .split("y", "i", 1).split("y", "j", 4000)   # tiles: one row, 4000-column pieces
+         .compute_at("mx", "y", "i_o").split("mx", "k", 4000)   # row max over 8 chunks
+         .compute_at("se", "y", "i_o").split("se", "k", 4000))  # sum of exp over 8 chunks
+
+The split's loops are chunk loops inside the stage's computation, not tile loops of the kernel:
+they are not in the stage's ``loop_nest``. A contraction's reduce axis (a stage the Cube can
+tensorize) keeps its meaning there: its splits are the L1/L0 K steps.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ascendsched.algo.gemm_epilogue import is_matmul_stage
+
+if TYPE_CHECKING:
+    from ascendsched.schedule.schedule import Schedule, Split
+
+
+def chunk_axis(s: Schedule, stage: str) -> str | None:
+    """The reduce axis whose split chunks ``stage``'s reduction (None: the stage has no single
+    reduce axis, or is a contraction, whose reduce splits are Cube K steps)."""
+    from ascendsched.schedule.cube_directives import reduce_var_of
+
+    kv = reduce_var_of(s, stage)
+    if kv is None or is_matmul_stage(s.algo.tensor(stage)):
+        return None
+    return kv.name
+
+
+def chunk_split(s: Schedule, stage: str) -> Split | None:
+    """The split that chunks ``stage``'s reduction, if the schedule has one."""
+    from ascendsched.schedule.schedule import Split
+
+    k = chunk_axis(s, stage)
+    if k is None:
+        return None
+    return next((d for d in s.directives
+                 if isinstance(d, Split) and d.stage == stage and d.axis == k), None)

@@ -1,0 +1,150 @@
+"""Chunked reductions (``split`` of a Vector stage's reduce axis): rows read in chunks, each
+reduced and combined into a running result, checked against numpy and the race checker with
+a tail chunk, a tail tile and uneven work per core; the chunk loop's shape in the IR; the
+errors of schedules that cannot read a reduction in chunks."""
+
+from __future__ import annotations
+
+import pytest
+
+from ascendsched.algo import library as L
+from ascendsched.algo.algorithm import algorithm
+from ascendsched.algo.ops import exp, reduce_max, reduce_sum, rsqrt
+from ascendsched.algo.tensor import compute, placeholder, reduce_axis
+from ascendsched.api.check import check
+from ascendsched.errors import ScheduleError
+from ascendsched.lower.ir import For, iter_instrs
+from ascendsched.lower.pipeline import lower
+from ascendsched.schedule import Schedule
+
+
+def _softmax(rows: int, cols: int, piece: int, chunk: int, cores: int) -> Schedule:
+    """Rows bound to cores, each cut into pieces; the row max and the sum of exponentials
+    computed once per row, each over chunks of ``chunk`` columns."""
+    return (Schedule(L.softmax(rows, cols)).compute_inline("xf").compute_inline("e")
+            .split("y", "i", 1).split("y", "j", piece).bind("y", "i_o", cores)
+            .compute_at("mx", "y", "i_o").split("mx", "k", chunk)
+            .compute_at("s", "y", "i_o").split("s", "k2", chunk)
+            .buffer("x", 2).buffer("y", 2))
+
+
+def _rmsnorm(rows: int, cols: int, chunk: int) -> Schedule:
+    """The reciprocal RMS as one stage, rsqrt(sum(x^2) / n + eps): the finished chunked sum
+    feeds the rest of the stage's body."""
+    x = placeholder("x", (rows, cols), "float16")
+    k = reduce_axis(cols, "k")
+    r = compute("r", (rows,), lambda i: rsqrt(reduce_sum(
+        x[i, k].astype("float32") * x[i, k].astype("float32"), k) * (1.0 / cols) + 1e-6))
+    y = compute("y", (rows, cols), lambda i, j: (x[i, j].astype("float32") * r[i]).astype(
+        "float16"))
+    return (Schedule(algorithm("rms", y)).split("y", "i", 2).split("y", "j", 512)
+            .reorder("y", "i_o", "j_o").bind("y", "i_o", 3)
+            .compute_at("r", "y", "i_o").split("r", "k", chunk).buffer("x", 2))
+
+
+def _row_max(rows: int, cols: int, tile: int, chunk: int) -> Schedule:
+    """A 1-D output that is the reduction itself: its tile of rows, each row in chunks."""
+    x = placeholder("x", (rows, cols), "float32")
+    k = reduce_axis(cols, "k")
+    y = compute("y", (rows,), lambda i: reduce_max(x[i, k], k))
+    return (Schedule(algorithm("row_max", y)).split("y", "i", tile).bind("y", "i_o", 2)
+            .split("y", "k", chunk).buffer("x", 2))
+
+
+@pytest.mark.parametrize("sched", [
+    _softmax(5, 1000, 256, 256, 2),     # 3 whole chunks and a 232-column tail, a tail piece
+    _softmax(7, 3000, 1024, 640, 3),    # chunks narrower than pieces, uneven rows per core
+    _softmax(4, 512, 512, 512, 2),      # one chunk: no chunk loop
+    _rmsnorm(9, 1500, 400),
+    _row_max(21, 700, 8, 128),
+], ids=["softmax-tails", "softmax-narrow", "softmax-one", "rms-body", "row-max-1d"])
+def test_chunked_reductions_match_numpy_and_are_race_free(sched: Schedule) -> None:
+    verdicts = check(sched, cpp=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+
+
+def _loops(stmts, out: list) -> list:  # noqa: ANN001
+    for s in stmts:
+        if isinstance(s, For):
+            out.append(s)
+        if hasattr(s, "body"):
+            _loops(s.body, out)
+    return out
+
+
+def test_chunk_loops_load_their_own_chunks_and_no_whole_row() -> None:
+    """Each reduction has a chunk loop of 3 trips (1000 = 3 x 256 + a 232 tail) loading
+    256 columns into its own double-buffered buffer; no buffer holds a whole row."""
+    k = lower(_softmax(5, 1000, 256, 256, 2))
+    chunks = [f for f in _loops(k.programs[0].body, []) if "chunks of" in f.comment]
+    assert [(f.comment.split(":")[0], f.extent) for f in chunks] == [
+        ("chunks of k (split by 256)", 3), ("chunks of k2 (split by 256)", 3)]
+    for f, buf in zip(chunks, ("x_ub_mx", "x_ub_s")):
+        loads = [i for i, _ in iter_instrs(f.body) if i.op == "copy_gm_ub"]
+        assert [ld.writes[0].tensor for ld in loads] == [buf]
+        assert loads[0].reads[0].dims[-1].extent == 256
+    bufs = {b.name: b for b in k.buffers}
+    assert bufs["x_ub_mx"].copies == 2 and bufs["x_ub_mx"].elems == 256
+    assert max(b.elems * b.dtype.bytes for b in k.buffers) < 1000 * 4
+
+
+def test_chunk_loops_are_not_tile_loops() -> None:
+    s = _softmax(5, 1000, 256, 256, 2)
+    assert s.loop_names("y") == ["i_o", "j_o"]
+    assert s.loop_names("mx") == [] and s.loop_names("s") == []
+    assert [n for n, _ in _row_max(21, 700, 8, 128).loop_nest("y").loops] == ["i_o"]
+
+
+def test_reading_a_computed_stage_along_the_chunked_axis_says_inline_it() -> None:
+    s = (Schedule(L.softmax(5, 1000)).compute_inline("e")
+         .split("y", "i", 1).split("y", "j", 256).bind("y", "i_o", 2)
+         .compute_at("xf", "y", "i_o")
+         .compute_at("mx", "y", "i_o").split("mx", "k", 256)
+         .compute_at("s", "y", "i_o"))
+    with pytest.raises(ScheduleError, match=r"split\('mx', 'k', 256\): the reduction reads "
+                       r"stage 'xf' along 'k'.*compute_inline\('xf'\)"):
+        lower(s)
+
+
+def test_load_once_and_chunks_of_one_input_conflict() -> None:
+    x = placeholder("x", (8, 1024), "float32")
+    w = placeholder("w", (1024,), "float32")
+    k = reduce_axis(1024, "k")
+    d = compute("d", (8,), lambda i: reduce_sum(x[i, k] * w[k], k))
+    s = Schedule(algorithm("dot", d)).split("d", "i", 8).split("d", "k", 256).load_once("w")
+    with pytest.raises(ScheduleError, match=r"load_once\('w'\) keeps 'w' whole in UB.*"
+                       r"chunks of 256; drop one"):
+        lower(s)
+
+
+def test_chunk_wider_than_the_reduction_and_a_second_split_are_refused() -> None:
+    s = Schedule(L.softmax(4, 512))
+    with pytest.raises(ScheduleError, match=r"split\('mx', 'k', 1024\).*exceeds the axis size "
+                       r"512"):
+        s.split("mx", "k", 1024)
+    s = s.split("mx", "k", 128).split("mx", "k_i", 64)
+    with pytest.raises(ScheduleError, match=r"split\('mx', 'k_i', 64\).*its reduce axis 'k' "
+                       r"once \(chunks\)"):
+        lower(s)
+
+
+def test_a_stage_of_two_reductions_over_the_axis_cannot_be_chunked() -> None:
+    x = placeholder("x", (4, 512), "float32")
+    k = reduce_axis(512, "k")
+    y = compute("y", (4,), lambda i: reduce_max(exp(x[i, k]), k))
+    s = Schedule(algorithm("m", y)).split("y", "k", 128)
+    assert lower(s) is not None  # one reduction: fine
+    y2 = compute("y2", (4,), lambda i: reduce_max(x[i, k], k) + reduce_sum(x[i, k], k))
+    with pytest.raises(ScheduleError, match=r"split\('y2', 'k', 128\): 'y2' reduces over 'k' "
+                       r"in 2 reductions.*each reduction as a stage of its own"):
+        Schedule(algorithm("m2", y2)).split("y2", "k", 128)
+
+
+def test_every_sync_of_a_chunked_kernel_is_needed() -> None:
+    """Drop any sync of the chunk loops (double-buffered chunk loads, tail chunk, running
+    results): the checker reports a race or a flag error."""
+    from ascendsched.api.sync_minimality import sync_minimality
+
+    report = sync_minimality(_softmax(5, 1000, 256, 256, 2))
+    assert report.needed > 10 and report.removable == (), str(report)
+

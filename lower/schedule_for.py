@@ -87,16 +87,32 @@ def _first_fitting(obj: Algorithm, target: Target) -> Scheduled:
         f"A smaller tile cannot help: on the Vector cores a reduction's tile holds its whole "
         f"axis, so {', '.join(repr(r) for r in reductions)} "
         f"{'keeps' if len(reductions) == 1 else 'keep'} whole rows of {cols} "
-        f"elements in UB whatever the schedule, and splitting a reduction axis across UB tiles "
-        f"is not supported yet. Ways out: rows of fewer columns, or fewer or narrower "
-        f"row-wide values in the algorithm (e.g. float16 instead of float32 intermediates: "
-        f"that changes the results)", last.facts) from None
+        f"elements in UB, unless the schedule splits the reduction axis into chunks; the "
+        f"default does that only for outputs of rank 2 or more whose reductions (one value "
+        f"per row each) read inputs alone along their axis. Ways out: a Schedule that splits "
+        f"the reduction, e.g. split('{reductions[0]}', '{_reduce_axis(obj, reductions[0])}', "
+        f"{_chunk_hint(obj, target)}) with the stage computed per tile (schedule/chunks.py), "
+        f"rows of fewer columns, or fewer or narrower row-wide values in the algorithm",
+        last.facts) from None
 
 
 def _row_length(algo: Algorithm) -> int:
     """The longest row a reduction of ``algo`` reduces (its reduction axes' extent)."""
     return max(math.prod(int(v.extent) for v in e.axes) for st in algo.stages
                if st.op is not None for e in walk(st.op.body) if isinstance(e, Reduce))
+
+
+def _reduce_axis(algo: Algorithm, stage: str) -> str:
+    """The name of the (first) reduce axis of ``stage``."""
+    st = algo.tensor(stage)
+    return next(e.axes[0].name for e in walk(st.op.body)  # type: ignore[union-attr]
+                if isinstance(e, Reduce))
+
+
+def _chunk_hint(algo: Algorithm, target: Target) -> int:
+    """A chunk width to suggest: a quarter of UB in float32 values, in 32-byte blocks."""
+    per = target.block_bytes // 4
+    return target.scope(Scope.UB).usable // 4 // 4 // per * per
 
 
 def _reduction_stages(algo: Algorithm) -> list[str]:

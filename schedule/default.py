@@ -34,9 +34,10 @@ import math
 from collections.abc import Callable, Iterator
 
 from ascendsched.algo.algorithm import Algorithm, root_output
-from ascendsched.algo.expr import Load, Reduce
-from ascendsched.algo.gemm_epilogue import walk
+from ascendsched.algo.expr import Load, Reduce, ReduceVar
+from ascendsched.algo.gemm_epilogue import reduces, walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
+from ascendsched.schedule.chunks import chunk_axis
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
 from ascendsched.schedule.schedule import Schedule
@@ -92,6 +93,9 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
             if key not in seen:
                 seen.add(key)
                 yield s
+    # last: rows whose reductions read them in chunks (no row-wide buffer at all)
+    for piece in _chunked_pieces(algo, target):
+        yield _candidate(algo, target, piece, 2, hoist=False, rows_outer=True, chunks=True)
 
 
 def _buffered_tiles(algo: Algorithm, target: Target) -> Iterator[tuple[int, TileShape]]:
@@ -259,6 +263,68 @@ def _rows_outer_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     return [TileShape(1, w) for w in widths[:3]]
 
 
+def _chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
+    """Pieces of rows whose statistics are reduced in chunks of the piece's width
+    (``_candidate(chunks=True)``, ``schedule/chunks.py``): the last resort for rows no tile
+    holds whole (a log-softmax over a 32 000-word vocabulary), each reduction reading the row
+    again from GM. Offered when every reduction is computed once per row and reads inputs
+    alone along its axis once the row-wide stages are inlined; the widest piece whose tile
+    the UB estimate fits (its per-tile stages are then one piece wide, as the chunks are),
+    then 3/4, 1/2 and 1/4 of it, each after the widest piece at least half as wide that
+    divides the row."""
+    out = root_output(algo)
+    if len(out.shape) < 2 or not _chunkable(algo):
+        return []
+    n = int(out.shape[-1])
+    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    usable = target.scope(Scope.UB).usable
+    widest = _largest(lambda c: tile_bytes(algo, TileShape(1, c * gran), 2, target,
+                                           hoist=False) <= usable, 1, max(1, n // 2 // gran))
+    # narrower ones too, for when the planner needs more than the estimate (it can: LayerNorm
+    # 300 x 50 000 fits at half the estimate's width); before each, the widest piece at least
+    # half as wide that divides the row. A tail piece and chunk cost a second version of
+    # every statement and their loads wait for the whole loop before them: log-softmax
+    # 4096 x 32 000 models 512.1 us in 8 000-column pieces, 734.9 us in the widest (11 744).
+    # (Not always: LayerNorm 300 x 50 000 models 200.1 us in 2 000-column pieces and 161.8 us
+    # in the widest that fit, 3 856, which compile in 1.32 s against 0.40 s.)
+    out: list[int] = []
+    for w in dict.fromkeys(max(1, widest * f // 4) * gran for f in (4, 3, 2, 1)):
+        out += [d for d in range(w, w // 2, -gran) if n % d == 0][:1] + [w]
+    return [TileShape(1, w) for w in dict.fromkeys(out)]
+
+
+def _chunkable(algo: Algorithm) -> bool:
+    """Whether every reduction stage of ``algo`` is one value per row that reads, along its
+    reduce axis, inputs alone once every other non-output stage is inlined."""
+    out = root_output(algo)
+    rank = len(out.shape) - 1
+    per_row = {st.name for st in algo.stages if st not in algo.outputs and len(st.shape) == rank}
+    stages = [st for st in algo.stages if reduces(st)]
+    if not stages or any(st.name not in per_row for st in stages):
+        return False
+    for st in stages:
+        reds = [e for e in walk(st.op.body) if isinstance(e, Reduce)]  # type: ignore[union-attr]
+        if len(reds) != 1 or len(reds[0].axes) != 1:
+            return False
+        todo, seen = [reds[0].body], set()
+        while todo:
+            for ld in (e for e in walk(todo.pop()) if isinstance(e, Load)):
+                t = ld.tensor
+                if t.is_placeholder or t.name in seen:
+                    continue
+                if t.name in per_row or t in algo.outputs:
+                    if _reads_along(ld, reds[0].axes[0]):
+                        return False
+                    continue
+                seen.add(t.name)
+                todo.append(t.op.body)  # type: ignore[union-attr]
+    return True
+
+
+def _reads_along(ld: Load, rv: ReduceVar) -> bool:
+    return any(x == rv for e in ld.indices for x in walk(e))
+
+
 def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
     """The largest x in [lo, hi] with ok(x), ok being monotone (lo when none)."""
     if ok(hi):
@@ -273,10 +339,13 @@ def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
 
 
 def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
-               hoist: bool = True, rows_outer: bool = False) -> Schedule:
+               hoist: bool = True, rows_outer: bool = False, chunks: bool = False) -> Schedule:
     """The default schedule of one tile shape (see the module docstring). ``rows_outer``: the
     pieces of each row stay under the bound row loop (not fused with it), the per-row stages
-    are computed at the row loop and the inputs of no row axis are loaded once."""
+    are computed at the row loop and the inputs of no row axis are loaded once. ``chunks``
+    (with ``rows_outer``): only the stages of one value per row are computed at the row loop,
+    each reduction in chunks of the piece's width; the row-wide stages are inlined and no
+    input is loaded once."""
     out = root_output(algo)
     s = Schedule(algo, target=target)
     assert out.op is not None
@@ -314,15 +383,25 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
             s = s.bind(out.name, loops[0], cores)
         tiles = -(-tiles // max(cores, 1))
     per_tile = computed_per_row(algo) if rows_outer else computed_per_tile(algo)
+    if chunks:
+        per_tile = frozenset(st.name for st in algo.stages if st.name in per_tile
+                             and len(st.shape) == len(out.shape) - 1)
     at = loops[0] if rows_outer else s.legal_compute_at(out.name)[0]
     for st in algo.stages:
         if st in algo.outputs:
             continue  # the root, and the outputs the lowering computes in its tile
         if st.name in per_tile:
             s = s.compute_at(st.name, out.name, at)
+            k = chunk_axis(s, st.name) if chunks else None
+            if k is not None:
+                size = next(int(v.extent) for e in walk(st.op.body)  # type: ignore[union-attr]
+                            if isinstance(e, Reduce) for v in e.axes)
+                s = s.split(st.name, k, min(tile.cols, size))
         else:
             s = s.compute_inline(st.name)
-    if rows_outer:  # every row reads them whole, each piece its part
+    if chunks:
+        fixed: frozenset[str] = frozenset()
+    elif rows_outer:  # every row reads them whole, each piece its part
         lead_axes = frozenset(range(len(lead)))
         fixed = frozenset(t.name for t, dep in input_deps(algo, target).items()
                           if not dep & lead_axes)

@@ -61,23 +61,45 @@ def test_bind_must_be_outermost_and_inline_rejects_reductions():
         Schedule(L.softmax()).compute_inline("mx")
 
 
-@pytest.mark.parametrize("algo, names", [
-    (L.softmax(8, 32000), "'mx', 's' keep"),  # a Llama-2 vocabulary row of float32 values
-    (L.rmsnorm(4, 70000), "'ss' keeps"),
-])
-def test_default_schedule_of_a_row_too_wide_for_ub_says_why_no_tile_helps(algo, names):
-    """The default schedule's last candidate already has one-row tiles: its error says that the
-    row reductions hold whole rows and that a reduction axis cannot be split (not 'a smaller
-    tile'), with the planner's figures."""
+def _row_sum(rows: int, cols: int):  # noqa: ANN202 -- Algorithm
+    """A 1-D output that is a row reduction: no default reads its rows in chunks."""
+    from ascendsched.algo.algorithm import algorithm
+    from ascendsched.algo.ops import reduce_sum
+    from ascendsched.algo.tensor import compute, placeholder, reduce_axis
+
+    x = placeholder("x", (rows, cols), "float32")
+    k = reduce_axis(cols, "k")
+    return algorithm("row_sum", compute("y", (rows,), lambda i: reduce_sum(x[i, k], k)))
+
+
+def test_default_schedule_of_a_row_too_wide_for_ub_says_why_no_tile_helps():
+    """No default candidate of a 1-D row sum over 100 000 float32 columns fits: the error says
+    that the reduction holds whole rows unless split into chunks, when the default does that,
+    and a split to write (not 'a smaller tile')."""
     from ascendsched.lower.schedule_for import schedule_for
 
-    cols = algo.outputs[0].shape[-1]
     with pytest.raises(CapacityError) as e:
-        schedule_for(algo)
+        schedule_for(_row_sum(8, 100000))
     msg = str(e.value)
-    assert f"no default schedule of '{algo.name}' fits ascend910b" in msg
-    assert f"{names} whole rows of {cols} elements" in msg
-    assert "188160 B usable" in msg and "Live at the peak" in msg
-    assert "splitting a reduction axis across UB tiles is not supported yet" in msg
+    assert "no default schedule of 'row_sum' fits ascend910b" in msg
+    assert "'y' keeps whole rows of 100000 elements in UB, unless the schedule splits the " \
+        "reduction axis into chunks" in msg
+    assert "188160 B of UB" in msg and "split('y', 'k', " in msg
     assert "Try a smaller tile" not in msg and "split the tiled axis" not in msg
-    assert e.value.facts.startswith(f"In kernel '{algo.name}': UB buffers need")
+
+
+@pytest.mark.parametrize("algo, width", [
+    (L.softmax(8, 32000), 8000),  # a Llama-2 vocabulary row of float32 values
+    (L.rmsnorm(4, 70000), 7008),
+])
+def test_rows_too_wide_for_ub_get_chunked_reductions_by_default(algo, width):
+    """Rows no tile holds whole: the default cuts them into pieces under a bound row loop and
+    reads each row statistic in chunks of the piece's width (schedule/chunks.py)."""
+    from ascendsched.lower.schedule_for import schedule_for
+    from ascendsched.schedule.chunks import chunk_split
+
+    s = schedule_for(algo)
+    assert s.loop_nest("y").factors["j"] == width
+    stats = [st.name for st in algo.stages if len(st.shape) == 1 and chunk_split(s, st.name)]
+    assert stats == (["mx", "s"] if algo.name == "softmax" else ["ss"])
+    assert all(chunk_split(s, n).factor == width for n in stats)

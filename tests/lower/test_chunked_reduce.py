@@ -148,3 +148,17 @@ def test_every_sync_of_a_chunked_kernel_is_needed() -> None:
     report = sync_minimality(_softmax(5, 1000, 256, 256, 2))
     assert report.needed > 10 and report.removable == (), str(report)
 
+
+@pytest.mark.slow  # g++ build and run
+def test_default_of_a_vocabulary_wide_softmax_passes_every_rung() -> None:
+    """softmax 64 x 32 000 (a Llama-2 vocabulary): no tile holds a row; the default reads
+    the row statistics in chunks, and the whole ladder passes (on its reduced instance)."""
+    from ascendsched.lower.schedule_for import schedule_for
+    from ascendsched.schedule.chunks import chunk_split
+
+    s = schedule_for(L.softmax(64, 32000))
+    assert chunk_split(s, "mx") is not None and chunk_split(s, "s") is not None
+    verdicts = check(s)
+    names = [v.check for v in verdicts]
+    assert "C++ run == numpy (y)" in names and "C++ trace race check" in names, names
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))

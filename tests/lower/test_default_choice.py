@@ -88,6 +88,16 @@ def test_a_schedule_that_gave_up_buffering_is_not_kept() -> None:
     assert any("keeping the pipelined loops" in str(w.message) for w in got)
 
 
+def _row_sum(rows: int, cols: int):  # noqa: ANN202 -- Algorithm
+    from ascendsched.algo.algorithm import algorithm
+    from ascendsched.algo.ops import reduce_sum
+    from ascendsched.algo.tensor import compute, placeholder, reduce_axis
+
+    x = placeholder("x", (rows, cols), "float32")
+    k = reduce_axis(cols, "k")
+    return algorithm("row_sum", compute("y", (rows,), lambda i: reduce_sum(x[i, k], k)))
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_lowering_leaves_the_collector_as_it_found_it(enabled: bool) -> None:
     was = gc.isenabled()
@@ -95,8 +105,8 @@ def test_lowering_leaves_the_collector_as_it_found_it(enabled: bool) -> None:
         (gc.enable if enabled else gc.disable)()
         lower(schedule_for(L.softmax(64, 256)))
         assert gc.isenabled() is enabled
-        with pytest.raises(CapacityError):
-            lower(schedule_for(L.softmax(8, 1 << 20)))
+        with pytest.raises(CapacityError):  # a 1-D row sum of 400 KB rows: no default
+            lower(schedule_for(_row_sum(8, 100000)))
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()

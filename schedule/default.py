@@ -283,10 +283,11 @@ def _chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     # narrower ones too, for when the planner needs more than the estimate (it can: LayerNorm
     # 300 x 50 000 fits at half the estimate's width); before each, the widest piece at least
     # half as wide that divides the row. A tail piece and chunk cost a second version of
-    # every statement and their loads wait for the whole loop before them: log-softmax
-    # 4096 x 32 000 models 512.1 us in 8 000-column pieces, 734.9 us in the widest (11 744).
-    # (Not always: LayerNorm 300 x 50 000 models 200.1 us in 2 000-column pieces and 161.8 us
-    # in the widest that fit, 3 856, which compile in 1.32 s against 0.40 s.)
+    # every statement, and the tail piece's loads wait for the piece loop's work: log-softmax
+    # 4096 x 32 000 models 512.1 us in 8 000-column pieces, 663.4 us in the widest that fit
+    # (8 800; the estimate's 11 744 does not).
+    # (Not always: LayerNorm 300 x 50 000 models 200.1 us in 2 000-column pieces and 159.8 us
+    # in the widest that fit, 3 856, which lower in 1.48 s against 0.27 s.)
     out: list[int] = []
     for w in dict.fromkeys(max(1, widest * f // 4) * gran for f in (4, 3, 2, 1)):
         out += [d for d in range(w, w // 2, -gran) if n % d == 0][:1] + [w]

@@ -73,16 +73,20 @@ def _loops(stmts, out: list) -> list:  # noqa: ANN001
 
 
 def test_chunk_loops_load_their_own_chunks_and_no_whole_row() -> None:
-    """Each reduction has a chunk loop of 3 trips (1000 = 3 x 256 + a 232 tail) loading
-    256 columns into its own double-buffered buffer; no buffer holds a whole row."""
+    """Each reduction has a chunk loop of 4 trips (1000 = 3 x 256 + a 232 tail, the tail a
+    branch of the last trip) loading its chunk into its own double-buffered buffer, the copy
+    alternating with the trip; no buffer holds a whole row."""
     k = lower(_softmax(5, 1000, 256, 256, 2))
     chunks = [f for f in _loops(k.programs[0].body, []) if "chunks of" in f.comment]
     assert [(f.comment.split(":")[0], f.extent) for f in chunks] == [
-        ("chunks of k (split by 256)", 3), ("chunks of k2 (split by 256)", 3)]
+        ("chunks of k (split by 256)", 4), ("chunks of k2 (split by 256)", 4)]
     for f, buf in zip(chunks, ("x_ub_mx", "x_ub_s")):
+        assert [b.comment for b in f.body if hasattr(b, "conds")] == [
+            "a whole chunk", "the tail chunk"]
         loads = [i for i, _ in iter_instrs(f.body) if i.op == "copy_gm_ub"]
-        assert [ld.writes[0].tensor for ld in loads] == [buf]
-        assert loads[0].reads[0].dims[-1].extent == 256
+        assert [ld.writes[0].tensor for ld in loads] == [buf, buf]
+        assert [ld.reads[0].dims[-1].extent for ld in loads] == [256, 232]
+        assert {str(ld.writes[0].copy) for ld in loads} == {f"({f.var} % 2)"}
     bufs = {b.name: b for b in k.buffers}
     assert bufs["x_ub_mx"].copies == 2 and bufs["x_ub_mx"].elems == 256
     assert max(b.elems * b.dtype.bytes for b in k.buffers) < 1000 * 4

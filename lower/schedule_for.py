@@ -48,6 +48,7 @@ def _first_fitting(obj: Algorithm, target: Target) -> Scheduled:
                 f"(and its default schedule) needs concrete sizes: build the algorithm with "
                 f"integers for this kernel")
     failed: dict[int, CapacityError] = {}  # candidate number -> why it does not fit
+    refused: list[ScheduleError] = []  # candidates the builder refuses (its rules, not UB's)
     built: list[tuple[int, Scheduled, Kernel, Lifetimes]] = []
     for n, cand in enumerate(_defaults(obj, target)):
         try:
@@ -55,6 +56,9 @@ def _first_fitting(obj: Algorithm, target: Target) -> Scheduled:
             lifetimes = buffer_lifetimes(k)
         except CapacityError as e:
             failed[n] = e
+            continue
+        except ScheduleError as e:  # e.g. another output whose rows a row piece cannot store
+            refused.append(e)
             continue
         plan = plan_as_scheduled(k, lifetimes, target)
         if plan is not None:
@@ -68,6 +72,8 @@ def _first_fitting(obj: Algorithm, target: Target) -> Scheduled:
             failed[n] = e
             continue
         return cand
+    if refused and not failed:
+        raise refused[0]
     if failed:
         last = failed[max(failed)]  # the last candidate's reason, as when tried in turn
     else:  # the generator offered nothing: every tile it sized is hopelessly over

@@ -37,6 +37,7 @@ from ascendsched.algo.algorithm import Algorithm, root_output
 from ascendsched.algo.expr import Load, Reduce, ReduceVar
 from ascendsched.algo.gemm_epilogue import reduces, walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
+from ascendsched.algo.tensor import Tensor
 from ascendsched.schedule.chunks import chunk_axis
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
@@ -95,7 +96,9 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
                 yield s
     # last: rows whose reductions read them in chunks (no row-wide buffer at all)
     for piece in _chunked_pieces(algo, target):
-        yield _candidate(algo, target, piece, 2, hoist=False, rows_outer=True, chunks=True)
+        yield _candidate(algo, target, piece, 2, hoist=False, rows_outer=True, chunk=piece.cols)
+    for tile, width in _chunked_rows(algo, target):
+        yield _candidate(algo, target, tile, 2, hoist=False, chunk=width)
 
 
 def _buffered_tiles(algo: Algorithm, target: Target) -> Iterator[tuple[int, TileShape]]:
@@ -265,7 +268,7 @@ def _rows_outer_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
 
 def _chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     """Pieces of rows whose statistics are reduced in chunks of the piece's width
-    (``_candidate(chunks=True)``, ``schedule/chunks.py``): the last resort for rows no tile
+    (``_candidate(chunk=...)``, ``schedule/chunks.py``): the last resort for rows no tile
     holds whole (a log-softmax over a 32 000-word vocabulary), each reduction reading the row
     again from GM. Offered when every reduction is computed once per row and reads inputs
     alone along its axis once the row-wide stages are inlined; the widest piece whose tile
@@ -288,20 +291,39 @@ def _chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     # (8 800; the estimate's 11 744 does not).
     # (Not always: LayerNorm 300 x 50 000 models 200.1 us in 2 000-column pieces and 159.8 us
     # in the widest that fit, 3 856, which lower in 1.48 s against 0.27 s.)
-    out: list[int] = []
+    widths: list[int] = []
     for w in dict.fromkeys(max(1, widest * f // 4) * gran for f in (4, 3, 2, 1)):
-        out += [d for d in range(w, w // 2, -gran) if n % d == 0][:1] + [w]
-    return [TileShape(1, w) for w in dict.fromkeys(out)]
+        widths += [d for d in range(w, w // 2, -gran) if n % d == 0][:1] + [w]
+    return [TileShape(1, w) for w in dict.fromkeys(widths)]
+
+
+def _chunked_rows(algo: Algorithm, target: Target) -> list[tuple[TileShape, int]]:
+    """(tile, chunk width) of a 1-D output of row statistics (``lse[i]``, ``y[i] = sum_k
+    x[i, k]``) whose rows no tile holds whole: tiles of one 32-byte block of outputs (fewer
+    when the cores would go without), every reduction read in chunks of 2048 columns or,
+    should the planner not fit them, 1024, 512 or 256 (each candidate a build and a plan)."""
+    out = root_output(algo)
+    if len(out.shape) != 1 or not _chunkable(algo):
+        return []
+    rows = int(out.shape[0])
+    per_tile = min(target.elems_per_block(out.dtype.bytes), -(-rows // target.num_aiv))
+    size = min(int(v.extent) for st in algo.stages for e in walk(st.op.body)  # type: ignore
+               if isinstance(e, Reduce) for v in e.axes)
+    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    return [(TileShape(1, per_tile), w) for w in (2048, 1024, 512, 256)
+            if w % gran == 0 and w < size]
 
 
 def _chunkable(algo: Algorithm) -> bool:
-    """Whether every reduction stage of ``algo`` is one value per row that reads, along its
-    reduce axis, inputs alone once every other non-output stage is inlined."""
+    """Whether every reduction stage of ``algo`` is one value per row (or the 1-D output
+    itself) that reads, along its reduce axis, inputs alone once every other non-output stage
+    is inlined."""
     out = root_output(algo)
-    rank = len(out.shape) - 1
+    rank = max(1, len(out.shape) - 1)  # of a row statistic (a 1-D output is one too)
     per_row = {st.name for st in algo.stages if st not in algo.outputs and len(st.shape) == rank}
     stages = [st for st in algo.stages if reduces(st)]
-    if not stages or any(st.name not in per_row for st in stages):
+    chunked = per_row | ({out.name} if len(out.shape) == 1 else set())
+    if not stages or any(st.name not in chunked for st in stages):
         return False
     for st in stages:
         reds = [e for e in walk(st.op.body) if isinstance(e, Reduce)]  # type: ignore[union-attr]
@@ -340,13 +362,14 @@ def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
 
 
 def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
-               hoist: bool = True, rows_outer: bool = False, chunks: bool = False) -> Schedule:
+               hoist: bool = True, rows_outer: bool = False, chunk: int | None = None
+               ) -> Schedule:
     """The default schedule of one tile shape (see the module docstring). ``rows_outer``: the
     pieces of each row stay under the bound row loop (not fused with it), the per-row stages
-    are computed at the row loop and the inputs of no row axis are loaded once. ``chunks``
-    (with ``rows_outer``): only the stages of one value per row are computed at the row loop,
-    each reduction in chunks of the piece's width; the row-wide stages are inlined and no
-    input is loaded once."""
+    are computed at the row loop and the inputs of no row axis are loaded once. ``chunk``: only
+    the stages of one value per row are computed per row (per tile of a 1-D output), each
+    reduction, the 1-D output's own too, in chunks of that width; the row-wide stages are
+    inlined and no input is loaded once."""
     out = root_output(algo)
     s = Schedule(algo, target=target)
     assert out.op is not None
@@ -384,23 +407,29 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
             s = s.bind(out.name, loops[0], cores)
         tiles = -(-tiles // max(cores, 1))
     per_tile = computed_per_row(algo) if rows_outer else computed_per_tile(algo)
-    if chunks:
+    if chunk is not None:
         per_tile = frozenset(st.name for st in algo.stages if st.name in per_tile
-                             and len(st.shape) == len(out.shape) - 1)
+                             and len(st.shape) == max(1, len(out.shape) - 1))
     at = loops[0] if rows_outer else s.legal_compute_at(out.name)[0]
+
+    def chunked(s: Schedule, st: Tensor) -> Schedule:
+        k = chunk_axis(s, st.name) if chunk is not None else None
+        if k is None:
+            return s
+        size = next(int(v.extent) for e in walk(st.op.body)  # type: ignore[union-attr]
+                    if isinstance(e, Reduce) for v in e.axes)
+        return s.split(st.name, k, min(chunk, size))
+
     for st in algo.stages:
-        if st in algo.outputs:
-            continue  # the root, and the outputs the lowering computes in its tile
-        if st.name in per_tile:
-            s = s.compute_at(st.name, out.name, at)
-            k = chunk_axis(s, st.name) if chunks else None
-            if k is not None:
-                size = next(int(v.extent) for e in walk(st.op.body)  # type: ignore[union-attr]
-                            if isinstance(e, Reduce) for v in e.axes)
-                s = s.split(st.name, k, min(tile.cols, size))
+        if st is out:
+            s = chunked(s, st)
+        elif st in algo.outputs:
+            continue  # the outputs the lowering computes in the root's tile
+        elif st.name in per_tile:
+            s = chunked(s.compute_at(st.name, out.name, at), st)
         else:
             s = s.compute_inline(st.name)
-    if chunks:
+    if chunk is not None:
         fixed: frozenset[str] = frozenset()
     elif rows_outer:  # every row reads them whole, each piece its part
         lead_axes = frozenset(range(len(lead)))
@@ -410,7 +439,11 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
         fixed = invariant_inputs(algo, tile, target) if loops else frozenset()
     for name in sorted(fixed):
         s = s.load_once(name, hoist=hoist)
-    if copies > 1 and tiles > 1:
+    # a 1-D output's chunks alternate between two copies within one tile too (row sum of
+    # 8 x 100 000 float32 on 8 cores: modelled 22.5 -> 20.8 us); a row's pieces are not
+    # worth the narrower pieces two copies need (RMSNorm 4 x 70 000: 7 008 columns, one copy
+    # 20.1 us; 2 800, two copies, 24.1 us)
+    if copies > 1 and (tiles > 1 or chunk is not None and len(out.shape) == 1):
         for t in algo.inputs:
             if t.name not in fixed:
                 s = s.buffer(t.name, copies)

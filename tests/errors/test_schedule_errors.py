@@ -62,7 +62,7 @@ def test_bind_must_be_outermost_and_inline_rejects_reductions():
 
 
 def _row_sum(rows: int, cols: int):  # noqa: ANN202 -- Algorithm
-    """A 1-D output that is a row reduction: no default reads its rows in chunks."""
+    """A 1-D output that is a row reduction."""
     from ascendsched.algo.algorithm import algorithm
     from ascendsched.algo.ops import reduce_sum
     from ascendsched.algo.tensor import compute, placeholder, reduce_axis
@@ -72,19 +72,28 @@ def _row_sum(rows: int, cols: int):  # noqa: ANN202 -- Algorithm
     return algorithm("row_sum", compute("y", (rows,), lambda i: reduce_sum(x[i, k], k)))
 
 
-def test_default_schedule_of_a_row_too_wide_for_ub_says_why_no_tile_helps():
-    """No default candidate of a 1-D row sum over 100 000 float32 columns fits: the error says
-    that the reduction holds whole rows unless split into chunks, when the default does that,
-    and a split to write (not 'a smaller tile')."""
+@pytest.mark.parametrize("algo, names", [
+    (L.softmax(8, 32000), "'mx', 's' keep"),  # a Llama-2 vocabulary row of float32 values
+    (_row_sum(8, 100000), "'y' keeps"),
+])
+def test_default_schedule_of_a_row_too_wide_for_ub_says_why_no_tile_helps(algo, names,
+                                                                           monkeypatch):
+    """When no candidate fits, chunked reductions included (here: none offered), the error
+    says that the reductions hold whole rows unless split into chunks, when the default does
+    that, and a split to write (not 'a smaller tile')."""
     from ascendsched.lower.schedule_for import schedule_for
+    from ascendsched.schedule import default
 
+    monkeypatch.setattr(default, "_chunked_pieces", lambda *_: [])
+    monkeypatch.setattr(default, "_chunked_rows", lambda *_: [])
+    cols = algo.outputs[0].shape[-1] if algo.name == "softmax" else 100000
     with pytest.raises(CapacityError) as e:
-        schedule_for(_row_sum(8, 100000))
+        schedule_for(algo)
     msg = str(e.value)
-    assert "no default schedule of 'row_sum' fits ascend910b" in msg
-    assert "'y' keeps whole rows of 100000 elements in UB, unless the schedule splits the " \
+    assert f"no default schedule of '{algo.name}' fits ascend910b" in msg
+    assert f"{names} whole rows of {cols} elements in UB, unless the schedule splits the " \
         "reduction axis into chunks" in msg
-    assert "188160 B of UB" in msg and "split('y', 'k', " in msg
+    assert "188160 B" in msg and "split('" in msg
     assert "Try a smaller tile" not in msg and "split the tiled axis" not in msg
 
 
@@ -103,3 +112,14 @@ def test_rows_too_wide_for_ub_get_chunked_reductions_by_default(algo, width):
     stats = [st.name for st in algo.stages if len(st.shape) == 1 and chunk_split(s, st.name)]
     assert stats == (["mx", "s"] if algo.name == "softmax" else ["ss"])
     assert all(chunk_split(s, n).factor == width for n in stats)
+
+
+def test_a_1d_row_reduction_too_wide_for_ub_gets_chunks_by_default():
+    """y[i] = sum_k x[i, k] over 100 000 float32 columns: one row per tile (8 rows, 8
+    cores), the output's own reduction read in double-buffered chunks of 2048."""
+    from ascendsched.lower.schedule_for import schedule_for
+    from ascendsched.schedule.chunks import chunk_split
+
+    s = schedule_for(_row_sum(8, 100000))
+    assert chunk_split(s, "y").factor == 2048 and s.copies("x") == 2
+    assert s.loop_nest("y").factors["i"] == 1 and s.loop_nest("y").bound == ("i_o", 8)

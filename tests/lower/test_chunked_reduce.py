@@ -9,7 +9,7 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.algo.algorithm import algorithm
-from ascendsched.algo.ops import exp, reduce_max, reduce_sum, rsqrt
+from ascendsched.algo.ops import exp, log, reduce_max, reduce_sum, rsqrt
 from ascendsched.algo.tensor import compute, placeholder, reduce_axis
 from ascendsched.api.check import check
 from ascendsched.errors import ScheduleError
@@ -151,6 +151,25 @@ def test_every_sync_of_a_chunked_kernel_is_needed() -> None:
 
     report = sync_minimality(_softmax(5, 1000, 256, 256, 2))
     assert report.needed > 10 and report.removable == (), str(report)
+
+
+def test_default_of_a_vocabulary_wide_logsumexp_reads_chunks_per_tile_of_rows() -> None:
+    """lse[i] = max + log(sum exp(x - max)) over 32 000 columns, a 1-D output (a
+    cross-entropy's normaliser): tiles of 8 rows, both statistics read in chunks, equal to
+    numpy race-free."""
+    from ascendsched.lower.schedule_for import schedule_for
+    from ascendsched.schedule.chunks import chunk_split
+
+    x = placeholder("x", (64, 32000), "float16")
+    k, k2 = reduce_axis(32000, "k"), reduce_axis(32000, "k2")
+    mx = compute("mx", (64,), lambda i: reduce_max(x[i, k].astype("float32"), k))
+    sm = compute("s", (64,), lambda i: reduce_sum(exp(x[i, k2].astype("float32") - mx[i]), k2))
+    lse = compute("lse", (64,), lambda i: mx[i] + log(sm[i]))
+    s = schedule_for(algorithm("logsumexp", lse))
+    assert s.loop_nest("lse").factors["i"] == 2  # 64 rows over 48 cores: 2 per tile
+    assert chunk_split(s, "mx").factor == chunk_split(s, "s").factor == 2048
+    verdicts = check(s, cpp=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 
 @pytest.mark.slow  # g++ build and run

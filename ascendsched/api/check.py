@@ -30,6 +30,7 @@ from ascendsched.api.numerics import (
     approx_rtol,
     compare,
     random_inputs,
+    summation_atol,
     user_inputs,
     vector_epilogue_error,
 )
@@ -192,9 +193,11 @@ def _ladder(sched: Schedule | GemmSchedule, k: Kernel, work_dir: Path, sanitize:
             return gemm_error(spec, inputs, got)
     else:
         ref = evaluate(algo, inputs)
+        sums = {o.name: summation_atol(algo, o.name, inputs) for o in algo.outputs}
 
         def against_ref(name: str, got: np.ndarray, dtype: str) -> tuple[bool, str]:
-            return compare(got, ref[name], dtype, approx_rtol(algo, name, k.target))
+            return compare(got, ref[name], dtype, approx_rtol(algo, name, k.target),
+                           sums[name])
     sim = run_kernel(k, inputs, trace=True)
     for o in algo.outputs:
         ok, msg = against_ref(o.name, sim.outputs[o.name], o.dtype.name)

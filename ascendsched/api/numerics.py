@@ -2,21 +2,27 @@
 
 ``check`` (``check.py``) and the tests compare every executed output with the numpy reference
 through :func:`compare`: within ``RTOL``/``ATOL`` of the output's dtype, plus the documented
-error of the approximate vector instructions on its expression tree (:func:`approx_rtol`);
-integer outputs must be equal. NaN equals NaN, inf equals inf of the same sign.
+error of the approximate vector instructions on its expression tree (:func:`approx_rtol`) and,
+for an output that is a sum, the rounding of a sum taken in another order
+(:func:`summation_atol`); integer outputs must be equal. NaN equals NaN, inf equals inf of the same sign.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
-from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.algorithm import Algorithm, algorithm
 from ascendsched.algo.check import children
-from ascendsched.algo.expr import Expr, Load, Unary
+from ascendsched.algo.evaluate import evaluate
+from ascendsched.algo.expr import Expr, Load, Reduce, Unary
+from ascendsched.algo.gemm_epilogue import strip_casts
 from ascendsched.algo.gemm_spec import GemmSpec
 from ascendsched.algo.gemm_vector_epilogue import VectorEpilogue
+from ascendsched.algo.ops import abs_
 from ascendsched.algo.tensor import Tensor
 from ascendsched.dtypes import store
 from ascendsched.errors import InputError
@@ -58,6 +64,26 @@ def approx_rtol(algo: Algorithm, name: str, target: Target = DEFAULT_TARGET) -> 
     return of_tensor(out)
 
 
+def summation_atol(algo: Algorithm, name: str, inputs: Mapping[str, np.ndarray]
+                   ) -> np.ndarray | float:
+    """Per element, how far a sum computed in another order may be from the reference's
+    (which accumulates float32 sums in float64 and rounds once), for an output that is (a
+    cast of) a sum: ``(log2(n) + 1) u sum |terms|`` with ``u`` the unit roundoff of the sum's
+    dtype (the kernel adds in a tree, as the hardware's reductions do, and rounds each term).
+    A sum of 4 096 products whose terms add to ~5 000 in magnitude may cancel to near 0:
+    the error is then far above the output's own rtol. 0 for other outputs."""
+    (out,) = [t for t in algo.outputs if t.name == name]
+    red = strip_casts(out.op.body) if out.op is not None else None
+    if not (isinstance(red, Reduce) and red.op == "sum" and red.dtype.is_float):
+        return 0.0
+    n = math.prod(int(v.extent) for v in red.axes)
+    mag = replace(out, op=replace(out.op, body=Reduce("sum", abs_(red.body), red.axes,
+                                                      red.dtype)))  # type: ignore[arg-type]
+    terms = evaluate(algorithm("magnitude", mag), inputs)[name].astype(np.float64)
+    unit = float(np.finfo(red.dtype.np).eps) / 2 if red.dtype.name != "bfloat16" else 2.0 ** -8
+    return (math.ceil(math.log2(max(n, 2))) + 1) * unit * np.abs(terms)
+
+
 def random_inputs(algo: Algorithm, seed: int = 0) -> dict[str, np.ndarray]:
     """One array per input of ``algo``, from ``seed``: uniform in [-2, 2] for floating-point
     inputs (rounded to their dtype), integers in [-100, 100) otherwise."""
@@ -82,9 +108,11 @@ def int_atol(want: np.ndarray, approx: float) -> int:
     return int(approx * float(np.abs(want.astype(np.float64)).max())) + 1
 
 
-def compare(got: np.ndarray, want: np.ndarray, dtype: str, approx: float = 0.0) -> tuple[bool, str]:
+def compare(got: np.ndarray, want: np.ndarray, dtype: str, approx: float = 0.0,
+            sums: np.ndarray | float = 0.0) -> tuple[bool, str]:
     """``got`` vs the reference within the tolerance of ``dtype`` plus ``approx`` (relative,
-    from :func:`approx_rtol`); an integer output exactly, or within :func:`int_atol` where
+    from :func:`approx_rtol`) and ``sums`` (absolute, per element, from
+    :func:`summation_atol`); an integer output exactly, or within :func:`int_atol` where
     approximate instructions compute the value it rounds."""
     g, w = got.astype(np.float64), want.astype(np.float64)
     if dtype in RTOL:
@@ -94,7 +122,7 @@ def compare(got: np.ndarray, want: np.ndarray, dtype: str, approx: float = 0.0) 
         finite = np.abs(w[np.isfinite(w)])
         scale = float(finite.max()) if finite.size else 0.0
         ok = bool(np.allclose(g, w, rtol=RTOL[dtype] + approx,
-                              atol=ATOL[dtype] + approx * scale, equal_nan=True))
+                              atol=ATOL[dtype] + approx * scale + sums, equal_nan=True))
     else:
         ok = bool(np.all(np.abs(g - w) <= int_atol(w, approx)))
     with np.errstate(invalid="ignore"):

@@ -110,3 +110,31 @@ def test_rmsnorm_and_layernorm_pass_with_the_modelled_rsqrt():
     from ascendsched.lower.schedule_for import schedule_for
     for make in (L.rmsnorm, L.layernorm):
         assert_matches_reference(schedule_for(make(8, 256)))
+
+
+def _dot_rows(m: int, n: int):  # noqa: ANN202 -- Algorithm
+    x = placeholder("x", (m, n), "float32")
+    w = placeholder("w", (m, n), "float32")
+    k = reduce_axis(n, "k")
+    return algorithm("dot_rows", compute("y", (m,), lambda i: reduce_sum(x[i, k] * w[i, k], k)))
+
+
+def test_a_sum_taken_in_another_order_may_miss_by_its_terms_rounding() -> None:
+    """A row dot product of 4 096 float32 terms, some rows cancelling to near 0: the kernel's
+    tree sum is within (log2 n + 1) u sum|terms| of the float64 reference (it failed the plain
+    float32 tolerance, 2.3e-5 off near 0), and a dropped term still fails."""
+    from ascendsched.api.check import check
+    from ascendsched.api.numerics import random_inputs, summation_atol
+    from ascendsched.lower.schedule_for import schedule_for
+
+    algo = _dot_rows(300, 4096)
+    verdicts = check(schedule_for(algo), cpp=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+    ins = random_inputs(algo)
+    sums = summation_atol(algo, "y", ins)
+    mag = np.abs(ins["x"].astype(np.float64) * ins["w"]).sum(axis=1)
+    np.testing.assert_allclose(sums, 13 * 2.0 ** -24 * mag)
+    want = (ins["x"].astype(np.float64) * ins["w"]).sum(axis=1)
+    dropped = want - ins["x"][:, 7] * ins["w"][:, 7]  # one term of each row left out
+    assert not compare(dropped, want, "float32", 0.0, sums)[0]
+    assert summation_atol(L.softmax(4, 64), "y", random_inputs(L.softmax(4, 64))) == 0.0

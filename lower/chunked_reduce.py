@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ascendsched.algo.algorithm import loads
-from ascendsched.algo.expr import IndexVar, Load, Reduce, ReduceVar
+from ascendsched.algo.expr import IndexVar, Load, Reduce
 from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.tensor import Tensor
 from ascendsched.dtypes import DType
@@ -42,7 +42,7 @@ from ascendsched.lower.bounds import Axis, _union
 from ascendsched.lower.ir import For, If, Stmt
 from ascendsched.lower.tile_memory import Layout
 from ascendsched.lower.vector_instrs import Val
-from ascendsched.schedule.chunks import chunk_split
+from ascendsched.schedule.chunks import chunk_split, reads_along
 
 if TYPE_CHECKING:
     from ascendsched.lower.build_loop_nest import _Version
@@ -73,7 +73,7 @@ class _ChunkedReductions:
             red = reds[0]
             rv = red.axes[0]
             for ld in loads(red.body):
-                if not _reads_along(ld, rv):
+                if not reads_along(ld, rv):
                     continue
                 t = ld.tensor
                 if not t.is_placeholder:
@@ -92,7 +92,7 @@ class _ChunkedReductions:
         """Whether ``ld`` in ``stage``'s body is read chunk by chunk (not over the tile's
         box, which bounds inference then leaves out)."""
         got = self.chunks.get(stage)
-        return got is not None and _reads_along(ld, got[1].axes[0]) and any(
+        return got is not None and reads_along(ld, got[1].axes[0]) and any(
             ld is x for x in loads(got[1].body))
 
     def _chunked_stage(self, v: _Version, st: Tensor, lay: Layout,
@@ -149,7 +149,7 @@ class _ChunkedReductions:
         where = {**{x: dom[i] for x, i in env.items()}, rv: chunk}
         boxes: dict[str, tuple[Axis, ...]] = {}
         for ld in loads(red.body):
-            if _reads_along(ld, rv):
+            if reads_along(ld, rv):
                 b = tuple(self._index_range(e, where, ld) for e in ld.indices)
                 b = tuple(Axis(f"{ld.tensor.name}.{k}", s, n) for k, (s, n) in enumerate(b))
                 boxes[ld.tensor.name] = _union(boxes.get(ld.tensor.name), b, ld)
@@ -164,11 +164,6 @@ class _ChunkedReductions:
         part = gen.reduce(red, None)
         gen.vec("vec_binary", acc, (acc, part), COMBINE[red.op], (("fn", COMBINE[red.op]),),
                 f"{st.name}: running {red.op} and this chunk's")
-
-
-def _reads_along(ld: Load, rv: ReduceVar) -> bool:
-    """Whether a subscript of ``ld`` moves with reduce axis ``rv``."""
-    return any(x == rv for e in ld.indices for x in walk(e))
 
 
 def _identity(op: str, dtype: DType) -> float | int:

@@ -12,14 +12,17 @@ log-softmax over a Llama vocabulary) still has a kernel::
 
 The split's loops are chunk loops inside the stage's computation, not tile loops of the kernel:
 they are not in the stage's ``loop_nest``. A contraction's reduce axis (a stage the Cube can
-tensorize) keeps its meaning there: its splits are the L1/L0 K steps.
+tensorize) keeps its meaning there: its splits are the L1/L0 K steps. ``chunkable`` tells the
+default schedule and the tuner's spaces when every reduction of an algorithm can be chunked.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ascendsched.algo.gemm_epilogue import is_matmul_stage
+from ascendsched.algo.algorithm import Algorithm, root_output
+from ascendsched.algo.expr import Load, Reduce, ReduceVar
+from ascendsched.algo.gemm_epilogue import is_matmul_stage, reduces, walk
 
 if TYPE_CHECKING:
     from ascendsched.schedule.schedule import Schedule, Split
@@ -45,3 +48,38 @@ def chunk_split(s: Schedule, stage: str) -> Split | None:
         return None
     return next((d for d in s.directives
                  if isinstance(d, Split) and d.stage == stage and d.axis == k), None)
+
+
+def chunkable(algo: Algorithm) -> bool:
+    """Whether every reduction stage of ``algo`` is one value per row (or the 1-D output
+    itself) that reads, along its reduce axis, inputs alone once every other non-output stage
+    is inlined."""
+    out = root_output(algo)
+    rank = max(1, len(out.shape) - 1)  # of a row statistic (a 1-D output is one too)
+    per_row = {st.name for st in algo.stages if st not in algo.outputs and len(st.shape) == rank}
+    stages = [st for st in algo.stages if reduces(st)]
+    chunked = per_row | ({out.name} if len(out.shape) == 1 else set())
+    if not stages or any(st.name not in chunked for st in stages):
+        return False
+    for st in stages:
+        reds = [e for e in walk(st.op.body) if isinstance(e, Reduce)]  # type: ignore[union-attr]
+        if len(reds) != 1 or len(reds[0].axes) != 1:
+            return False
+        todo, seen = [reds[0].body], set()
+        while todo:
+            for ld in (e for e in walk(todo.pop()) if isinstance(e, Load)):
+                t = ld.tensor
+                if t.is_placeholder or t.name in seen:
+                    continue
+                if t.name in per_row or t in algo.outputs:
+                    if reads_along(ld, reds[0].axes[0]):
+                        return False
+                    continue
+                seen.add(t.name)
+                todo.append(t.op.body)  # type: ignore[union-attr]
+    return True
+
+
+def reads_along(ld: Load, rv: ReduceVar) -> bool:
+    """Whether a subscript of ``ld`` moves with reduce axis ``rv``."""
+    return any(x == rv for e in ld.indices for x in walk(e))

@@ -34,11 +34,11 @@ import math
 from collections.abc import Callable, Iterator
 
 from ascendsched.algo.algorithm import Algorithm, root_output
-from ascendsched.algo.expr import Load, Reduce, ReduceVar
-from ascendsched.algo.gemm_epilogue import reduces, walk
+from ascendsched.algo.expr import Load, Reduce
+from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.algo.tensor import Tensor
-from ascendsched.schedule.chunks import chunk_axis
+from ascendsched.schedule.chunks import chunk_axis, chunkable
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
 from ascendsched.schedule.schedule import Schedule
@@ -276,7 +276,7 @@ def _chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     then 3/4, 1/2 and 1/4 of it, each after the widest piece at least half as wide that
     divides the row."""
     out = root_output(algo)
-    if len(out.shape) < 2 or not _chunkable(algo):
+    if len(out.shape) < 2 or not chunkable(algo):
         return []
     n = int(out.shape[-1])
     gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
@@ -303,7 +303,7 @@ def _chunked_rows(algo: Algorithm, target: Target) -> list[tuple[TileShape, int]
     when the cores would go without), every reduction read in chunks of 2048 columns or,
     should the planner not fit them, 1024, 512 or 256 (each candidate a build and a plan)."""
     out = root_output(algo)
-    if len(out.shape) != 1 or not _chunkable(algo):
+    if len(out.shape) != 1 or not chunkable(algo):
         return []
     rows = int(out.shape[0])
     per_tile = min(target.elems_per_block(out.dtype.bytes), -(-rows // target.num_aiv))
@@ -312,40 +312,6 @@ def _chunked_rows(algo: Algorithm, target: Target) -> list[tuple[TileShape, int]
     gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
     return [(TileShape(1, per_tile), w) for w in (2048, 1024, 512, 256)
             if w % gran == 0 and w < size]
-
-
-def _chunkable(algo: Algorithm) -> bool:
-    """Whether every reduction stage of ``algo`` is one value per row (or the 1-D output
-    itself) that reads, along its reduce axis, inputs alone once every other non-output stage
-    is inlined."""
-    out = root_output(algo)
-    rank = max(1, len(out.shape) - 1)  # of a row statistic (a 1-D output is one too)
-    per_row = {st.name for st in algo.stages if st not in algo.outputs and len(st.shape) == rank}
-    stages = [st for st in algo.stages if reduces(st)]
-    chunked = per_row | ({out.name} if len(out.shape) == 1 else set())
-    if not stages or any(st.name not in chunked for st in stages):
-        return False
-    for st in stages:
-        reds = [e for e in walk(st.op.body) if isinstance(e, Reduce)]  # type: ignore[union-attr]
-        if len(reds) != 1 or len(reds[0].axes) != 1:
-            return False
-        todo, seen = [reds[0].body], set()
-        while todo:
-            for ld in (e for e in walk(todo.pop()) if isinstance(e, Load)):
-                t = ld.tensor
-                if t.is_placeholder or t.name in seen:
-                    continue
-                if t.name in per_row or t in algo.outputs:
-                    if _reads_along(ld, reds[0].axes[0]):
-                        return False
-                    continue
-                seen.add(t.name)
-                todo.append(t.op.body)  # type: ignore[union-attr]
-    return True
-
-
-def _reads_along(ld: Load, rv: ReduceVar) -> bool:
-    return any(x == rv for e in ld.indices for x in walk(e))
 
 
 def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:

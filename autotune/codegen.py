@@ -12,7 +12,8 @@ from ascendsched.schedule.gemm import GemmSchedule
 
 def schedule_code(sched: AnySchedule, algo_code: str = "algo", *, func: str = "schedule",
                   imports: str = "", comment: str = "", with_imports: bool = True) -> str:
-    """``def func(): algo = <algo_code>; return <the schedule's calls>`` as source text."""
+    """``def func(): algo = <algo_code>; return <the schedule's calls>`` as source text (the
+    local is ``algo_`` when ``algo_code`` calls a function named ``algo``)."""
     cls = "GemmSchedule" if isinstance(sched, GemmSchedule) else "Schedule"
     mod = "ascendsched.schedule.gemm" if cls == "GemmSchedule" else "ascendsched.schedule"
     calls = [ln.strip() for ln in str(sched).splitlines()[1:]]
@@ -21,11 +22,14 @@ def schedule_code(sched: AnySchedule, algo_code: str = "algo", *, func: str = "s
     body = [f"def {func}() -> {cls}:"]
     if comment:
         body += [f"    # {ln}" for ln in comment.splitlines()]
-    body.append(f"    algo = {algo_code}")
+    # the local name must not be the function algo_code calls (``algo = algo()`` would
+    # raise UnboundLocalError)
+    var = "algo_" if algo_code.split("(", 1)[0].strip() == "algo" else "algo"
+    body.append(f"    {var} = {algo_code}")
     if not calls:
-        body.append(f"    return {cls}(algo)")
+        body.append(f"    return {cls}({var})")
     else:
-        body.append(f"    return ({cls}(algo)")
+        body.append(f"    return ({cls}({var})")
         body += [f"            {c}" for c in calls[:-1]]
         body.append(f"            {calls[-1]})")
     return "\n".join(head + body) + "\n"

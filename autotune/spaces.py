@@ -24,6 +24,8 @@ from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.autotune.space import Param, Space
 from ascendsched.errors import AscendSchedError
 from ascendsched.schedule import ub_budget
+from ascendsched.schedule.chunks import chunk_axis, chunkable
+from ascendsched.schedule.cube_directives import reduce_var_of
 from ascendsched.schedule.gemm import GemmSchedule, cube_geometry
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
@@ -178,6 +180,7 @@ class VectorBuild:
     buffers: tuple[str, ...]
     once: tuple[str, ...] = ()  # inputs that may be loaded once (``once_<input>``)
     per_row: frozenset[str] = frozenset()  # stages ``stats="outer"`` computes at the outer loop
+    row_stats: frozenset[str] = frozenset()  # of one value per row: ``stats="chunks"``
 
     def __call__(self, algo: Algorithm, c: Mapping[str, Any]) -> Schedule:
         s = Schedule(algo, target=self.target)
@@ -209,9 +212,17 @@ class VectorBuild:
             cores = min(c["cores"], tiles)
             if cores > 1:
                 s = s.bind(self.out, loops[0], cores)
-        outer = c.get("stats", "tile") == "outer"
+        outer = c.get("stats", "tile") in ("outer", "chunks")
+        chunks = c.get("stats") == "chunks" and c.get("cols", WHOLE) != WHOLE
         for st, is_red in self.stages:
-            if outer and st in self.per_row:  # once per iteration of the outer tile loop
+            if chunks and st in self.row_stats:  # once per row, reduced in chunks of a piece
+                s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[-1])
+                k = chunk_axis(s, st)
+                if k is not None:
+                    s = s.split(st, k, min(c["cols"], int(reduce_var_of(s, st).extent)))
+            elif chunks:  # row-wide stages: computed per chunk and per piece
+                s = s.compute_inline(st)
+            elif outer and st in self.per_row:  # once per iteration of the outer tile loop
                 s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[-1])
             elif is_red or c.get(f"place_{st}", "at") == "at":
                 s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[0])
@@ -234,7 +245,9 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     ``place_<stage>`` (``"at"``: computed per tile, or ``"inline"``) per elementwise producer,
     ``stats`` (``"tile"``; ``"outer"``: the stages the default computes once per row,
     ``ub_budget.computed_per_row``, at the outer tile loop: once per row when the pieces of
-    a row are the inner tiles), ``copies_<tensor>`` per input and the output, and
+    a row are the inner tiles; ``"chunks"``, when ``schedule.chunks.chunkable``: only the row
+    statistics there, each reduction read in chunks of ``cols``, the row-wide stages
+    inlined: rows no tile holds), ``copies_<tensor>`` per input and the output, and
     ``once_<input>`` (``"tile"``; ``"once"``: ``load_once``, one copy loaded before the tile
     loops, and the values of it alone computed there too; ``"load"``: loaded once, those
     values computed per tile, ``load_once(..., hoist=False)``) per input that does not vary along
@@ -268,7 +281,7 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
             params[f"place_{st.name}"] = ("at", "inline")
     per_row = ub_budget.computed_per_row(algo)
     if "order" in params and per_row:
-        params["stats"] = ("tile", "outer")
+        params["stats"] = ("tile", "outer") + (("chunks",) if chunkable(algo) else ())
     buffers = tuple(t.name for t in algo.inputs) + (out.name,)
     for b in buffers:
         params[f"copies_{b}"] = (1, 2)
@@ -276,7 +289,10 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     for b in once:
         params[f"once_{b}"] = ("tile", "once", "load")
     nominal = {"order", "stats"} | {k for k in params if k.startswith(("place_", "once_"))}
-    build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers, once, per_row)
+    row_stats = frozenset(st.name for st in algo.stages
+                          if st is not out and len(st.shape) == len(out.shape) - 1)
+    build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers, once, per_row,
+                        row_stats)
     return _make(name or f"{algo.name}-vector", algo, params, nominal, build, target,
                  algo_code, choices)
 

@@ -57,3 +57,17 @@ def test_tune_reports_a_bad_space_parameter(tmp_path, capsys):
     f.write_text(KERNEL)
     rc = main(["tune", f"{f}:algorithm", "--space", "nosuch=1", "--cache", str(tmp_path)])
     assert rc == 2 and "no parameter 'nosuch'" in capsys.readouterr().err
+
+
+def test_pasted_code_runs_when_the_algorithm_function_is_named_algo() -> None:
+    """``algo = algo()`` inside the pasted function would raise UnboundLocalError."""
+    from ascendsched.algo import library as L
+    from ascendsched.autotune.codegen import schedule_code
+    from ascendsched.schedule import Schedule
+
+    sched = Schedule(L.vadd(4096)).split("z", "i", 1024)
+    code = schedule_code(sched, "algo()")
+    ns = {"algo": lambda: L.vadd(4096)}
+    exec(code, ns)
+    assert str(ns["schedule"]()) == str(sched)
+    assert "algo_ = algo()" in code

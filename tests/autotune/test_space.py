@@ -184,7 +184,7 @@ def test_stats_outer_holds_the_row_outer_default_of_wide_rows() -> None:
 
     algo = L.layernorm(4096, 12288)
     space = default_space(algo)
-    assert space.param("stats").choices == ("tile", "outer")
+    assert space.param("stats").choices == ("tile", "outer", "chunks")
     names = [p.name for p in space.params]
     point = dict(rows=1, cols=4096, order="rows", cores=48, place_xf="at", place_d="at",
                  place_mean="inline", place_var="inline", place_r="inline",
@@ -202,3 +202,25 @@ def test_stats_outer_holds_the_row_outer_default_of_wide_rows() -> None:
     assert body(lower(sched)) == body(lower(default))
     tile = dict(point, stats="tile")
     assert space.schedule(tuple(tile[n] for n in names)).placement("d").loop == "j_o"
+
+
+def test_stats_chunks_reach_rows_no_tile_holds() -> None:
+    """softmax 64 x 32 000: with the row statistics at the row loop and read whole, no point
+    fits UB; ``stats="chunks"`` reads them in chunks of the piece's width (the row-wide
+    stages inlined), lowers, and equals numpy race-free."""
+    from ascendsched.api.check import check
+    from ascendsched.errors import CapacityError
+    from ascendsched.schedule.chunks import chunk_split
+
+    space = default_space(L.softmax(64, 32000))
+    names = [p.name for p in space.params]
+    point = dict(rows=1, cols=4096, order="rows", cores=48, place_xf="at", place_e="at",
+                 stats="chunks", copies_x=2, copies_y=2)
+    sched = space.schedule(tuple(point[n] for n in names))
+    assert [chunk_split(sched, st).factor for st in ("mx", "s")] == [4096, 4096]
+    assert sched.placement("xf").__class__.__name__ == "ComputeInline"
+    verdicts = check(sched, cpp=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+    with pytest.raises(CapacityError):
+        lower(space.schedule(tuple(dict(point, stats="outer")[n] for n in names)))
+

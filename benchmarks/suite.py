@@ -1,7 +1,8 @@
 """Benchmark suites: library kernels at named shapes, each with its default search space.
 
 ``llm``: the shapes of a Llama-class layer (RMSNorm/LayerNorm/softmax and elementwise ops over
-4096-16384 rows x 4096-11008 columns, and a LayerNorm over GPT-3's 12288; the layer's GEMMs;
+4096-16384 rows x 4096-11008 columns, a LayerNorm over GPT-3's 12288 and a softmax over a
+Llama-2 vocabulary, 32 000; the layer's GEMMs;
 attention-sized batched GEMMs).
 ``quick``: small shapes of the same kernels, for a report in a few minutes and for tests.
 The SwiGLU-like elementwise kernel is the library's ``fused_mul_add_relu`` (a multiply, an add
@@ -50,6 +51,8 @@ LLM = (
     Case("layernorm", (4096, 12288), "LayerNorm 4096x12288"),
     Case("softmax", (4096, 4096), "softmax 4096x4096"),
     Case("softmax", (8192, 8192), "softmax 8192x8192"),
+    # a Llama-2 vocabulary: no tile holds a row, the statistics are read in chunks
+    Case("softmax", (4096, 32000), "softmax 4096x32000 (vocabulary)"),
     Case("fused_mul_add_relu", (4096 * 11008,), "SwiGLU-like 4096x11008"),
     Case("vadd", (4096 * 4096,), "residual add 4096x4096"),
     Case("bias_add", (4096, 11008), "bias add 4096x11008"),

@@ -94,10 +94,10 @@ def _first_fitting(obj: Algorithm, target: Target) -> Scheduled:
         f"axis, so {', '.join(repr(r) for r in reductions)} "
         f"{'keeps' if len(reductions) == 1 else 'keep'} whole rows of {cols} "
         f"elements in UB, unless the schedule splits the reduction axis into chunks; the "
-        f"default does that only for outputs of rank 2 or more whose reductions (one value "
-        f"per row each) read inputs alone along their axis. Ways out: a Schedule that splits "
+        f"default does that only when every reduction is a row statistic reading inputs "
+        f"alone along its axis (schedule.chunks.chunkable). Ways out: a Schedule that splits "
         f"the reduction, e.g. split('{reductions[0]}', '{_reduce_axis(obj, reductions[0])}', "
-        f"{_chunk_hint(obj, target)}) with the stage computed per tile (schedule/chunks.py), "
+        f"{_chunk_hint(obj, target, cols)}) (schedule/chunks.py), "
         f"rows of fewer columns, or fewer or narrower row-wide values in the algorithm",
         last.facts) from None
 
@@ -115,10 +115,11 @@ def _reduce_axis(algo: Algorithm, stage: str) -> str:
                 if isinstance(e, Reduce))
 
 
-def _chunk_hint(algo: Algorithm, target: Target) -> int:
-    """A chunk width to suggest: a quarter of UB in float32 values, in 32-byte blocks."""
+def _chunk_hint(algo: Algorithm, target: Target, cols: int) -> int:
+    """A chunk width to suggest: a quarter of the row, at most a quarter of UB in float32
+    values, in 32-byte blocks."""
     per = target.block_bytes // 4
-    return target.scope(Scope.UB).usable // 4 // 4 // per * per
+    return max(per, min(target.scope(Scope.UB).usable // 4 // 4, cols // 4) // per * per)
 
 
 def _reduction_stages(algo: Algorithm) -> list[str]:

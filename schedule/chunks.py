@@ -50,15 +50,23 @@ def chunk_split(s: Schedule, stage: str) -> Split | None:
                  if isinstance(d, Split) and d.stage == stage and d.axis == k), None)
 
 
-def chunkable(algo: Algorithm) -> bool:
-    """Whether every reduction stage of ``algo`` is one value per row (or the 1-D output
-    itself) that reads, along its reduce axis, inputs alone once every other non-output stage
-    is inlined."""
+def stat_rank(algo: Algorithm) -> int:
+    """The rank of a row statistic of ``algo``: its root output's when the root is itself a
+    reduction or 1-D (``lse[i]``, ``y[p, i] = sum_k x[p, i, k]``: every output element is
+    one), else one less (``mx[i]`` of a softmax ``y[i, j]``)."""
     out = root_output(algo)
-    rank = max(1, len(out.shape) - 1)  # of a row statistic (a 1-D output is one too)
+    return len(out.shape) if reduces(out) or len(out.shape) == 1 else len(out.shape) - 1
+
+
+def chunkable(algo: Algorithm) -> bool:
+    """Whether every reduction stage of ``algo`` is a row statistic (``stat_rank``; the root
+    output may be one) that reads, along its reduce axis, inputs alone once every other
+    non-output stage is inlined."""
+    out = root_output(algo)
+    rank = stat_rank(algo)
     per_row = {st.name for st in algo.stages if st not in algo.outputs and len(st.shape) == rank}
     stages = [st for st in algo.stages if reduces(st)]
-    chunked = per_row | ({out.name} if len(out.shape) == 1 else set())
+    chunked = per_row | ({out.name} if len(out.shape) == rank else set())
     if not stages or any(st.name not in chunked for st in stages):
         return False
     for st in stages:

@@ -38,7 +38,7 @@ from ascendsched.algo.expr import Load, Reduce
 from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.algo.tensor import Tensor
-from ascendsched.schedule.chunks import chunk_axis, chunkable
+from ascendsched.schedule.chunks import chunk_axis, chunkable, stat_rank
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
 from ascendsched.schedule.schedule import Schedule
@@ -276,7 +276,7 @@ def _chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     then 3/4, 1/2 and 1/4 of it, each after the widest piece at least half as wide that
     divides the row."""
     out = root_output(algo)
-    if len(out.shape) < 2 or not chunkable(algo):
+    if stat_rank(algo) == len(out.shape) or not chunkable(algo):
         return []
     n = int(out.shape[-1])
     gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
@@ -298,15 +298,17 @@ def _chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
 
 
 def _chunked_rows(algo: Algorithm, target: Target) -> list[tuple[TileShape, int]]:
-    """(tile, chunk width) of a 1-D output of row statistics (``lse[i]``, ``y[i] = sum_k
-    x[i, k]``) whose rows no tile holds whole: tiles of one 32-byte block of outputs (fewer
-    when the cores would go without), every reduction read in chunks of 2048 columns or,
-    should the planner not fit them, 1024, 512 or 256 (each candidate a build and a plan)."""
+    """(tile, chunk width) of an output of row statistics (``lse[i]``, ``y[p, i] = sum_k
+    x[p, i, k]``) whose rows no tile holds whole: tiles of one 32-byte block of outputs along
+    the last axis (fewer when the cores would go without) and single rows of the others, every
+    reduction (the output's own too) read in chunks of 2048 columns or, should the planner not
+    fit them, 1024, 512 or 256 (each candidate a build and a plan)."""
     out = root_output(algo)
-    if len(out.shape) != 1 or not chunkable(algo):
+    if stat_rank(algo) != len(out.shape) or not chunkable(algo):
         return []
-    rows = int(out.shape[0])
-    per_tile = min(target.elems_per_block(out.dtype.bytes), -(-rows // target.num_aiv))
+    rows = math.prod(int(d) for d in out.shape)
+    per_tile = min(target.elems_per_block(out.dtype.bytes), -(-rows // target.num_aiv),
+                   int(out.shape[-1]))
     size = min(int(v.extent) for st in algo.stages for e in walk(st.op.body)  # type: ignore
                if isinstance(e, Reduce) for v in e.axes)
     gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
@@ -375,7 +377,7 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
     per_tile = computed_per_row(algo) if rows_outer else computed_per_tile(algo)
     if chunk is not None:
         per_tile = frozenset(st.name for st in algo.stages if st.name in per_tile
-                             and len(st.shape) == max(1, len(out.shape) - 1))
+                             and len(st.shape) == stat_rank(algo))
     at = loops[0] if rows_outer else s.legal_compute_at(out.name)[0]
 
     def chunked(s: Schedule, st: Tensor) -> Schedule:
@@ -405,11 +407,11 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
         fixed = invariant_inputs(algo, tile, target) if loops else frozenset()
     for name in sorted(fixed):
         s = s.load_once(name, hoist=hoist)
-    # a 1-D output's chunks alternate between two copies within one tile too (row sum of
+    # chunks of an output of row statistics alternate between two copies in one tile too (row sum of
     # 8 x 100 000 float32 on 8 cores: modelled 22.5 -> 20.8 us); a row's pieces are not
     # worth the narrower pieces two copies need (RMSNorm 4 x 70 000: 7 008 columns, one copy
     # 20.1 us; 2 800, two copies, 24.1 us)
-    if copies > 1 and (tiles > 1 or chunk is not None and len(out.shape) == 1):
+    if copies > 1 and (tiles > 1 or chunk is not None and stat_rank(algo) == len(out.shape)):
         for t in algo.inputs:
             if t.name not in fixed:
                 s = s.buffer(t.name, copies)

@@ -172,6 +172,22 @@ def test_default_of_a_vocabulary_wide_logsumexp_reads_chunks_per_tile_of_rows() 
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 
+def test_default_of_a_2d_output_that_is_a_reduction_reads_chunks() -> None:
+    """y[p, i] = sum_k x[p, i, k]^2 (4 x 300 x 4096 float32): 8 rows of 4096 float32 (one
+    32-byte block of outputs) with their squares do not fit UB; the default reads them in
+    chunks (it had no default before), equal to numpy race-free."""
+    from ascendsched.lower.schedule_for import schedule_for
+    from ascendsched.schedule.chunks import chunk_split
+
+    x = placeholder("x", (4, 300, 4096), "float32")
+    k = reduce_axis(4096, "k")
+    y = compute("y", (4, 300), lambda p, i: reduce_sum(x[p, i, k] * x[p, i, k], k))
+    s = schedule_for(algorithm("bsum", y))
+    assert chunk_split(s, "y").factor == 1024 and s.loop_nest("y").factors == {"p": 1, "i": 8}
+    verdicts = check(s, cpp=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+
+
 @pytest.mark.slow  # g++ build and run
 def test_default_of_a_vocabulary_wide_softmax_passes_every_rung() -> None:
     """softmax 64 x 32 000 (a Llama-2 vocabulary): no tile holds a row; the default reads

@@ -50,12 +50,12 @@ def chunk_split(s: Schedule, stage: str) -> Split | None:
                  if isinstance(d, Split) and d.stage == stage and d.axis == k), None)
 
 
-def stat_rank(algo: Algorithm) -> int:
-    """The rank of a row statistic of ``algo``: its root output's when the root is itself a
-    reduction or 1-D (``lse[i]``, ``y[p, i] = sum_k x[p, i, k]``: every output element is
-    one), else one less (``mx[i]`` of a softmax ``y[i, j]``)."""
-    out = root_output(algo)
-    return len(out.shape) if reduces(out) or len(out.shape) == 1 else len(out.shape) - 1
+def stat_rank(algo: Algorithm) -> int | None:
+    """The rank of the row statistics of ``algo``, the stages that reduce (``mx[i]`` of a
+    softmax ``y[i, j]``: 1; ``lse[p, i]`` or ``y[p, i] = sum_k x[p, i, k]``: 2, the root
+    output's own); None when they differ or there are none."""
+    ranks = {len(st.shape) for st in algo.stages if reduces(st)}
+    return ranks.pop() if len(ranks) == 1 else None
 
 
 def chunkable(algo: Algorithm) -> bool:
@@ -64,6 +64,8 @@ def chunkable(algo: Algorithm) -> bool:
     non-output stage is inlined."""
     out = root_output(algo)
     rank = stat_rank(algo)
+    if rank is None or rank not in (len(out.shape), len(out.shape) - 1):
+        return False
     per_row = {st.name for st in algo.stages if st not in algo.outputs and len(st.shape) == rank}
     stages = [st for st in algo.stages if reduces(st)]
     chunked = per_row | ({out.name} if len(out.shape) == rank else set())

@@ -306,9 +306,11 @@ def _chunked_rows(algo: Algorithm, target: Target) -> list[tuple[TileShape, int]
     out = root_output(algo)
     if stat_rank(algo) != len(out.shape) or not chunkable(algo):
         return []
-    rows = math.prod(int(d) for d in out.shape)
-    per_tile = min(target.elems_per_block(out.dtype.bytes), -(-rows // target.num_aiv),
-                   int(out.shape[-1]))
+    rows, last = math.prod(int(d) for d in out.shape), int(out.shape[-1])
+    block = target.elems_per_block(out.dtype.bytes)
+    # a 1-D tile may be single elements; a UB row of a 2-D one is whole or 32-byte blocks
+    per_tile = min(block, -(-rows // target.num_aiv)) if len(out.shape) == 1 else \
+        min(block, last)
     size = min(int(v.extent) for st in algo.stages for e in walk(st.op.body)  # type: ignore
                if isinstance(e, Reduce) for v in e.axes)
     gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)

@@ -188,6 +188,27 @@ def test_default_of_a_2d_output_that_is_a_reduction_reads_chunks() -> None:
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 
+@pytest.mark.parametrize("lead, n, dtype", [
+    ((3, 5), 70001, "float32"),  # statistics of rank 2: whole 5-element UB rows of outputs
+    ((2, 3), 40000, "float32"),  # a last output axis shorter than a 32-byte block
+    ((1,), 100003, "float16"),  # one row: one core
+])
+def test_defaults_of_wide_statistics_of_any_rank_equal_numpy(lead, n, dtype) -> None:
+    from ascendsched.lower.schedule_for import schedule_for
+    from ascendsched.schedule.chunks import chunk_split
+
+    x = placeholder("x", (*lead, n), dtype)
+    k, k2 = reduce_axis(n, "k"), reduce_axis(n, "k2")
+    mx = compute("mx", lead, lambda *ix: reduce_max(x[(*ix, k)].astype("float32"), k))
+    sm = compute("s", lead, lambda *ix: reduce_sum(exp(x[(*ix, k2)].astype("float32")
+                                                       - mx[ix]), k2))
+    s = schedule_for(algorithm("logsumexp", compute("lse", lead,
+                                                    lambda *ix: mx[ix] + log(sm[ix]))))
+    assert chunk_split(s, "mx") is not None and chunk_split(s, "s") is not None
+    verdicts = check(s, cpp=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+
+
 @pytest.mark.slow  # g++ build and run
 def test_default_of_a_vocabulary_wide_softmax_passes_every_rung() -> None:
     """softmax 64 x 32 000 (a Llama-2 vocabulary): no tile holds a row; the default reads

@@ -59,11 +59,16 @@ class _ChunkedReductions:
         """Every tile stage whose reduction the schedule chunks: its split and the reduction
         (a node of the stage's inlined body), checked."""
         out: dict[str, tuple[Split, Reduce]] = {}
-        for st in self.tile_stages:
+        for st in self.algo.stages:
             d = chunk_split(self.s, st.name)
             if d is None:
                 continue
             call = f"split('{st.name}', '{d.axis}', {d.factor})"
+            if st.name in self.inlined:  # its chunks would be dropped without a word
+                raise ScheduleError(
+                    f"{call}: '{st.name}' is inlined into its consumers, where its reduction "
+                    f"is read whole; compute it at a tile loop to read it in chunks: "
+                    f"compute_at('{st.name}', '{self.out.name}', <tile loop>)")
             reds = [e for e in walk(self.bodies[st.name])
                     if isinstance(e, Reduce) and any(v.name == d.axis for v in e.axes)]
             if len(reds) != 1 or len(reds[0].axes) != 1:

@@ -21,6 +21,11 @@ with the buffering asked for (else the first that fits at all). The rules:
   (``_rows_outer_pieces``); otherwise, or when those row-wide buffers do not fit, the piece
   loop is fused under the row loop, so the pieces of every row spread over the cores (each
   piece still reduces its whole row);
+- rows no tile holds whole, not even in pieces, get their statistics read in chunks
+  (``schedule/chunks.py``), last: pieces of each row under the bound row loop with the
+  statistics computed once per row in chunks of the piece's width (softmax over a 32 000-word
+  vocabulary), or, for an output of row statistics (logsumexp), tiles of a 32-byte block of
+  it, each reading its rows in chunks (``_chunked_pieces``, ``_chunked_rows``);
 - the outermost tile loop is bound to min(tiles, vector cores) cores;
 - inputs every tile reads whole (``gamma[j]`` with only rows tiled) are loaded once per core
   (``load_once``); the other input tiles and the output tile are double buffered when a core
@@ -337,9 +342,9 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
     """The default schedule of one tile shape (see the module docstring). ``rows_outer``: the
     pieces of each row stay under the bound row loop (not fused with it), the per-row stages
     are computed at the row loop and the inputs of no row axis are loaded once. ``chunk``: only
-    the stages of one value per row are computed per row (per tile of a 1-D output), each
-    reduction, the 1-D output's own too, in chunks of that width; the row-wide stages are
-    inlined and no input is loaded once."""
+    the row statistics (``schedule.chunks.stat_rank``) are computed, per row or per tile of
+    an output of them, each reduction, the output's own too, in chunks of that width; the
+    row-wide stages are inlined and no input is loaded once."""
     out = root_output(algo)
     s = Schedule(algo, target=target)
     assert out.op is not None
@@ -409,10 +414,10 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
         fixed = invariant_inputs(algo, tile, target) if loops else frozenset()
     for name in sorted(fixed):
         s = s.load_once(name, hoist=hoist)
-    # chunks of an output of row statistics alternate between two copies in one tile too (row sum of
-    # 8 x 100 000 float32 on 8 cores: modelled 22.5 -> 20.8 us); a row's pieces are not
-    # worth the narrower pieces two copies need (RMSNorm 4 x 70 000: 7 008 columns, one copy
-    # 20.1 us; 2 800, two copies, 24.1 us)
+    # the chunks of an output of row statistics alternate between two copies within one tile
+    # too (row sum of 8 x 100 000 float32 on 8 cores: modelled 22.5 -> 20.8 us); a row's
+    # pieces are not worth the narrower pieces two copies need (RMSNorm 4 x 70 000: 7 008
+    # columns, one copy, 20.1 us; 2 800, two copies, 24.1 us)
     if copies > 1 and (tiles > 1 or chunk is not None and stat_rank(algo) == len(out.shape)):
         for t in algo.inputs:
             if t.name not in fixed:

@@ -110,6 +110,13 @@ def test_reading_a_computed_stage_along_the_chunked_axis_says_inline_it() -> Non
         lower(s)
 
 
+def test_chunks_of_an_inlined_stage_are_not_dropped_silently() -> None:
+    s = (_rmsnorm(9, 1500, 400).compute_inline("r"))
+    with pytest.raises(ScheduleError, match=r"split\('r', 'k', 400\): 'r' is inlined into its "
+                       r"consumers.*compute_at\('r', 'y', <tile loop>\)"):
+        lower(s)
+
+
 def test_load_once_and_chunks_of_one_input_conflict() -> None:
     x = placeholder("x", (8, 1024), "float32")
     w = placeholder("w", (1024,), "float32")

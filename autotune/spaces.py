@@ -24,8 +24,7 @@ from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.autotune.space import Param, Space
 from ascendsched.errors import AscendSchedError
 from ascendsched.schedule import ub_budget
-from ascendsched.schedule.chunks import chunk_axis, chunkable
-from ascendsched.schedule.cube_directives import reduce_var_of
+from ascendsched.schedule.chunks import chunk_var, chunkable
 from ascendsched.schedule.gemm import GemmSchedule, cube_geometry
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
@@ -217,9 +216,9 @@ class VectorBuild:
         for st, is_red in self.stages:
             if chunks and st in self.row_stats:  # once per row, reduced in chunks of a piece
                 s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[-1])
-                k = chunk_axis(s, st)
-                if k is not None:
-                    s = s.split(st, k, min(c["cols"], int(reduce_var_of(s, st).extent)))
+                kv = chunk_var(s, st)
+                if kv is not None:
+                    s = s.split(st, kv.name, min(c["cols"], int(kv.extent)))
             elif chunks:  # row-wide stages: computed per chunk and per piece
                 s = s.compute_inline(st)
             elif outer and st in self.per_row:  # once per iteration of the outer tile loop

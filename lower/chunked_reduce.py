@@ -26,20 +26,17 @@ inlined (computed chunk by chunk with it), and an input loaded once is whole in 
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from ascendsched.algo.algorithm import loads
 from ascendsched.algo.expr import IndexVar, Load, Reduce
 from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.tensor import Tensor
-from ascendsched.dtypes import DType
 from ascendsched.errors import ScheduleError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.bounds import Axis, _union
 from ascendsched.lower.ir import For, If, Stmt
+from ascendsched.lower.select_reduce import COMBINE, IDENTITY
 from ascendsched.lower.tile_memory import Layout
 from ascendsched.lower.vector_instrs import Val
 from ascendsched.schedule.chunks import chunk_split, reads_along
@@ -47,9 +44,6 @@ from ascendsched.schedule.chunks import chunk_split, reads_along
 if TYPE_CHECKING:
     from ascendsched.lower.build_loop_nest import _Version
     from ascendsched.schedule.schedule import Split
-
-COMBINE = {"sum": "add", "max": "max", "min": "min"}
-
 
 class _ChunkedReductions:
     """Chunked reductions, a part of ``_Builder`` (lower/build_loop_nest.py), whose schedule,
@@ -59,6 +53,7 @@ class _ChunkedReductions:
         """Every tile stage whose reduction the schedule chunks: its split and the reduction
         (a node of the stage's inlined body), checked."""
         out: dict[str, tuple[Split, Reduce]] = {}
+        self.chunk_loads: dict[str, frozenset[int]] = {}  # ids of the loads read in chunks
         for st in self.algo.stages:
             d = chunk_split(self.s, st.name)
             if d is None:
@@ -91,14 +86,14 @@ class _ChunkedReductions:
                         f"{call}: load_once('{t.name}') keeps '{t.name}' whole in UB, but "
                         f"'{st.name}' reads it in chunks of {d.factor}; drop one of the two")
             out[st.name] = (d, red)
+            self.chunk_loads[st.name] = frozenset(
+                id(ld) for ld in loads(red.body) if reads_along(ld, rv))
         return out
 
     def chunk_read(self, stage: str, ld: Load) -> bool:
         """Whether ``ld`` in ``stage``'s body is read chunk by chunk (not over the tile's
         box, which bounds inference then leaves out)."""
-        got = self.chunks.get(stage)
-        return got is not None and reads_along(ld, got[1].axes[0]) and any(
-            ld is x for x in loads(got[1].body))
+        return id(ld) in self.chunk_loads.get(stage, ())
 
     def _chunked_stage(self, v: _Version, st: Tensor, lay: Layout,
                        layouts: dict[str, Layout], copy: Affine) -> None:
@@ -119,7 +114,7 @@ class _ChunkedReductions:
         body = self.bodies[st.name]
         whole = body is red and red.dtype == lay.dtype and axes == tuple(range(len(dom)))
         acc = dst if whole else gen.temp(axes, red.dtype, f"running {red.op} over '{rv.name}'")
-        ident = _identity(red.op, red.dtype)
+        ident = IDENTITY[red.op]
         gen.vec("vec_dup", acc, (), "dup", (("value", ident),),
                 f"{st.name}: the running {red.op} starts at {ident}")
         what = f"chunks of {rv.name} (split by {d.factor}): the running {red.op} of {st.name}"
@@ -167,15 +162,6 @@ class _ChunkedReductions:
         gen = _ExprGen(self, v, st.name, dom, env, mine)
         gen.chunk = (rv, chunk)
         part = gen.reduce(red, None)
-        gen.vec("vec_binary", acc, (acc, part), COMBINE[red.op], (("fn", COMBINE[red.op]),),
+        fn = COMBINE[red.op]
+        gen.vec("vec_binary", acc, (acc, part), fn, (("fn", fn),),
                 f"{st.name}: running {red.op} and this chunk's")
-
-
-def _identity(op: str, dtype: DType) -> float | int:
-    """``op``'s identity in ``dtype``: 0 for a sum, the lowest (highest) value for a max (min)."""
-    if op == "sum":
-        return 0
-    if dtype.is_float:
-        return -math.inf if op == "max" else math.inf
-    info = np.iinfo(dtype.np)
-    return int(info.min) if op == "max" else int(info.max)

@@ -23,6 +23,8 @@ from ascendsched.schedule.ub_budget import block_reduces, halving_fits
 from ascendsched.target import Pipe
 
 HALVINGS = 3  # pairwise elementwise levels before WholeReduce in a row reduction (_halve)
+COMBINE = {"sum": "add", "max": "max", "min": "min"}  # the elementwise op joining two partials
+IDENTITY = {"sum": 0, "max": -math.inf, "min": math.inf}  # (reductions are float only)
 
 
 class _Reductions:
@@ -145,7 +147,7 @@ class _Reductions:
         self.b._alloc(acc, dt, rows * npad, 1, (rows, npad), what)
         out: list[Stmt] = []
         if gap:  # op's identity in the 32 B block holding the skipped slot, in every row
-            ident = {"sum": 0.0, "max": -math.inf, "min": math.inf}[op]
+            ident = IDENTITY[op]
             blk = Val(acc, Affine(), dt, Affine(full - full % per), ())
             out += self._cover("vec_dup", [(blk, npad, 1)], rows, per, (("value", ident),),
                                f"{self.stage}: {op} identity in the slot before the tail's")
@@ -175,7 +177,7 @@ class _Reductions:
         epr = self.t.repeat_bytes // src.dtype.bytes
         full, tail = divmod(cols, epr)
         self.b._alloc(accv.buf, src.dtype, rows * epr, 1, (rows, epr), what)
-        fn = {"sum": "add", "max": "max", "min": "min"}[op]
+        fn = COMBINE[op]
         a = (accv, epr, 1)
 
         def chunk(col: Affine) -> tuple[Val, int, int]:
@@ -206,7 +208,7 @@ class _Reductions:
         row width. The first level's partials take half the rows' bytes, so a tile whose
         partials fail ``halving_fits`` (``schedule/ub_budget.py``) reduces by WholeReduce
         alone. Returns the partials, their row stride and their columns."""
-        fn = {"sum": "add", "max": "max", "min": "min"}[op]
+        fn = COMBINE[op]
         if not halving_fits(rows, n, self.t):
             return src, src_rs, n * epr  # the first level's partials would crowd the tile out
         for _ in range(HALVINGS):

@@ -28,15 +28,19 @@ if TYPE_CHECKING:
     from ascendsched.schedule.schedule import Schedule, Split
 
 
-def chunk_axis(s: Schedule, stage: str) -> str | None:
+def chunk_var(s: Schedule, stage: str) -> ReduceVar | None:
     """The reduce axis whose split chunks ``stage``'s reduction (None: the stage has no single
     reduce axis, or is a contraction, whose reduce splits are Cube K steps)."""
     from ascendsched.schedule.cube_directives import reduce_var_of
 
     kv = reduce_var_of(s, stage)
-    if kv is None or is_matmul_stage(s.algo.tensor(stage)):
-        return None
-    return kv.name
+    return None if kv is None or is_matmul_stage(s.algo.tensor(stage)) else kv
+
+
+def chunk_axis(s: Schedule, stage: str) -> str | None:
+    """The name of :func:`chunk_var`."""
+    kv = chunk_var(s, stage)
+    return kv.name if kv is not None else None
 
 
 def chunk_split(s: Schedule, stage: str) -> Split | None:

@@ -43,7 +43,7 @@ from ascendsched.algo.expr import Load, Reduce
 from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.algo.tensor import Tensor
-from ascendsched.schedule.chunks import chunk_axis, chunkable, stat_rank
+from ascendsched.schedule.chunks import chunk_var, chunkable, stat_rank
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
 from ascendsched.schedule.schedule import Schedule
@@ -388,12 +388,8 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
     at = loops[0] if rows_outer else s.legal_compute_at(out.name)[0]
 
     def chunked(s: Schedule, st: Tensor) -> Schedule:
-        k = chunk_axis(s, st.name) if chunk is not None else None
-        if k is None:
-            return s
-        size = next(int(v.extent) for e in walk(st.op.body)  # type: ignore[union-attr]
-                    if isinstance(e, Reduce) for v in e.axes)
-        return s.split(st.name, k, min(chunk, size))
+        kv = chunk_var(s, st.name) if chunk is not None else None
+        return s if kv is None else s.split(st.name, kv.name, min(chunk, int(kv.extent)))
 
     for st in algo.stages:
         if st is out:

@@ -386,11 +386,11 @@ class Schedule(Scheduled):
         factors = {a: s for a, s in zip(axes, t.shape)}
         loops: list[tuple[str, tuple[str, ...]]] = []
         bound = None
-        chunked = chunk_axis(self, stage)  # its split makes chunk loops, not tile loops
         for d in self.directives:
             if getattr(d, "stage", None) != stage:
                 continue
-            if isinstance(d, Split) and d.axis == chunked:
+            # a split of a chunked reduce axis makes chunk loops, not tile loops
+            if isinstance(d, Split) and d.axis not in axes and d.axis == chunk_axis(self, stage):
                 continue
             if isinstance(d, Split):
                 factors[d.axis] = d.factor

@@ -97,3 +97,12 @@ def chunkable(algo: Algorithm) -> bool:
 def reads_along(ld: Load, rv: ReduceVar) -> bool:
     """Whether a subscript of ``ld`` moves with reduce axis ``rv``."""
     return any(x == rv for e in ld.indices for x in walk(e))
+
+
+def dividing_width(n: int, w: int, gran: int) -> int | None:
+    """The widest multiple of ``gran`` in ``(w / 2, w]`` that divides a row of ``n`` (None:
+    none does). Pieces or chunks of that width leave no tail, whose second version of every
+    statement, and loads waiting for the piece loop's work, cost more than the narrower
+    width (log-softmax 4096 x 32 000 models 512.1 us in 8 000-column pieces, 663.4 us in
+    8 800-column ones)."""
+    return next((d for d in range(w // gran * gran, w // 2, -gran) if d and n % d == 0), None)

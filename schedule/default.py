@@ -43,7 +43,7 @@ from ascendsched.algo.expr import Load, Reduce
 from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.algo.tensor import Tensor
-from ascendsched.schedule.chunks import chunk_var, chunkable, stat_rank
+from ascendsched.schedule.chunks import chunk_var, chunkable, dividing_width, stat_rank
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
 from ascendsched.schedule.schedule import Schedule
@@ -298,7 +298,8 @@ def _chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     # in the widest that fit, 3 856, which lower in 1.48 s against 0.27 s.)
     widths: list[int] = []
     for w in dict.fromkeys(max(1, widest * f // 4) * gran for f in (4, 3, 2, 1)):
-        widths += [d for d in range(w, w // 2, -gran) if n % d == 0][:1] + [w]
+        d = dividing_width(n, w, gran)
+        widths += ([d] if d else []) + [w]
     return [TileShape(1, w) for w in dict.fromkeys(widths)]
 
 

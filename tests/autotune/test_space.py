@@ -224,3 +224,16 @@ def test_stats_chunks_reach_rows_no_tile_holds() -> None:
     with pytest.raises(CapacityError):
         lower(space.schedule(tuple(dict(point, stats="outer")[n] for n in names)))
 
+
+
+def test_column_tiles_include_widths_that_divide_the_row() -> None:
+    """Beside each power-of-two column tile, the widest one above its half that divides the
+    row (as the default's pieces): 8 000 for a 32 000-word vocabulary, whose default
+    schedule's 8 000-column pieces the tuner could not reach before; none for 4096."""
+    from ascendsched.lower.schedule_for import schedule_for
+
+    cols = dict((p.name, p.choices) for p in default_space(L.softmax(64, 32000)).params)["cols"]
+    assert {8000, 4000, 2000, 8192, 4096}.issubset(cols)
+    assert schedule_for(L.softmax(64, 32000)).loop_nest("y").factors["j"] in cols
+    plain = dict((p.name, p.choices) for p in default_space(L.softmax(64, 4096)).params)
+    assert plain["cols"] == (256, 512, 1024, 2048, "whole")

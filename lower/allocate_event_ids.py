@@ -136,7 +136,8 @@ def _allocate(kernel: Kernel, target: Target, verify: bool, oracle: SyncOracle |
         pingpong = [c for c in cs if c.n_ids == 2]
         ran_out = f"{core} {src}_{dst}: event ids {ids} ran out; merged "
         # two ping-pong pairs on one pair of ids: both keep overlapping
-        merged = _merged(kernel, pingpong, ran_out + "double-buffered ", ", still one id per copy")
+        merged = _merged(kernel, pingpong, ran_out + "double-buffered ", ", still one id per copy") \
+            or _merged_carried(kernel, pingpong, ran_out + "double-buffered ")
         if merged is not None:
             kernel = merged
             continue
@@ -324,6 +325,62 @@ def _merged(kernel: Kernel, cs: list[_Chan], head: str, note: str) -> Kernel | N
         f"{head}'{b.comment}' into '{a.comment}' (one set after both sources, one wait before "
         f"both sinks{note})"), stacklevel=3)  # where the others point: _allocate's call
     return _merge(kernel, a, b)
+
+
+def _merged_carried(kernel: Kernel, cs: list[_Chan], head: str) -> Kernel | None:
+    """``kernel`` with one carried ping-pong channel's pair joined to another's in the loop
+    body they share (the earlier wait before the sinks, the later set after the sources; one
+    prologue and epilogue), said in a warning; None if no two join. A carried pair waits at
+    the top of the body for the sources of two iterations back, so the joined pair delays a
+    sink only until the other's source of that iteration is done, and both keep their copies
+    overlapping (LayerNorm over 32 000-column rows: x, gamma and beta pieces in one body, x
+    chunks of the two statistics' loops in the others, 4 such channels for 6 ids)."""
+    pair = _carried_pair(cs)
+    if pair is None:
+        return None
+    a, b, body = pair
+    warnings.warn(EventIdPressureWarning(
+        f"{head}'{b.comment}' into '{a.comment}' (one wait before both sinks, one set after "
+        f"both sources, still one id per copy)"), stacklevel=3)  # _allocate's call
+    where = {id(i): (r, pos, path) for i, (r, pos, path) in zip(a.instrs + b.instrs,
+                                                                  a.flags + b.flags, strict=True)}
+    here = [i for i in a.instrs + b.instrs if where[id(i)][2] == body
+            and where[id(i)][0] in (SyncRole.SET, SyncRole.WAIT)]
+    keep = {id(max((i for i in here if isinstance(i, SetFlag)), key=lambda i: where[id(i)][1])),
+            id(min((i for i in here if isinstance(i, WaitFlag)), key=lambda i: where[id(i)][1]))}
+    comment = "; ".join(dict.fromkeys(a.comment.split("; ") + b.comment.split("; ")))
+
+    def fn(s: EventSync) -> tuple[Stmt, ...]:
+        if s.channel == a.channel and id(s) not in {id(i) for i in here}:
+            return (s,)  # a's pairs in its other bodies, its prologue and epilogue
+        if id(s) not in keep:
+            return ()  # the other pair's flag in the body, b's prologue and epilogue
+        return (replace(s, channel=a.channel, comment=comment),)
+
+    return _rewrite(kernel, {a.channel, b.channel}, fn)
+
+
+def _carried_pair(cs: list[_Chan]) -> tuple[_Chan, _Chan, tuple[int, ...]] | None:
+    """Two carried channels ``a``, ``b`` of one id count, their prologue sets and epilogue
+    waits in the same bodies, ``b``'s one pair in a body where ``a`` has one pair too; and
+    that body."""
+    def ends(c: _Chan) -> list[tuple[str, tuple[int, ...]]]:
+        return sorted((str(r), q) for r, _, q in c.flags
+                      if r in (SyncRole.PROLOGUE, SyncRole.EPILOGUE))
+
+    def pairs_in(c: _Chan, body: tuple[int, ...]) -> int:
+        roles = [r for r, _, q in c.flags if q == body]
+        return 1 if sorted(map(str, roles)) == ["set", "wait"] else 0
+
+    for b in cs:
+        mains = {q for r, _, q in b.flags if r in (SyncRole.SET, SyncRole.WAIT)}
+        if not ends(b) or len(mains) != 1 or not pairs_in(b, body := next(iter(mains))):
+            continue
+        for a in cs:
+            if a is not b and a.n_ids == b.n_ids and ends(a) == ends(b) \
+                    and pairs_in(a, body):
+                return a, b, body
+    return None
 
 
 def _merge(kernel: Kernel, a: _Chan, b: _Chan) -> Kernel:

@@ -90,7 +90,7 @@ def allocate_ids(kernel: Kernel, deps: Dependences, target: Target, pruned: Prun
         return allocate_event_ids(pruned.kernel, target, oracle=pruned.oracle,
                                   dropped=pruned.dropped, deps=deps)
     first, warned, error = _allocated(pruned, deps, target)
-    if _fallbacks(warned) or error is not None:
+    if (_fallbacks(warned) or error is not None) and _joinable(pruned.oracle.kernel):
         again = place_syncs(kernel, deps, target, join_classes=True)
         again_pruned = remove_redundant_sync(again.kernel, deps, target,
                                              settled_by=again.settled_by, oracle=again.oracle)
@@ -111,6 +111,16 @@ def _nested_loops(kernel: Kernel) -> bool:
     ``join_classes`` move a carried channel's prologue and epilogue)."""
     return any(isinstance(b, For) for p in kernel.programs
                for _, around in iter_instrs(p.body) for b in around[1:])
+
+
+def _joinable(kernel: Kernel) -> bool:
+    """Whether some carried channel's prologue sits inside a statement of the placed
+    ``kernel`` (before pruning). Else every carried pair runs over a loop of the program
+    body, at every step of placement too (ping-pong ids add carried pairs, nothing moves
+    one), and joining the tile classes' channels would place the same syncs again (LayerNorm
+    over 32 000-column rows: 0.25 s)."""
+    return any(isinstance(i, SetFlag) and i.role == SyncRole.PROLOGUE and len(around) > 0
+               for p in kernel.programs for i, around in iter_instrs(p.body))
 
 
 def _fallbacks(warned: list[warnings.WarningMessage]) -> int:

@@ -542,3 +542,26 @@ def test_vector_pairs_get_up_front_the_ping_pong_ids_the_check_would_ask_for(
     assert changed == [ahead]
     monkeypatch.setattr(ins, "_ahead_up_front", lambda reqs, kernel, join: reqs)
     assert str(lower(schedule_for(make()))) == fast
+
+
+def test_carried_ping_pong_pairs_short_of_ids_join_where_they_share_a_body() -> None:
+    """LayerNorm 64 x 32 000 (default: the statistics in chunk loops, then pieces of x,
+    gamma and beta, all double buffered) needs four carried V -> MTE2 ping-pong channels, 8
+    ids of 6. The x chunks of the three loops share one channel, gamma's pair joins it in
+    the piece body (one wait before both loads, one set after both reads) and every load
+    keeps alternating two ids; before, three channels fell back to one id each. Equal to
+    numpy race-free."""
+    from ascendsched.api.check import check
+
+    s = schedule_for(L.layernorm(64, 32000))
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        k = lower(s)
+    said = [str(w.message) for w in got if issubclass(w.category, EventIdPressureWarning)]
+    assert said and all("merged double-buffered 'gamma_ub" in m for m in said), said
+    waits = " ".join(i for i in _syncs(k) if i.startswith("wait V->MTE2"))
+    for loop in ("mean_k_o1", "var_k2_o2", "j_o"):  # the two statistics' chunks, the pieces
+        assert f"({loop} % 2)" in waits, waits
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EventIdPressureWarning)
+        assert all(v.ok for v in check(s, cpp=False))

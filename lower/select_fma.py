@@ -109,6 +109,6 @@ class _MulAdds:
             return False
         if dst is not None and acc == dst:
             return True
-        once = {v.buf for v in self.b.once_vals.values()}
-        return acc.buf in made and acc.buf not in once and acc.offset.is_const \
+        kept = {v.buf for v in self.b.once_vals.values()} | {v.buf for v in self.common.values()}
+        return acc.buf in made and acc.buf not in kept and acc.offset.is_const \
             and acc.offset.const == 0

@@ -56,9 +56,14 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
                  env: dict, layouts: dict[str, Layout]) -> None:
         self.b, self.v, self.stage, self.dom, self.env, self.layouts = b, v, stage, dom, env, layouts
         self.t = b.t
+        # common subexpressions: nodes met more than once in the body being walked (an inlined
+        # stage read twice: LayerNorm's d * d with d = x - mean) and their values, computed once
+        self.repeated: frozenset[Expr] = frozenset()
+        self.common: dict[Expr, Val] = {}
 
     # ---- values
     def emit_into(self, e: Expr, dst: Val) -> None:
+        self.repeated = repeated(e)
         val = self.value(e, dst)
         if val is not dst:
             self.move(val, dst)
@@ -70,11 +75,16 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
             return self.load(e)
         if self.known is not None and e is self.known[0]:
             return self.known[1]
+        if dst is None and e in self.common:
+            return self.common[e]
         if dst is None and self.v is not self.b.once:
             key = self.b.invariant_axes(e, self.dom, self.env)
             if key is not None:
                 return self._hoist(e, key)
-        return self._node(e, dst)
+        val = self._node(e, dst)
+        if dst is None and e in self.repeated and val.const is None:
+            self.common[e] = val  # kept intact: no fused op overwrites it (select_fma.py)
+        return val
 
     def _hoist(self, e: Expr, key: tuple) -> Val:
         """``e``, a value of load_once inputs alone (``float32(gamma[j])``), computed once per
@@ -275,6 +285,7 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
             Axis(rv.name, Affine(), int(rv.extent))
         sub = _ExprGen(self.b, self.v, self.stage, self.dom + [ax],
                        {**self.env, rv: len(self.dom)}, self.layouts)
+        sub.repeated = repeated(e.body)
         body = sub.value(e.body)
         k = len(self.dom)
         if body.const is not None or body.strides[k] == 0:
@@ -333,6 +344,27 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
 
 
 # --------------------------------------------------------------------------- helpers
+def repeated(e: Expr) -> frozenset[Expr]:
+    """The computed nodes (not loads, constants or reductions, whose bodies are walked on
+    their own) that occur more than once in ``e``: each is computed once and its value read
+    again. Without it ``sum(d * d)`` with ``d = float32(x) - mean`` inlined casts and
+    subtracts twice per chunk (LayerNorm over 32 000-column rows: 2 of its 9 V passes)."""
+    seen: set[Expr] = set()
+    again: set[Expr] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, (Binary, Unary, Cast, Select, Compare)):
+            continue
+        if x in seen:
+            again.add(x)
+            continue  # its subtree was counted with its first occurrence
+        seen.add(x)
+        stack.extend(c for c in (getattr(x, f, None) for f in ("a", "b", "x", "cond"))
+                     if isinstance(c, Expr))
+    return frozenset(again)
+
+
 def cast_steps(src: DType, dst: DType, round_mode: str, target: Target, where: str
                ) -> list[tuple[DType, str]]:
     """The ``Cast`` calls converting ``src`` to ``dst``: ``[(to dtype, round mode), ...]``.

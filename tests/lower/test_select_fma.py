@@ -123,9 +123,12 @@ def test_a_peeled_tail_version_fuses_as_the_full_tiles_do() -> None:
     (InternalCompilerError, found by the property tests' schedule strategy). Freshness is
     what this expression made, so both versions fuse alike."""
     from ascendsched.algo import reduce_axis, reduce_max, relu
+    from ascendsched.algo.ops import abs_
 
     x = placeholder("in0", (9, 515), "float32")
-    t0 = compute("t0", (9, 515), lambda i, j: relu(-(x[i, j].astype("float16")
+    # |x| * x + x: x16 is computed once and read twice (select_vector.repeated), so the
+    # product's factor overwritten in place is |x|, which nothing else reads
+    t0 = compute("t0", (9, 515), lambda i, j: relu(-(abs_(x[i, j].astype("float16"))
                                                       * x[i, j].astype("float16")
                                                       + x[i, j].astype("float16"))))
     k = reduce_axis(515, "k")
@@ -138,3 +141,18 @@ def test_a_peeled_tail_version_fuses_as_the_full_tiles_do() -> None:
     assert check_trace(res.trace, kern.target).ok
     fused = [i for i in _instrs(kern, "vec_fma") if "r_" in i.writes[0].tensor]
     assert fused and len({i.writes[0].tensor for i in fused}) == 1  # full tiles and the tail
+
+
+def test_a_value_read_again_is_not_overwritten_by_a_fused_op() -> None:
+    """x16 * x16 + x16 with x16 = float16(x) a common subexpression: the FusedMulAdd may
+    not overwrite the value the other two reads share, so the factor it overwrites is cast
+    into the stage's tile on its own, and the kernel equals numpy."""
+    x = placeholder("in0", (16, 256), "float32")
+    y = compute("y", (16, 256), lambda i, j: x[i, j].astype("float16") * x[i, j].astype(
+        "float16") + x[i, j].astype("float16"))
+    s = Schedule(algorithm("square_plus", y)).split("y", "i", 8)
+    kern, _ = assert_matches_reference(s)
+    fma, casts = _instrs(kern, "vec_fma"), _instrs(kern, "vec_cast")
+    assert [i.writes[0].tensor for i in fma] == ["y_ub"] and len(casts) == 2
+    shared = next(c.writes[0].tensor for c in casts if c.writes[0].tensor != "y_ub")
+    assert [r.tensor for r in fma[0].reads].count(shared) == 2

@@ -176,3 +176,25 @@ def test_many_short_rows_fold_their_chunks_in_a_loop():
     assert folds[0][0].writes[0].dims == (Dim(32, 64), Dim(64, 1))
     [(tail, loops)] = _only(k, "s: sum partials += the tail")
     assert loops == [] and tail.writes[0].dims == (Dim(32, 64), Dim(4, 1))
+
+
+def test_a_subexpression_met_twice_is_computed_once():
+    """var[i] = sum_k d[i, k] * d[i, k] with d = float32(x) - mean inlined: the cast and
+    the subtraction run once per tile and the product reads their value twice (they ran
+    twice before), and the kernel still equals numpy race-free."""
+    from ascendsched.algo.algorithm import algorithm
+    from ascendsched.algo.ops import reduce_sum
+    from ascendsched.algo.tensor import compute, placeholder, reduce_axis
+    from ascendsched.api.check import check
+    from ascendsched.lower.pipeline import lower
+    from ascendsched.schedule import Schedule
+
+    x = placeholder("x", (40, 320), "float16")
+    mean = placeholder("mean", (40,), "float32")
+    d = compute("d", (40, 320), lambda i, j: x[i, j].astype("float32") - mean[i])
+    k = reduce_axis(320, "k")
+    var = compute("var", (40,), lambda i: reduce_sum(d[i, k] * d[i, k], k))
+    s = Schedule(algorithm("variance", var)).split("var", "i", 8).compute_inline("d")
+    ops = [i.op for p in lower(s).programs for i, _ in iter_instrs(p.body)]
+    assert ops.count("vec_cast") == 1 and ops.count("vec_binary") == 2  # sub, mul
+    assert all(v.ok for v in check(s, cpp=False))

@@ -76,6 +76,13 @@ class _ChunkedReductions:
                 if not reads_along(ld, rv):
                     continue
                 t = ld.tensor
+                if not t.is_placeholder and t in self.algo.outputs:
+                    raise ScheduleError(
+                        f"{call}: the reduction reads '{t.name}' along '{d.axis}', an output "
+                        f"of '{self.algo.name}' stored whole to GM, which cannot be computed "
+                        f"chunk by chunk with it (nor inlined): write '{st.name}' over what "
+                        f"'{t.name}' is made of (its expression in the inputs), which the "
+                        f"chunks can read")
                 if not t.is_placeholder:
                     raise ScheduleError(
                         f"{call}: the reduction reads stage '{t.name}' along '{d.axis}', so "

@@ -229,3 +229,27 @@ def test_default_of_a_vocabulary_wide_softmax_passes_every_rung() -> None:
     names = [v.check for v in verdicts]
     assert "C++ run == numpy (y)" in names and "C++ trace race check" in names, names
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+
+
+def test_a_reduction_reading_a_stored_output_along_the_axis_says_how_to_rewrite_it() -> None:
+    """e = exp(x) is an output and s = sum(e) reads it along the row: e is stored whole, so
+    s cannot read it chunk by chunk, nor can e be inlined. The error says to write s over
+    e's expression in the inputs; written so, the default chunks s and equals numpy."""
+    from ascendsched.lower.schedule_for import schedule_for
+
+    def two(reads_output: bool):  # noqa: ANN202
+        x = placeholder("x", (64, 32000), "float16")
+        e = compute("e", (64, 32000), lambda i, j: exp(x[i, j].astype("float32")))
+        k = reduce_axis(32000, "k")
+        s = compute("s", (64,), lambda i: reduce_sum(
+            e[i, k] if reads_output else exp(x[i, k].astype("float32")), k))
+        y = compute("y", (64, 32000), lambda i, j: (e[i, j] / s[i]).astype("float16"))
+        return algorithm("two", [e, y])
+
+    sched = (Schedule(two(True)).split("y", "i", 1).split("y", "j", 8000).bind("y", "i_o", 48)
+             .compute_at("s", "y", "i_o").split("s", "k", 8000))
+    with pytest.raises(ScheduleError, match=r"reads 'e' along 'k', an output of 'two' stored "
+                       r"whole to GM.*write 's' over what 'e' is made of"):
+        lower(sched)
+    verdicts = check(schedule_for(two(False)), cpp=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))

@@ -64,6 +64,55 @@ class _Reductions:
         self.v.instrs.extend(self._reduce_rows(op, out, 1, src, src_rs, cols, rows,
                                                f"{self.stage}: {op} over {self.dom[k].name}"))
 
+    def emit_column_reduce(self, op: str, out: Val, body: Val, k: int) -> None:
+        """Reduce ``body`` along domain axis ``k``, not the innermost (a column sum
+        ``sum_k x[k, j]``), into ``out`` (over the other axes): rows combined elementwise,
+        halving their count per level (``n`` rows -> ``n // 2``: the first half with the
+        second, an odd last row into the first), one instruction over all the kept rows per
+        level, so log2(n) levels whatever the row width. The first level writes a temporary,
+        the next ones halve it in place, the last writes ``out``."""
+        from ascendsched.lower.select_vector import _ExprGen
+
+        fn = {"sum": "add", "max": "max", "min": "min"}[op]
+        what = f"{self.stage}: {op} over {self.dom[k].name}, rows pairwise"
+        n = self.dom[k].extent
+        dst = replace(out, strides=out.strides[:k] + (0,) + out.strides[k:])
+
+        def rows(count: int) -> _ExprGen:  # this domain with ``count`` rows along k
+            dom = list(self.dom)
+            dom[k] = replace(dom[k], extent=count)
+            return _ExprGen(self.b, self.v, self.stage, dom, self.env, self.layouts)
+
+        def at(x: Val, row: int) -> Val:
+            return replace(x, offset=x.offset + row * x.strides[k])
+
+        src = body
+        if n == 1:
+            rows(1).move(src, dst)
+            return
+        while n > 1:
+            h = n // 2
+            gen = rows(h)
+            last = h == 1 and n == 2
+            if last:
+                t = dst
+            elif src is body:  # the first level: a temporary, which later levels halve in place
+                t = gen.temp(tuple(a for a in range(len(self.dom)) if src.strides[a] or a == k),
+                             body.dtype, f"{op} of rows of {self.dom[k].name}")
+            else:
+                t = src
+            gen.vec("vec_binary", t, (src, at(src, h)), fn, (("fn", fn),), what)
+            if n % 2:  # the odd last row into the first
+                one = rows(1)
+                target = dst if h == 1 else t
+                one.vec("vec_binary", target, (t, at(src, n - 1)), fn, (("fn", fn),), what)
+                if h == 1:
+                    return
+            src, n = t, h
+            if last:
+                return
+        rows(1).move(src, dst)
+
     def _block_level(self, op: str, src: Val, rows: int, cols: int) -> tuple[Val, int, int]:
         """One BlockReduce level over rows of whole 256-byte chunks lying back to back: each
         32-byte block -> one partial, so a row of ``cols`` becomes ``cols / B`` partials (B

@@ -29,6 +29,7 @@ from ascendsched.algo.expr import (
     Unary,
     _is_index,
 )
+from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.dtypes import DType, as_dtype, store
 from ascendsched.errors import UnsupportedError
 from ascendsched.lower.affine import Affine
@@ -134,10 +135,10 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
             dim = list(e.indices).index(v)
             return UnsupportedError(
                 f"stage '{self.stage}': {e} reduces over '{v.name}', dimension {dim} of "
-                f"'{e.tensor.name}' (of {len(e.indices)}): the vector path reduces along the "
-                f"innermost dimension of a tensor only (row reductions: softmax, RMSNorm), not "
-                f"over a leading one (a column sum): store '{e.tensor.name}' with "
-                f"'{v.name}' as its last dimension")
+                f"'{e.tensor.name}' (of {len(e.indices)}), while another read of the same "
+                f"reduction has '{v.name}' after the axes this one subscripts after it: a "
+                f"reduction reads every input in one order of its axes (rows, as softmax, or "
+                f"columns, as a column sum, not both): store one of them transposed")
         return UnsupportedError(
             f"stage '{self.stage}': {e} reads '{e.tensor.name}' transposed; the vector path "
             f"needs subscripts in the stage's axis order: transpose '{e.tensor.name}' in its own "
@@ -283,26 +284,54 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
         rv = e.axes[0]
         ax = self.chunk[1] if self.chunk is not None and self.chunk[0] == rv else \
             Axis(rv.name, Affine(), int(rv.extent))
-        sub = _ExprGen(self.b, self.v, self.stage, self.dom + [ax],
-                       {**self.env, rv: len(self.dom)}, self.layouts)
+        # the reduce axis's place among the domain axes: last for a row reduction; before
+        # the axes a load subscripts after it for a column one (sum_k x[k, j])
+        k = self._reduce_place(e, rv)
+        env = {v: (i if i < k else i + 1) for v, i in self.env.items()}
+        sub = _ExprGen(self.b, self.v, self.stage, self.dom[:k] + [ax] + self.dom[k:],
+                       {**env, rv: k}, self.layouts)
         sub.repeated = repeated(e.body)
         body = sub.value(e.body)
-        k = len(self.dom)
         if body.const is not None or body.strides[k] == 0:
             raise UnsupportedError(
                 f"stage '{self.stage}': the body of {e} does not depend on '{rv.name}'; "
                 f"multiply by the extent instead of reducing")
-        body = sub.plain(body, str(e.body))
         fn = {"sum": "sum", "max": "rmax", "min": "rmin"}[e.op]
         if e.dtype.name not in self.t.vector_dtypes[fn]:
             raise UnsupportedError(
                 f"stage '{self.stage}': {e.op}-reduction in {e.dtype} is not supported by the "
                 f"{self.t.name} vector unit; accumulate in float32 (reduce_{e.op}(..., "
                 f"dtype='float32'))")
+        if k < len(self.dom):  # a column reduction: rows combined elementwise
+            axes = tuple(a - (a > k) for a in body.varying() if a != k)
+            out = self._dst(dst, axes, e.dtype, str(e))
+            sub.emit_column_reduce(e.op, out, body, k)
+            return out
+        body = sub.plain(body, str(e.body))
         axes = tuple(a for a in body.varying() if a != k)
         out = self._dst(dst, axes, e.dtype, str(e))
         sub.emit_reduce(e.op, out, body, axes)
         return out
+
+    def _reduce_place(self, e: Reduce, rv: ReduceVar) -> int:
+        """Where the reduce axis ``rv`` goes among the domain axes so that every load reads
+        its subscripts in axis order: after every domain axis a load subscripts before it,
+        before every one a load subscripts after it (the last place when nothing follows it,
+        a row reduction). A transposed read has no such place; its load says so."""
+        after, before = -1, len(self.dom)
+        for ld in (x for x in walk(e.body) if isinstance(x, Load)):
+            seen = False
+            for ix in ld.indices:
+                if any(v is rv or v == rv for v in _vars(ix)):
+                    seen = True
+                    continue
+                for v in _vars(ix):
+                    if v in self.env:
+                        if seen:
+                            before = min(before, self.env[v])
+                        else:
+                            after = max(after, self.env[v])
+        return before if after < before else len(self.dom)
 
     # ---- helpers over Vals
     def materialize_const(self, x: Val, other: Val) -> Val:
@@ -344,6 +373,11 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
 
 
 # --------------------------------------------------------------------------- helpers
+def _vars(ix: Expr) -> list[Expr]:
+    """The index and reduce variables of subscript ``ix``."""
+    return [v for v in walk(ix) if isinstance(v, (IndexVar, ReduceVar))]
+
+
 def repeated(e: Expr) -> frozenset[Expr]:
     """The computed nodes (not loads, constants or reductions, whose bodies are walked on
     their own) that occur more than once in ``e``: each is computed once and its value read

@@ -25,7 +25,7 @@ with the buffering asked for (else the first that fits at all). The rules:
   (``schedule/chunks.py``), last: pieces of each row under the bound row loop with the
   statistics computed once per row in chunks of the piece's width (softmax over a 32 000-word
   vocabulary), or, for an output of row statistics (logsumexp), tiles of a 32-byte block of
-  it, each reading its rows in chunks (``_chunked_pieces``, ``_chunked_rows``);
+  it, each reading its rows in chunks (``schedule/default_chunked.py``);
 - the outermost tile loop is bound to min(tiles, vector cores) cores;
 - inputs every tile reads whole (``gamma[j]`` with only rows tiled) are loaded once per core
   (``load_once``); the other input tiles and the output tile are double buffered when a core
@@ -43,7 +43,17 @@ from ascendsched.algo.expr import Load, Reduce
 from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.algo.tensor import Tensor
-from ascendsched.schedule.chunks import chunk_var, chunkable, dividing_width, stat_rank
+from ascendsched.schedule.chunks import (
+    chunk_var,
+    stat_rank,
+)
+from ascendsched.schedule.default_chunked import (
+    chunked_pieces,
+    chunked_rows,
+    column_pieces,
+    column_tiles,
+    largest,
+)
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
 from ascendsched.schedule.schedule import Schedule
@@ -80,6 +90,9 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
     out = root_output(algo)
     seen: set[str] = set()
     usable = target.scope(Scope.UB).usable
+    for tile, chunk in column_tiles(algo, target):  # a column reduction: wide tiles first
+        yield _candidate(algo, target, tile, 2, hoist=False, chunk=chunk)
+    yield from column_pieces(algo, target)  # column statistics, then their strip's rows
     rows_outer = True  # not offered yet
     for copies, tile in _buffered_tiles(algo, target):
         if rows_outer and tile.cols < int(out.shape[-1]):
@@ -100,9 +113,9 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
                 seen.add(key)
                 yield s
     # last: rows whose reductions read them in chunks (no row-wide buffer at all)
-    for piece in _chunked_pieces(algo, target):
+    for piece in chunked_pieces(algo, target):
         yield _candidate(algo, target, piece, 2, hoist=False, rows_outer=True, chunk=piece.cols)
-    for tile, width in _chunked_rows(algo, target):
+    for tile, width in chunked_rows(algo, target):
         yield _candidate(algo, target, tile, 2, hoist=False, chunk=width)
 
 
@@ -158,10 +171,10 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
 
     if fits(1, n):
         cols = n
-        hi = _largest(lambda r: fits(r, n), 1, total)
+        hi = largest(lambda r: fits(r, n), 1, total)
         heights = [r for r in range(hi, 0, -1) if row_extents(lead, r) is not None]
     else:
-        widest = _largest(lambda c: fits(1, c * gran), 1, max(1, n // gran)) * gran
+        widest = largest(lambda c: fits(1, c * gran), 1, max(1, n // gran)) * gran
         cols, heights = widest, [1]
         if one_d:  # a 1-D output: the width plays the height's part
             return _ranked([TileShape(1, c * gran) for c in range(widest // gran, 0, -1)],
@@ -269,72 +282,6 @@ def _rows_outer_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
         return []
     widths = [w for w in range(n // 2 // gran * gran, gran - 1, -gran) if n % w == 0]
     return [TileShape(1, w) for w in widths[:3]]
-
-
-def _chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
-    """Pieces of rows whose statistics are reduced in chunks of the piece's width
-    (``_candidate(chunk=...)``, ``schedule/chunks.py``): the last resort for rows no tile
-    holds whole (a log-softmax over a 32 000-word vocabulary), each reduction reading the row
-    again from GM. Offered when every reduction is computed once per row and reads inputs
-    alone along its axis once the row-wide stages are inlined; the widest piece whose tile
-    the UB estimate fits (its per-tile stages are then one piece wide, as the chunks are),
-    then 3/4, 1/2 and 1/4 of it, each after the widest piece at least half as wide that
-    divides the row."""
-    out = root_output(algo)
-    if stat_rank(algo) == len(out.shape) or not chunkable(algo):
-        return []
-    n = int(out.shape[-1])
-    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
-    usable = target.scope(Scope.UB).usable
-    widest = _largest(lambda c: tile_bytes(algo, TileShape(1, c * gran), 2, target,
-                                           hoist=False) <= usable, 1, max(1, n // 2 // gran))
-    # narrower ones too, for when the planner needs more than the estimate (it can: LayerNorm
-    # 300 x 50 000 fits at half the estimate's width); before each, the widest piece at least
-    # half as wide that divides the row. A tail piece and chunk cost a second version of
-    # every statement, and the tail piece's loads wait for the piece loop's work: log-softmax
-    # 4096 x 32 000 models 512.1 us in 8 000-column pieces, 663.4 us in the widest that fit
-    # (8 800; the estimate's 11 744 does not).
-    # (Not always: LayerNorm 300 x 50 000 models 200.1 us in 2 000-column pieces and 159.8 us
-    # in the widest that fit, 3 856, which lower in 1.48 s against 0.27 s.)
-    widths: list[int] = []
-    for w in dict.fromkeys(max(1, widest * f // 4) * gran for f in (4, 3, 2, 1)):
-        d = dividing_width(n, w, gran)
-        widths += ([d] if d else []) + [w]
-    return [TileShape(1, w) for w in dict.fromkeys(widths)]
-
-
-def _chunked_rows(algo: Algorithm, target: Target) -> list[tuple[TileShape, int]]:
-    """(tile, chunk width) of an output of row statistics (``lse[i]``, ``y[p, i] = sum_k
-    x[p, i, k]``) whose rows no tile holds whole: tiles of one 32-byte block of outputs along
-    the last axis (fewer when the cores would go without) and single rows of the others, every
-    reduction (the output's own too) read in chunks of 2048 columns or, should the planner not
-    fit them, 1024, 512 or 256 (each candidate a build and a plan)."""
-    out = root_output(algo)
-    if stat_rank(algo) != len(out.shape) or not chunkable(algo):
-        return []
-    rows, last = math.prod(int(d) for d in out.shape), int(out.shape[-1])
-    block = target.elems_per_block(out.dtype.bytes)
-    # a 1-D tile may be single elements; a UB row of a 2-D one is whole or 32-byte blocks
-    per_tile = min(block, -(-rows // target.num_aiv)) if len(out.shape) == 1 else \
-        min(block, last)
-    size = min(int(v.extent) for st in algo.stages for e in walk(st.op.body)  # type: ignore
-               if isinstance(e, Reduce) for v in e.axes)
-    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
-    return [(TileShape(1, per_tile), w) for w in (2048, 1024, 512, 256)
-            if w % gran == 0 and w < size]
-
-
-def _largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
-    """The largest x in [lo, hi] with ok(x), ok being monotone (lo when none)."""
-    if ok(hi):
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,

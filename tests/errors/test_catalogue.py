@@ -252,9 +252,10 @@ SCHEDULES = [
         E.UnsupportedError, "'a'", "integers"),
     Bad("transposed-read", lambda t: _lower1(lambda i, j: X[j, i], (8, 4)), E.UnsupportedError,
         r"x\[j, i\]", "store it transposed"),
-    Bad("column-sum", lambda t: _lower1(lambda j: reduce_sum(X[_ROWS, j], _ROWS), (8,)),
+    Bad("rows-and-columns-in-one-reduction", lambda t: _lower1(lambda j: reduce_sum(
+        X[_ROWS, j] * placeholder("w", (4, 8), "float32")[j, _ROWS], _ROWS), (4,)),
         E.UnsupportedError, r"reduces over 'r', dimension 0 of 'x'",
-        "store 'x' with 'r' as its last dimension"),
+        "store one of them transposed"),
     Bad("cast-int32-bfloat16", lambda t: _lower1(lambda i, j: N[i, j].astype("bfloat16")),
         E.UnsupportedError, "int32 -> bfloat16", "cast to an intermediate type"),
     Bad("bf16-arithmetic", lambda t: _lower1(lambda i, j: exp(placeholder(

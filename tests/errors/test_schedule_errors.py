@@ -84,8 +84,8 @@ def test_default_schedule_of_a_row_too_wide_for_ub_says_why_no_tile_helps(algo, 
     from ascendsched.lower.schedule_for import schedule_for
     from ascendsched.schedule import default
 
-    monkeypatch.setattr(default, "_chunked_pieces", lambda *_: [])
-    monkeypatch.setattr(default, "_chunked_rows", lambda *_: [])
+    monkeypatch.setattr(default, "chunked_pieces", lambda *_: [])
+    monkeypatch.setattr(default, "chunked_rows", lambda *_: [])
     cols = algo.outputs[0].shape[-1] if algo.name == "softmax" else 100000
     with pytest.raises(CapacityError) as e:
         schedule_for(algo)

@@ -102,7 +102,7 @@ def _row_sum(rows: int, cols: int):  # noqa: ANN202 -- Algorithm
 def test_lowering_leaves_the_collector_as_it_found_it(enabled: bool, monkeypatch) -> None:
     from ascendsched.schedule import default
 
-    monkeypatch.setattr(default, "_chunked_rows", lambda *_: [])  # so that nothing fits
+    monkeypatch.setattr(default, "chunked_rows", lambda *_: [])  # so that nothing fits
     was = gc.isenabled()
     try:
         (gc.enable if enabled else gc.disable)()

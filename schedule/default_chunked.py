@@ -1,0 +1,169 @@
+"""Default candidates for reductions read in chunks (``schedule/chunks.py``): rows no tile holds
+whole, outputs that are row statistics, and column reductions and statistics.
+
+``schedule/default.py`` offers them: column reductions and statistics first (their tiles want
+many columns, which the row-oriented candidates do not give), the row chunks last.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from ascendsched.algo.algorithm import Algorithm, root_output
+from ascendsched.algo.expr import Reduce
+from ascendsched.algo.gemm_epilogue import reduces, walk
+from ascendsched.schedule.chunks import (
+    chunk_var,
+    chunkable,
+    column_reduction,
+    column_stats,
+    dividing_width,
+    stat_rank,
+)
+from ascendsched.schedule.schedule import Schedule
+from ascendsched.schedule.ub_budget import TileShape, tile_bytes
+from ascendsched.target import Target
+from ascendsched.target.model import Scope
+
+
+def chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
+    """Pieces of rows whose statistics are reduced in chunks of the piece's width
+    (``_candidate(chunk=...)``, ``schedule/chunks.py``): the last resort for rows no tile
+    holds whole (a log-softmax over a 32 000-word vocabulary), each reduction reading the row
+    again from GM. Offered when every reduction is computed once per row and reads inputs
+    alone along its axis once the row-wide stages are inlined; the widest piece whose tile
+    the UB estimate fits (its per-tile stages are then one piece wide, as the chunks are),
+    then 3/4, 1/2 and 1/4 of it, each after the widest piece at least half as wide that
+    divides the row."""
+    out = root_output(algo)
+    if stat_rank(algo) == len(out.shape) or not chunkable(algo):
+        return []
+    n = int(out.shape[-1])
+    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    usable = target.scope(Scope.UB).usable
+    widest = largest(lambda c: tile_bytes(algo, TileShape(1, c * gran), 2, target,
+                                           hoist=False) <= usable, 1, max(1, n // 2 // gran))
+    # narrower ones too, for when the planner needs more than the estimate (it can: LayerNorm
+    # 300 x 50 000 fits at half the estimate's width); before each, the widest piece at least
+    # half as wide that divides the row. A tail piece and chunk cost a second version of
+    # every statement, and the tail piece's loads wait for the piece loop's work: log-softmax
+    # 4096 x 32 000 models 512.1 us in 8 000-column pieces, 663.4 us in the widest that fit
+    # (8 800; the estimate's 11 744 does not).
+    # (Not always: LayerNorm 300 x 50 000 models 200.1 us in 2 000-column pieces and 159.8 us
+    # in the widest that fit, 3 856, which lower in 1.48 s against 0.27 s.)
+    widths: list[int] = []
+    for w in dict.fromkeys(max(1, widest * f // 4) * gran for f in (4, 3, 2, 1)):
+        d = dividing_width(n, w, gran)
+        widths += ([d] if d else []) + [w]
+    return [TileShape(1, w) for w in dict.fromkeys(widths)]
+
+
+def chunked_rows(algo: Algorithm, target: Target) -> list[tuple[TileShape, int]]:
+    """(tile, chunk width) of an output of row statistics (``lse[i]``, ``y[p, i] = sum_k
+    x[p, i, k]``) whose rows no tile holds whole: tiles of one 32-byte block of outputs along
+    the last axis (fewer when the cores would go without) and single rows of the others, every
+    reduction (the output's own too) read in chunks of 2048 columns or, should the planner not
+    fit them, 1024, 512 or 256 (each candidate a build and a plan)."""
+    out = root_output(algo)
+    if stat_rank(algo) != len(out.shape) or not chunkable(algo):
+        return []
+    rows, last = math.prod(int(d) for d in out.shape), int(out.shape[-1])
+    block = target.elems_per_block(out.dtype.bytes)
+    # a 1-D tile may be single elements; a UB row of a 2-D one is whole or 32-byte blocks
+    per_tile = min(block, -(-rows // target.num_aiv)) if len(out.shape) == 1 else \
+        min(block, last)
+    size = min(int(v.extent) for st in algo.stages for e in walk(st.op.body)  # type: ignore
+               if isinstance(e, Reduce) for v in e.axes)
+    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    return [(TileShape(1, per_tile), w) for w in (2048, 1024, 512, 256)
+            if w % gran == 0 and w < size]
+
+
+def column_tiles(algo: Algorithm, target: Target) -> list[tuple[TileShape, int | None]]:
+    """(tile, rows per chunk) of a column reduction (``schedule.chunks.column_reduction``):
+    tiles as wide as spreading the columns over the vector cores allows (32-byte multiples),
+    one output row each, the reduced rows read in chunks of as many as two copies of the
+    input and the temporaries of their float32 sum fit (estimated at 10 B per element read:
+    2 x 2 B of float16 input, 4 B cast, 2 B for the first pairwise level), a power of two,
+    then half and a quarter of that. Narrow tiles read each row as a DMA of a few blocks:
+    a 4096 x 4096 float16 column sum in tiles of 8 columns and chunks of 1024 rows models
+    108.8 us, in 96-column tiles (43 of them) and chunks of 128 rows 33.0 us (64 rows: 36.5;
+    256 do not fit)."""
+    if not column_reduction(algo):
+        return []
+    out = root_output(algo)
+    n = int(out.shape[-1])
+    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    rows = math.prod(int(d) for d in out.shape[:-1])
+    per_core = -(-n * rows // target.num_aiv)
+    width = min(n, max(gran, -(-min(per_core, n) // gran) * gran))
+    kv = chunk_var(Schedule(algo, target=target), out.name)
+    size = int(kv.extent) if kv is not None else 1
+    most = target.scope(Scope.UB).usable // (10 * width)
+    top = 1 << max(0, most.bit_length() - 1)  # a power of two: the pairwise levels halve it
+    chunks = [c for c in (top, top // 2, top // 4) if c >= 8]
+    return [(TileShape(1, width), c if c < size else None) for c in dict.fromkeys(
+        min(c, size) for c in chunks)]
+
+
+def largest(ok: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The largest x in [lo, hi] with ok(x), ok being monotone (lo when none)."""
+    if ok(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def column_pieces(algo: Algorithm, target: Target) -> list[Schedule]:
+    """Schedules of a 2-D output whose reductions are column statistics (``column_stats``:
+    ``z[i, j] = x[i, j] - mean[j]``): strips of columns as wide as spreading them over the
+    vector cores allows, bound; under each strip, the statistics computed once, each over
+    chunks of rows, then the strip's pieces of as many rows; double buffered. Chunk heights
+    from an estimate of 24 B per element of a piece (two copies of a float32 input and output
+    and a float32 temporary; the planner has the last word), a power of two, then half and
+    a quarter of it. Without them a column statistic was computed per row tile, over every
+    row again (4096 x 1024: 4096 times over)."""
+    if not column_stats(algo):
+        return []
+    out = root_output(algo)
+    assert out.op is not None
+    m, n = (int(d) for d in out.shape)
+    i, j = (a.name for a in out.op.axes)
+    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    per_core = -(-n // target.num_aiv)
+    width = min(n, -(-per_core // gran) * gran)
+    strips = -(-n // width)
+    most = target.scope(Scope.UB).usable // (24 * width)
+    top = 1 << max(0, most.bit_length() - 1)
+    out_sched = []
+    for rows in dict.fromkeys(min(c, m) for c in (top, top // 2, top // 4) if c >= 8):
+        s = Schedule(algo, target=target)
+        if width < n:
+            s = s.split(out.name, j, width)
+        if rows < m:
+            s = s.split(out.name, i, rows)
+        loops = s.loop_names(out.name)
+        if len(loops) == 2:
+            s = s.reorder(out.name, f"{j}_o", f"{i}_o")
+        if width < n:
+            s = s.bind(out.name, f"{j}_o", min(strips, target.num_aiv))
+        for st in algo.stages:
+            if st is out or st in algo.outputs:
+                continue
+            if reduces(st) and loops:
+                s = s.compute_at(st.name, out.name, s.loop_names(out.name)[0])
+                kv = chunk_var(s, st.name)
+                if kv is not None and rows < int(kv.extent):
+                    s = s.split(st.name, kv.name, rows)
+            elif not reduces(st):
+                s = s.compute_inline(st.name)
+        for t in (*algo.inputs, out):
+            s = s.buffer(t.name, 2)
+        out_sched.append(s)
+    return out_sched

@@ -13,6 +13,7 @@ fits is left to the schedule primitives and the memory planner (``autotune/space
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.autotune.space import Param, Space
 from ascendsched.errors import AscendSchedError
 from ascendsched.schedule import ub_budget
-from ascendsched.schedule.chunks import chunk_var, chunkable, dividing_width
+from ascendsched.schedule.chunks import chunk_var, chunkable, column_reduction, dividing_width
 from ascendsched.schedule.gemm import GemmSchedule, cube_geometry
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
@@ -44,6 +45,7 @@ VECTOR_ROWS = (1, 2, 4, 8, 16, 32, 64, 128)
 VECTOR_COLS = (8192, 4096, 2048, 1024, 512, 256)
 VECTOR_TILES = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 WHOLE = "whole"  # the axis is not split
+COLUMN_CHUNKS = (16, 32, 64, 128, 256, 512, 1024)  # rows per chunk of a column reduction
 WORKSPACE_COPIES = (1, 2, 3)  # GM slots between the Cube and a Vector epilogue
 
 
@@ -211,6 +213,10 @@ class VectorBuild:
             cores = min(c["cores"], tiles)
             if cores > 1:
                 s = s.bind(self.out, loops[0], cores)
+        if c.get("chunk", WHOLE) != WHOLE:  # a column reduction's rows, in chunks
+            kv = chunk_var(s, self.out)
+            assert kv is not None
+            s = s.split(self.out, kv.name, c["chunk"])
         outer = c.get("stats", "tile") in ("outer", "chunks")
         chunks = c.get("stats") == "chunks" and c.get("cols", WHOLE) != WHOLE
         for st, is_red in self.stages:
@@ -269,6 +275,15 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
             params["order"] = ("rows", "cols", "fused")
     params["cores"] = tuple(c for c in (8, 16, 24, 32, 40, 48) if c < target.num_aiv) + (
         target.num_aiv,)
+    if column_reduction(algo):  # tiles of the columns each core takes; rows in chunks
+        key = "tile" if len(axes) == 1 else "cols"
+        rows = math.prod(shape[:-1])
+        per_core = [-(-shape[-1] * rows // c) for c in params["cores"]]
+        widths = {min(shape[-1], -(-w // align) * align) for w in per_core}
+        params[key] = tuple(sorted({*params[key], *widths} - {WHOLE, shape[-1]})) + (WHOLE,)
+        kv = chunk_var(Schedule(algo, target=target), out.name)
+        assert kv is not None
+        params["chunk"] = tuple(c for c in COLUMN_CHUNKS if c < int(kv.extent)) + (WHOLE,)
     stages = []
     for st in algo.stages:
         if st is out:

@@ -237,3 +237,26 @@ def test_column_tiles_include_widths_that_divide_the_row() -> None:
     assert schedule_for(L.softmax(64, 32000)).loop_nest("y").factors["j"] in cols
     plain = dict((p.name, p.choices) for p in default_space(L.softmax(64, 4096)).params)
     assert plain["cols"] == (256, 512, 1024, 2048, "whole")
+
+
+def test_a_column_reduction_space_reads_rows_in_chunks() -> None:
+    """db[j] = sum_i dy[i, j] (4096 x 4096): with the rows read whole no point fits UB; the
+    space tiles the columns as the cores take them and reads the rows in chunks, and such a
+    point lowers."""
+    from ascendsched.algo.algorithm import algorithm
+    from ascendsched.algo.ops import reduce_sum
+    from ascendsched.algo.tensor import compute, placeholder, reduce_axis
+    from ascendsched.schedule.chunks import chunk_split
+
+    dy = placeholder("dy", (4096, 4096), "float16")
+    k = reduce_axis(4096, "k")
+    algo = algorithm("bias_grad", compute("db", (4096,), lambda j: reduce_sum(
+        dy[k, j].astype("float32"), k)))
+    space = default_space(algo)
+    choices = {p.name: p.choices for p in space.params}
+    assert 96 in choices["tile"] and 128 in choices["chunk"]  # 4096 columns over 43+ cores
+    point = {p.name: p.choices[0] for p in space.params} | dict(
+        tile=96, cores=48, chunk=128, copies_dy=2, copies_db=2, once_dy="tile")
+    sched = space.schedule(tuple(point[p.name] for p in space.params))
+    assert chunk_split(sched, "db").factor == 128
+    lower(sched)

@@ -107,3 +107,13 @@ def test_a_bias_gradient_passes_every_rung() -> None:
     verdicts = check(s)
     assert "C++ run == numpy (db)" in [v.check for v in verdicts]
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+
+
+def test_every_sync_of_a_chunked_column_reduction_is_needed() -> None:
+    """Drop any sync (double-buffered row chunks, the pairwise levels, a tail chunk, a tail
+    tile): the checker reports a race or a flag error."""
+    from ascendsched.api.sync_minimality import sync_minimality
+
+    report = sync_minimality(Schedule(_colred(100, 70)).split("y", "j", 32).bind("y", "j_o", 2)
+                             .split("y", "k", 24).buffer("x", 2).buffer("y", 2))
+    assert report.needed > 10 and report.removable == (), str(report)

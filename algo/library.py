@@ -76,6 +76,15 @@ def layernorm(m: int = 8, n: int = 1024, eps: float = 1e-5) -> Algorithm:
     return algorithm("layernorm", y)
 
 
+def column_sum(m: int = 64, n: int = 1024, dtype: str = "float16") -> Algorithm:
+    """y[j] = sum_i x[i, j] in float32 (a bias gradient ``db = sum_i dy[i, j]``): a column
+    reduction, whose rows the Vector cores combine elementwise."""
+    x = placeholder("x", (m, n), dtype)
+    k = reduce_axis(m, "k")
+    return algorithm("column_sum", compute("y", (n,), lambda j: reduce_sum(
+        x[k, j].astype("float32"), k)))
+
+
 def gemm(m: int = 256, n: int = 256, k: int = 256, dtype: str = "float16",
          out_dtype: str = "float16", *, trans_a: bool = False, trans_b: bool = False
          ) -> Algorithm:

@@ -357,7 +357,7 @@ def default_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, algo_code
 LIBRARY: dict[str, Callable[..., Algorithm]] = {
     "vadd": library.vadd, "fused_mul_add_relu": library.fused_mul_add_relu,
     "bias_add": library.bias_add, "softmax": library.softmax, "rmsnorm": library.rmsnorm,
-    "layernorm": library.layernorm, "gemm": library.gemm, "batched_gemm": library.batched_gemm,
+    "layernorm": library.layernorm, "column_sum": library.column_sum, "gemm": library.gemm, "batched_gemm": library.batched_gemm,
     "gemm_int8": library.gemm_int8,
 }
 

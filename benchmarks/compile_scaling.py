@@ -7,7 +7,8 @@ before it forks the workers; this machine sets PYTHONDONTWRITEBYTECODE, so a laz
 ``lower`` would otherwise charge a source compile to the kernel), the best of ``--repeat`` fresh
 processes, peak RSS, statements (IR instructions), syncs, and the per-step CPU split in the
 groups of ``PASSES`` (vector kernels include rows of a 32 000-word vocabulary, which no tile
-holds: their statistics are read in chunks); then, per kernel and schedule, the growth from
+holds: their statistics are read in chunks, and a column sum, whose rows are combined
+pairwise); then, per kernel and schedule, the growth from
 the smallest to the largest size, and a last line on the goals (every case under 0.5 s and 300 MB, every family within 2x
 from its fastest to its slowest size) naming what misses them. Run::
 
@@ -44,7 +45,8 @@ MIXED = {"gemm_gelu": SQUARE, "gemm_row_scale": SQUARE,
 MIXED_TAILS = {"gemm_gelu": (1000, 1000, 1000), "gemm_row_scale": (1000, 1000, 1000),
                "gemm_softmax": (1000, 1000, 128), "gemm_bias_gelu": (1000, 1000, 1000),
                "gemm_residual": (1000, 1000, 1000)}
-VECTOR_KERNELS = ("vadd", "mul_add_relu", "bias_add", "softmax", "rmsnorm", "layernorm")
+VECTOR_KERNELS = ("vadd", "mul_add_relu", "bias_add", "softmax", "rmsnorm", "layernorm",
+                  "column_sum")
 ROWS = (64, 1024, 16384)
 COLS = (256, 4096, 16384)
 VOCAB = 32000  # a Llama-2 vocabulary
@@ -131,7 +133,8 @@ def schedule_of(case: Case):  # noqa: ANN201 -- Schedule | GemmSchedule
         return (GemmSchedule(algo).tile(128, 128, 256).split_k(128).buffer("l1", 2)
                 .buffer("l0", 2).buffer("l0c", 2).bind(20).swizzle(4, "m"))
     make = {"vadd": L.vadd, "mul_add_relu": L.fused_mul_add_relu, "bias_add": L.bias_add,
-            "softmax": L.softmax, "rmsnorm": L.rmsnorm, "layernorm": L.layernorm}[case.kernel]
+            "softmax": L.softmax, "rmsnorm": L.rmsnorm, "layernorm": L.layernorm,
+            "column_sum": L.column_sum}[case.kernel]
     algo = make(*case.shape)
     if case.schedule.startswith("default"):
         return schedule_for(algo)

@@ -13,6 +13,7 @@ from ascendsched.schedule.gemm import GemmSchedule
 def test_every_library_kernel_has_a_default_space():
     shapes = {"vadd": (4096,), "fused_mul_add_relu": (4096,), "bias_add": (64, 1024),
               "softmax": (8, 1024), "rmsnorm": (8, 1024), "layernorm": (8, 1024),
+              "column_sum": (4096, 1024),
               "gemm": (256, 256, 256), "batched_gemm": (2, 128, 128, 128),
               "gemm_int8": (256, 256, 256)}
     assert set(shapes) == set(LIBRARY)

@@ -90,10 +90,10 @@ class _Reductions:
         if n == 1:
             rows(1).move(src, dst)
             return
-        while n > 1:
+        while True:  # n >= 2 rows left; the level that leaves one writes ``out`` and returns
             h = n // 2
             gen = rows(h)
-            last = h == 1 and n == 2
+            last = n == 2
             if last:
                 t = dst
             elif src is body:  # the first level: a temporary, which later levels halve in place
@@ -108,10 +108,9 @@ class _Reductions:
                 one.vec("vec_binary", target, (t, at(src, n - 1)), fn, (("fn", fn),), what)
                 if h == 1:
                     return
-            src, n = t, h
             if last:
                 return
-        rows(1).move(src, dst)
+            src, n = t, h
 
     def _block_level(self, op: str, src: Val, rows: int, cols: int) -> tuple[Val, int, int]:
         """One BlockReduce level over rows of whole 256-byte chunks lying back to back: each

@@ -322,7 +322,7 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
         for ld in (x for x in walk(e.body) if isinstance(x, Load)):
             seen = False
             for ix in ld.indices:
-                if any(v is rv or v == rv for v in _vars(ix)):
+                if rv in _vars(ix):
                     seen = True
                     continue
                 for v in _vars(ix):

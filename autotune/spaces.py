@@ -258,7 +258,9 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     values computed per tile, ``load_once(..., hoist=False)``) per input that does not vary along
     every output axis (``gamma[j]``; with that axis split, each tile reads its part of the one
     copy). A load_once that overflows UB is pruned by the planner's own checks, like any
-    point."""
+    point. A column reduction (``schedule.chunks.column_reduction``: ``db[j] = sum_i
+    dy[i, j]``) also gets, among its column tiles, the widths each core count takes, and
+    ``chunk``: its rows read whole or in chunks of 16..1024."""
     out = algo.outputs[0]
     assert out.op is not None
     axes = tuple(a.name for a in out.op.axes)
@@ -357,8 +359,8 @@ def default_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, algo_code
 LIBRARY: dict[str, Callable[..., Algorithm]] = {
     "vadd": library.vadd, "fused_mul_add_relu": library.fused_mul_add_relu,
     "bias_add": library.bias_add, "softmax": library.softmax, "rmsnorm": library.rmsnorm,
-    "layernorm": library.layernorm, "column_sum": library.column_sum, "gemm": library.gemm, "batched_gemm": library.batched_gemm,
-    "gemm_int8": library.gemm_int8,
+    "layernorm": library.layernorm, "column_sum": library.column_sum, "gemm": library.gemm,
+    "batched_gemm": library.batched_gemm, "gemm_int8": library.gemm_int8,
 }
 
 

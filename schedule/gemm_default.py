@@ -94,7 +94,10 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
             f"{mg} x {np_} x {ab} B = {mg * np_ * ab} B (of {cap[Scope.L0C]}) and an L0B "
             f"slice {c0} x {np_} x {eb} B = {c0 * np_ * eb} B (of {cap[Scope.L0B]}). Rows of "
             f"up to {widest} columns fit; splitting a row over several Cube tiles (an online "
-            f"softmax) is not supported yet")
+            f"softmax) is not supported yet. Way out: two kernels, the GEMM alone, then the "
+            f"row-wise steps over its float32 output as a Vector kernel, whose default reads "
+            f"rows no tile holds in chunks (the product reaches the Vector cores through GM "
+            f"either way: a mixed kernel passes it through a GM workspace)")
     if not cands:
         raise UnsupportedError(f"no default GEMM tiling of {sp} fits {target.name}'s L0/L1")
     cands.sort(key=lambda c: c[0])

@@ -142,22 +142,25 @@ def column_pieces(algo: Algorithm, target: Target) -> list[Schedule]:
     most = target.scope(Scope.UB).usable // (24 * width)
     top = 1 << max(0, most.bit_length() - 1)
     out_sched = []
-    for rows in dict.fromkeys(min(c, m) for c in (top, top // 2, top // 4) if c >= 8):
+    heights = [min(c, m) for c in (top, top // 2, top // 4) if c >= 8]
+    if width == n:  # one strip: statistics before any row loop need all rows in UB, else
+        heights = [m, *heights]  # they are computed again per piece of rows (few columns)
+    for rows in dict.fromkeys(heights):
         s = Schedule(algo, target=target)
         if width < n:
             s = s.split(out.name, j, width)
         if rows < m:
             s = s.split(out.name, i, rows)
-        loops = s.loop_names(out.name)
-        if len(loops) == 2:
+        if len(s.loop_names(out.name)) == 2:
             s = s.reorder(out.name, f"{j}_o", f"{i}_o")
         if width < n:
             s = s.bind(out.name, f"{j}_o", min(strips, target.num_aiv))
+        at = f"{j}_o" if width < n else "root" if rows >= m else f"{i}_o"
         for st in algo.stages:
             if st is out or st in algo.outputs:
                 continue
-            if reduces(st) and loops:
-                s = s.compute_at(st.name, out.name, s.loop_names(out.name)[0])
+            if reduces(st):
+                s = s.compute_at(st.name, out.name, at)
                 kv = chunk_var(s, st.name)
                 if kv is not None and rows < int(kv.extent):
                     s = s.split(st.name, kv.name, rows)

@@ -95,6 +95,10 @@ def test_column_statistics_are_computed_once_per_strip_of_columns() -> None:
     assert s.placement("mean").loop == "j_o" and chunk_split(s, "mean") is not None
     _ok(s)
     _ok(schedule_for(_centered(100, 70)))
+    for m in (300, 5000):  # 8 columns, one strip: the means before the rows, if they fit
+        s = schedule_for(_centered(m, 8))
+        assert s.placement("mean").loop == ("root" if m == 300 else "i_o")
+        _ok(s)
 
 
 @pytest.mark.slow  # g++ build and run

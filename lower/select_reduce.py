@@ -101,11 +101,13 @@ class _Reductions:
                              body.dtype, f"{op} of rows of {self.dom[k].name}")
             else:
                 t = src
-            gen.vec("vec_binary", t, (src, at(src, h)), fn, (("fn", fn),), what)
+            gen.vec("vec_binary", t, (src, at(src, h)), fn, (("fn", fn),),
+                    f"{what}: {n} -> {h}")
             if n % 2:  # the odd last row into the first
                 one = rows(1)
                 target = dst if h == 1 else t
-                one.vec("vec_binary", target, (t, at(src, n - 1)), fn, (("fn", fn),), what)
+                one.vec("vec_binary", target, (t, at(src, n - 1)), fn, (("fn", fn),),
+                        f"{what}: row {n - 1} into row 0")
                 if h == 1:
                     return
             if last:

@@ -94,15 +94,11 @@ def column_tiles(algo: Algorithm, target: Target) -> list[tuple[TileShape, int |
         return []
     out = root_output(algo)
     n = int(out.shape[-1])
-    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
     rows = math.prod(int(d) for d in out.shape[:-1])
-    per_core = -(-n * rows // target.num_aiv)
-    width = min(n, max(gran, -(-min(per_core, n) // gran) * gran))
+    width = _strip_width(algo, target, n, rows)
     kv = chunk_var(Schedule(algo, target=target), out.name)
     size = int(kv.extent) if kv is not None else 1
-    most = target.scope(Scope.UB).usable // (10 * width)
-    top = 1 << max(0, most.bit_length() - 1)  # a power of two: the pairwise levels halve it
-    chunks = [c for c in (top, top // 2, top // 4) if c >= 8]
+    chunks = _heights(target, width, 10)
     return [(TileShape(1, width), c if c < size else None) for c in dict.fromkeys(
         min(c, size) for c in chunks)]
 
@@ -135,14 +131,10 @@ def column_pieces(algo: Algorithm, target: Target) -> list[Schedule]:
     assert out.op is not None
     m, n = (int(d) for d in out.shape)
     i, j = (a.name for a in out.op.axes)
-    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
-    per_core = -(-n // target.num_aiv)
-    width = min(n, -(-per_core // gran) * gran)
+    width = _strip_width(algo, target, n, 1)
     strips = -(-n // width)
-    most = target.scope(Scope.UB).usable // (24 * width)
-    top = 1 << max(0, most.bit_length() - 1)
     out_sched = []
-    heights = [min(c, m) for c in (top, top // 2, top // 4) if c >= 8]
+    heights = [min(c, m) for c in _heights(target, width, 24)]
     if width == n:  # one strip: statistics before any row loop need all rows in UB, else
         heights = [m, *heights]  # they are computed again per piece of rows (few columns)
     for rows in dict.fromkeys(heights):
@@ -170,3 +162,21 @@ def column_pieces(algo: Algorithm, target: Target) -> list[Schedule]:
             s = s.buffer(t.name, 2)
         out_sched.append(s)
     return out_sched
+
+
+def _strip_width(algo: Algorithm, target: Target, n: int, rows: int) -> int:
+    """Columns per tile when ``rows`` rows of ``n`` columns spread over the vector cores: the
+    share of one core, rounded up to 32 bytes of the narrowest dtype (at least that), at most
+    ``n``."""
+    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    per_core = -(-n * rows // target.num_aiv)
+    return min(n, max(gran, -(-min(per_core, n) // gran) * gran))
+
+
+def _heights(target: Target, width: int, per_elem: int) -> list[int]:
+    """Rows per chunk (or piece) of ``width`` columns: the largest power of two (the
+    pairwise levels halve it) whose chunk fits UB at ``per_elem`` bytes per element, then
+    half and a quarter of it, none below 8."""
+    most = target.scope(Scope.UB).usable // (per_elem * width)
+    top = 1 << max(0, most.bit_length() - 1)
+    return [c for c in (top, top // 2, top // 4) if c >= 8]

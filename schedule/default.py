@@ -26,6 +26,9 @@ with the buffering asked for (else the first that fits at all). The rules:
   statistics computed once per row in chunks of the piece's width (softmax over a 32 000-word
   vocabulary), or, for an output of row statistics (logsumexp), tiles of a 32-byte block of
   it, each reading its rows in chunks (``schedule/default_chunked.py``);
+- a column reduction (``db[j] = sum_i dy[i, j]``) or a 2-D output of column statistics
+  (``z = x - mean[j]``) gets its own candidates first: tiles or strips of the columns each
+  core takes, the rows read in chunks (``schedule/default_chunked.py``);
 - the outermost tile loop is bound to min(tiles, vector cores) cores;
 - inputs every tile reads whole (``gamma[j]`` with only rows tiled) are loaded once per core
   (``load_once``); the other input tiles and the output tile are double buffered when a core
@@ -43,10 +46,7 @@ from ascendsched.algo.expr import Load, Reduce
 from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.algo.tensor import Tensor
-from ascendsched.schedule.chunks import (
-    chunk_var,
-    stat_rank,
-)
+from ascendsched.schedule.chunks import chunk_var, stat_rank
 from ascendsched.schedule.default_chunked import (
     chunked_pieces,
     chunked_rows,

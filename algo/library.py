@@ -284,6 +284,7 @@ VECTOR_KERNELS = {
     "softmax": softmax,
     "rmsnorm": rmsnorm,
     "layernorm": layernorm,
+    "column_sum": column_sum,
 }
 
 GEMM_KERNELS = {

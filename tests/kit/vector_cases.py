@@ -70,6 +70,13 @@ def _schedules():
         Schedule(L.layernorm(8, 512)).split("y", "i", 2).compute_inline("r"),
         ("xf", "mean", "d", "var"), "y", "i_o")
 
+    yield "column_sum", "default", schedule_for(L.column_sum(64, 1024))
+    a = L.column_sum(200, 1000)
+    yield "column_sum", "tiles 96 cores 3", Schedule(a).split("y", "j", 96).bind("y", "j_o", 3)
+    yield "column_sum", "row chunks 48 tail db", Schedule(a).split("y", "j", 128) \
+        .bind("y", "j_o", 4).split("y", "k", 48).buffer("x").buffer("y")
+    yield "column_sum", "one tile", Schedule(L.column_sum(33, 256))
+
 
 CASES = list(_schedules())
 

@@ -29,6 +29,19 @@ def large_vector_cases(draw) -> Schedule:
     """A library vector kernel with tens to thousands of tiles; rows at most 2048 wide so
     the reduced instance's IR run stays short."""
     name = draw(st.sampled_from(sorted(L.VECTOR_KERNELS)))
+    if name == "column_sum":  # tiles of columns over the cores, rows whole or in chunks
+        rows, cols = draw(st.integers(200, 8192)), draw(st.integers(1, 128)) * 16
+        algo = L.column_sum(rows, cols)
+        if draw(st.booleans()):
+            return schedule_for(algo)
+        s = Schedule(algo).split("y", "j", draw(st.integers(1, cols // 16)) * 16)
+        s = s.bind("y", "j_o", draw(st.integers(1, 48)))
+        if draw(st.booleans()):
+            s = s.split("y", "k", draw(st.integers(8, 512)))
+        for t in ("x", "y"):
+            if draw(st.booleans()):
+                s = s.buffer(t, 2)
+        return s
     if name in ("vadd", "mul_add_relu"):
         algo = L.VECTOR_KERNELS[name](draw(st.integers(1 << 14, 1 << 22)))
         if draw(st.booleans()):

@@ -26,6 +26,7 @@ from ascendsched.autotune.space import Param, Space
 from ascendsched.errors import AscendSchedError
 from ascendsched.schedule import ub_budget
 from ascendsched.schedule.chunks import chunk_var, chunkable, column_reduction, dividing_width
+from ascendsched.schedule.default_chunked import strip_width
 from ascendsched.schedule.gemm import GemmSchedule, cube_geometry
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
@@ -265,8 +266,7 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     assert out.op is not None
     axes = tuple(a.name for a in out.op.axes)
     shape = tuple(int(x) for x in out.shape)
-    elem = min(t.dtype.bytes for t in algo.tensors)
-    align = target.block_bytes // elem
+    align = ub_budget.granule(algo, target)
     params: dict[str, tuple[Any, ...]] = {}
     if len(axes) == 1:
         params["tile"] = _factors(VECTOR_TILES, shape[0], align) or (WHOLE,)
@@ -280,8 +280,7 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     if column_reduction(algo):  # tiles of the columns each core takes; rows in chunks
         key = "tile" if len(axes) == 1 else "cols"
         rows = math.prod(shape[:-1])
-        per_core = [-(-shape[-1] * rows // c) for c in params["cores"]]
-        widths = {min(shape[-1], -(-w // align) * align) for w in per_core}
+        widths = {strip_width(algo, target, shape[-1], rows, c) for c in params["cores"]}
         params[key] = tuple(sorted({*params[key], *widths} - {WHOLE, shape[-1]})) + (WHOLE,)
         kv = chunk_var(Schedule(algo, target=target), out.name)
         assert kv is not None

@@ -348,10 +348,11 @@ def _merged_carried(kernel: Kernel, cs: list[_Chan], head: str) -> Kernel | None
             and where[id(i)][0] in (SyncRole.SET, SyncRole.WAIT)]
     keep = {id(max((i for i in here if isinstance(i, SetFlag)), key=lambda i: where[id(i)][1])),
             id(min((i for i in here if isinstance(i, WaitFlag)), key=lambda i: where[id(i)][1]))}
-    comment = "; ".join(dict.fromkeys(a.comment.split("; ") + b.comment.split("; ")))
+    in_body = {id(i) for i in here}
+    comment = _joined(a, b)
 
     def fn(s: EventSync) -> tuple[Stmt, ...]:
-        if s.channel == a.channel and id(s) not in {id(i) for i in here}:
+        if s.channel == a.channel and id(s) not in in_body:
             return (s,)  # a's pairs in its other bodies, its prologue and epilogue
         if id(s) not in keep:
             return ()  # the other pair's flag in the body, b's prologue and epilogue
@@ -383,13 +384,18 @@ def _carried_pair(cs: list[_Chan]) -> tuple[_Chan, _Chan, tuple[int, ...]] | Non
     return None
 
 
+def _joined(a: _Chan, b: _Chan) -> str:
+    """The comment of two channels made one: both reasons, each once."""
+    return "; ".join(dict.fromkeys(a.comment.split("; ") + b.comment.split("; ")))
+
+
 def _merge(kernel: Kernel, a: _Chan, b: _Chan) -> Kernel:
     """One channel: the later of the two sets and the earlier of the two waits."""
     pa, pb = a.pair(), b.pair()
     assert pa is not None and pb is not None
     keep_set = a.channel if pa[0][0] > pb[0][0] else b.channel
     keep_wait = a.channel if pa[1][0] < pb[1][0] else b.channel
-    comment = "; ".join(dict.fromkeys(a.comment.split("; ") + b.comment.split("; ")))
+    comment = _joined(a, b)
 
     def fn(s: EventSync) -> tuple[Stmt, ...]:
         keep = keep_set if isinstance(s, SetFlag) else keep_wait

@@ -61,6 +61,7 @@ from ascendsched.schedule.ub_budget import (
     TileShape,
     computed_per_row,
     computed_per_tile,
+    granule,
     input_deps,
     invariant_inputs,
     reductions_halve,
@@ -151,7 +152,7 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
     n = int(root_output(algo).shape[-1])
     total = math.prod(lead)
     one_d = len(root_output(algo).shape) == 1
-    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    gran = granule(algo, target)
 
     def fits(rows: int, cols: int) -> bool:  # monotone in rows: sized as the box below
         return tile_bytes(algo, TileShape(_box_rows(lead, rows), cols), copies,
@@ -263,7 +264,7 @@ def _rows_outer_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
         return []
     out = root_output(algo)
     n = int(out.shape[-1])
-    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    gran = granule(algo, target)
     usable = target.scope(Scope.UB).usable
     # what stays in UB across a row's pieces: the inputs loaded once, one row of every other
     # input, one row of each row-wide stage computed per row and one of each row reduction

@@ -22,7 +22,7 @@ from ascendsched.schedule.chunks import (
     stat_rank,
 )
 from ascendsched.schedule.schedule import Schedule
-from ascendsched.schedule.ub_budget import TileShape, tile_bytes
+from ascendsched.schedule.ub_budget import TileShape, granule, tile_bytes
 from ascendsched.target import Target
 from ascendsched.target.model import Scope
 
@@ -40,7 +40,7 @@ def chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     if stat_rank(algo) == len(out.shape) or not chunkable(algo):
         return []
     n = int(out.shape[-1])
-    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    gran = granule(algo, target)
     usable = target.scope(Scope.UB).usable
     widest = largest(lambda c: tile_bytes(algo, TileShape(1, c * gran), 2, target,
                                            hoist=False) <= usable, 1, max(1, n // 2 // gran))
@@ -75,7 +75,7 @@ def chunked_rows(algo: Algorithm, target: Target) -> list[tuple[TileShape, int]]
         min(block, last)
     size = min(int(v.extent) for st in algo.stages for e in walk(st.op.body)  # type: ignore
                if isinstance(e, Reduce) for v in e.axes)
-    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
+    gran = granule(algo, target)
     return [(TileShape(1, per_tile), w) for w in (2048, 1024, 512, 256)
             if w % gran == 0 and w < size]
 
@@ -95,7 +95,7 @@ def column_tiles(algo: Algorithm, target: Target) -> list[tuple[TileShape, int |
     out = root_output(algo)
     n = int(out.shape[-1])
     rows = math.prod(int(d) for d in out.shape[:-1])
-    width = _strip_width(algo, target, n, rows)
+    width = strip_width(algo, target, n, rows)
     kv = chunk_var(Schedule(algo, target=target), out.name)
     size = int(kv.extent) if kv is not None else 1
     chunks = _heights(target, width, 10)
@@ -131,7 +131,7 @@ def column_pieces(algo: Algorithm, target: Target) -> list[Schedule]:
     assert out.op is not None
     m, n = (int(d) for d in out.shape)
     i, j = (a.name for a in out.op.axes)
-    width = _strip_width(algo, target, n, 1)
+    width = strip_width(algo, target, n, 1)
     strips = -(-n // width)
     out_sched = []
     heights = [min(c, m) for c in _heights(target, width, 24)]
@@ -164,12 +164,13 @@ def column_pieces(algo: Algorithm, target: Target) -> list[Schedule]:
     return out_sched
 
 
-def _strip_width(algo: Algorithm, target: Target, n: int, rows: int) -> int:
-    """Columns per tile when ``rows`` rows of ``n`` columns spread over the vector cores: the
-    share of one core, rounded up to 32 bytes of the narrowest dtype (at least that), at most
-    ``n``."""
-    gran = target.block_bytes // min(t.dtype.bytes for t in algo.tensors)
-    per_core = -(-n * rows // target.num_aiv)
+def strip_width(algo: Algorithm, target: Target, n: int, rows: int,
+                cores: int | None = None) -> int:
+    """Columns per tile when ``rows`` rows of ``n`` columns spread over ``cores`` cores (the
+    vector cores): the share of one core, rounded up to 32 bytes of the narrowest dtype (at
+    least that), at most ``n``."""
+    gran = granule(algo, target)
+    per_core = -(-n * rows // (cores or target.num_aiv))
     return min(n, max(gran, -(-min(per_core, n) // gran) * gran))
 
 

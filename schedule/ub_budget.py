@@ -51,6 +51,12 @@ class TileShape:
     cols: int
 
 
+def granule(algo: Algorithm, target: Target) -> int:
+    """Elements of the narrowest dtype of ``algo`` in one 32-byte block: the unit UB tile
+    widths (and row chunks) are multiples of."""
+    return target.elems_per_block(min(t.dtype.bytes for t in algo.tensors))
+
+
 def row_extents(lead: Sequence[int], rows: int) -> tuple[int, ...] | None:
     """The tile's extent along each leading axis (``lead``: the output's sizes but the last)
     for ``rows`` flattened rows: whole inner axes, part (or a multiple) of one axis, 1 outside

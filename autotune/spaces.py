@@ -30,6 +30,7 @@ from ascendsched.schedule.default_chunked import strip_width
 from ascendsched.schedule.gemm import GemmSchedule, cube_geometry
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
+from ascendsched.target.model import Scope
 
 GEMM_TILES = (16, 32, 64, 128, 256)
 GEMM_K_TILES = (64, 128, 256, 512)
@@ -237,8 +238,14 @@ class VectorBuild:
         loaded_once = {b for b in self.once if c.get(f"once_{b}", "tile") != "tile"}
         for b in sorted(loaded_once):
             s = s.load_once(b, hoist=c[f"once_{b}"] == "once")
+        # a row staged in UB once for its pieces and chunks: with rows outer, pieces inside
+        loops = s.loop_names(self.out)
+        staged = {b for b in self.buffers if c.get(f"stage_{b}", "tile") == "row"} \
+            if len(loops) == 2 and how == "rows" else set()
+        for b in sorted(staged):
+            s = s.cache_read(b, "UB", at=(self.out, loops[0]), copies=c[f"copies_{b}"])
         for b in self.buffers:
-            if c[f"copies_{b}"] != 1 and b not in loaded_once:
+            if c[f"copies_{b}"] != 1 and b not in loaded_once | staged:
                 s = s.buffer(b, c[f"copies_{b}"])
         return s
 
@@ -254,6 +261,10 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     a row are the inner tiles; ``"chunks"``, when ``schedule.chunks.chunkable``: only the row
     statistics there, each reduction read in chunks of ``cols``, the row-wide stages
     inlined: rows no tile holds), ``copies_<tensor>`` per input and the output, and
+    ``stage_<input>`` (``"tile"``; ``"row"``: with rows outer and pieces of them inside,
+    ``cache_read(input, "UB", at=(out, <row loop>))``: each row loaded once for all its
+    pieces and chunks) per input that varies along every output axis, when a row overflows
+    UB (``stats="chunks"`` reads it again per statistic), and
     ``once_<input>`` (``"tile"``; ``"once"``: ``load_once``, one copy loaded before the tile
     loops, and the values of it alone computed there too; ``"load"``: loaded once, those
     values computed per tile, ``load_once(..., hoist=False)``) per input that does not vary along
@@ -303,13 +314,26 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     once = _broadcast_inputs(algo, target)
     for b in once:
         params[f"once_{b}"] = ("tile", "once", "load")
-    nominal = {"order", "stats"} | {k for k in params if k.startswith(("place_", "once_"))}
+    if "chunks" in params.get("stats", ()) and _rows_overflow(algo, target):
+        for t in algo.inputs:  # rows no tile holds: read again by each chunked statistic
+            if t.name not in once:
+                params[f"stage_{t.name}"] = ("tile", "row")
+    nominal = {"order", "stats"} | {k for k in params if k.startswith(("place_", "once_",
+                                                                        "stage_"))}
     row_stats = frozenset(st.name for st in algo.stages
                           if st is not out and len(st.shape) == len(out.shape) - 1)
     build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers, once, per_row,
                         row_stats)
     return _make(name or f"{algo.name}-vector", algo, params, nominal, build, target,
                  algo_code, choices)
+
+
+def _rows_overflow(algo: Algorithm, target: Target) -> bool:
+    """Whether one whole row of ``algo``'s output, one copy, overflows UB by the default
+    schedule's estimate (its statistics are then read in chunks)."""
+    out = root_output(algo)
+    row = ub_budget.TileShape(1, int(out.shape[-1]))
+    return ub_budget.tile_bytes(algo, row, 1, target) > target.scope(Scope.UB).usable
 
 
 def _broadcast_inputs(algo: Algorithm, target: Target) -> tuple[str, ...]:

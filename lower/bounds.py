@@ -28,7 +28,11 @@ class _Bounds:
     """Bounds inference, a part of ``_Builder`` (lower/build_loop_nest.py), whose schedule,
     output and stage bodies it reads."""
 
-    def _bounds(self, out_box: tuple[Axis, ...]) -> dict[str, tuple[Axis, ...]]:
+    def _bounds(self, out_box: tuple[Axis, ...], chunks_whole: bool = False
+                ) -> dict[str, tuple[Axis, ...]]:
+        """The box of every tensor a tile of ``out_box`` reads, reads of chunked reductions
+        left out (their chunks load their own), or over the whole reduce axis with
+        ``chunks_whole`` (the box an input staged at an outer loop must hold)."""
         boxes: dict[str, tuple[Axis, ...]] = {self.out.name: out_box}
         for o in self.extra:  # an output the root does not read: the root's box, if same shape
             if tuple(o.shape) == tuple(self.out.shape):
@@ -48,8 +52,8 @@ class _Bounds:
             sbox = boxes[st.name]
             env = {ax: sbox[i] for i, ax in enumerate(st.op.axes)}  # type: ignore[union-attr]
             for ld in loads(self.bodies[st.name]):
-                if self.chunk_read(st.name, ld):  # loaded chunk by chunk (chunked_reduce.py)
-                    continue
+                if self.chunk_read(st.name, ld) and not chunks_whole:
+                    continue  # loaded chunk by chunk (chunked_reduce.py)
                 b = tuple(self._index_range(e, env, ld) for e in ld.indices)
                 b = tuple(Axis(f"{ld.tensor.name}.{k}", s, n) for k, (s, n) in enumerate(b))
                 boxes[ld.tensor.name] = _union(boxes.get(ld.tensor.name), b, ld)

@@ -139,6 +139,7 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions):
                          and p.loop in names[:-1]}
         self.outside: dict[str, Layout] = {}
         self._read_cache: dict[str, frozenset[str]] = {}
+        self.staged = self._staged_inputs(names)
         self._check_outer_placements(names)
         self._check_row_alignment()
         check_output_tiles(self)
@@ -307,21 +308,38 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions):
 
     def _below(self, level: int, idx: dict[str, Affine], ver: dict[str, str], copy: Affine
                ) -> list[Stmt]:
-        """The body of one iteration (one version) of tile loop ``level``: the stages computed
-        at that loop, over the box every tile inside reads (the axes of the loops inside
-        whole), then the loops inside, whose tiles read those stages' buffers."""
+        """The body of one iteration (one version) of tile loop ``level``: the inputs staged
+        at that loop (``cache_read(..., 'UB', at=...)``) and the stages computed there, over
+        the box every tile inside reads (the axes of the loops inside whole, the chunks of
+        every chunked reduction too), then the loops inside, whose tiles and chunks read
+        those buffers."""
         here = [st for st in self.tile_stages if self.level_of.get(st.name) == level]
-        if not here:
+        staged = self.staged.get(level, [])
+        if not here and not staged:
             return self._gen_loops(level + 1, idx, ver, copy)
         inner_axes = {a for _, axes in self.nest.loops[level + 1:] for a in axes}
         box = tuple(Axis(a, Affine(), self.sizes[a]) if a in inner_axes else ax
                     for a, ax in zip(self.out_axes, self._tile_box(idx, ver)))
         boxes = self._bounds(box)
         v = _Version(suffix=self._suffix(ver))
+        saved = self.outside
+        if staged:
+            whole = self._bounds(box, chunks_whole=True)
+            mine = {}
+            for t in staged:
+                if t.name not in whole:
+                    raise ScheduleError(
+                        f"cache_read('{t.name}', 'UB', at=('{self.out.name}', "
+                        f"'{self.nest.loops[level][0]}')): nothing inside that loop reads "
+                        f"'{t.name}'; stage it at a loop further out, or drop the call")
+                lay = self._layout(self._tile_name(t, f"_ub_at{level}", v), t, whole[t.name],
+                                   copy)
+                v.instrs.extend(self._dma(t, lay, to_ub=True))
+                mine[t.name] = lay
+            self.outside = {**saved, **mine}
         wanted = set().union(*(self._reads(st) for st in here))
         layouts = self._compute(v, here, boxes, copy, wanted, f"_ub_at{level}")
-        saved = self.outside
-        self.outside = {**saved, **{st.name: layouts[st.name] for st in here}}
+        self.outside = {**self.outside, **{st.name: layouts[st.name] for st in here}}
         inner = self._gen_loops(level + 1, idx, ver, copy)
         self.outside = saved
         return v.instrs + inner
@@ -335,6 +353,8 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions):
         for t in self.algo.inputs:
             if t.name in self.hoisted:
                 layouts[t.name] = self.hoisted_layouts[t.name]
+            elif t.name in self.outside:  # staged at an outer tile loop
+                continue
             elif t.name in boxes and (wanted is None or t.name in wanted):
                 lay = self._layout(self._tile_name(t, input_buf, v), t, boxes[t.name], copy)
                 layouts[t.name] = lay
@@ -368,6 +388,27 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions):
                 ld.tensor.name for ld in loads(self.bodies[st.name])
                 if not self.chunk_read(st.name, ld))
         return got
+
+    def _staged_inputs(self, names: list[str]) -> dict[int, list[Tensor]]:
+        """The inputs staged at an outer tile loop (``cache_read(t, 'UB', at=(out, loop))``),
+        by the loop's level."""
+        out: dict[int, list[Tensor]] = {}
+        for t in self.algo.inputs:
+            d = self.s.loaded_at(t.name)
+            if d is None:
+                continue
+            call = f"cache_read('{t.name}', 'UB', at=('{d.stage}', '{d.loop}'))"
+            if d.stage != self.out.name:
+                raise ScheduleError(
+                    f"{call}: the kernel's tile loops are those of output '{self.out.name}'; "
+                    f"stage '{t.name}' at one of them: {', '.join(names[:-1]) or '(none)'}")
+            if d.loop not in names[:-1]:
+                raise ScheduleError(
+                    f"{call}: '{d.loop}' is not an outer tile loop of '{self.out.name}' (its "
+                    f"loops now: {', '.join(names) or '(none)'}); stage it at one of "
+                    f"{', '.join(names[:-1]) or '(none: split first)'}")
+            out.setdefault(names.index(d.loop), []).append(t)
+        return out
 
     def _check_outer_placements(self, names: list[str]) -> None:
         """A stage computed at an outer tile loop reads only stages computed there or further

@@ -162,10 +162,13 @@ class _ChunkedReductions:
                 boxes[ld.tensor.name] = _union(boxes.get(ld.tensor.name), b, ld)
         mine = dict(layouts)
         for t in self.algo.inputs:
-            if t.name in boxes:
-                lay = self._layout(f"{t.name}_ub_{st.name}{v.suffix}", t, boxes[t.name], copy)
-                mine[t.name] = lay
-                v.instrs.extend(self._dma(t, lay, to_ub=True))
+            if t.name not in boxes:
+                continue
+            if t.name in self.outside:  # staged at a tile loop: read there
+                continue
+            lay = self._layout(f"{t.name}_ub_{st.name}{v.suffix}", t, boxes[t.name], copy)
+            mine[t.name] = lay
+            v.instrs.extend(self._dma(t, lay, to_ub=True))
         gen = _ExprGen(self, v, st.name, dom, env, mine)
         gen.chunk = (rv, chunk)
         part = gen.reduce(red, None)

@@ -127,13 +127,14 @@ class _Resolver:
             ComputeAt,
             ComputeInline,
             Fuse,
+            LoadAt,
             LoadOnce,
             Reorder,
             Split,
         )
 
         for d in self.s.directives:
-            if isinstance(d, (ComputeAt, ComputeInline, Buffering, LoadOnce)):
+            if isinstance(d, (ComputeAt, ComputeInline, Buffering, LoadOnce, LoadAt)):
                 raise ScheduleError(
                     f"{self.where}: {d!r} is a Vector-path directive; with a tensorized stage "
                     f"the Cube + Vector builder derives the epilogue's per-tile schedule (its "

@@ -31,6 +31,9 @@ def format_schedule(s: Schedule) -> str:
             lines.append(f"  .buffer({x.tensor!r}, copies={x.copies})")
         elif isinstance(x, d.LoadOnce):
             lines.append(f"  .load_once({x.tensor!r}" + (")" if x.hoist else ", hoist=False)"))
+        elif isinstance(x, d.LoadAt):
+            lines.append(f"  .cache_read({x.tensor!r}, 'UB', at=({x.stage!r}, {x.loop!r}), "
+                         f"copies={x.copies})")
         elif isinstance(x, c.Tensorize):
             lines.append(f"  .tensorize({x.stage!r}, {x.loop!r}, {x.intrinsic!r})")
         elif isinstance(x, c.Place):

@@ -24,6 +24,7 @@ from ascendsched.errors import ScheduleError
 from ascendsched.schedule import cube_directives as cube
 from ascendsched.schedule.chunks import chunk_axis
 from ascendsched.schedule.cube_directives import CubeDirective
+from ascendsched.schedule.staging import LoadAt, make_load_at
 from ascendsched.target import DEFAULT_TARGET, Target
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ class LoadOnce:
 
 
 Directive = (Split | Reorder | Fuse | Bind | ComputeAt | ComputeInline | Buffering | LoadOnce
-             | CubeDirective)
+             | LoadAt | CubeDirective)
 
 
 class Scheduled:
@@ -310,15 +311,21 @@ class Schedule(Scheduled):
         t = self.algo.tensor(tensor)
         if not t.is_placeholder:
             raise ScheduleError(f"load_once('{tensor}'): '{tensor}' is a stage, not an input")
+        if self.loaded_at(tensor) is not None:
+            raise ScheduleError(f"load_once('{tensor}'): cache_read('{tensor}', 'UB', at=...) "
+                                f"already stages it at a tile loop; drop one of the two")
         return self._add(LoadOnce(tensor, hoist))
 
     def cache_read(self, tensor: str, scope: str = "UB", *, at: tuple[str, str] | None = None,
                    copies: int = 2) -> Schedule:
-        """Stage input ``tensor`` in ``scope``: ``"UB"`` (the Vector path's tile buffer:
-        ``buffer(tensor, copies)``), or ``"L1"``/``"L0A"``/``"L0B"`` for a tensorized stage's
-        operands, loaded once per iteration of loop ``at=(stage, loop)``."""
+        """Stage input ``tensor`` in ``scope``: ``"UB"`` (the Vector path: per tile,
+        ``buffer(tensor, copies)``; with ``at=(output, outer tile loop)``, once per iteration
+        of that loop for every tile and chunk inside it), or ``"L1"``/``"L0A"``/``"L0B"`` for
+        a tensorized stage's operands, loaded once per iteration of loop ``at=(stage, loop)``."""
         if scope == "UB" and at is None:
             return self.buffer(tensor, copies)
+        if scope == "UB":
+            return self._add(make_load_at(self, tensor, at, copies))
         return self._add(cube.make_cache_read(self, tensor, scope, at, copies))
 
     def cache_write(self, stage: str, scope: str = "UB", *, copies: int = 2) -> Schedule:
@@ -428,10 +435,18 @@ class Schedule(Scheduled):
         return any(isinstance(d, LoadOnce) and d.tensor == tensor and d.hoist
                    for d in self.directives)
 
+    def loaded_at(self, tensor: str) -> LoadAt | None:
+        """The ``cache_read(tensor, "UB", at=...)`` record of input ``tensor`` (the last)."""
+        got = None
+        for d in self.directives:
+            if isinstance(d, LoadAt) and d.tensor == tensor:
+                got = d
+        return got
+
     def copies(self, tensor: str) -> int:
         n = 1
         for d in self.directives:
-            if isinstance(d, Buffering) and d.tensor == tensor:
+            if isinstance(d, (Buffering, LoadAt)) and d.tensor == tensor:
                 n = d.copies
         return n
 

@@ -190,7 +190,7 @@ def test_stats_outer_holds_the_row_outer_default_of_wide_rows() -> None:
     point = dict(rows=1, cols=4096, order="rows", cores=48, place_xf="at", place_d="at",
                  place_mean="inline", place_var="inline", place_r="inline",
                  stats="outer", copies_x=1, copies_gamma=1, copies_beta=1, copies_y=1,
-                 once_gamma="load", once_beta="load")
+                 once_gamma="load", once_beta="load", stage_x="tile")
     sched = space.schedule(tuple(point[n] for n in names))
     default = schedule_for(algo)
     assert sched.loop_names("y") == default.loop_names("y") == ["i_o", "j_o"]
@@ -216,7 +216,7 @@ def test_stats_chunks_reach_rows_no_tile_holds() -> None:
     space = default_space(L.softmax(64, 32000))
     names = [p.name for p in space.params]
     point = dict(rows=1, cols=4096, order="rows", cores=48, place_xf="at", place_e="at",
-                 stats="chunks", copies_x=2, copies_y=2)
+                 stats="chunks", copies_x=2, copies_y=2, stage_x="tile")
     sched = space.schedule(tuple(point[n] for n in names))
     assert [chunk_split(sched, st).factor for st in ("mx", "s")] == [4096, 4096]
     assert sched.placement("xf").__class__.__name__ == "ComputeInline"

@@ -41,6 +41,7 @@ from ascendsched.algo.expr import (
     Reduce,
     ReduceVar,
 )
+from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.tensor import Tensor
 from ascendsched.errors import ScheduleError, UnsupportedError
 from ascendsched.lower.affine import Affine, Cond
@@ -407,8 +408,25 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions):
                     f"{call}: '{d.loop}' is not an outer tile loop of '{self.out.name}' (its "
                     f"loops now: {', '.join(names) or '(none)'}); stage it at one of "
                     f"{', '.join(names[:-1]) or '(none: split first)'}")
+            self._check_staged_chunks(t, call)
             out.setdefault(names.index(d.loop), []).append(t)
         return out
+
+    def _check_staged_chunks(self, t: Tensor, call: str) -> None:
+        """Chunks read out of a staged input start where the previous chunk ends, so along
+        its last axis a chunk must be a whole number of 32-byte blocks (a vector operand
+        starts on one); loaded into a buffer of its own, any width was fine."""
+        per = self.t.elems_per_block(t.dtype.bytes)
+        for name, (d, red) in self.chunks.items():
+            rv = red.axes[0]
+            along_rows = any(ld.tensor is t and rv in walk(ld.indices[-1])
+                             for ld in loads(red.body))
+            if along_rows and d.factor < int(rv.extent) and d.factor % per:
+                raise ScheduleError(
+                    f"{call}: '{name}' reads '{t.name}' in chunks of {d.factor} x {t.dtype} "
+                    f"({d.factor * t.dtype.bytes} B) out of the staged row, so a chunk would "
+                    f"start off a 32-byte block; split('{name}', '{d.axis}', ...) by a "
+                    f"multiple of {per}, or read '{t.name}' per chunk (no cache_read)")
 
     def _check_outer_placements(self, names: list[str]) -> None:
         """A stage computed at an outer tile loop reads only stages computed there or further

@@ -131,3 +131,15 @@ def test_the_tuner_stages_rows_too_wide_for_ub() -> None:
     s = sp.build(sp.algo, point)
     assert s.loaded_at("x") is not None and s.loaded_at("x").loop == "i_o"
     assert "stage_x" not in {p.name for p in library_space("rmsnorm", 64, 4096).params}
+
+
+def test_chunks_of_a_staged_row_must_be_whole_blocks() -> None:
+    s = (Schedule(L.rmsnorm(4, 1000)).split("y", "i", 1).split("y", "j", 256)
+         .reorder("y", "i_o", "j_o").compute_inline("xf").compute_at("ss", "y", "i_o")
+         .split("ss", "k", 100).compute_at("r", "y", "i_o")
+         .cache_read("x", "UB", at=("y", "i_o")))
+    with pytest.raises(ScheduleError, match=r"'ss' reads 'x' in chunks of 100 x float16 "
+                       r"\(200 B\) out of the staged row.*multiple of 16"):
+        lower(s)
+    _ok(Schedule(s.algo, tuple(d for d in s.directives if getattr(d, "factor", 0) != 100))
+        .split("ss", "k", 96))

@@ -51,17 +51,33 @@ def format_schedule(s: Schedule) -> str:
 
 
 def print_loop_nest(s: Schedule) -> str:
-    """Pseudocode of the output stage's loops before lowering (Halide's print_loop_nest)."""
+    """Pseudocode of the output stage's loops before lowering (Halide's print_loop_nest): under
+    each tile loop the inputs staged there and the stages computed once per iteration of it
+    (``compute_at`` an outer loop), the rest per tile."""
     out = s.root()
     nest = s.loop_nest(out.name)
+    names = [n for n, _ in nest.loops]
     lines, pad = [], ""
+
+    def level(st_name: str) -> str | None:  # the outer loop a stage is computed at, if any
+        p = s.placement(st_name)
+        loop = getattr(p, "loop", None)
+        return loop if loop in names[:-1] else None
+
     for name, axes in nest.loops:
         bound = f"  # on {nest.bound[1]} cores" if nest.bound and nest.bound[0] == name else ""
         lines.append(f"{pad}for {name} (tiles of {', '.join(axes)}):{bound}")
         pad += "  "
+        for t in s.algo.inputs:
+            at = s.loaded_at(t.name)
+            if at is not None and at.loop == name:
+                lines.append(f"{pad}load {t.name} box of this {name} (UB, {at.copies} "
+                             f"cop{'ies' if at.copies > 1 else 'y'}): its tiles read parts")
+        lines += [f"{pad}compute {st.name} (UB, once per {name})" for st in s.algo.stages
+                  if st is not out and st not in s.algo.outputs and level(st.name) == name]
     for st in s.algo.stages:
         p = s.placement(st.name)
-        if st is out:
+        if st is out or level(st.name) is not None:
             continue
         if st in s.algo.outputs:
             lines.append(f"{pad}compute {st.name} tile (UB) -> GM")

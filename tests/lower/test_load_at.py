@@ -143,3 +143,16 @@ def test_chunks_of_a_staged_row_must_be_whole_blocks() -> None:
         lower(s)
     _ok(Schedule(s.algo, tuple(d for d in s.directives if getattr(d, "factor", 0) != 100))
         .split("ss", "k", 96))
+
+
+def test_the_loop_nest_shows_the_staged_row_and_the_statistics_once_per_row() -> None:
+    from ascendsched.schedule import print_loop_nest
+
+    assert print_loop_nest(_softmax(8, 1000, 1, 256, 3, 2)).splitlines() == [
+        "for i_o (tiles of i):  # on 3 cores",
+        "  load x box of this i_o (UB, 2 copies): its tiles read parts",
+        "  compute mx (UB, once per i_o)",
+        "  compute s (UB, once per i_o)",
+        "  for j_o (tiles of j):",
+        "    compute y tile [1 x 256] (UB) -> GM",
+    ]

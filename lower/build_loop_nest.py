@@ -408,16 +408,21 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions):
                     f"{call}: '{d.loop}' is not an outer tile loop of '{self.out.name}' (its "
                     f"loops now: {', '.join(names) or '(none)'}); stage it at one of "
                     f"{', '.join(names[:-1]) or '(none: split first)'}")
-            self._check_staged_chunks(t, call)
-            out.setdefault(names.index(d.loop), []).append(t)
+            level = names.index(d.loop)
+            self._check_staged_chunks(t, level, call)
+            out.setdefault(level, []).append(t)
         return out
 
-    def _check_staged_chunks(self, t: Tensor, call: str) -> None:
-        """Chunks read out of a staged input start where the previous chunk ends, so along
-        its last axis a chunk must be a whole number of 32-byte blocks (a vector operand
-        starts on one); loaded into a buffer of its own, any width was fine."""
+    def _check_staged_chunks(self, t: Tensor, level: int, call: str) -> None:
+        """Chunks read out of an input staged at tile loop ``level`` start where the previous
+        chunk ends, so along its last axis a chunk must be a whole number of 32-byte blocks
+        (a vector operand starts on one); loaded into a buffer of their own (a stage computed
+        further out), any width is fine."""
         per = self.t.elems_per_block(t.dtype.bytes)
+        inner = len(self.nest.loops) - 1
         for name, (d, red) in self.chunks.items():
+            if self.level_of.get(name, inner) < level:
+                continue
             rv = red.axes[0]
             along_rows = any(ld.tensor is t and rv in walk(ld.indices[-1])
                              for ld in loads(red.body))

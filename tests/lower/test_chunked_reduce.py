@@ -231,6 +231,23 @@ def test_default_of_a_vocabulary_wide_softmax_passes_every_rung() -> None:
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm"])
+def test_default_wide_rows_keep_pieces_of_row_free_inputs_in_one_copy(name) -> None:
+    """RMSNorm/LayerNorm 96 x 32 000: rows in pieces, statistics in chunks; x and y double
+    buffered, gamma's (and beta's) pieces in one copy (each read by its piece's vector work
+    alone; two copies took the UB of wider pieces). Equal to numpy, race-free."""
+    from ascendsched.lower.schedule_for import schedule_for
+    from ascendsched.schedule.chunks import chunk_split
+
+    s = schedule_for(getattr(L, name)(96, 32000))
+    stats = {"rmsnorm": "ss", "layernorm": "mean"}[name]
+    assert chunk_split(s, stats) is not None and s.loop_names("y") == ["i_o", "j_o"]
+    assert s.copies("x") == s.copies("y") == 2
+    assert [s.copies(t.name) for t in s.algo.inputs if t.name != "x"] in ([1], [1, 1])
+    verdicts = check(s, cpp=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+
+
 def test_a_reduction_reading_a_stored_output_along_the_axis_says_how_to_rewrite_it() -> None:
     """e = exp(x) is an output and s = sum(e) reads it along the row: e is stored whole, so
     s cannot read it chunk by chunk, nor can e be inlined. The error says to write s over

@@ -22,7 +22,7 @@ from ascendsched.schedule.chunks import (
     stat_rank,
 )
 from ascendsched.schedule.schedule import Schedule
-from ascendsched.schedule.ub_budget import TileShape, granule, tile_bytes
+from ascendsched.schedule.ub_budget import TileShape, granule, input_deps, tile_bytes
 from ascendsched.target import Target
 from ascendsched.target.model import Scope
 
@@ -42,8 +42,10 @@ def chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     n = int(out.shape[-1])
     gran = granule(algo, target)
     usable = target.scope(Scope.UB).usable
+    single = row_free(algo, target)  # their pieces in one copy (``_candidate``)
     widest = largest(lambda c: tile_bytes(algo, TileShape(1, c * gran), 2, target,
-                                           hoist=False) <= usable, 1, max(1, n // 2 // gran))
+                                           hoist=False, single=single) <= usable,
+                     1, max(1, n // 2 // gran))
     # narrower ones too, for when the planner needs more than the estimate (it can: LayerNorm
     # 300 x 50 000 fits at half the estimate's width); before each, the widest piece at least
     # half as wide that divides the row. A tail piece and chunk cost a second version of
@@ -57,6 +59,12 @@ def chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
         d = dividing_width(n, w, gran)
         widths += ([d] if d else []) + [w]
     return [TileShape(1, w) for w in dict.fromkeys(widths)]
+
+
+def row_free(algo: Algorithm, target: Target) -> frozenset[str]:
+    """The inputs whose values are the same for every row of the output (``gamma[j]``)."""
+    lead = frozenset(range(len(root_output(algo).shape) - 1))
+    return frozenset(t.name for t, dep in input_deps(algo, target).items() if not dep & lead)
 
 
 def chunked_rows(algo: Algorithm, target: Target) -> list[tuple[TileShape, int]]:

@@ -141,11 +141,12 @@ def computed_per_row(algo: Algorithm) -> frozenset[str]:
 
 
 def tile_bytes(algo: Algorithm, tile: TileShape, copies: int, target: Target, *,
-               hoist: bool = True) -> int:
+               hoist: bool = True, single: frozenset[str] = frozenset()) -> int:
     """Peak UB bytes of one tile of ``algo``'s default schedule with ``copies`` copies of
-    every input (but the invariant ones) and output tile (see the module docstring);
-    ``hoist``: values of the invariant inputs alone are computed once (``load_once``)."""
-    return _Walk(algo, tile, copies, target, hoist).peak()
+    every input (but the invariant ones and those in ``single``: one) and output tile (see
+    the module docstring); ``hoist``: values of the invariant inputs alone are computed
+    once (``load_once``)."""
+    return _Walk(algo, tile, copies, target, hoist, single).peak()
 
 
 def invariant_inputs(algo: Algorithm, tile: TileShape, target: Target) -> frozenset[str]:
@@ -163,9 +164,9 @@ def input_deps(algo: Algorithm, target: Target) -> dict[Tensor, frozenset[int]]:
 
 class _Walk:
     def __init__(self, algo: Algorithm, tile: TileShape, copies: int, target: Target,
-                 hoist: bool = True) -> None:
+                 hoist: bool = True, single: frozenset[str] = frozenset()) -> None:
         self.algo, self.tile, self.copies, self.t = algo, tile, copies, target
-        self.hoist = hoist
+        self.hoist, self.single = hoist, single
         out = root_output(algo)
         assert out.op is not None
         self.out = out
@@ -339,7 +340,7 @@ class _Walk:
         for t, dep in self.input_deps().items():
             size = self._bytes(t.dtype.bytes, dep)
             if t.name not in fixed:
-                io += self.copies * size
+                io += (1 if t.name in self.single else self.copies) * size
             elif t.name in self.tile_reads:
                 io += size
             else:

@@ -99,17 +99,17 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
     n = int(out.shape[-1])
     chunks = stat_rank(algo) != len(out.shape) and chunkable(algo)
     for copies, tile in _buffered_tiles(algo, target):
+        if rows_outer and tile.cols < n:
+            # before the first piece fused under the rows: pieces under a bound loop of rows
+            rows_outer = False
+            for piece in _rows_outer_pieces(algo, target):
+                yield _candidate(algo, target, piece, 1, hoist=False, rows_outer=True)
         if chunks and -(-n // tile.cols) > 2:
             # pieces fused under the rows each reduce their whole row again: past two per
             # row, the chunked pieces below do better (LayerNorm 4096 x 20 000 in 4 000-column
             # pieces: 1247.5 us modelled fused, 476.7 us chunked with gamma and beta loaded
             # once)
             continue
-        if rows_outer and tile.cols < n:
-            # before the first piece fused under the rows: pieces under a bound loop of rows
-            rows_outer = False
-            for piece in _rows_outer_pieces(algo, target):
-                yield _candidate(algo, target, piece, 1, hoist=False, rows_outer=True)
         # values of the loaded-once inputs computed once, then (if that changes the UB
         # estimate: they hold UB all the time) per tile, for rows too wide for both
         need = {h: tile_bytes(algo, tile, copies, target, hoist=h) for h in (True, False)}

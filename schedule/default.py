@@ -54,6 +54,7 @@ from ascendsched.schedule.default_chunked import (
     column_tiles,
     largest,
     once_pieces,
+    row_free,
 )
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
@@ -364,20 +365,18 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
             s = chunked(s.compute_at(st.name, out.name, at), st)
         else:
             s = s.compute_inline(st.name)
-    lead_axes = frozenset(range(len(lead)))
-    row_free = frozenset(t.name for t, dep in input_deps(algo, target).items()
-                         if not dep & lead_axes)  # gamma[j]: the same for every row
+    free = row_free(algo, target)  # gamma[j]: the same for every row
     single: frozenset[str] = frozenset()
     if chunk is not None and load_free:
-        fixed: frozenset[str] = row_free
+        fixed: frozenset[str] = free
     elif chunk is not None:
         fixed = frozenset()
         # their pieces in one copy: each is read by its piece's vector work alone, and two
         # copies take the UB of wider pieces (RMSNorm 4096 x 32 000 in 8 000-column pieces:
         # gamma's pieces double buffered 562.1 us modelled, in one copy 511.7 us)
-        single = row_free if rows_outer else frozenset()
+        single = free if rows_outer else frozenset()
     elif rows_outer:  # every row reads them whole, each piece its part
-        fixed = row_free
+        fixed = free
     else:
         fixed = invariant_inputs(algo, tile, target) if loops else frozenset()
     for name in sorted(fixed):

@@ -53,8 +53,8 @@ def chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     # every statement, and the tail piece's loads wait for the piece loop's work: log-softmax
     # 4096 x 32 000 models 512.1 us in 8 000-column pieces, 663.4 us in the widest that fit
     # (8 800; the estimate's 11 744 does not).
-    # (Not always: LayerNorm 300 x 50 000 models 200.1 us in 2 000-column pieces and 159.8 us
-    # in the widest that fit, 3 856, which lower in 1.48 s against 0.27 s.)
+    # (Not always: LayerNorm 300 x 50 000 models 189.2 us in 2 000-column pieces and 136.6 us
+    # in the widest that fit, 4 656, which lower in about 0.55 s against 0.21 s.)
     widths: list[int] = []
     for w in dict.fromkeys(max(1, widest * f // 4) * gran for f in (4, 3, 2, 1)):
         d = dividing_width(n, w, gran)

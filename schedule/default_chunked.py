@@ -42,11 +42,7 @@ def chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
         return []
     n = int(out.shape[-1])
     gran = granule(algo, target)
-    usable = target.scope(Scope.UB).usable
-    single = row_free(algo, target)  # their pieces in one copy (``_candidate``)
-    widest = largest(lambda c: tile_bytes(algo, TileShape(1, c * gran), 2, target,
-                                           hoist=False, single=single) <= usable,
-                     1, max(1, n // 2 // gran))
+    widest = _widest(algo, target, once=False) // gran
     # narrower ones too, for when the planner needs more than the estimate (it can: LayerNorm
     # 300 x 50 000 fits at half the estimate's width); before each, the widest piece at least
     # half as wide that divides the row. A tail piece and chunk cost a second version of
@@ -71,30 +67,39 @@ def once_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     416.5 us in 6 400 with gamma loaded once. LayerNorm's gamma and beta over 32 000 columns
     take 125 KB, leaving 3 696-column pieces (the estimate's 9 360 without): 283.2 us in
     3 200 against 238.8 us, so not offered there."""
-    free = row_free(algo, target)
     out = root_output(algo)
-    if not free or stat_rank(algo) == len(out.shape) or not chunkable(algo):
+    if not row_free(algo, target) or stat_rank(algo) == len(out.shape) or not chunkable(algo):
         return []
     n = int(out.shape[-1])
+    gran = granule(algo, target)
+    widest = _widest(algo, target, once=True)
+    if not widest or 2 * widest < _widest(algo, target, once=False):
+        return []
+    d = dividing_width(n, widest, gran)
+    return [TileShape(1, w) for w in dict.fromkeys(([d] if d else []) + [widest])]
+
+
+def _widest(algo: Algorithm, target: Target, *, once: bool) -> int:
+    """The widest piece of a row (32-byte multiples, at most half the row) whose tile the UB
+    estimate fits with x and the output in two copies and the row-free inputs' pieces in one
+    (``once``: those inputs whole instead, loaded once); 0 when none fits (``once``)."""
+    free = row_free(algo, target)
+    n = int(root_output(algo).shape[-1])
     gran = granule(algo, target)
     usable = target.scope(Scope.UB).usable
     block = target.block_bytes
     inputs = [t for t in algo.inputs if t.name in free]
-    whole = sum(-(-n * t.dtype.bytes // block) * block for t in inputs)
 
-    def piece_bytes(c: int, once: bool) -> int:
+    def padded(w: int) -> int:  # the row-free inputs' bytes over w columns
+        return sum(-(-w * t.dtype.bytes // block) * block for t in inputs)
+
+    def fits(c: int) -> bool:
         w = c * gran
         need = tile_bytes(algo, TileShape(1, w), 2, target, hoist=False, single=free)
-        return need - sum(-(-w * t.dtype.bytes // block) * block for t in inputs) + whole \
-            if once else need
+        return (need - padded(w) + padded(n) if once else need) <= usable
 
-    top = max(1, n // 2 // gran)
-    without = largest(lambda c: piece_bytes(c, False) <= usable, 1, top)
-    widest = largest(lambda c: piece_bytes(c, True) <= usable, 1, top)
-    if piece_bytes(widest, True) > usable or 2 * widest < without:
-        return []
-    d = dividing_width(n, widest * gran, gran)
-    return [TileShape(1, w) for w in dict.fromkeys(([d] if d else []) + [widest * gran])]
+    c = largest(fits, 1, max(1, n // 2 // gran))
+    return c * gran if not once or fits(c) else 0
 
 
 def row_free(algo: Algorithm, target: Target) -> frozenset[str]:

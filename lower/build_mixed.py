@@ -15,6 +15,17 @@ reads to the slot, its other GM accesses to the tile's rows and columns. Per blo
 with ``slot = (iteration of the block, over all classes) mod copies``. No cross-core flags
 yet: ``cross_core_sync.py`` derives them from the workspace dependences of the two programs.
 
+Row blocks (``CubePlan.row_blocks``): an epilogue that reduces along rows wider than the Cube
+tile (softmax over 4096 scores, tiles of 256 columns) needs every tile of its rows first. An
+iteration is then a *row block*: the AIC runs the block's tiles one after the other (a loop
+over full-width tiles, then the N tail's), each Fixpipe writing its columns of the one slot;
+the AIV runs the epilogue over the whole block, rows UB cannot hold read in chunks
+(``_chunked_rows``). The flags stay one per iteration, so the Cube computes block ``i + 1``
+while the Vector cores finish block ``i``::
+
+    AIC: for t:  if block < count:  for nj: ...Mmad...; [FIX] ws[slot][:, nj*tn] <- c_l0
+    AIV: for t:  if block < count:  epilogue over ws[slot] (rows x N) -> D rows
+
 AIC:AIV 1:2 (``epilogue_on('vector', vector_cores=2)``, the default; ``KERNEL_TYPE_MIX_AIC_1_2``):
 both Vector cores of a block run the AIV program, and ``sub_block_idx`` (GetSubBlockIdx())
 picks each one's rows of every tile as CATLASS's epilogues do (include/catlass/epilogue/block/
@@ -34,7 +45,7 @@ from dataclasses import replace
 
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.gemm_vector_epilogue import VectorEpilogue
-from ascendsched.errors import CapacityError, InternalCompilerError
+from ascendsched.errors import CapacityError, InternalCompilerError, ScheduleError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.build_gemm import _Builder as _GemmBuilder
 from ascendsched.lower.build_gemm import _Tile
@@ -56,6 +67,8 @@ from ascendsched.lower.ir import (
     Stmt,
     copied,
 )
+from ascendsched.lower.lifetimes import buffer_lifetimes
+from ascendsched.lower.plan_memory import plan_as_scheduled
 from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.gemm_records import TileClass
 from ascendsched.schedule.schedule import Schedule
@@ -70,6 +83,14 @@ def build_mixed(sched: CubePlan, target: Target | None = None) -> Kernel:
     if epi is None:
         raise InternalCompilerError(f"build_mixed: {sched.spec} has no Vector epilogue")
     target = target or sched.target
+    sw = sched.tiling.swizzle
+    if sched.row_blocks and sw.width > 1:
+        raise ScheduleError(
+            f"{where(sched)}: swizzle({sw.width}, {sw.direction!r}) orders the tiles across "
+            f"the cores, but the Vector epilogue reduces rows (stage '{epi.rowwise[0]}') of "
+            f"{sched.spec.n} columns, wider than the tile n={sched.tiling.tn}, so each core "
+            f"takes whole row blocks, their tiles one after the other: drop the swizzle, or "
+            f"make the tile hold whole rows")
     cube = _CubeBuilder(sched, target)
     aic = cube.build()
     aiv_body: list[Stmt] = []
@@ -97,8 +118,8 @@ def build_mixed(sched: CubePlan, target: Target | None = None) -> Kernel:
                              epi.algo.tensor(i.name).dtype)
                     for i in epi.inputs if i.name != epi.workspace)
     params += (GmTensor(out.name, tuple(out.shape), out.dtype, "output"),  # type: ignore[arg-type]
-               GmTensor(epi.workspace, (t.cores * cube.slots, t.tm * t.tn), sp.acc_dtype,
-                        "workspace"))
+               GmTensor(epi.workspace, (t.cores * cube.slots, slot_elements(sched)),
+                        sp.acc_dtype, "workspace"))
     return Kernel.build(
         name=sched.algo.name, params=params, buffers=aic.buffers + tuple(buffers.values()),
         block_dim=t.cores, target=target, notes=aic.notes,
@@ -160,7 +181,8 @@ def epilogue_schedule(sched: CubePlan, epi: VectorEpilogue, rows: int, cols: int
     into the output (row reductions and stages read twice computed per step, as the default
     Vector schedule does), the rows split by ``epilogue_on(..., rows=r)`` (default: the most rows
     whose UB tiles fit, evened out over the steps that takes (``even_steps``), double buffered
-    when a tile takes several steps)."""
+    when a tile takes several steps). Rows under a row reduction that UB cannot hold even one
+    at a time are read in chunks (``_chunked_rows``)."""
     algo = epi.tile_algorithm(rows, cols)
     out = algo.outputs[0].name
     usable = target.scope(Scope.UB).usable
@@ -171,16 +193,38 @@ def epilogue_schedule(sched: CubePlan, epi: VectorEpilogue, rows: int, cols: int
 
     if want is None:
         r = rows if fits(rows, 1) else _most_rows(lambda r: fits(r, 2), rows - 1)
+        if r == 0 and epi.rowwise:
+            return _chunked_rows(algo, target)
         if r == 0:
             raise CapacityError(
                 f"{where(sched)}: one row of the Vector epilogue's tile ({cols} columns of "
                 f"{', '.join(i.name for i in epi.inputs)} and {out}) does not fit the "
                 f"{target.name} UB ({usable} B); try {narrower_tile(sched)}")
         r = even_steps(rows, r)
+    elif epi.rowwise and not fits(1, 1):
+        raise CapacityError(
+            f"{where(sched)}: one row of the Vector epilogue's tile ({cols} columns of "
+            f"{', '.join(i.name for i in epi.inputs)} and {out}) does not fit the "
+            f"{target.name} UB ({usable} B), so the epilogue reads its rows in chunks, one "
+            f"row at a time, not {want} rows per step: drop rows={want} from "
+            f".epilogue_on('vector', ...)")
     else:
         r = min(want, rows)
+    s = _in_steps(algo, r, target)
+    # the estimate can fit more rows than the planner does with both copies apart: fewer
+    # rows per step until it does (GEMM + softmax in row blocks of 16 x 2500 per Vector
+    # core: 3 rows estimated, 200 992 B of UB planned for 188 160)
+    while want is None and 1 < r < rows and not _honoured(s, target):
+        r = even_steps(rows, r - 1)
+        s = _in_steps(algo, r, target)
+    return s
+
+
+def _in_steps(algo: Algorithm, r: int, target: Target) -> Schedule:
+    """``epilogue_schedule`` of ``r`` rows per step."""
+    out = algo.outputs[0].name
     s = Schedule(algo, target=target)
-    if r < rows:
+    if r < int(algo.outputs[0].shape[-2]):
         s = s.split(out, algo.outputs[0].op.axes[-2].name, r)  # type: ignore[union-attr]
         for t in _tensors(algo):
             s = s.buffer(t, 2)
@@ -190,6 +234,25 @@ def epilogue_schedule(sched: CubePlan, epi: VectorEpilogue, rows: int, cols: int
             s = s.compute_at(st.name, out, s.legal_compute_at(out)[0]) \
                 if st.name in per_tile else s.compute_inline(st.name)
     return s
+
+
+def _honoured(s: Schedule, target: Target) -> bool:
+    """Whether the planner fits the buffers of ``s``'s tile kernel with its buffering."""
+    k = build_loop_nest(s, target)
+    return plan_as_scheduled(k, buffer_lifetimes(k), target) is not None
+
+
+def _chunked_rows(algo: Algorithm, target: Target) -> Schedule:
+    """The epilogue of rows UB cannot hold: the Vector path's default schedule of the tile
+    for one Vector core (its row statistics reduced in chunks, each reading the row again
+    from the workspace: ``schedule/default_chunked.py``), the one whose buffers the planner
+    fits."""
+    from ascendsched.lower.schedule_for import schedule_for  # it lowers, through this module
+
+    one = replace(target, num_aiv=1)  # the tile is this core's: no binding to cores
+    s = schedule_for(algo, one)
+    assert isinstance(s, Schedule)
+    return replace(s, target=target)
 
 
 def _tensors(algo: Algorithm) -> list[str]:
@@ -232,7 +295,7 @@ class _CubeBuilder(_GemmBuilder):
         self.classes.append(cl)
         self.iters_total += iters
         got = super()._class_loop(c, var, base)
-        if len(got) == 1 and isinstance(got[0], For):
+        if len(got) == 1 and isinstance(got[0], For) and got[0].var == var:
             loop = got[0]
             body = loop.body
         else:
@@ -244,27 +307,56 @@ class _CubeBuilder(_GemmBuilder):
 
     def _tile_body(self, tile: _Tile) -> list[Stmt]:
         self.classes[-1].tile = tile
-        return super()._tile_body(tile)
+        if not self.s.row_blocks:
+            return super()._tile_body(tile)
+        # a row block: its tiles one after the other, each numbered for the on-chip copies
+        # by the core's running tile count (row blocks so far times tiles per block, plus
+        # its column), all into the iteration's one workspace slot
+        t, n = self.t, self.sp.n
+        nfull, ntail = divmod(n, t.tn)
+        run = tile.t * t.nt
+        out: list[Stmt] = []
+        if nfull > 1:
+            j = Affine.of("nj")
+            body = super()._tile_body(replace(tile, ni=j, t=run + j, nv=t.tn))
+            out.append(For("nj", nfull, tuple(body), f"the row block's {nfull} tiles of "
+                           f"{tile.mv} x {t.tn}"))
+        elif nfull == 1:
+            out += super()._tile_body(replace(tile, ni=Affine(), t=run, nv=t.tn))
+        if ntail:
+            out += super()._tile_body(replace(tile, ni=Affine(nfull), t=run + nfull,
+                                              nv=ntail))
+        return out
 
     def slot_base(self, cl: _ClassLoop) -> Affine:
-        """Element offset of this iteration's workspace slot."""
+        """Element offset of this iteration's workspace slot (a tile, or a row block)."""
         t = self.t
         it = (Affine.of(cl.var) if cl.iters > 1 else Affine()) + cl.base
         slot = it.modulo(self.slots) if self.slots > 1 else Affine()
         blk = Affine.of(BLOCK_IDX) if t.cores > 1 else Affine()
-        return (blk * self.slots + slot) * (t.tm * t.tn)
+        return (blk * self.slots + slot) * slot_elements(self.s)
 
     def _fixpipe(self, tile: _Tile, ccopy: Affine) -> list[Stmt]:
         sp = self.sp
         mp = -(-self._mmad_mn(tile)[0] // self.rows) * self.rows
+        cl = self.classes[-1]
+        # the slot holds the iteration's tile (row block) densely: rows of its valid columns
+        at = self.slot_base(cl) + (tile.ni * self.t.tn if self.s.row_blocks else 0)
         return [make_cube_instr(
-            "fixpipe", ((self.ws, self.slot_base(self.classes[-1]), 0, sp.acc_dtype),
+            "fixpipe", ((self.ws, at, 0, sp.acc_dtype),
                         ("c_l0", 0, ccopy, sp.acc_dtype)),
             target=self.target, comment=f"C tile {tile.mv} x {tile.nv} -> workspace slot "
             f"(NZ -> ND, {sp.acc_dtype}" + (", ReLU" if sp.epilogue.relu else "")
             + ", for the Vector epilogue)",
-            nSize=tile.nv, mSize=tile.mv, srcStride=mp, dstStride=tile.nv, quantPre=self.quant,
-            reluEn=sp.epilogue.relu, unitFlag=0, ndNum=1, srcNdStride=0, dstNdStride=0)]
+            nSize=tile.nv, mSize=tile.mv, srcStride=mp, dstStride=cl.cls.nv,
+            quantPre=self.quant, reluEn=sp.epilogue.relu, unitFlag=0, ndNum=1, srcNdStride=0,
+            dstNdStride=0)]
+
+
+def slot_elements(plan: CubePlan) -> int:
+    """Elements of one workspace slot: a tile, or a row block of ``nt`` tiles."""
+    t = plan.tiling
+    return t.tm * t.tn * (t.nt if plan.row_blocks else 1)
 
 
 # --------------------------------------------------------------------------- the Vector side

@@ -80,15 +80,11 @@ def bias_table_error(plan: CubePlan, target: Target) -> CapacityError:
 
 
 def narrower_tile(plan: CubePlan) -> str:
-    """How to make the tile narrower (fewer columns, n)."""
+    """How to make the tile narrower (fewer columns, n). (An epilogue reducing along rows
+    reads rows UB cannot hold in chunks instead: ``build_mixed._chunked_rows``.)"""
     w = plan.written
     if w is None:
         return "a smaller tile n"
-    epi = plan.vector_epilogue
-    if epi is not None and epi.rowwise:
-        return (f"a smaller N: the Vector epilogue reduces along rows (stage "
-                f"'{epi.rowwise[0]}'), so a tile holds whole rows and '{w.split('n')[0]}' "
-                f"stays whole")
     return _smaller(plan, w, ("n",))
 
 

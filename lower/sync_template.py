@@ -160,6 +160,7 @@ class _TemplatePlan:
     source: str
     vector_epilogue: VectorEpilogue | None  # build_mixed_cube: the workspace's name
     slots: int  # build_mixed_cube: the workspace's copies
+    row_blocks: bool = False  # build_mixed_cube: a template has none (_template_plan)
 
     def copies(self, level: str) -> int:
         assert level == "workspace"
@@ -175,6 +176,8 @@ def _template_plan(plan: CubePlan) -> _TemplatePlan | None:
     as many L0 steps as a full one and follows a loop of them. None: nothing to merge."""
     t, sp = plan.tiling, plan.spec
     classes = plan.tile_classes
+    if plan.row_blocks:  # its AIC walks each row block's tiles in a loop of its own
+        return None
     k_tail = sp.k % t.tk
     # padding K pays where the kernel has a loop of L1 K steps for the tail to join; with one
     # full step, a two-trip loop's carried flags would replace straight-line ones

@@ -254,12 +254,27 @@ class CubePlan:
             k0 = max(d for d in range(c0, k0 + 1, c0) if tk % d == 0)
         mt, nt, kt = -(-sp.m // tm), -(-sp.n // tn), -(-sp.k // tk)
         tiles = sp.batch * mt * nt
-        cores = min(self.cores, tiles)
+        # row blocks (``row_blocks``): a core takes a block of rows with all its tiles
+        units = sp.batch * mt if self._rows_wider(tn) else tiles
+        cores = min(self.cores, units)
         sw = self.swizzle
         width = min(sw.width, mt if sw.direction == "m" else nt)
         return GemmTiling(sp, tm, tn, tk, k0, mt, nt, kt, tk // k0, tiles, cores,
-                          -(-tiles // cores), self.copies("l1"), self.copies("l0"),
+                          -(-units // cores), self.copies("l1"), self.copies("l0"),
                           self.copies("l0c"), Swizzle(width, sw.direction))
+
+    def _rows_wider(self, tn: int) -> bool:
+        epi = self.vector_epilogue
+        return epi is not None and bool(epi.rowwise) and \
+            tn < _round_up(self.spec.n, self.n_granule())
+
+    @property
+    def row_blocks(self) -> bool:
+        """Whether the Vector epilogue reduces rows wider than a Cube tile: then each core
+        takes a *row block* (``tm`` rows of the whole output: its Cube tiles one after the
+        other, all into one workspace slot) and its Vector cores run the epilogue over the
+        whole block, reading rows UB cannot hold in chunks (``lower/build_mixed.py``)."""
+        return self._rows_wider(self.tiling.tn)
 
     @cached_property
     def tile_classes(self) -> tuple[TileClass, ...]:
@@ -268,6 +283,12 @@ class CubePlan:
         column, the corner. Each is one persistent loop in the kernel, with static sizes."""
         t, sp = self.tiling, self.spec
         mtail, ntail = sp.m - (t.mt - 1) * t.tm, sp.n - (t.nt - 1) * t.tn
+        if self.row_blocks:  # a class of full row blocks, then the M edge's; no swizzle
+            mi = t.mt - 1 if mtail != t.tm else t.mt
+            blocks = [TileClass("row blocks", mi, 1, 0, 0, 1, "m", t.tm, sp.n)] if mi else []
+            if mi < t.mt:
+                blocks.append(TileClass("M edge row block", 1, 1, mi, 0, 1, "m", mtail, sp.n))
+            return tuple(blocks)
         mi = t.mt - 1 if mtail != t.tm else t.mt  # interior tile rows / columns
         ni = t.nt - 1 if ntail != t.tn else t.nt
         w, d = t.swizzle.width, t.swizzle.direction
@@ -320,11 +341,21 @@ class CubePlan:
             f"  L0C -> GM (Fixpipe NZ -> ND, {self.spec.acc_dtype} -> {self.spec.out_dtype}), "
             f"{t.l0c_copies} L0C copies"]
         epi = self.vector_epilogue
+        if self.row_blocks:
+            lines[0] = (f"# {t.tiles} tiles of {t.tm} x {t.tn} in row blocks of {t.nt} tiles "
+                        f"on {t.cores} Cube cores (block T on core T % {t.cores})")
+            lines[1:1 + 2 * len(self.tile_classes)] = [
+                x for c in self.tile_classes for x in (
+                    f"for each of this core's {c.label} ({self.spec.batch * c.rows} of "
+                    f"{c.mv} rows):", f"  for each of the block's {t.nt} tiles "
+                    f"(the last {self.spec.n - (t.nt - 1) * t.tn} columns wide):",
+                    "    <tile body>")]
         if epi is not None:
             lines[-1] += f", into workspace slot (iteration % {self.copies('workspace')})"
             n = self.epilogue_vector_cores
-            lines.append(("  on the block's 2 Vector cores (AIC:AIV 1:2), each half of the "
-                          "tile's rows: " if n == 2 else "  on the block's Vector core (1:1): ")
+            unit = "row block" if self.row_blocks else "tile"
+            lines.append((f"  on the block's 2 Vector cores (AIC:AIV 1:2), each half of the "
+                          f"{unit}'s rows: " if n == 2 else "  on the block's Vector core (1:1): ")
                          + f"{epi}, "
                          + (f"{self.epilogue_rows} rows per step" if self.epilogue_rows
                             else "as many rows per step as UB holds"))

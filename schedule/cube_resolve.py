@@ -91,13 +91,6 @@ class _Resolver:
                 raise ScheduleError(
                     f"{self.where}: the L0 K step '{k_chain[1].outer}' ({k0}) must divide the "
                     f"L1 K step {tk}; legal: {', '.join(map(str, legal))}")
-        epi = base.vector_epilogue
-        whole = -(-sp.n // ng) * ng
-        if epi is not None and epi.rowwise and tn < whole:
-            raise ScheduleError(
-                f"{self.where}: the Vector epilogue reduces along rows (stage "
-                f"'{epi.rowwise[0]}'), so a tile holds whole rows of {sp.n} columns; do not "
-                f"split '{self.j}'")
         tile_loop = self._check_loops(k_chain)
         cores = self._cores(tile_loop)
         return replace(base, tile=L1Tile(tm, tn, tk), k0=k0,

@@ -208,13 +208,8 @@ class GemmSchedule(Scheduled):
                     f"{name}={max(gran, _round_up(v, gran) if isinstance(v, int) else gran)}")
         if any(isinstance(d, L1Tile) for d in self.directives):
             raise ScheduleError("tile(): the L1 tile is already set; give tile() once")
-        epi = self.vector_epilogue
-        whole = _round_up(sp.n, self._n_granule())
-        if epi is not None and epi.rowwise and n < whole:
-            raise ScheduleError(
-                f"tile(m={m}, n={n}, k={k}): the Vector epilogue reduces along rows (stage "
-                f"'{epi.rowwise[0]}'), so a tile must hold whole rows of {sp.n} columns; try "
-                f"tile({m}, {whole}, {k})")
+        # a Vector epilogue reducing along rows wider than n: each core takes row blocks
+        # (CubePlan.row_blocks)
         return self._add(L1Tile(m, n, k))
 
     def split_k(self, k0: int) -> GemmSchedule:
@@ -307,6 +302,12 @@ class GemmSchedule(Scheduled):
         """Effective tiling: tiles clamped to the fractal-padded problem."""
         self._tile()
         return self.plan.tiling
+
+    @property
+    def row_blocks(self) -> bool:
+        """Whether each core takes row blocks (``CubePlan.row_blocks``)."""
+        self._tile()
+        return self.plan.row_blocks
 
     @property
     def tile_classes(self) -> tuple[TileClass, ...]:

@@ -111,7 +111,8 @@ def estimate_gemm(s: GemmSchedule | CubePlan) -> GemmEstimate:
         per["M+FIX"] = mmad + fix
     bound = max(per, key=per.get)
     tile = per[bound]
-    waves = -(-t.tiles // t.cores)
+    # a core's tiles: with row blocks (CubePlan.row_blocks) its blocks times their tiles
+    waves = t.iters * t.nt if s.row_blocks else -(-t.tiles // t.cores)
     fill = mte2_step + mte1 + fix
     cycles = waves * tile + fill
     # ---- chip-wide caps

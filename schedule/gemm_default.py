@@ -10,7 +10,10 @@ busiest core's time (ties: larger tiles). The candidates:
   and two copies fit, L0C double buffered when a core runs more than one tile and two copies
   fit (the next tile's Mmads then run while this tile's Fixpipe drains L0C);
 * every Cube core the tiles can use, tiles in strips of 4 M-tiles (``swizzle(4, "m")``) so
-  cores running at the same time share A and B in L2.
+  cores running at the same time share A and B in L2;
+* a Vector epilogue that reduces along rows (softmax) gets tiles of whole rows, or, when none
+  fits, row blocks: tiles of any width, each core taking whole blocks of rows
+  (``CubePlan.row_blocks``).
 """
 
 from __future__ import annotations
@@ -38,21 +41,42 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
     see the module docstring). The candidates are ranked on their resolved plans; each
     ``GemmSchedule`` is written only when the caller gets that far (most take the first)."""
     base = GemmSchedule(algo, target=target)
-    sp, g = base.spec, base.geometry
-    eb, ab = sp.in_dtype.bytes, sp.acc_dtype.bytes
-    c0, ng, mg = g.c0(eb), base._n_granule(), base._m_granule()
-    cap = {s: target.scope(s).usable for s in (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C)}
-    mp, np_, kp = _round_up(sp.m, mg), _round_up(sp.n, ng), _round_up(sp.k, c0)
-    head = base.plan
+    sp = base.spec
+    ng = base._n_granule()
+    np_ = _round_up(sp.n, ng)
     cands: list[tuple[tuple, tuple]] = []
     seen: set[tuple] = set()
-    # a Vector epilogue that reduces along rows (softmax) needs tiles of whole rows
+    # a Vector epilogue that reduces along rows (softmax) wants tiles of whole rows; when
+    # none fits L0C (rows of over 2048 float32 columns), row blocks of narrower tiles, whose
+    # epilogue reads each row block back from the workspace (CubePlan.row_blocks)
     rowwise = base.vector_epilogue is not None and base.vector_epilogue.rowwise
-    tns = {np_} if rowwise else {min(_round_up(x, ng), np_) for x in TILE_MN}
+    tns = {min(_round_up(x, ng), np_) for x in TILE_MN}
+    _tilings(base, {np_} if rowwise else tns, cands, seen, blocks=False)
+    if not cands and rowwise:
+        _tilings(base, tns - {np_}, cands, seen, blocks=True)
+    if not cands:
+        raise UnsupportedError(f"no default GEMM tiling of {sp} fits {target.name}'s L0/L1")
+    cands.sort(key=lambda c: c[0])
+    return (_schedule(base, *key) for _, key in cands)
+
+
+def _tilings(base: GemmSchedule, tns: set[int], cands: list[tuple[tuple, tuple]],
+             seen: set[tuple], *, blocks: bool) -> None:
+    """Add to ``cands`` every tiling of tile widths ``tns`` whose buffers fit, with its
+    estimate (module docstring). ``blocks``: the tiles are narrower than the rows a Vector
+    epilogue reduces, so each core takes row blocks (no swizzle: a block's tiles are one
+    after the other on its core)."""
+    sp, g, target = base.spec, base.geometry, base.target
+    eb, ab = sp.in_dtype.bytes, sp.acc_dtype.bytes
+    c0, mg = g.c0(eb), base._m_granule()
+    cap = {s: target.scope(s).usable for s in (Scope.L1, Scope.L0A, Scope.L0B, Scope.L0C)}
+    mp, kp = _round_up(sp.m, mg), _round_up(sp.k, c0)
+    head = base.plan
     for tm in sorted({min(_round_up(x, mg), mp) for x in TILE_MN}, reverse=True):
         for tn in sorted(tns, reverse=True):
-            tiles = sp.batch * -(-sp.m // tm) * -(-sp.n // tn)
-            cores = min(tiles, target.num_aic)
+            blocks_m = sp.batch * -(-sp.m // tm)
+            tiles = blocks_m * -(-sp.n // tn)
+            cores = min(blocks_m if blocks else tiles, target.num_aic)
             multi_tile = tiles > cores
             l0c = 2 if multi_tile and 2 * tm * tn * ab <= cap[Scope.L0C] else 1
             if tm * tn * ab * l0c > cap[Scope.L0C]:
@@ -73,7 +97,7 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
                     # the tile clamped to the problem: the plan's own tiling of these numbers
                     eff = replace(head, tile=L1Tile(tm, tn, tk), k0=k0).tiling
                     key = (eff.tm, eff.tn, eff.tk, eff.k0, l1, l0, l0c, cores,
-                           -(-sp.m // eff.tm))
+                           1 if blocks else -(-sp.m // eff.tm))
                     if key in seen:
                         continue
                     seen.add(key)
@@ -81,27 +105,6 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
                     t = plan.tiling
                     est = estimate_gemm(plan)
                     cands.append(((round(est.cycles), -(t.tm * t.tn), -t.tk, -t.k0), key))
-    if not cands and rowwise:
-        # the narrowest whole-row tile: mg rows, the smallest K step, single buffers
-        widest = min(cap[Scope.L0C] // (mg * ab), cap[Scope.L0B] // (c0 * eb),
-                     cap[Scope.L1] // (c0 * eb) - mg) // ng * ng
-        epi = base.vector_epilogue
-        assert epi is not None
-        raise UnsupportedError(
-            f"no default tiling of {sp} fits {target.name}'s L0/L1: its Vector epilogue "
-            f"reduces whole rows ({', '.join(map(repr, epi.rowwise))}), so every Cube tile "
-            f"holds whole rows of {sp.n} columns, and even {mg} of them need L0C "
-            f"{mg} x {np_} x {ab} B = {mg * np_ * ab} B (of {cap[Scope.L0C]}) and an L0B "
-            f"slice {c0} x {np_} x {eb} B = {c0 * np_ * eb} B (of {cap[Scope.L0B]}). Rows of "
-            f"up to {widest} columns fit; splitting a row over several Cube tiles (an online "
-            f"softmax) is not supported yet. Way out: two kernels, the GEMM alone, then the "
-            f"row-wise steps over its float32 output as a Vector kernel, whose default reads "
-            f"rows no tile holds in chunks (the product reaches the Vector cores through GM "
-            f"either way: a mixed kernel passes it through a GM workspace)")
-    if not cands:
-        raise UnsupportedError(f"no default GEMM tiling of {sp} fits {target.name}'s L0/L1")
-    cands.sort(key=lambda c: c[0])
-    return (_schedule(base, *key) for _, key in cands)
 
 
 def _plan(head: CubePlan, tm: int, tn: int, tk: int, k0: int, l1: int, l0: int, l0c: int,

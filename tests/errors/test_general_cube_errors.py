@@ -117,10 +117,15 @@ def test_bias_table_overflow_names_the_split_of_j() -> None:
         lower(GemmSchedule(algo).tile(64, 8192, 64))
 
 
-def test_a_row_wider_than_ub_under_a_row_reduction_asks_for_a_smaller_n() -> None:
+def test_a_row_too_wide_for_the_cube_under_a_row_reduction_asks_to_split_j() -> None:
+    """Splitting 'j' under a row reduction is legal (row blocks, CubePlan.row_blocks), so the
+    hint names it among the ways out."""
     s = Schedule(L.gemm_softmax(64, 16384, 64)).tensorize("S", "k")
     with pytest.raises(CapacityError) as e:
         lower(s)
     assert str(e.value).endswith(
-        "does not fit the ascend910b UB (188160 B); try a smaller N: the Vector epilogue "
-        "reduces along rows (stage 'mx'), so a tile holds whole rows and 'j' stays whole")
+        "Try splitting 'k' (.split('S', 'k', 32), then tensorize its inner loop) or splitting "
+        "'i' (.split('S', 'i', 32)) or splitting 'j' (.split('S', 'j', 8192)).")
+    split = Schedule(L.gemm_softmax(64, 16384, 64)).split("S", "j", 512).tensorize("S", "k")
+    assert split.cube is not None and split.cube.row_blocks
+    lower(split, stop_after="build")

@@ -160,7 +160,7 @@ class _TemplatePlan:
     source: str
     vector_epilogue: VectorEpilogue | None  # build_mixed_cube: the workspace's name
     slots: int  # build_mixed_cube: the workspace's copies
-    row_blocks: bool = False  # build_mixed_cube: a template has none (_template_plan)
+    row_blocks: bool = False  # build_mixed_cube: the tiles of a row block (a loop)
 
     def copies(self, level: str) -> int:
         assert level == "workspace"
@@ -176,21 +176,22 @@ def _template_plan(plan: CubePlan) -> _TemplatePlan | None:
     as many L0 steps as a full one and follows a loop of them. None: nothing to merge."""
     t, sp = plan.tiling, plan.spec
     classes = plan.tile_classes
-    if plan.row_blocks:  # its AIC walks each row block's tiles in a loop of its own
-        return None
     k_tail = sp.k % t.tk
     # padding K pays where the kernel has a loop of L1 K steps for the tail to join; with one
     # full step, a two-trip loop's carried flags would replace straight-line ones
     pad_k = bool(k_tail) and -(-k_tail // t.k0) == t.kk and sp.k // t.tk >= 2
-    if len(classes) < 2 and not pad_k:
+    blocks = plan.row_blocks  # the tiles of a row block: a loop, the N tail's peeled
+    if len(classes) < 2 and not pad_k and not (blocks and sp.n % t.tn):
         return None
     spec = replace(sp, m=t.mt * t.tm, n=t.nt * t.tn, k=t.kt * t.tk if pad_k else sp.k)
     tiling = replace(t, spec=spec, swizzle=Swizzle(1, "m"))
-    one = TileClass("template", t.mt, t.nt, 0, 0, 1, "m", t.tm, t.tn)
+    one = TileClass("template", t.mt, 1, 0, 0, 1, "m", t.tm, t.nt * t.tn) if blocks else \
+        TileClass("template", t.mt, t.nt, 0, 0, 1, "m", t.tm, t.tn)
     epi = plan.vector_epilogue
     return _TemplatePlan(spec, tiling, (one,), plan.target,
                          f"sync template: {spec} in whole {t.tm} x {t.tn} x {t.tk} tiles, one "
-                         "class", epi, plan.copies("workspace") if epi is not None else 1)
+                         "class" + (" of row blocks" if blocks else ""), epi,
+                         plan.copies("workspace") if epi is not None else 1, blocks)
 
 
 def _gm_free(kernel: Kernel) -> bool:

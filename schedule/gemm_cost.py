@@ -142,3 +142,30 @@ def _l2_hit(s: GemmSchedule | CubePlan, l2_bytes: int) -> float:
     wave_panels = (min(w, t.mt) * t.tm + min(-(-t.cores // max(w, 1)), t.nt) * t.tn) * sp.k * eb
     reuse = max(0.0, 1.0 - unique / total)
     return reuse * min(1.0, l2_bytes / max(wave_panels, 1.0)) * min(1.0, l2_bytes / unique)
+
+
+def estimate_row_blocks(plan: CubePlan) -> float:
+    """Estimated cycles of a GEMM whose Vector epilogue runs over row blocks
+    (``CubePlan.row_blocks``), to rank their tilings: a two-stage pipeline over each core's
+    ``B`` blocks, the Cube computing block ``i + 1`` while the Vector cores finish block
+    ``i``, so ``max(Cube total, B * v) + min(c, v)``, with ``c`` a block's share of the
+    Cube estimate above and ``v`` a block's epilogue traffic (the workspace read back, the
+    output written) at the core's share of the HBM bandwidth: the steps between are cheap
+    next to it for a softmax, and the fill (the first block's Cube time and the last
+    block's Vector time, unhidden) is what a few large blocks pay. Not the Vector work of a
+    heavier epilogue: an estimate for ranking, as ``estimate_gemm`` is."""
+    tgt, t, sp = plan.target, plan.tiling, plan.spec
+    c = tgt.costs
+    assert c is not None
+    est = estimate_gemm(plan)
+    launch = c.launch_us * 1e-6 * tgt.clock_hz
+    cube = est.cycles - launch
+    blocks = t.iters
+    per_block = cube / blocks
+    epi = plan.vector_epilogue
+    assert epi is not None
+    out_b = epi.algo.outputs[0].dtype.bytes
+    traffic = t.tm * sp.n * (sp.acc_dtype.bytes + out_b)
+    vec = traffic / (c.hbm_bytes_per_s / t.cores / tgt.clock_hz)
+    return max(cube, blocks * vec) + min(per_block, vec) + launch
+

@@ -25,7 +25,7 @@ from ascendsched.algo.algorithm import Algorithm
 from ascendsched.errors import UnsupportedError
 from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.gemm import GemmSchedule, L1Tile, Swizzle
-from ascendsched.schedule.gemm_cost import estimate_gemm
+from ascendsched.schedule.gemm_cost import estimate_gemm, estimate_row_blocks
 from ascendsched.target import DEFAULT_TARGET, Target
 from ascendsched.target.model import Scope
 
@@ -103,8 +103,8 @@ def _tilings(base: GemmSchedule, tns: set[int], cands: list[tuple[tuple, tuple]]
                     seen.add(key)
                     plan = _plan(head, *key)
                     t = plan.tiling
-                    est = estimate_gemm(plan)
-                    cands.append(((round(est.cycles), -(t.tm * t.tn), -t.tk, -t.k0), key))
+                    est = estimate_row_blocks(plan) if blocks else estimate_gemm(plan).cycles
+                    cands.append(((round(est), -(t.tm * t.tn), -t.tk, -t.k0), key))
 
 
 def _plan(head: CubePlan, tm: int, tn: int, tk: int, k0: int, l1: int, l0: int, l0c: int,

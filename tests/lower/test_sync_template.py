@@ -149,11 +149,17 @@ MIXED = [
      .swizzle(2, "m").buffer("workspace", 3)),  # bias on the Cube, uneven tiles per core
     (GemmSchedule(L.gemm_row_scale(130, 270, 70)).tile(64, 128, 64).split_k(32).bind(2)
      .epilogue_on("vector", vector_cores=1)),  # 1:1, one trip per class
+    # row blocks (CubePlan.row_blocks): the template's block is a loop of whole tiles, the
+    # kernel's a loop and a peeled N-tail tile
+    GemmSchedule(L.gemm_softmax(100, 130, 90)).tile(32, 48, 32).bind(2),
+    (GemmSchedule(L.gemm_softmax(150, 600, 70)).tile(32, 256, 32).buffer("l1", 2)
+     .buffer("l0c", 2).bind(2)),
 ]
 
 
 @pytest.mark.parametrize("sched", MIXED, ids=["gelu_default", "bias_gelu_3_cores",
-                                               "row_scale_1_to_1"])
+                                               "row_scale_1_to_1", "softmax_row_blocks",
+                                               "softmax_row_blocks_buffered"])
 def test_mixed_kernels_with_tails_take_their_aic_templates_syncs(sched) -> None:  # noqa: ANN001
     """A mixed kernel's template is its AIC's template beside its own AIV program: the AIC's
     syncs go into every class loop, the AIV keeps the syncs its own analysis placed, the

@@ -174,11 +174,15 @@ SOFTMAX = (GemmSchedule(gemm_softmax(40, 100, 70)).tile(16, 112, 32).bind(2)
            .epilogue_on("vector", rows=8))
 BATCHED = (GemmSchedule(batched_gemm_row_scale(3, 40, 50, 30)).tile(32, 32, 32).bind(2)
            .epilogue_on("vector", rows=8).buffer("workspace", 3))
+# row blocks (CubePlan.row_blocks): 3 blocks of 32 rows and an M edge's on 2 cores, each 2
+# tiles of 128 columns and an N-tail tile
+ROW_BLOCKS = GemmSchedule(gemm_softmax(100, 300, 70)).tile(32, 128, 32).bind(2)
 
 
 @pytest.mark.slow  # ~10 to 35 s each: one simulated trace per sync channel
-@pytest.mark.parametrize("sched", [GELU, SCALE, SOFTMAX, BATCHED],
-                         ids=["gelu", "row_scale", "softmax", "batched_row_scale"])
+@pytest.mark.parametrize("sched", [GELU, SCALE, SOFTMAX, BATCHED, ROW_BLOCKS],
+                         ids=["gelu", "row_scale", "softmax", "batched_row_scale",
+                              "softmax_row_blocks"])
 def test_every_sync_of_a_mixed_kernel_is_needed(sched) -> None:  # noqa: ANN001
     m = sync_minimality(sched)
     assert not m.removable, str(m)

@@ -45,6 +45,9 @@ MIXED = {"gemm_gelu": SQUARE, "gemm_row_scale": SQUARE,
 MIXED_TAILS = {"gemm_gelu": (1000, 1000, 1000), "gemm_row_scale": (1000, 1000, 1000),
                "gemm_softmax": (1000, 1000, 128), "gemm_bias_gelu": (1000, 1000, 1000),
                "gemm_residual": (1000, 1000, 1000)}
+# a row softmax over rows wider than a Cube tile (attention over 4096 and 8192 keys, an LM
+# head's 32 000 logits): row blocks (CubePlan.row_blocks), the widest rows read in chunks
+ROW_BLOCKS = [(2048, 4096, 128), (4096, 8192, 128), (4096, 32000, 4096)]
 VECTOR_KERNELS = ("vadd", "mul_add_relu", "bias_add", "softmax", "rmsnorm", "layernorm",
                   "column_sum")
 ROWS = (64, 1024, 16384)
@@ -90,6 +93,8 @@ def cases(quick: bool) -> list[Case]:
         out += [Case(name, shape, "default") for shape in (shapes[::2] if quick else shapes)]
         if name in MIXED_TAILS:  # edge tiles in M and N: a mixed kernel's slowest structure
             out.append(Case(name, MIXED_TAILS[name], "default, tails"))
+    out += [Case("gemm_softmax", shape, "default, row blocks")
+            for shape in (ROW_BLOCKS[::2] if quick else ROW_BLOCKS)]
     rows = ROWS[::2] if quick else ROWS
     cols = COLS[::2] if quick else COLS
     for name in VECTOR_KERNELS:

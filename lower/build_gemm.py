@@ -253,7 +253,8 @@ class _Builder(L0Loads):
         # the tile's copies from "t", the core's running tile number
         tile = _Tile(b, _aff(mi) + c.m0, _aff(ni) + c.n0, Affine.of(RUN), c.mv, c.nv)
         body = list(substitute(tuple(self._tile_body(tile)), {RUN: run.run}))
-        what = (f"{c.label}: {run.count} tiles of {c.mv} x {c.nv}"
+        what = (f"{c.label}: {run.count} {'of' if self.s.row_blocks else 'tiles of'} "
+                f"{c.mv} x {c.nv}"
                 + (f", swizzle({c.width}, {c.direction!r})" if c.width > 1 else ""))
         if run.guarded:
             body = [If((Cond(idx, "<=", run.count - 1),), tuple(body),

@@ -264,15 +264,17 @@ class _ClassLoop:
     """One tile class as both programs run it: loop variable, trips, guard, tile, and the
     dense iteration number (over all classes) of its first trip."""
 
-    def __init__(self, cls: TileClass, var: str, iters: int, base: int) -> None:
+    def __init__(self, cls: TileClass, var: str, iters: int, base: int, unit: str) -> None:
         self.cls, self.var, self.iters, self.base = cls, var, iters, base
+        self.unit = unit  # "tile" or "row block"
         self.conds: tuple = ()
         self.tile: _Tile | None = None
 
     def wrap(self, body: tuple[Stmt, ...]) -> For:
-        inner: tuple[Stmt, ...] = (If(self.conds, body, f"{self.cls.label}: tile exists"),) \
-            if self.conds else body
-        return For(self.var, self.iters, inner, f"persistent over {self.cls.label} tiles")
+        inner: tuple[Stmt, ...] = (If(self.conds, body, f"{self.cls.label}: {self.unit} "
+                                      "exists"),) if self.conds else body
+        return For(self.var, self.iters, inner, f"persistent over {self.cls.label}"
+                   + (" tiles" if self.unit == "tile" else ""))
 
 
 class _CubeBuilder(_GemmBuilder):
@@ -291,7 +293,8 @@ class _CubeBuilder(_GemmBuilder):
     def _class_loop(self, c: TileClass, var: str, base: int) -> list[Stmt]:
         count = self.sp.batch * c.rows * c.cols
         iters = -(-count // self.t.cores)
-        cl = _ClassLoop(c, var, iters, self.iters_total)
+        cl = _ClassLoop(c, var, iters, self.iters_total,
+                        "row block" if self.s.row_blocks else "tile")
         self.classes.append(cl)
         self.iters_total += iters
         got = super()._class_loop(c, var, base)

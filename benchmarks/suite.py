@@ -3,7 +3,7 @@
 ``llm``: the shapes of a Llama-class layer (RMSNorm/LayerNorm/softmax and elementwise ops over
 4096-16384 rows x 4096-11008 columns, a LayerNorm over GPT-3's 12288 and a softmax over a
 Llama-2 vocabulary, 32 000; the layer's GEMMs;
-attention-sized batched GEMMs).
+attention-sized batched GEMMs; attention scores with their softmax as one mixed kernel).
 ``quick``: small shapes of the same kernels, for a report in a few minutes and for tests.
 The SwiGLU-like elementwise kernel is the library's ``fused_mul_add_relu`` (a multiply, an add
 and an activation per element, three inputs, one output), flattened to one axis.
@@ -62,6 +62,9 @@ LLM = (
     Case("batched_gemm", (32, 1024, 1024, 128), "attention QK^T 32x1024x1024x128"),
     Case("batched_gemm", (32, 1024, 128, 1024), "attention PV 32x1024x128x1024"),
     Case("gemm_int8", (4096, 4096, 4096), "GEMM 4096^3 int8"),
+    # scores on the Cube, their softmax on the Vector cores, one mixed kernel: rows of 4096
+    # keys are wider than a Cube tile, so row blocks (CubePlan.row_blocks)
+    Case("gemm_softmax", (4096, 4096, 128), "attention scores + softmax 4096x4096x128"),
 )
 
 QUICK = (

@@ -15,7 +15,7 @@ def test_every_library_kernel_has_a_default_space():
               "softmax": (8, 1024), "rmsnorm": (8, 1024), "layernorm": (8, 1024),
               "column_sum": (4096, 1024),
               "gemm": (256, 256, 256), "batched_gemm": (2, 128, 128, 128),
-              "gemm_int8": (256, 256, 256)}
+              "gemm_int8": (256, 256, 256), "gemm_softmax": (64, 600, 64)}
     assert set(shapes) == set(LIBRARY)
     for name, args in shapes.items():
         sp = library_space(name, *args)

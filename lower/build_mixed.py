@@ -68,7 +68,7 @@ from ascendsched.lower.ir import (
     copied,
 )
 from ascendsched.lower.lifetimes import buffer_lifetimes
-from ascendsched.lower.plan_memory import plan_as_scheduled
+from ascendsched.lower.plan_memory import fits_as_scheduled
 from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.gemm_records import TileClass
 from ascendsched.schedule.schedule import Schedule
@@ -239,7 +239,7 @@ def _in_steps(algo: Algorithm, r: int, target: Target) -> Schedule:
 def _honoured(s: Schedule, target: Target) -> bool:
     """Whether the planner fits the buffers of ``s``'s tile kernel with its buffering."""
     k = build_loop_nest(s, target)
-    return plan_as_scheduled(k, buffer_lifetimes(k), target) is not None
+    return fits_as_scheduled(k, buffer_lifetimes(k), target)
 
 
 def _chunked_rows(algo: Algorithm, target: Target) -> Schedule:

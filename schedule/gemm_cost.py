@@ -145,8 +145,9 @@ def _l2_hit(s: GemmSchedule | CubePlan, l2_bytes: int) -> float:
 
 
 def estimate_row_blocks(plan: CubePlan) -> float:
-    """Estimated cycles of a GEMM whose Vector epilogue runs over row blocks
-    (``CubePlan.row_blocks``), to rank their tilings: a two-stage pipeline over each core's
+    """Estimated cycles of a GEMM whose Vector epilogue reduces along rows, over row blocks
+    (``CubePlan.row_blocks``) or tiles of whole rows (a block of one tile), to rank their
+    tilings together: a two-stage pipeline over each core's
     ``B`` blocks, the Cube computing block ``i + 1`` while the Vector cores finish block
     ``i``, so ``max(Cube total, B * v) + min(c, v)``, with ``c`` a block's share of the
     Cube estimate above and ``v`` a block's epilogue traffic (the workspace read back, the

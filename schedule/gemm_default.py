@@ -46,14 +46,14 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
     np_ = _round_up(sp.n, ng)
     cands: list[tuple[tuple, tuple]] = []
     seen: set[tuple] = set()
-    # a Vector epilogue that reduces along rows (softmax) wants tiles of whole rows; when
-    # none fits L0C (rows of over 2048 float32 columns), row blocks of narrower tiles, whose
-    # epilogue reads each row block back from the workspace (CubePlan.row_blocks)
-    rowwise = base.vector_epilogue is not None and base.vector_epilogue.rowwise
+    # a Vector epilogue that reduces along rows (softmax): tiles of whole rows, which L0C
+    # holds up to 2048 float32 columns, and row blocks of narrower tiles, whose epilogue reads
+    # each row block back from the workspace (CubePlan.row_blocks), ranked together
+    rowwise = base.vector_epilogue is not None and bool(base.vector_epilogue.rowwise)
     tns = {min(_round_up(x, ng), np_) for x in TILE_MN}
-    _tilings(base, {np_} if rowwise else tns, cands, seen, blocks=False)
-    if not cands and rowwise:
-        _tilings(base, tns - {np_}, cands, seen, blocks=True)
+    _tilings(base, {np_} if rowwise else tns, cands, seen, blocks=False, rowwise=rowwise)
+    if rowwise:
+        _tilings(base, tns - {np_}, cands, seen, blocks=True, rowwise=True)
     if not cands:
         raise UnsupportedError(f"no default GEMM tiling of {sp} fits {target.name}'s L0/L1")
     cands.sort(key=lambda c: c[0])
@@ -61,11 +61,13 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
 
 
 def _tilings(base: GemmSchedule, tns: set[int], cands: list[tuple[tuple, tuple]],
-             seen: set[tuple], *, blocks: bool) -> None:
+             seen: set[tuple], *, blocks: bool, rowwise: bool) -> None:
     """Add to ``cands`` every tiling of tile widths ``tns`` whose buffers fit, with its
     estimate (module docstring). ``blocks``: the tiles are narrower than the rows a Vector
     epilogue reduces, so each core takes row blocks (no swizzle: a block's tiles are one
-    after the other on its core)."""
+    after the other on its core). ``rowwise``: such an epilogue; its tilings, of whole rows
+    or row blocks, are ranked by ``estimate_row_blocks`` (a tile of whole rows is a block of
+    one tile), which prices the Vector side too."""
     sp, g, target = base.spec, base.geometry, base.target
     eb, ab = sp.in_dtype.bytes, sp.acc_dtype.bytes
     c0, mg = g.c0(eb), base._m_granule()
@@ -109,7 +111,7 @@ def _tilings(base: GemmSchedule, tns: set[int], cands: list[tuple[tuple, tuple]]
                     seen.add(key)
                     plan = _plan(head, *key)
                     t = plan.tiling
-                    est = estimate_row_blocks(plan) if blocks else estimate_gemm(plan).cycles
+                    est = estimate_row_blocks(plan) if rowwise else estimate_gemm(plan).cycles
                     cands.append(((round(est), -(t.tm * t.tn), -t.tk, -t.k0), key))
 
 

@@ -137,11 +137,11 @@ def test_event_ids_running_out_names_the_syncs_and_the_ways_out() -> None:
 def test_a_row_softmax_wider_than_the_cube_tiles_gets_row_blocks() -> None:
     """Attention scores with 4096 keys and their row softmax: 16 rows of 4096 float32
     overflow L0C (it once was an UnsupportedError naming the two-kernel way out); the
-    default now takes row blocks of narrower tiles (CubePlan.row_blocks). Whole rows up to
-    2048 columns, as before."""
+    default now takes row blocks of narrower tiles (CubePlan.row_blocks). Tiles of whole rows
+    (up to 2048 columns) compete with row blocks on the estimate, and win some."""
     from ascendsched.lower.schedule_for import schedule_for
 
     wide = schedule_for(L.gemm_softmax(256, 4096, 128))
     assert wide.row_blocks and wide.tiling.tn < 4096
-    assert schedule_for(L.gemm_softmax(256, 2048, 128)).plan.tiling.tn == 2048
+    assert schedule_for(L.gemm_softmax(2048, 2048, 64)).plan.tiling.tn == 2048
     assert schedule_for(L.gemm_softmax(256, 2064, 128)).row_blocks

@@ -247,7 +247,8 @@ def gemm_softmax(m: int = 128, n: int = 256, k: int = 128, dtype: str = "float16
                  ) -> Algorithm:
     """Attention scores and their row softmax ("minicv"): S = Q x K^T-like product Q (M, K) x
     Kt (K, N) in float32, P = float16(exp(S - max_j S) / sum_j exp(S - max_j S)). The
-    softmax runs on the Vector cores over tiles of whole rows, in the same kernel."""
+    softmax runs on the Vector cores, in the same kernel, over tiles of whole rows or row
+    blocks of narrower tiles (``CubePlan.row_blocks``)."""
     q = placeholder("Q", (m, k), dtype)
     kt = placeholder("Kt", (k, n), dtype)
     kk = reduce_axis(k, "k")

@@ -2,14 +2,18 @@
 takes row blocks, the AIC runs a block's tiles one after the other into one workspace slot and
 the AIVs run the softmax over the whole block, rows UB cannot hold read in chunks
 (``CubePlan.row_blocks``, ``lower/build_mixed.py``). Hand and default schedules, tails in M, N
-and K; the IR rungs here, g++ (slow) too; every cross flag needed; Cube and Vector overlap
+and K (a batched GEMM, 1:1 Vector cores too); the IR rungs here, g++ (slow) too; every cross flag
+needed; Cube and Vector overlap
 across row blocks; the errors of what row blocks cannot honour."""
 
 from __future__ import annotations
 
 import pytest
 
+from ascendsched.algo import algorithm, compute, placeholder, reduce_axis, reduce_sum
 from ascendsched.algo import library as L
+from ascendsched.algo.algorithm import Algorithm
+from ascendsched.algo.ops import exp, reduce_max
 from ascendsched.api.check import check
 from ascendsched.api.numerics import random_inputs
 from ascendsched.errors import CapacityError, InternalCompilerError, ScheduleError
@@ -32,8 +36,23 @@ HAND = {
     # rows of 20 000 float32 do not fit UB: the epilogue reduces them in chunks
     "rows_over_ub": lambda: GemmSchedule(L.gemm_softmax(40, 20000, 40)).tile(32, 512, 32)
     .bind(2).buffer("workspace", 1),
+    # a batched GEMM (per batch and row block), one Vector core per block
+    "batched_1_to_1": lambda: GemmSchedule(_batched_softmax(3, 40, 300, 64)).tile(16, 64, 32)
+    .bind(3).epilogue_on("vector", vector_cores=1),
     # the general Schedule's spelling ('j' split under a tensorized contraction): below
 }
+
+
+def _batched_softmax(b: int, m: int, n: int, k: int) -> Algorithm:
+    q, kt = placeholder("Q", (b, m, k)), placeholder("Kt", (b, k, n))
+    kk, k1, k2 = reduce_axis(k, "k"), reduce_axis(n, "k1"), reduce_axis(n, "k2")
+    s = compute("S", (b, m, n), lambda p, i, j: reduce_sum(
+        q[p, i, kk].astype("float32") * kt[p, kk, j].astype("float32"), kk))
+    mx = compute("mx", (b, m), lambda p, i: reduce_max(s[p, i, k1], k1))
+    e = compute("e", (b, m, n), lambda p, i, j: exp(s[p, i, j] - mx[p, i]))
+    sm = compute("sm", (b, m), lambda p, i: reduce_sum(e[p, i, k2], k2))
+    return algorithm("batched_softmax", compute("P", (b, m, n), lambda p, i, j:
+                                                (e[p, i, j] / sm[p, i]).astype("float16")))
 
 
 def test_a_tile_narrower_than_the_rows_makes_row_blocks() -> None:

@@ -2,9 +2,9 @@
 takes row blocks, the AIC runs a block's tiles one after the other into one workspace slot and
 the AIVs run the softmax over the whole block, rows UB cannot hold read in chunks
 (``CubePlan.row_blocks``, ``lower/build_mixed.py``). Hand and default schedules, tails in M, N
-and K (a batched GEMM, 1:1 Vector cores too); the IR rungs here, g++ (slow) too; every cross flag
-needed; Cube and Vector overlap
-across row blocks; the errors of what row blocks cannot honour."""
+and K (a batched GEMM, 1:1 Vector cores too); the IR rungs here, g++ (slow) too; every cross
+flag needed; Cube and Vector overlap across row blocks; the errors of what row blocks cannot
+honour."""
 
 from __future__ import annotations
 

@@ -32,6 +32,11 @@ class Case:
     def cube(self) -> bool:
         return "gemm" in self.kernel
 
+    @property
+    def mixed(self) -> bool:
+        """A GEMM with a Vector epilogue: one kernel on the Cube and the Vector cores."""
+        return self.kernel == "gemm_softmax"
+
     def algo(self) -> Algorithm:
         return LIBRARY[self.kernel](*self.args)
 

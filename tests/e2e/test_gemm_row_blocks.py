@@ -2,9 +2,10 @@
 takes row blocks, the AIC runs a block's tiles one after the other into one workspace slot and
 the AIVs run the softmax over the whole block, rows UB cannot hold read in chunks
 (``CubePlan.row_blocks``, ``lower/build_mixed.py``). Hand and default schedules, tails in M, N
-and K (a batched GEMM, 1:1 Vector cores too); the IR rungs here, g++ (slow) too; every cross
-flag needed; Cube and Vector overlap across row blocks; the errors of what row blocks cannot
-honour."""
+and K (a batched GEMM, 1:1 Vector cores too); the IR rungs here (the g++ ladder of these
+schedules and the default's: ``test_gemm_vector_epilogue.py``, dropping each cross flag and
+sync minimality: ``tests/lower/test_cross_core_sync.py``); Cube and Vector overlap across row
+blocks; the errors of what row blocks cannot honour."""
 
 from __future__ import annotations
 
@@ -15,15 +16,10 @@ from ascendsched.algo import library as L
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.algo.ops import exp, reduce_max
 from ascendsched.api.check import check
-from ascendsched.api.numerics import random_inputs
-from ascendsched.errors import CapacityError, InternalCompilerError, ScheduleError
-from ascendsched.lower.cross_core_sync import insert_cross_sync
-from ascendsched.lower.pass_log import PassLog
+from ascendsched.errors import CapacityError, ScheduleError
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule.gemm import GemmSchedule
-from ascendsched.sim.checker import check_trace
-from ascendsched.sim.execute import run_kernel
 from ascendsched.sim.timing import model_time
 from tests.kit.general_cube import general_spelling, kernel_text
 from tests.sim.test_timing_mixed import _busy, _overlap
@@ -102,24 +98,6 @@ def test_the_default_of_rows_wider_than_l0c_is_row_blocks() -> None:
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 
-def test_dropping_either_cross_flag_is_caught() -> None:
-    log = PassLog()
-    sched = GemmSchedule(L.gemm_softmax(150, 600, 40)).tile(32, 256, 32).bind(2)
-    lower(sched, log=log)
-    plan = log.results["cross-core plan"]
-    synced = log.results["template syncs"]
-    assert [c.distance for c in plan.channels] == [0, 2]  # data ready; slot free, 2 slots
-    inputs = random_inputs(sched.algo, 0)
-    for c in plan.channels:
-        k = insert_cross_sync(synced, plan.without(c.flag))
-        try:
-            rep = check_trace(run_kernel(k, inputs, trace=True).trace, k.target)
-        except InternalCompilerError as e:
-            assert "cross-core deadlock" in str(e)
-            continue
-        assert rep.races, f"without {c}: {rep.summary()}"
-
-
 def test_cube_and_vector_overlap_across_row_blocks() -> None:
     """One block, 8 row blocks of 32 x 1024 in 4 tiles each: the AIC computes block i + 1
     while the two AIVs run the softmax of block i."""
@@ -143,18 +121,3 @@ def test_what_row_blocks_cannot_honour_is_an_error() -> None:
                        r"so the epilogue reads its rows in chunks, one row at a time, not 4 "
                        r"rows per step: drop rows=4 from \.epilogue_on\('vector', \.\.\.\)"):
         lower(HAND["rows_over_ub"]().epilogue_on("vector", rows=4))
-
-
-@pytest.mark.slow  # g++ builds and runs
-@pytest.mark.parametrize("name", list(HAND))
-def test_cpp_ladder_hand(name: str) -> None:
-    bad = [str(v) for v in check(HAND[name]()) if not v.ok]
-    assert not bad, "\n".join(bad)
-
-
-@pytest.mark.slow  # g++ builds and runs
-def test_cpp_ladder_default() -> None:
-    verdicts = check(L.gemm_softmax(100, 3000, 90), reduce=True)
-    bad = [str(v) for v in verdicts if not v.ok]
-    assert not bad, "\n".join(bad)
-    assert "C++ trace race check" in [v.check for v in verdicts]

@@ -15,6 +15,7 @@ from ascendsched.api.check import check
 from ascendsched.emit_ascendc.project import emit_project
 from ascendsched.lower.pipeline import lower
 from ascendsched.schedule.gemm import GemmSchedule
+from tests.e2e.test_gemm_row_blocks import HAND as ROW_BLOCKS
 
 # 33 x 47 x 70 and 100 x 130 x 90: tails in M, N and K for every tile below
 HAND = {
@@ -33,6 +34,7 @@ HAND = {
     "batched_row_scale_shared_b": lambda: GemmSchedule(L.batched_gemm_row_scale(
         2, 33, 47, 70, shared_b=True)).tile(16, 32, 32).buffer("l1", 2).bind(3),
 }
+HAND.update({f"row_blocks_{name}": make for name, make in ROW_BLOCKS.items()})
 DEFAULT = {
     "gelu": lambda: L.gemm_gelu(33, 47, 70),
     "gelu_100x130x90": lambda: L.gemm_gelu(100, 130, 90),
@@ -40,6 +42,7 @@ DEFAULT = {
     "row_scale_33x47x70": lambda: L.gemm_row_scale(33, 47, 70),
     "batched_row_scale": lambda: L.batched_gemm_row_scale(3, 40, 50, 30),
     "softmax": lambda: L.gemm_softmax(100, 130, 90),
+    "softmax_row_blocks": lambda: L.gemm_softmax(100, 3000, 90),  # rows wider than L0C holds
 }
 
 

@@ -140,8 +140,11 @@ def test_ir_rungs_of_other_epilogues(kind: str) -> None:
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 
-@pytest.mark.parametrize("sched", [GELU, SCALE, BIAS_GELU],
-                         ids=["gelu", "row_scale", "bias_gelu_split"])
+@pytest.mark.parametrize("sched", [
+    GELU, SCALE, BIAS_GELU,
+    # row blocks (CubePlan.row_blocks): core 0 runs 3 blocks in 2 slots, so both channels
+    GemmSchedule(gemm_softmax(150, 600, 40)).tile(32, 256, 32).bind(2)],
+    ids=["gelu", "row_scale", "bias_gelu_split", "softmax_row_blocks"])
 def test_dropping_any_derived_cross_flag_is_caught(sched) -> None:  # noqa: ANN001
     log = _lowered(sched)[1]
     plan = log.results["cross-core plan"]

@@ -2,10 +2,10 @@
 takes row blocks, the AIC runs a block's tiles one after the other into one workspace slot and
 the AIVs run the softmax over the whole block, rows UB cannot hold read in chunks
 (``CubePlan.row_blocks``, ``lower/build_mixed.py``). Hand and default schedules, tails in M, N
-and K (a batched GEMM, 1:1 Vector cores too); the IR rungs here (the g++ ladder of these
-schedules and the default's: ``test_gemm_vector_epilogue.py``, dropping each cross flag and
-sync minimality: ``tests/lower/test_cross_core_sync.py``); Cube and Vector overlap across row
-blocks; the errors of what row blocks cannot honour."""
+and K (a batched GEMM, 1:1 Vector cores, a bias on the Cube core too); the IR rungs here (the
+g++ ladder of these schedules and the default's: ``test_gemm_vector_epilogue.py``, dropping
+each cross flag and sync minimality: ``tests/lower/test_cross_core_sync.py``); Cube and Vector
+overlap across row blocks; the errors of what row blocks cannot honour."""
 
 from __future__ import annotations
 
@@ -35,8 +35,25 @@ HAND = {
     # a batched GEMM (per batch and row block), one Vector core per block
     "batched_1_to_1": lambda: GemmSchedule(_batched_softmax(3, 40, 300, 64)).tile(16, 64, 32)
     .bind(3).epilogue_on("vector", vector_cores=1),
+    # a bias added on the Cube core (the bias table, per tile of the block), softmax after it
+    "bias_on_cube": lambda: GemmSchedule(_bias_softmax(70, 600, 64))
+    .epilogue_on("vector", after="D").tile(32, 128, 32).bind(2),
     # the general Schedule's spelling ('j' split under a tensorized contraction): below
 }
+
+
+def _bias_softmax(m: int, n: int, k: int) -> Algorithm:
+    q, kt = placeholder("Q", (m, k)), placeholder("Kt", (k, n))
+    bias = placeholder("bias", (n,), "float32")
+    kk, k1, k2 = reduce_axis(k, "k"), reduce_axis(n, "k1"), reduce_axis(n, "k2")
+    c = compute("C", (m, n), lambda i, j: reduce_sum(
+        q[i, kk].astype("float32") * kt[kk, j].astype("float32"), kk))
+    d = compute("D", (m, n), lambda i, j: c[i, j] + bias[j])
+    mx = compute("mx", (m,), lambda i: reduce_max(d[i, k1], k1))
+    e = compute("e", (m, n), lambda i, j: exp(d[i, j] - mx[i]))
+    sm = compute("sm", (m,), lambda i: reduce_sum(e[i, k2], k2))
+    return algorithm("bias_softmax", compute("P", (m, n), lambda i, j:
+                                             (e[i, j] / sm[i]).astype("float16")))
 
 
 def _batched_softmax(b: int, m: int, n: int, k: int) -> Algorithm:

@@ -138,3 +138,19 @@ def test_what_row_blocks_cannot_honour_is_an_error() -> None:
                        r"so the epilogue reads its rows in chunks, one row at a time, not 4 "
                        r"rows per step: drop rows=4 from \.epilogue_on\('vector', \.\.\.\)"):
         lower(HAND["rows_over_ub"]().epilogue_on("vector", rows=4))
+
+
+def test_the_example_kernel() -> None:
+    """examples/attention_softmax.py: its hand schedule and the default both row blocks,
+    both through the IR rungs."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "attention_softmax.py"
+    spec = importlib.util.spec_from_file_location("example_attention_softmax", path)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    assert mod.schedule().row_blocks and schedule_for(mod.algorithm()).row_blocks
+    for sched in (mod.schedule(), mod.algorithm()):
+        verdicts = check(sched, cpp=False)
+        assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))

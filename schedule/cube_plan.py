@@ -40,7 +40,9 @@ from ascendsched.schedule.gemm_records import (
     TileClass,
     cube_geometry,
 )
+from ascendsched.schedule.ub_budget import TileShape, tile_bytes
 from ascendsched.target import Target
+from ascendsched.target.model import Scope
 
 T = TypeVar("T")
 
@@ -268,6 +270,16 @@ class CubePlan:
         return epi is not None and bool(epi.rowwise) and \
             tn < _round_up(self.spec.n, self.n_granule())
 
+    def _row_fits_ub(self) -> bool:
+        """Whether one row of the Vector epilogue's tile fits UB (the UB estimate
+        ``lower/build_mixed.epilogue_schedule`` sizes its steps by; else it reads the rows in
+        chunks)."""
+        epi = self.vector_epilogue
+        assert epi is not None
+        n = self.tile_classes[0].nv
+        return tile_bytes(epi.tile_algorithm(1, n), TileShape(1, n), 1, self.target) \
+            <= self.target.scope(Scope.UB).usable
+
     @property
     def row_blocks(self) -> bool:
         """Whether the Vector epilogue reduces rows wider than a Cube tile: then each core
@@ -358,6 +370,8 @@ class CubePlan:
                           f"{unit}'s rows: " if n == 2 else "  on the block's Vector core (1:1): ")
                          + f"{epi}, "
                          + (f"{self.epilogue_rows} rows per step" if self.epilogue_rows
+                            else "one row at a time, read in chunks (no row fits UB)"
+                            if epi.rowwise and not self._row_fits_ub()
                             else "as many rows per step as UB holds"))
         return "\n".join(lines)
 

@@ -74,6 +74,9 @@ def test_a_tile_narrower_than_the_rows_makes_row_blocks() -> None:
     assert [(c.label, c.rows, c.mv, c.nv) for c in s.tile_classes] == [
         ("row blocks", 3, 32, 3000), ("M edge row block", 1, 4, 3000)]
     assert "in row blocks of 12 tiles on 2 Cube cores" in s.plan.loop_nest_text()
+    assert s.plan.loop_nest_text().endswith("as many rows per step as UB holds")
+    assert HAND["rows_over_ub"]().plan.loop_nest_text().endswith(
+        "one row at a time, read in chunks (no row fits UB)")
     # whole rows in one tile stay tiles
     assert not GemmSchedule(L.gemm_softmax(100, 130, 90)).tile(32, 144, 32).row_blocks
 

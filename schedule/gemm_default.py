@@ -11,9 +11,10 @@ busiest core's time (ties: larger tiles). The candidates:
   fit (the next tile's Mmads then run while this tile's Fixpipe drains L0C);
 * every Cube core the tiles can use, tiles in strips of 4 M-tiles (``swizzle(4, "m")``) so
   cores running at the same time share A and B in L2;
-* a Vector epilogue that reduces along rows (softmax) gets tiles of whole rows, or, when none
-  fits, row blocks: tiles of any width, each core taking whole blocks of rows
-  (``CubePlan.row_blocks``).
+* a Vector epilogue that reduces along rows (softmax) gets tiles of whole rows and row blocks
+  (tiles of any width, each core taking whole blocks of rows, ``CubePlan.row_blocks``; also
+  block heights that spread the rows evenly over the cores), ranked together by
+  ``estimate_row_blocks``, which prices the Vector side too.
 """
 
 from __future__ import annotations

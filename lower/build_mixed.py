@@ -40,7 +40,6 @@ row reductions (softmax) need nothing more; UB tiles and the Vector steps are pe
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from ascendsched.algo.algorithm import Algorithm
@@ -70,9 +69,10 @@ from ascendsched.lower.ir import (
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import fits_as_scheduled
 from ascendsched.schedule.cube_plan import CubePlan
+from ascendsched.schedule.epilogue_steps import default_step_rows, even_steps, step_fits
 from ascendsched.schedule.gemm_records import TileClass
 from ascendsched.schedule.schedule import Schedule
-from ascendsched.schedule.ub_budget import TileShape, computed_per_tile, tile_bytes
+from ascendsched.schedule.ub_budget import computed_per_tile
 from ascendsched.target import CoreType, Scope, Target
 
 
@@ -152,47 +152,20 @@ def row_halves(rows: int, subs: int) -> list[tuple[Affine, int, tuple[Cond, ...]
     return out
 
 
-def _most_rows(fits: Callable[[int], bool], most: int) -> int:
-    """The largest ``r`` in ``1..most`` with ``fits(r)`` (0: none), by bisection: a step's UB
-    bytes grow with its rows (every tile, temporary, partial and row broadcast is sized by
-    them), so ``fits`` holds up to some ``r`` and not above; the default search had sized the
-    epilogue's step once per candidate row count, up to 128 times per schedule."""
-    lo, hi = 0, most  # fits(lo) (or lo == 0), and the answer is at most hi
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def even_steps(rows: int, most: int) -> int:
-    """Rows per step for ``rows`` rows taken at most ``most`` at a time, in as few steps and
-    as evenly as that allows: 64 rows with room for 36 are two steps of 32, not 36 and a tail
-    step of 28 (a tail step is a second copy of the step's code to compile and run)."""
-    steps = -(-rows // most)
-    return -(-rows // steps)
-
-
 def epilogue_schedule(sched: CubePlan, epi: VectorEpilogue, rows: int, cols: int,
                       target: Target) -> Schedule:
     """The Vector schedule of one ``rows x cols`` tile of the epilogue: its stages inlined
     into the output (row reductions and stages read twice computed per step, as the default
     Vector schedule does), the rows split by ``epilogue_on(..., rows=r)`` (default: the most rows
-    whose UB tiles fit, evened out over the steps that takes (``even_steps``), double buffered
-    when a tile takes several steps). Rows under a row reduction that UB cannot hold even one
+    whose UB tiles fit, evened out over the steps that takes: ``schedule/epilogue_steps.py``,
+    double buffered when a tile takes several steps). Rows under a row reduction that UB cannot hold even one
     at a time are read in chunks (``_chunked_rows``)."""
     algo = epi.tile_algorithm(rows, cols)
     out = algo.outputs[0].name
     usable = target.scope(Scope.UB).usable
     want = sched.epilogue_rows
-
-    def fits(r: int, copies: int) -> bool:
-        return tile_bytes(algo, TileShape(r, cols), copies, target) <= usable
-
     if want is None:
-        r = rows if fits(rows, 1) else _most_rows(lambda r: fits(r, 2), rows - 1)
+        r = default_step_rows(algo, rows, cols, target)
         if r == 0 and epi.rowwise:
             return _chunked_rows(algo, target)
         if r == 0:
@@ -200,8 +173,7 @@ def epilogue_schedule(sched: CubePlan, epi: VectorEpilogue, rows: int, cols: int
                 f"{where(sched)}: one row of the Vector epilogue's tile ({cols} columns of "
                 f"{', '.join(i.name for i in epi.inputs)} and {out}) does not fit the "
                 f"{target.name} UB ({usable} B); try {narrower_tile(sched)}")
-        r = even_steps(rows, r)
-    elif epi.rowwise and not fits(1, 1):
+    elif epi.rowwise and not step_fits(algo, 1, cols, 1, target):
         raise CapacityError(
             f"{where(sched)}: one row of the Vector epilogue's tile ({cols} columns of "
             f"{', '.join(i.name for i in epi.inputs)} and {out}) does not fit the "

@@ -31,6 +31,7 @@ from ascendsched.algo.gemm_vector_epilogue import (
     split_vector_epilogue,
 )
 from ascendsched.errors import UnsupportedError
+from ascendsched.schedule.epilogue_steps import default_step_rows
 from ascendsched.schedule.gemm_records import (
     CubeGeometry,
     EpilogueOn,
@@ -40,9 +41,7 @@ from ascendsched.schedule.gemm_records import (
     TileClass,
     cube_geometry,
 )
-from ascendsched.schedule.ub_budget import TileShape, tile_bytes
 from ascendsched.target import Target
-from ascendsched.target.model import Scope
 
 T = TypeVar("T")
 
@@ -270,15 +269,16 @@ class CubePlan:
         return epi is not None and bool(epi.rowwise) and \
             tn < _round_up(self.spec.n, self.n_granule())
 
-    def _row_fits_ub(self) -> bool:
-        """Whether one row of the Vector epilogue's tile fits UB (the UB estimate
-        ``lower/build_mixed.epilogue_schedule`` sizes its steps by; else it reads the rows in
-        chunks)."""
+    def _chunked_epilogue(self) -> bool:
+        """Whether the Vector epilogue reads its rows in chunks, one at a time: under a row
+        reduction, when not one row of a Vector core's share of the first tile class fits UB
+        by the rule ``lower/build_mixed.epilogue_schedule`` steps its rows by."""
         epi = self.vector_epilogue
         assert epi is not None
-        n = self.tile_classes[0].nv
-        return tile_bytes(epi.tile_algorithm(1, n), TileShape(1, n), 1, self.target) \
-            <= self.target.scope(Scope.UB).usable
+        c = self.tile_classes[0]
+        rows = -(-c.mv // self.epilogue_vector_cores)
+        return bool(epi.rowwise) and default_step_rows(
+            epi.tile_algorithm(rows, c.nv), rows, c.nv, self.target) == 0
 
     @property
     def row_blocks(self) -> bool:
@@ -371,7 +371,7 @@ class CubePlan:
                          + f"{epi}, "
                          + (f"{self.epilogue_rows} rows per step" if self.epilogue_rows
                             else "one row at a time, read in chunks (no row fits UB)"
-                            if epi.rowwise and not self._row_fits_ub()
+                            if self._chunked_epilogue()
                             else "as many rows per step as UB holds"))
         return "\n".join(lines)
 

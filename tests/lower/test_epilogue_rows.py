@@ -1,6 +1,7 @@
-"""The rows of one step of a mixed kernel's Vector epilogue (``build_mixed.epilogue_schedule``):
-the bisection finds the most rows whose UB tiles fit, the same answer as trying every row count
-from the tile's down, for every library epilogue over tile widths that do and do not fill UB."""
+"""The rows of one step of a mixed kernel's Vector epilogue (``build_mixed.epilogue_schedule``,
+``schedule/epilogue_steps.py``): the bisection finds the most rows whose UB tiles fit, the same
+answer as trying every row count from the tile's down, for every library epilogue over tile
+widths that do and do not fill UB."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from ascendsched.algo.library import (
     gemm_row_scale,
     gemm_softmax,
 )
-from ascendsched.lower.build_mixed import _most_rows, epilogue_schedule, even_steps
+from ascendsched.lower.build_mixed import epilogue_schedule
+from ascendsched.schedule.epilogue_steps import even_steps, most_rows
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.ub_budget import TileShape, tile_bytes
 from ascendsched.target import Scope
@@ -37,7 +39,7 @@ def test_bisection_finds_the_most_rows_that_fit(name: str, rows: int, cols: int)
         return tile_bytes(algo, TileShape(r, cols), copies, sched.target) <= usable
 
     linear = next((r for r in range(rows, 0, -1) if fits(r, 2 if r < rows else 1)), 0)
-    got = rows if fits(rows, 1) else _most_rows(fits, rows - 1)
+    got = rows if fits(rows, 1) else most_rows(fits, rows - 1)
     assert got == linear > 0
     split = epilogue_schedule(sched, epi, rows, cols, sched.target)
     # a step of fewer rows than the tile is a split of the row axis by exactly that count
@@ -64,7 +66,7 @@ def test_default_epilogue_step_has_no_tail_when_rows_divide() -> None:
     def fits(r: int, copies: int = 2) -> bool:
         return tile_bytes(algo, TileShape(r, 256), copies, sched.target) <= usable
 
-    most = _most_rows(fits, 95)
+    most = most_rows(fits, 95)
     assert not fits(96, 1) and 32 <= most < 48 and 96 % most  # the most that fit: a tail...
     text = str(epilogue_schedule(sched, epi, 96, 256, sched.target))
     assert f"split('D', 'i', {even_steps(96, most)}," in text  # ...the even split: none

@@ -521,11 +521,16 @@ def test_a_channel_pruning_does_not_try_is_needed(make) -> None:  # noqa: ANN001
     (lambda: L.layernorm(16384, 256), True),
     (lambda: L.bias_add(100, 256), True),
     (lambda: L.softmax(8, 1024), False),  # one trip: nothing can run ahead
+    # the Cube core: the double-buffered K loops' MTE2->MTE1 and MTE1->M pairs
+    (lambda: L.gemm(1000, 1000, 1000), True),
+    (lambda: L.gemm_int8(33, 47, 200), True),
+    (lambda: L.gemm_softmax(100, 3000, 90), True),  # a mixed kernel: both programs
+    (lambda: L.gemm_gelu(130, 200, 70), True),
 ])
-def test_vector_pairs_get_up_front_the_ping_pong_ids_the_check_would_ask_for(
+def test_pairs_get_up_front_the_ping_pong_ids_the_check_would_ask_for(
         make, ahead, monkeypatch) -> None:  # noqa: ANN001
-    """``insert_sync._ahead_up_front`` gives a Vector kernel's in-loop pairs whose source
-    pipe runs a trip ahead ping-pong ids before the first check; the kernel must be the one
+    """``insert_sync._ahead_up_front`` gives in-loop pairs whose source pipe runs a trip
+    ahead ping-pong ids before the first check, on every core; the kernel must be the one
     the check's own fallback (place, find double sets, place again) gives."""
     from ascendsched.lower import insert_sync as ins
 

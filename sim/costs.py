@@ -115,6 +115,7 @@ class CostTable:
         self.k, self.c, self.r = kernel, costs, rates
         self._cache: dict[int, Cost] = {}
         self.variant: set[int] = set()
+        self._beats: dict[tuple, list[int]] = {}  # (source footprints, repeats) -> beats
 
     def cost(self, ins: Instr, env: dict[str, int]) -> Cost:
         key = ins.id
@@ -245,7 +246,12 @@ class CostTable:
             if addr is None:
                 return []
             feet.append(footprint(reg, addr, self.k.dtype_of(reg.tensor).bytes))
-        return beats(feet, repeats, self.k.target.block_bytes, self.c.ub_bank_groups)
+        key = (tuple(feet), repeats)  # instances of a loop meet few distinct addresses
+        got = self._beats.get(key)
+        if got is None:
+            got = self._beats[key] = beats(feet, repeats, self.k.target.block_bytes,
+                                           self.c.ub_bank_groups)
+        return got
 
     def _ub_address(self, ins: Instr, reg: Region, env: dict[str, int]) -> int | None:
         buf = self.k.buffer_map.get(reg.tensor)

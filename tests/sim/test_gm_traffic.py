@@ -63,6 +63,39 @@ def test_every_block_replays_the_dma_instances_the_simulator_runs(name: str) -> 
         assert all(gb >= wb for (*_, gb), (*_, wb) in zip(g, w, strict=True)), b
 
 
+def _fused_chunked_softmax() -> Schedule:
+    """Row statistics in chunk loops with a tail chunk (guards on the chunk variable) inside a
+    fused row x column tile loop on 3 cores (a guard mixing the tile variable and block_idx
+    with a floor division): the count walks both loops as array axes."""
+    return (Schedule(L.softmax(12, 700)).split("y", "i", 4).split("y", "j", 256)
+            .fuse("y", "i_o", "j_o", fused="t").bind("y", "t", 3).compute_inline("xf")
+            .compute_at("mx", "y", "t").split("mx", "k", 256).compute_inline("e")
+            .compute_at("s", "y", "t").split("s", "k2", 256))
+
+
+@pytest.mark.parametrize("make", [_fused_chunked_softmax, CASES["vadd tail"],
+                                  CASES["bias_add versions"], CASES["gemm classes"]])
+def test_the_byte_count_takes_guarded_loops_as_array_axes_and_matches_the_executor(
+        make, monkeypatch) -> None:  # noqa: ANN001
+    """``gm_traffic`` counts bytes and DMA instances with each guarded loop's trips as an array
+    axis: the same figures as walking the trips one by one, and as the IR executor's trace."""
+    from ascendsched.sim import gm_traffic as g
+
+    sched = make()
+    k = lower(sched)
+    got = g._count(k)
+    want = _traced(k, sched.algo)
+    read: dict[str, int] = {}
+    written: dict[str, int] = {}
+    for stream in want:
+        for is_write, tensor, _, nbytes in stream:
+            into = written if is_write else read
+            into[tensor] = into.get(tensor, 0) + nbytes
+    assert got == (read, written, sum(map(len, want)))
+    monkeypatch.setattr(g, "_AXIS_CELLS", 0)  # every guarded loop walked trip by trip
+    assert g._count(k) == got
+
+
 def test_an_l2_smaller_than_the_data_evicts_and_writes_back() -> None:
     """Streamed outputs beyond the L2 are written back during the kernel, re-reads within it
     hit; with every tensor inside the L2 nothing is written back."""

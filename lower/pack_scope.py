@@ -1,0 +1,261 @@
+"""Packing one scope: a byte offset for each buffer copy given the lifetimes (``plan_memory``
+chooses which lifetimes and which loops refuse cross-pipe reuse; this packs them).
+
+Two strategies (``first-fit-decreasing``, ``best-fit-by-start``), each with and without
+bank-aware offsets in UB; the plans are ranked by (fits, within one bank period per buffer
+read together with another of the smallest peak, extra bank-conflict beats, peak,
+cross-pipe reuses), and copies of the kept plan that still meet a partner in the bank groups
+then move where they meet it less. The rules and their reasons: ``plan_memory``'s module
+docstring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ascendsched.lower.bank_groups import ReadTogether
+from ascendsched.lower.lifetimes import Lifetime, Lifetimes, innermost_loop
+from ascendsched.target.model import ScopeSpec, Target
+
+Key = tuple[str, int]
+Loops = tuple[tuple[str, int, int], ...]  # (var, first, last) per loop (``Lifetimes.loops``)
+
+
+def round_up(n: int, a: int) -> int:
+    return -(-n // a) * a
+
+
+def _first_fit_order(e: Lifetime, sizes: dict[Key, int]) -> tuple:
+    return (-sizes[(e.buffer, e.copy)], e.start if e.used else -1, e.buffer, e.copy)
+
+
+def _start_order(e: Lifetime, sizes: dict[Key, int]) -> tuple:
+    return (e.start if e.used else -1, -sizes[(e.buffer, e.copy)], e.buffer, e.copy)
+
+
+def _lowest(cands: list[tuple]) -> tuple:
+    return min(cands, key=lambda c: c[0])
+
+
+def _tightest(cands: list[tuple]) -> tuple:
+    return min(cands, key=lambda c: (c[2], c[0]))
+
+
+# (name, order of placement, choice among feasible (offset, cross-pipe cost, gap) candidates)
+_STRATEGIES: tuple[tuple[str, Callable, Callable], ...] = (
+    ("first-fit-decreasing", _first_fit_order, _lowest),
+    ("best-fit-by-start", _start_order, _tightest),
+)
+
+
+class Banks:
+    """The bank-conflict side of placement: pairs of copies one vector instruction reads
+    (``lower/bank_groups.py``) and the target's bank geometry (``ub_bank_groups`` x 32 B
+    blocks, ``target/costs.py``, from the ASC bank-conflict doc)."""
+
+    def __init__(self, pairs: dict[Key, list[ReadTogether]], target: Target) -> None:
+        self.pairs = pairs
+        self.block = target.block_bytes
+        self.groups = target.costs.ub_bank_groups if target.costs is not None else 1
+        self.period = self.block * self.groups
+
+    def cost(self, key: Key, off: int, offs: dict[Key, int]) -> float:
+        """Extra beats of the instructions reading ``key`` at ``off`` with the copies placed
+        so far (``offs``)."""
+        return sum(p.extra_beats(off, offs[p.b], self.block, self.groups)
+                   for p in self.pairs.get(key, ()) if p.b in offs)
+
+    def total(self, offs: dict[Key, int]) -> float:
+        return sum(p.extra_beats(offs[p.a], offs[p.b], self.block, self.groups)
+                   for ps in self.pairs.values() for p in ps
+                   if p.a in offs and p.b in offs) / 2
+
+
+def best_packing(items: list[Lifetime], sizes: dict[Key, int], spec: ScopeSpec, lifetimes: Lifetimes,
+          refuse: Loops, banks: Banks | None) -> tuple[int, int, str, dict[Key, int]]:
+    """(peak, cross-pipe reuses, strategy, offsets) of the best packing: one that fits the
+    scope and needs at most one bank period (512 B) per buffer read together with another
+    over the smallest peak, then fewest bank-conflict beats, then the smallest peak, then
+    fewest reuses. Each strategy packs with and without bank-aware offsets (the shifted
+    offsets may cost the bytes another buffering needs); copies of the kept packing that still
+    meet a partner in the bank groups then move where they meet it less (``_repair``)."""
+    plans = []
+    facts = _PairFacts(lifetimes, refuse)
+    for name, order, pick in _STRATEGIES:
+        for bk in (None, banks) if banks is not None and banks.pairs else (None,):
+            offs = _pack(sorted(items, key=lambda e, o=order: o(e, sizes)), sizes,
+                         spec, pick, lifetimes.in_place, facts, bk)
+            peak = max((offs[k] + sizes[k] for k in offs), default=0)
+            reuses = sum(facts(a, b)[1] for a, b in sharing(items, offs, sizes))
+            conflicts = round(banks.total(offs)) if banks is not None else 0
+            plans.append((peak, reuses, conflicts, name + (", bank-aware" if bk else ""), offs))
+    # offsetting a buffer within the bank period costs it < 512 B: a plan needing more than
+    # that per buffer read together with another over the smallest peak is a repacking
+    least = min(p[0] for p in plans)
+    slack = banks.period * len(banks.pairs) if banks is not None else 0
+    peak, reuses, conflicts, name, offs = min(
+        plans, key=lambda p: (p[0] > spec.usable, p[0] > least + slack, p[2], p[0], p[1]))
+    if conflicts and banks is not None:  # then move what still conflicts, within the peak
+        _repair(items, offs, sizes, spec.alignment, lifetimes.in_place, facts, banks)
+        reuses = sum(facts(a, b)[1] for a, b in sharing(items, offs, sizes))
+    return peak, reuses, name, offs
+
+
+class _PairFacts:
+    """Per pair of used copies, either order: (lifetimes overlap, the cross-pipe dependences
+    sharing their bytes adds, sharing refused inside a loop of ``refuse``); computed once for
+    every packing of one ``_best`` (the same pairs come up in each)."""
+
+    def __init__(self, lifetimes: Lifetimes, refuse: Loops) -> None:
+        self.lifetimes, self.refuse = lifetimes, refuse
+        self.memo: dict[tuple[Key, Key], tuple[bool, int, bool]] = {}
+
+    def __call__(self, a: Lifetime, b: Lifetime) -> tuple[bool, int, bool]:
+        key = ((a.buffer, a.copy), (b.buffer, b.copy))
+        got = self.memo.get(key)
+        if got is None:
+            if not a.used or not b.used:
+                got = (False, 0, False)
+            elif a.overlaps(b):
+                got = (True, 0, False)
+            else:
+                hold = innermost_loop(self.refuse, a, b)
+                got = (False, reuse_cost(a, b, self.lifetimes.pipelined_loop(a, b)),
+                       bool(hold and reuse_cost(a, b, hold)))
+            self.memo[key] = self.memo[(key[1], key[0])] = got
+        return got
+
+
+def _pack(items: list[Lifetime], sizes: dict[Key, int], spec: ScopeSpec,
+          pick: Callable[[list[tuple]], tuple], in_place: frozenset[tuple[str, str]],
+          facts: _PairFacts, banks: Banks | None) -> dict[Key, int]:
+    """Place ``items`` in order. ``facts`` (``_PairFacts``) refuses reuse of bytes across
+    pipes inside the loops it was made for (the pipelined ones, or every loop; such offsets
+    are not candidates, the top of the scope always is one). ``banks``:
+    a copy read by one vector instruction together with a copy already placed also gets the
+    candidates shifted by whole alignment units within the bank period, and takes one with
+    fewest conflict beats: within the current peak if that removes as many, else at most one
+    bank period above where it would go otherwise, while the scope has room."""
+    align = spec.alignment
+    placed: list[tuple[Lifetime, int, int]] = []  # (lifetime, offset, size)
+    offs: dict[Key, int] = {}
+    for e in items:
+        key = (e.buffer, e.copy)
+        size = sizes[key]
+        if not e.used:
+            offs[key] = 0  # never touched: any address will do
+            continue
+        peak = max((o + s for _, o, s in placed), default=0)
+        aware = banks is not None and any(p.b in offs for p in banks.pairs.get(key, ()))
+        cands = _slots(e, size, placed, offs, align, in_place, facts, banks if aware else None)
+        within = [c for c in cands if c[0] + size <= peak]
+        free = [c for c in within if c[1] == 0]
+        pool = free or within or cands
+        if aware:
+            assert banks is not None
+            # above the peak by at most one bank period more than the plain choice
+            top = max(peak, pick(pool)[0] + size) + banks.period
+            room = [c for c in cands if c[1] == 0 and c[0] + size <= min(top, spec.usable)]
+            if room and min(c[3] for c in room) < min(c[3] for c in pool):
+                pool = room
+            least = min(c[3] for c in pool)
+            pool = [c for c in pool if c[3] == least]
+        off = pick(pool)[0]
+        placed.append((e, off, size))
+        offs[key] = off
+    return offs
+
+
+def _slots(e: Lifetime, size: int, placed: list[tuple[Lifetime, int, int]],
+           offs: dict[Key, int], align: int, in_place: frozenset[tuple[str, str]],
+           facts: _PairFacts, banks: Banks | None, also: tuple[int, ...] = ()
+           ) -> list[tuple[int, int, int, float]]:
+    """Where copy ``e`` may go among the ``placed`` copies: (offset, cross-pipe reuses its
+    bytes add, gap to the next live copy above, bank-conflict beats) per candidate offset: 0,
+    the end of every placed copy, an in-place partner's own offset and ``also``; with
+    ``banks``, each shifted by whole alignment units within the bank period too."""
+    key = (e.buffer, e.copy)
+    peak = max((o + s for _, o, s in placed), default=0)
+    # a live in-place partner does not conflict at exactly its own offset
+    partner = {(p.buffer, o) for p, o, _ in placed if (p.buffer, e.buffer) in in_place
+               or (e.buffer, p.buffer) in in_place}
+    live: list[tuple[str, int, int]] = []
+    # the placed copies not live with e, each with what sharing its bytes would cost:
+    # (offset, size, cross-pipe reuses, refused), computed once per copy
+    others: list[tuple[int, int, int, bool]] = []
+    for p, o, s in placed:
+        overlap, cost, refused = facts(p, e)
+        if overlap:
+            live.append((p.buffer, o, s))
+        elif p.used:
+            others.append((o, s, cost, refused))
+    starts = ({0, *also} | {round_up(o + s, align) for _, o, s in placed}
+              | {o for _, o in partner})
+    if banks is not None:
+        starts |= {o + d for o in starts for d in range(align, banks.period, align)}
+    cands: list[tuple[int, int, int, float]] = []
+    for off in sorted(starts):
+        if any(off < o + s and o < off + size and (b, off) not in partner
+               for b, o, s in live):
+            continue
+        nxt = min((o for _, o, _ in live if o >= off + size), default=max(peak, off + size))
+        shared = [(rc, refused) for o, s, rc, refused in others
+                  if off < o + s and o < off + size]
+        if any(refused for _, refused in shared):
+            continue
+        cost = sum(rc for rc, _ in shared)
+        beats = banks.cost(key, off, offs) if banks is not None else 0.0
+        cands.append((off, cost, nxt - off - size, beats))
+    return cands
+
+
+def _repair(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int], align: int,
+            in_place: frozenset[tuple[str, str]], facts: _PairFacts, banks: Banks) -> None:
+    """Move copies that still meet a partner in the bank groups, smallest first, to the
+    offset with fewest beats that keeps the peak and adds no cross-pipe reuse (in place).
+    A greedy packing places a copy before it knows every partner, and its bank-aware variant
+    may shift large copies past the scope's room; a small Brcb'd block then sits in its dense
+    partner's groups although a free slot of the right groups is below the peak (LayerNorm
+    4096x12288: the mean and rstd broadcasts against the 48 KB centred row)."""
+    used = {(e.buffer, e.copy): e for e in items if e.used}
+    peak = max((offs[k] + sizes[k] for k in used), default=0)
+    for key in sorted((k for k in banks.pairs if k in used), key=lambda k: (sizes[k], k)):
+        now = banks.cost(key, offs[key], offs)
+        if now <= 0:
+            continue
+        e, size = used[key], sizes[key]
+        placed = [(p, offs[k], sizes[k]) for k, p in used.items() if k != key]
+        cands = _slots(e, size, placed, offs, align, in_place, facts, banks, (offs[key],))
+        here = next((c for c in cands if c[0] == offs[key]), None)
+        if here is None:
+            continue  # (its own slot is always a candidate: placed there under these rules)
+        better = [c for c in cands if c[0] + size <= peak and c[1] <= here[1] and c[3] < now]
+        if better:
+            offs[key] = min(better, key=lambda c: (c[3], c[1], c[0]))[0]
+
+
+def reuse_cost(a: Lifetime, b: Lifetime, loop: str | None = None) -> int:
+    """How many dependences between two different pipes sharing bytes between a and b adds:
+    the later one's first user waits for the earlier one's last user, and inside a pipelined
+    ``loop`` the next iteration's first user of the earlier one also waits for the later one's
+    last user."""
+    first, second = (a, b) if a.end < b.start else (b, a)
+    n = 1 if len(first.last_pipes | second.first_pipes) > 1 else 0
+    if loop is not None and len(second.last_pipes | first.first_pipes) > 1:
+        n += 1
+    return n
+
+
+def sharing(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int]
+             ) -> list[tuple[Lifetime, Lifetime]]:
+    """Pairs of used copies at overlapping bytes with disjoint lifetimes (reuses)."""
+    out = []
+    used = [e for e in items if e.used]
+    for i, a in enumerate(used):
+        for b in used[i + 1:]:
+            oa, ob = offs[(a.buffer, a.copy)], offs[(b.buffer, b.copy)]
+            if a.overlaps(b):
+                continue  # in-place partners: one instruction reads one and writes the other
+            if oa < ob + sizes[(b.buffer, b.copy)] and ob < oa + sizes[(a.buffer, a.copy)]:
+                out.append((a, b))
+    return out

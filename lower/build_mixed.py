@@ -101,8 +101,7 @@ def build_mixed(sched: CubePlan, target: Target | None = None) -> Kernel:
         halves = row_halves(tc.cls.mv, subs)
         body: tuple[Stmt, ...] = ()
         for h, (row0, rows, conds) in enumerate(halves):
-            sub = epilogue_schedule(sched, epi, rows, tc.cls.nv, target)
-            vk = build_loop_nest(sub, target)
+            sub, vk = _epilogue(sched, epi, rows, tc.cls.nv, target)
             suffix = (f"_{n}" if multi else "") + (f"_h{h}" if len(halves) > 1 else "")
             part = _relocated(copied(vk.program(CoreType.AIV).body), vk, epi, tc, cube, suffix,
                               row0)
@@ -160,6 +159,13 @@ def epilogue_schedule(sched: CubePlan, epi: VectorEpilogue, rows: int, cols: int
     whose UB tiles fit, evened out over the steps that takes: ``schedule/epilogue_steps.py``,
     double buffered when a tile takes several steps). Rows under a row reduction that UB cannot hold even one
     at a time are read in chunks (``_chunked_rows``)."""
+    return _epilogue(sched, epi, rows, cols, target)[0]
+
+
+def _epilogue(sched: CubePlan, epi: VectorEpilogue, rows: int, cols: int, target: Target
+              ) -> tuple[Schedule, Kernel]:
+    """``epilogue_schedule`` and its tile kernel (built once: the planner check that steps
+    the rows down asks it of the same kernel)."""
     algo = epi.tile_algorithm(rows, cols)
     out = algo.outputs[0].name
     usable = target.scope(Scope.UB).usable
@@ -167,7 +173,8 @@ def epilogue_schedule(sched: CubePlan, epi: VectorEpilogue, rows: int, cols: int
     if want is None:
         r = default_step_rows(algo, rows, cols, target)
         if r == 0 and epi.rowwise:
-            return _chunked_rows(algo, target)
+            s = _chunked_rows(algo, target)
+            return s, build_loop_nest(s, target)
         if r == 0:
             raise CapacityError(
                 f"{where(sched)}: one row of the Vector epilogue's tile ({cols} columns of "
@@ -183,13 +190,16 @@ def epilogue_schedule(sched: CubePlan, epi: VectorEpilogue, rows: int, cols: int
     else:
         r = min(want, rows)
     s = _in_steps(algo, r, target)
+    k = build_loop_nest(s, target)
     # the estimate can fit more rows than the planner does with both copies apart: fewer
     # rows per step until it does (GEMM + softmax in row blocks of 16 x 2500 per Vector
     # core: 3 rows estimated, 200 992 B of UB planned for 188 160)
-    while want is None and 1 < r < rows and not _honoured(s, target):
+    while want is None and 1 < r < rows and not fits_as_scheduled(
+            k, buffer_lifetimes(k), target):
         r = even_steps(rows, r - 1)
         s = _in_steps(algo, r, target)
-    return s
+        k = build_loop_nest(s, target)
+    return s, k
 
 
 def _in_steps(algo: Algorithm, r: int, target: Target) -> Schedule:
@@ -206,12 +216,6 @@ def _in_steps(algo: Algorithm, r: int, target: Target) -> Schedule:
             s = s.compute_at(st.name, out, s.legal_compute_at(out)[0]) \
                 if st.name in per_tile else s.compute_inline(st.name)
     return s
-
-
-def _honoured(s: Schedule, target: Target) -> bool:
-    """Whether the planner fits the buffers of ``s``'s tile kernel with its buffering."""
-    k = build_loop_nest(s, target)
-    return fits_as_scheduled(k, buffer_lifetimes(k), target)
 
 
 def _chunked_rows(algo: Algorithm, target: Target) -> Schedule:

@@ -72,28 +72,22 @@ class ChainRelations(CarriedText):
         return rel, frozenset(used)
 
     def _candidates(self, s: InstrInfo, t: InstrInfo, dropped: frozenset,
-                    hint: frozenset[str], hops: int, one: isl.Set | None = None
-                    ):  # noqa: ANN202
+                    hint: frozenset[str], hops: int):  # noqa: ANN202
         """(sync keys, function giving the s -> t instance pairs they order) for each barrier
         and flag that may order pipe-s work before t, the hinted ones first; flags from another
-        pipe relay what their sets know (chains of up to ``hops`` flags). ``one``: the s
-        instances to build the relations from (``_probe``; their keys are not needed, so a
-        relay's supporting syncs are not looked up), None: all."""
+        pipe relay what their sets know (chains of up to ``hops`` flags)."""
         bars, ones, relays = self._cached(("ranked", s.id, t.id, hint),
                                           lambda: self._ranked(s, t, hint))
         for k, x in bars:
             if k not in dropped:
-                yield (k,), lambda x=x: self._via_barrier(s, x, t, one)
+                yield (k,), lambda x=x: self._via_barrier(s, x, t)
         for f in ones:
             if f.key not in dropped:
-                yield (f.key,), lambda f=f: self._via_flag(s, f, t, None, hops, one)
+                yield (f.key,), lambda f=f: self._via_flag(s, f, t, None, hops)
         if hops < 2:
             return
         for f in relays:
             if f.key in dropped:
-                continue
-            if one is not None:
-                yield (f.key,), lambda f=f: self._via_flag(s, f, t, dropped, hops, one)
                 continue
             support = self._relay_deps(s, f, hops)
             inner = dropped & support
@@ -103,23 +97,62 @@ class ChainRelations(CarriedText):
     def _probe(self, rel: isl.Map, s: InstrInfo, t: InstrInfo, dropped: frozenset
                ) -> isl.Map | None:
         """The pairs of ``rel`` from one of its source instances that no chain orders, or
-        None if that instance's are all ordered. Every chain's relation is built from that
-        instance alone (the full relations restricted to it, so a pair left here is left by
-        ``_cover`` too): much cheaper than the full relations where most covers that reach
-        isl end unordered (a single-id flag whose source pipe runs an iteration ahead during
-        placement, a needed sync tried during pruning)."""
+        None if that instance's are all ordered. Every chain is followed from that instance
+        alone, as the set of instances it reaches (the full relations restricted to it, so a
+        pair left here is left by ``_cover`` too): much cheaper than the full relations where
+        most covers that reach isl end unordered (a single-id flag whose source pipe runs an
+        iteration ahead during placement, a needed sync tried during pruning)."""
         dom = rel.domain()
         for one in (isl.Set.from_point(dom.sample_point()), dom.lexmax()):
-            left = rel.intersect_domain(one)
-            for _, make in self._candidates(s, t, dropped, frozenset(), self.max_hops, one):
-                cov = make()
-                if cov is not None:
-                    left = left.subtract(cov)
-                    if left.is_empty():
-                        break
+            left = one.apply(rel)
+            known: dict[tuple[int, int], isl.Set | None] = {}
+            for cov in self._reached(s, t, one, dropped, self.max_hops, known):
+                left = left.subtract(cov)
+                if left.is_empty():
+                    break
             else:
-                return left
+                return isl.Map.from_domain_and_range(one, left)
         return None
+
+    def _reached(self, s: InstrInfo, t: InstrInfo, one: isl.Set, dropped: frozenset,
+                 hops: int, known: dict[tuple[int, int], isl.Set | None]):  # noqa: ANN202
+        """The t instances each candidate sync (``_candidates``' order) orders after the s
+        instances of ``one``: sets, one per sync that orders any. ``known``: ``_known_at``
+        per (statement, hops) from this ``one`` (its memo)."""
+        bars, ones, relays = self._cached(("ranked", s.id, t.id, frozenset()),
+                                          lambda: self._ranked(s, t, frozenset()))
+        for k, x in bars:
+            if k not in dropped and not never_before(s, x):
+                yield one.apply(self._po(s, x)).apply(self._po(x, t))
+        for f in ones + (relays if hops >= 2 else []):
+            if f.key in dropped:
+                continue
+            out = None
+            for x in f.sets:
+                if never_before(s, x):
+                    continue  # no chain from s reaches a set it never precedes
+                links = self._links(f, x, t)
+                if links is None:
+                    continue
+                lead = one.apply(self._po(s, x)) if f.src == s.pipe else \
+                    self._known_at(s, x, one, dropped, hops - 1, known)
+                if lead is not None:
+                    step = lead.apply(links)
+                    out = step if out is None else out.union(step)
+            if out is not None:
+                yield out
+
+    def _known_at(self, s: InstrInfo, x: InstrInfo, one: isl.Set, dropped: frozenset,
+                  hops: int, known: dict[tuple[int, int], isl.Set | None]) -> isl.Set | None:
+        """The x instances that start with the s instances of ``one`` known done (chains of
+        at most ``hops`` flags; ``_hb`` from ``one``), memoised in ``known``."""
+        key = (x.id, hops)
+        if key not in known:
+            out = None
+            for cov in self._reached(s, x, one, dropped, hops, known):
+                out = cov if out is None else out.union(cov)
+            known[key] = out
+        return known[key]
 
     def _ranked(self, s: InstrInfo, t: InstrInfo, hint: frozenset[str]
                 ) -> tuple[list[tuple[tuple, InstrInfo]], list[Flag], list[Flag]]:
@@ -135,7 +168,8 @@ class ChainRelations(CarriedText):
             return (not mine, -near)
 
         return (sorted(bars, key=lambda b: rank((b[1],), (b[1],))),
-                sorted(ones, key=lambda f: rank(f.sets, f.waits)), relays)
+                sorted(ones, key=lambda f: rank(f.sets, f.waits)),
+                sorted(relays, key=lambda f: rank(f.sets, f.waits)))
 
     def _menu_inside(self, s: InstrInfo, t: InstrInfo
                      ) -> tuple[list[tuple[tuple, InstrInfo]], list[Flag], list[Flag]]:
@@ -160,11 +194,7 @@ class ChainRelations(CarriedText):
                                       [f for f in relays if inside(f)])
         return got  # type: ignore[return-value]
 
-    def _via_barrier(self, s: InstrInfo, x: InstrInfo, t: InstrInfo,
-                     one: isl.Set | None = None) -> isl.Map | None:
-        if one is not None:  # from some s instances only (``_probe``): not cached
-            return None if never_before(s, x) else self._po(s, x).intersect_domain(
-                one).apply_range(self._po(x, t))
+    def _via_barrier(self, s: InstrInfo, x: InstrInfo, t: InstrInfo) -> isl.Map | None:
         key = ("via barrier", s.id, x.id, t.id)
         if key not in self._cache:
             rel = self._po(s, x).apply_range(self._po(x, t))
@@ -172,13 +202,12 @@ class ChainRelations(CarriedText):
         return self._cache[key]  # type: ignore[return-value]
 
     def _via_flag(self, s: InstrInfo, f: Flag, t: InstrInfo, dropped: frozenset | None,
-                  hops: int, one: isl.Set | None = None) -> isl.Map | None:
+                  hops: int) -> isl.Map | None:
         """Pairs (a, b) of s and t instances with a done before a set of ``f`` that a wait of
         ``f`` before b meets: ``a`` before the set (f from s's pipe, ``dropped`` None), or known
-        done at the set through flags into f's source pipe (a relay). ``one``: only the s
-        instances in it (``_probe``; not cached)."""
+        done at the set through flags into f's source pipe (a relay)."""
         key = ("via flag", s.id, f.key, t.id, dropped, hops)
-        if one is None and key in self._cache:
+        if key in self._cache:
             return self._cache[key]  # type: ignore[return-value]
         out = None
         for x in f.sets:
@@ -188,15 +217,13 @@ class ChainRelations(CarriedText):
             if links is None:
                 continue
             if dropped is None:
-                lead = self._po(s, x) if one is None else self._po(s, x).intersect_domain(one)
+                lead = self._po(s, x)
             else:
-                lead = self._hb(s, x, dropped, hops - 1, one)
+                lead = self._hb(s, x, dropped, hops - 1)
                 if lead is None:
                     continue
             step = lead.apply_range(links)
             out = step if out is None else out.union(step)
-        if one is not None:
-            return out
         if out is not None and out.is_empty():
             out = None
         elif out is not None and out.n_basic_map() <= COALESCE_PIECES:
@@ -204,18 +231,10 @@ class ChainRelations(CarriedText):
         self._cache[key] = out
         return out
 
-    def _hb(self, s: InstrInfo, x: InstrInfo, dropped: frozenset, hops: int,
-            one: isl.Set | None = None) -> isl.Map | None:
+    def _hb(self, s: InstrInfo, x: InstrInfo, dropped: frozenset, hops: int
+            ) -> isl.Map | None:
         """Pairs (a, c) of s and x instances with a known done when c starts (chains of at most
-        ``hops`` flags, none of ``dropped``). Cached per the dropped syncs that matter here;
-        ``one``: only the s instances in it (``_probe``; not cached)."""
-        if one is not None:
-            out = None
-            for _, make in self._candidates(s, x, dropped, frozenset(), hops, one):
-                cov = make()
-                if cov is not None:
-                    out = cov if out is None else out.union(cov)
-            return out
+        ``hops`` flags, none of ``dropped``). Cached per the dropped syncs that matter here."""
         dropped = dropped & self._hb_deps(s, x, hops)
         key = ("hb", s.id, x.id, dropped, hops)
         if key in self._cache:

@@ -293,6 +293,21 @@ class GemmSchedule(Scheduled):
             raise ScheduleError(f"swizzle({width!r}): the strip width must be an int >= 1")
         return self._add(Swizzle(width, direction))
 
+    def on(self, algo: Algorithm, *, cores: int | None = None) -> GemmSchedule:
+        """These directives on ``algo``, the GEMM at other sizes (``algo/resize.py``), with
+        ``bind``'s cores replaced by ``cores`` (None: kept), as ``Schedule.on`` does for its
+        records: taken as they are, not checked again (a tile may exceed a smaller problem;
+        the plan clamps it)."""
+        names = [t.name for t in self.algo.tensors]
+        if [t.name for t in algo.tensors] != names:
+            raise ScheduleError(
+                f"on('{algo.name}'): the schedule of '{self.algo.name}' names tensors "
+                f"{', '.join(names)}; give the same algorithm at other sizes "
+                f"(ascendsched.algo.resize.resize)")
+        recs = tuple(CubeBind(cores) if isinstance(d, CubeBind) and cores is not None else d
+                     for d in self.directives)
+        return GemmSchedule(algo, recs, self.target)
+
     # ----------------------------------------------------------------- queries
     def copies(self, level: str) -> int:
         return self.plan.copies(level)

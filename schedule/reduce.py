@@ -4,7 +4,7 @@
 scheduled by the same directives (only ``bind``'s core count changes), whose kernel differs
 from the full one only in loop bounds, GM offsets and strides, guard constants and block count
 (``lower/compare.py`` checks that on the lowered IR). A schedule with a tensorized stage, a
-``GemmSchedule`` or a general ``Schedule`` (its records replayed by ``Schedule.on``), is
+``GemmSchedule`` or a general ``Schedule`` (its records replayed by its ``on``), is
 reduced by the facts of its resolved Cube plan, so both spellings of one plan reduce to the
 same sizes and cores. The lowering reads these facts from the sizes, so a reduced instance
 keeps each of them (:func:`structure_facts` lists them):
@@ -54,17 +54,8 @@ from ascendsched.algo.check import children
 from ascendsched.algo.expr import Reduce
 from ascendsched.algo.gemm_epilogue import is_matmul_stage, walk
 from ascendsched.algo.resize import axis_class, resize
-from ascendsched.errors import InternalCompilerError
 from ascendsched.schedule.cube_plan import CubePlan
-from ascendsched.schedule.gemm import (
-    CubeBind,
-    CubeBuffering,
-    EpilogueOn,
-    GemmSchedule,
-    L1Tile,
-    SplitK,
-    Swizzle,
-)
+from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.schedule import Schedule
 
 MIN_TRIPS = 3  # loops of at least this many trips run MIN_TRIPS or MIN_TRIPS + 1 times
@@ -316,8 +307,8 @@ def _cube_plan(sched: Schedule | GemmSchedule) -> CubePlan:
 def _gemm_candidate(sched: Schedule | GemmSchedule, plan: CubePlan, batch: int, m: int, n: int,
                     k: int, cores: int | None = None) -> Schedule | GemmSchedule:
     """``sched``'s directives on the GEMM resized to (batch, m, n, k), bound to ``cores``
-    (None: a ``GemmSchedule`` unbound, a general ``Schedule`` bound as it was; the facts take
-    the core count as an argument). ``plan``: ``sched``'s Cube plan."""
+    (None: bound as it was; the facts take the core count as an argument). ``plan``:
+    ``sched``'s Cube plan."""
     sp = plan.spec
     stage = sp.gemm_stage if plan.vector_epilogue is None else next(
         t.name for t in sched.algo.stages if is_matmul_stage(t))  # the original's sum stage
@@ -330,25 +321,7 @@ def _gemm_candidate(sched: Schedule | GemmSchedule, plan: CubePlan, batch: int, 
     if sp.batched:
         sizes[(out.name, axes[0])] = batch
     algo = resize(sched.algo, sizes)
-    if not isinstance(sched, GemmSchedule):
-        return sched.on(algo, cores=cores)
-    s = GemmSchedule(algo, target=sched.target)
-    for d in sched.directives:
-        if isinstance(d, L1Tile):
-            s = s.tile(d.m, d.n, d.k)
-        elif isinstance(d, SplitK):
-            s = s.split_k(d.k0)
-        elif isinstance(d, CubeBuffering):
-            s = s.buffer(d.level, d.copies)
-        elif isinstance(d, Swizzle):
-            s = s.swizzle(d.width, d.direction)
-        elif isinstance(d, CubeBind):
-            s = s.bind(cores) if cores is not None else s
-        elif isinstance(d, EpilogueOn):
-            s = s.epilogue_on(d.unit, d.rows, vector_cores=d.vector_cores, after=d.after)
-        else:
-            raise InternalCompilerError(f"reduce_instance: unknown GEMM directive {d!r}")
-    return s
+    return sched.on(algo, cores=cores)
 
 
 def _gemm_facts(plan: CubePlan, cores: int, neighbours: bool = True) -> tuple:

@@ -18,6 +18,8 @@ depends on the problem size. It also checks that a flag's sets and waits alterna
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import islpy as isl
 
 from ascendsched.lower.affine import Affine
@@ -128,12 +130,7 @@ class ChainRelations(CarriedText):
             if f.key in dropped:
                 continue
             out = None
-            for x in f.sets:
-                if never_before(s, x):
-                    continue  # no chain from s reaches a set it never precedes
-                links = self._links(f, x, t)
-                if links is None:
-                    continue
+            for x, links in self._set_links(s, f, t):
                 lead = one.apply(self._po(s, x)) if f.src == s.pipe else \
                     self._known_at(s, x, one, dropped, hops - 1, known)
                 if lead is not None:
@@ -210,12 +207,7 @@ class ChainRelations(CarriedText):
         if key in self._cache:
             return self._cache[key]  # type: ignore[return-value]
         out = None
-        for x in f.sets:
-            if never_before(s, x):
-                continue  # no chain from s reaches a set it never precedes
-            links = self._links(f, x, t)
-            if links is None:
-                continue
+        for x, links in self._set_links(s, f, t):
             if dropped is None:
                 lead = self._po(s, x)
             else:
@@ -274,6 +266,16 @@ class ChainRelations(CarriedText):
                 out |= self._hb_deps(s, x, hops - 1)
             got = self._cache[key] = out
         return got  # type: ignore[return-value]
+
+    def _set_links(self, s: InstrInfo, f: Flag, t: InstrInfo
+                   ) -> Iterator[tuple[InstrInfo, isl.Map]]:
+        """The sets x of ``f`` a chain from s may reach, each with ``_links(f, x, t)``."""
+        for x in f.sets:
+            if never_before(s, x):
+                continue  # no chain from s reaches a set it never precedes
+            links = self._links(f, x, t)
+            if links is not None:
+                yield x, links
 
     def _links(self, f: Flag, x: InstrInfo, t: InstrInfo) -> isl.Map | None:
         """Pairs (c, b) of set-x and t instances where a wait of ``f`` between them has c's id

@@ -60,7 +60,14 @@ from ascendsched.schedule.gemm_records import (  # noqa: F401 -- re-exported
     TileClass,
     cube_geometry,
 )
-from ascendsched.schedule.schedule import Bind, Fuse, Schedule, Scheduled, Split
+from ascendsched.schedule.schedule import (
+    Bind,
+    Fuse,
+    Schedule,
+    Scheduled,
+    Split,
+    check_same_tensors,
+)
 from ascendsched.target import DEFAULT_TARGET, Target
 
 _NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -298,12 +305,7 @@ class GemmSchedule(Scheduled):
         ``bind``'s cores replaced by ``cores`` (None: kept), as ``Schedule.on`` does for its
         records: taken as they are, not checked again (a tile may exceed a smaller problem;
         the plan clamps it)."""
-        names = [t.name for t in self.algo.tensors]
-        if [t.name for t in algo.tensors] != names:
-            raise ScheduleError(
-                f"on('{algo.name}'): the schedule of '{self.algo.name}' names tensors "
-                f"{', '.join(names)}; give the same algorithm at other sizes "
-                f"(ascendsched.algo.resize.resize)")
+        check_same_tensors(self.algo, algo)
         recs = tuple(CubeBind(cores) if isinstance(d, CubeBind) and cores is not None else d
                      for d in self.directives)
         return GemmSchedule(algo, recs, self.target)

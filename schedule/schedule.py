@@ -112,6 +112,17 @@ class LoopNest:
     bound: tuple[str, int] | None  # (loop name, cores)
 
 
+def check_same_tensors(mine: Algorithm, other: Algorithm) -> None:
+    """``on(other)``'s check: ``other`` names the tensors of ``mine`` (the same algorithm at
+    other sizes), else a ScheduleError."""
+    names = [t.name for t in mine.tensors]
+    if [t.name for t in other.tensors] != names:
+        raise ScheduleError(
+            f"on('{other.name}'): the schedule of '{mine.name}' names tensors "
+            f"{', '.join(names)}; give the same algorithm at other sizes "
+            f"(ascendsched.algo.resize.resize)")
+
+
 @dataclass(frozen=True, eq=False)
 class Schedule(Scheduled):
     """An algorithm plus an ordered tuple of scheduling directives."""
@@ -360,12 +371,7 @@ class Schedule(Scheduled):
         (``algo/resize.py``), with ``bind``'s cores replaced by ``cores`` (None: kept). The
         records are taken as they are, not checked again: a split factor may exceed a smaller
         axis (a Cube plan clamps its tiles; ``schedule/reduce.py`` keeps every tile count)."""
-        names = [t.name for t in self.algo.tensors]
-        if [t.name for t in algo.tensors] != names:
-            raise ScheduleError(
-                f"on('{algo.name}'): the schedule of '{self.algo.name}' names tensors "
-                f"{', '.join(names)}; give the same algorithm at other sizes "
-                f"(ascendsched.algo.resize.resize)")
+        check_same_tensors(self.algo, algo)
         recs = tuple(replace(d, cores=cores) if isinstance(d, Bind) and cores is not None
                      else d for d in self.directives)
         return Schedule(algo, recs, self.target)

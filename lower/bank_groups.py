@@ -132,12 +132,25 @@ class ReadTogether:
             key = ((a_addr + oa) % period, (b_addr + ob) % period)
             got = seen.get(key)
             if got is None:
-                fa = Footprint(key[0], *self.a_span)
-                fb = Footprint(key[1], *self.b_span)
-                bs = beats([fa, fb], self.repeats, block, groups, distinct=True)
-                got = seen[key] = sum(b - 1 for b in bs) / len(bs)
+                # moving both sources by whole blocks turns the groups round, which changes
+                # no count: the memo needs ``a`` only within its block
+                turn = key[0] - key[0] % block
+                got = seen[key] = _pair_extra(key[0] - turn, (key[1] - turn) % period,
+                                              self.a_span, self.b_span,
+                                              min(max(self.repeats, 1), groups), block, groups)
             extra += got
         return extra / len(self.a_offs) * self.repeats * self.runs
+
+
+@lru_cache(maxsize=1 << 16)
+def _pair_extra(a_mod: int, b_mod: int, a_span: tuple[int, int], b_span: tuple[int, int],
+                repeats: int, block: int, groups: int) -> float:
+    """Mean beats beyond one per repeat of two distinct sources at these addresses modulo the
+    bank period (``repeats`` already cut to the period): the same for every pair of copies
+    with these spans, so one compile's many pairs of like tiles share it."""
+    bs = beats([Footprint(a_mod, *a_span), Footprint(b_mod, *b_span)], repeats, block, groups,
+               distinct=True)
+    return sum(b - 1 for b in bs) / len(bs)
 
 
 @lru_cache(maxsize=1 << 16)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
 
 from ascendsched.errors import BufferingWarning, CapacityError
 from ascendsched.lower.affine import Affine
@@ -215,6 +217,24 @@ def test_bank_group_beats_of_two_dense_sources_follow_the_asc_add_sample() -> No
 
     assert worst(256) == [1] * 16 and worst(8192 + 256) == [1] * 16
     assert worst(8192) == [2] * 16 and worst(512 + 32) == [2] * 16
+
+
+@pytest.mark.slow
+@given(a=hs.integers(0, 4095), b=hs.integers(0, 4095), turn=hs.integers(0, 15),
+       spans=hs.lists(hs.sampled_from([(4, 0), (32, 0), (256, 256), (256, 512), (100, 64),
+                                       (2, 4), (1024, 1024)]), min_size=2, max_size=2),
+       repeats=hs.integers(1, 20), distinct=hs.booleans())
+def test_bank_group_beats_do_not_change_when_both_sources_move_by_whole_blocks(
+        a: int, b: int, turn: int, spans: list[tuple[int, int]], repeats: int,
+        distinct: bool) -> None:
+    # the memo of ReadTogether._extra keys the first source's address within its block only
+    from ascendsched.lower.bank_groups import Footprint, beats
+
+    def at(shift: int) -> list[int]:
+        return beats([Footprint(a + shift, *spans[0]), Footprint(b + shift, *spans[1])],
+                     repeats, 32, 16, distinct=distinct)
+
+    assert at(32 * turn) == at(0)
 
 
 def test_two_sources_of_one_vector_instruction_are_placed_in_different_bank_groups() -> None:

@@ -117,7 +117,8 @@ class ChainRelations(CarriedText):
         return None
 
     def _reached(self, s: InstrInfo, t: InstrInfo, one: isl.Set, dropped: frozenset,
-                 hops: int, known: dict[tuple[int, int], isl.Set | None]):  # noqa: ANN202
+                 hops: int, known: dict[tuple[int, int], isl.Set | None]
+                 ) -> Iterator[isl.Set]:
         """The t instances each candidate sync (``_candidates``' order) orders after the s
         instances of ``one``: sets, one per sync that orders any. ``known``: ``_known_at``
         per (statement, hops) from this ``one`` (its memo)."""

@@ -1,7 +1,9 @@
-"""Well-formedness checks of a stage body, run by ``compute`` (loopy's check.py style)."""
+"""Well-formedness checks of a stage body, run by ``compute`` (loopy's check.py style), and
+the walkers they share: children, rebuilding, inlining."""
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import replace
 
 import sympy
@@ -61,6 +63,27 @@ def with_children(e: Expr, kids: tuple[Expr, ...]) -> Expr:
     if isinstance(e, Reduce):
         return replace(e, body=kids[0])
     raise AssertionError(e)
+
+
+def inlined(e: Expr, names: Container[str]) -> Expr:
+    """``e`` with every load of a stage in ``names`` replaced by that stage's body at the
+    load's subscripts (recursively): what a stage computes once its producers are inlined."""
+    if isinstance(e, Load) and e.tensor.name in names:
+        body = inlined(e.tensor.op.body, names)  # type: ignore[union-attr]
+        return _subst(body, dict(zip(e.tensor.op.axes, e.indices)))  # type: ignore[union-attr]
+    kids = children(e)
+    if not kids:
+        return e
+    return with_children(e, tuple(inlined(c, names) for c in kids))
+
+
+def _subst(e: Expr, mapping: dict) -> Expr:
+    if isinstance(e, IndexVar) and e in mapping:
+        return mapping[e]
+    kids = children(e)
+    if not kids:
+        return e
+    return with_children(e, tuple(_subst(c, mapping) for c in kids))
 
 
 def _check(name: str, axes: set[IndexVar], bound: frozenset[ReduceVar], e: Expr,

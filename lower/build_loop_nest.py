@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ascendsched.algo.algorithm import loads
-from ascendsched.algo.check import children, with_children
+from ascendsched.algo.check import children, inlined
 from ascendsched.algo.expr import (
     Expr,
     IndexVar,
@@ -497,24 +497,8 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions):
         gen.emit_into(self.bodies[st.name], dst)
 
     def _inline(self, e: Expr) -> Expr:
-        if isinstance(e, Load) and e.tensor.name in self.inlined:
-            body = self._inline(e.tensor.op.body)  # type: ignore[union-attr]
-            return _subst(body, dict(zip(e.tensor.op.axes, e.indices)))  # type: ignore[union-attr]
-        kids = children(e)
-        if not kids:
-            return e
-        new = tuple(self._inline(c) for c in kids)
-        return with_children(e, new)
+        return inlined(e, self.inlined)
 
 
 def _combo_comment(axes: tuple[str, ...], ver: dict[str, str]) -> str:
     return ", ".join(f"{a}: {ver[a]} tile" for a in axes)
-
-
-def _subst(e: Expr, mapping: dict) -> Expr:
-    if isinstance(e, IndexVar) and e in mapping:
-        return mapping[e]
-    kids = children(e)
-    if not kids:
-        return e
-    return with_children(e, tuple(_subst(c, mapping) for c in kids))

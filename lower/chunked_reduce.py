@@ -22,14 +22,22 @@ peeled, 663.4 us as a branch). What the stage computes from the finished reducti
 
 Only inputs are read in chunks: a stage the reduction reads along its reduce axis must be
 inlined (computed chunk by chunk with it), and an input loaded once is whole in UB already.
+
+An ``online`` pair (``schedule/online.py``: a sum of ``exp(... - mx[row])`` and its max) is
+one chunk loop: each chunk is loaded and cast once, its max found, the running sum scaled by
+``exp(old mx - new mx)`` and the running max moved on, then the chunk's sum of exponentials
+against the new max added (``_online_stage``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ascendsched.algo.algorithm import loads
-from ascendsched.algo.expr import IndexVar, Load, Reduce
+from ascendsched.algo.check import children, with_children
+from ascendsched.algo.expr import Expr, IndexVar, Load, Reduce, ReduceVar
 from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.tensor import Tensor
 from ascendsched.errors import ScheduleError
@@ -37,12 +45,15 @@ from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.bounds import Axis, _union
 from ascendsched.lower.ir import For, If, Stmt
 from ascendsched.lower.select_reduce import COMBINE, IDENTITY
+from ascendsched.lower.select_vector import repeated
 from ascendsched.lower.tile_memory import Layout
 from ascendsched.lower.vector_instrs import Val
 from ascendsched.schedule.chunks import chunk_split, reads_along
+from ascendsched.schedule.online import online_form, online_of
 
 if TYPE_CHECKING:
     from ascendsched.lower.build_loop_nest import _Version
+    from ascendsched.lower.select_vector import _ExprGen
     from ascendsched.schedule.schedule import Split
 
 class _ChunkedReductions:
@@ -95,7 +106,28 @@ class _ChunkedReductions:
             out[st.name] = (d, red)
             self.chunk_loads[st.name] = frozenset(
                 id(ld) for ld in loads(red.body) if reads_along(ld, rv))
+        self.online = self._find_online()
         return out
+
+    def _find_online(self) -> dict[str, str]:
+        """Sum stage -> max stage of the schedule's ``online`` pairs, checked on the stage
+        bodies as built (``schedule/online.py``; the schedule checked the rest)."""
+        pairs = online_of(self.s)
+        names = [st.name for st in self.tile_stages]
+        for s_name, m_name in pairs.items():
+            call = f"online('{s_name}', '{m_name}')"
+            why = online_form(self.bodies[s_name], self.algo.tensor(m_name),
+                              self.algo.tensor(s_name))
+            if why is not None:
+                raise ScheduleError(f"{call}: {why}")
+            between = [n for n in names[names.index(m_name) + 1:names.index(s_name)]
+                       if any(ld.tensor.name == m_name for ld in loads(self.bodies[n]))]
+            if between:
+                raise ScheduleError(
+                    f"{call}: '{between[0]}' reads '{m_name}' before '{s_name}' is reduced, "
+                    f"but the online loop finishes '{m_name}' only with '{s_name}': "
+                    f"compute_inline('{between[0]}')")
+        return pairs
 
     def chunk_read(self, stage: str, ld: Load) -> bool:
         """Whether ``ld`` in ``stage``'s body is read chunk by chunk (not over the tile's
@@ -105,73 +137,176 @@ class _ChunkedReductions:
     def _chunked_stage(self, v: _Version, st: Tensor, lay: Layout,
                        layouts: dict[str, Layout], copy: Affine) -> None:
         """``st`` into ``lay``: its reduction over the chunks (module docstring), then the
-        rest of its body."""
-        from ascendsched.lower.build_loop_nest import _Version
+        rest of its body. A max an ``online`` sum joins is computed in that sum's loop."""
         from ascendsched.lower.select_vector import _ExprGen
 
+        if st.name in self.online.values():
+            return  # in the loop of its sum (_online_stage), the next statistic
+        if st.name in self.online:
+            self._online_stage(v, st, lay, layouts)
+            return
         d, red = self.chunks[st.name]
         rv = red.axes[0]
-        size = int(rv.extent)
-        full, tail = divmod(size, d.factor)
         dom = list(lay.box)
         env = {ax: i for i, ax in enumerate(st.op.axes)}  # type: ignore[union-attr]
         gen = _ExprGen(self, v, st.name, dom, env, layouts)
         dst = Val(lay.buf, lay.copy, lay.dtype, Affine(), lay.strides)
-        axes = tuple(sorted({env[x] for x in walk(red.body) if isinstance(x, IndexVar)}))
         body = self.bodies[st.name]
-        whole = body is red and red.dtype == lay.dtype and axes == tuple(range(len(dom)))
-        acc = dst if whole else gen.temp(axes, red.dtype, f"running {red.op} over '{rv.name}'")
+        acc = self._accumulator(gen, st, red, lay, dst)
         ident = IDENTITY[red.op]
         gen.vec("vec_dup", acc, (), "dup", (("value", ident),),
                 f"{st.name}: the running {red.op} starts at {ident}")
-        what = f"chunks of {rv.name} (split by {d.factor}): the running {red.op} of {st.name}"
-        if full == 1 and not tail:
-            self._chunk(v, st, red, dom, env, layouts, acc, Axis(rv.name, Affine(), d.factor),
-                        Affine())
-        else:
-            var = self.loop_var(f"{st.name}_{d.outer}")
-            start = Affine.of(var) * d.factor
-            loop: list[Stmt] = []
-            for ext, cond in ((d.factor, "<"), (tail, "==")):
-                if not ext:
-                    continue
-                inner = _Version(suffix=v.suffix, note=v.note, temps=v.temps)
-                self._chunk(inner, st, red, dom, env, layouts, acc, Axis(rv.name, start, ext),
-                            Affine.mod(var, 2))
-                v.temps = inner.temps
-                loop += [If((Cond(Affine.of(var), cond, full),), tuple(inner.instrs),
-                            comment="a whole chunk" if cond == "<" else "the tail chunk")
-                         ] if tail else inner.instrs
-            v.instrs.append(For(var, full + (tail > 0), tuple(loop), comment=what))
+        self._chunk_loop(v, st.name, d, int(rv.extent),
+                         f"chunks of {rv.name} (split by {d.factor}): the running {red.op} of "
+                         f"{st.name}",
+                         lambda inner, chunk, cp: self._chunk(inner, st, red, dom, env, layouts,
+                                                              acc, chunk, cp))
         if acc is not dst:  # the rest of the body, with the finished reduction
             gen.known = (red, acc)
             gen.emit_into(body, dst)
+
+    def _accumulator(self, gen: _ExprGen, st: Tensor, red: Reduce, lay: Layout, dst: Val
+                     ) -> Val:
+        """Where ``st``'s running reduction goes: its own tile when its body is the
+        reduction alone over all its axes, else a temporary."""
+        env = {ax: i for i, ax in enumerate(st.op.axes)}  # type: ignore[union-attr]
+        axes = tuple(sorted({env[x] for x in walk(red.body) if isinstance(x, IndexVar)}))
+        whole = self.bodies[st.name] is red and red.dtype == lay.dtype and \
+            axes == tuple(range(len(lay.box)))
+        return dst if whole else gen.temp(axes, red.dtype,
+                                          f"running {red.op} over '{red.axes[0].name}'")
+
+    def _chunk_loop(self, v: _Version, stage: str, d: Split, size: int, what: str,
+                    one: Callable[[_Version, Axis, Affine], None]) -> None:
+        """Into ``v``: the loop over the chunks of a reduce axis of ``size`` (``d``'s
+        factor), ``one(version, chunk, copy)`` making each chunk's statements; the tail chunk
+        a branch of the last trip."""
+        from ascendsched.lower.build_loop_nest import _Version
+
+        full, tail = divmod(size, d.factor)
+        if full == 1 and not tail:
+            one(v, Axis(d.axis, Affine(), d.factor), Affine())
+            return
+        var = self.loop_var(f"{stage}_{d.outer}")
+        start = Affine.of(var) * d.factor
+        loop: list[Stmt] = []
+        for ext, cond in ((d.factor, "<"), (tail, "==")):
+            if not ext:
+                continue
+            inner = _Version(suffix=v.suffix, note=v.note, temps=v.temps)
+            one(inner, Axis(d.axis, start, ext), Affine.mod(var, 2))
+            v.temps = inner.temps
+            loop += [If((Cond(Affine.of(var), cond, full),), tuple(inner.instrs),
+                        comment="a whole chunk" if cond == "<" else "the tail chunk")
+                     ] if tail else inner.instrs
+        v.instrs.append(For(var, full + (tail > 0), tuple(loop), comment=what))
+
+    def _online_stage(self, v: _Version, st: Tensor, lay: Layout,
+                      layouts: dict[str, Layout]) -> None:
+        """``st`` (a sum of ``exp(... - mx[row])``) and its max ``mx`` in one chunk loop,
+        the running sum rescaled as the running max grows (``schedule/online.py``), then the
+        rest of ``st``'s body."""
+        from ascendsched.lower.select_vector import _ExprGen
+
+        mx = self.algo.tensor(self.online[st.name])
+        mlay = layouts[mx.name]
+        (d, red), (_, mred) = self.chunks[st.name], self.chunks[mx.name]
+        dom = list(lay.box)
+        # one loop, the same rows: statistics of one shape computed at one loop
+        assert [(a.start, a.extent) for a in mlay.box] == [(a.start, a.extent) for a in dom]
+        env = {ax: i for i, ax in enumerate(st.op.axes)}  # type: ignore[union-attr]
+        menv = {ax: i for i, ax in enumerate(mx.op.axes)}  # type: ignore[union-attr]
+        gen = _ExprGen(self, v, st.name, dom, env, layouts)
+        dst = Val(lay.buf, lay.copy, lay.dtype, Affine(), lay.strides)
+        top = Val(mlay.buf, mlay.copy, mlay.dtype, Affine(), mlay.strides)  # mx: its body
+        acc = self._accumulator(gen, st, red, lay, dst)
+        gen.vec("vec_dup", top, (), "dup", (("value", IDENTITY["max"]),),
+                f"{mx.name}: the running max starts at -inf")
+        gen.vec("vec_dup", acc, (), "dup", (("value", 0),),
+                f"{st.name}: the running sum starts at 0")
+        rv, mrv = red.axes[0], mred.axes[0]
+        # the sum over the max's axis: what both bodies compute of the chunk (its cast) is
+        # then one node, computed once
+        same = _over(red, rv, mrv)
+        both = repeated(mred.body, same.body)
+
+        def one(inner: _Version, chunk: Axis, cp: Affine) -> None:
+            mine = self._chunk_loads(inner, mx.name, ((mred, dom, menv), (red, dom, env)),
+                                     chunk, layouts, cp)
+            common: dict[Expr, Val] = {}
+            g = _ExprGen(self, inner, mx.name, dom, menv, mine)
+            g.chunk = (mrv, chunk)
+            part = g.reduce(mred, None, (common, both))
+            new = g.binary_vals("max", top, part, top.dtype, f"max({mx.name}, this chunk's)",
+                                "", None)
+            scale = g.binary_vals("sub", top, new, top.dtype,
+                                  f"{mx.name} - max({mx.name}, this chunk's)", "", None)
+            g.vec("vec_unary", scale, (scale,), "exp", (("fn", "exp"),),
+                  f"{st.name}: the rescale factor exp(old {mx.name} - new {mx.name})")
+            g.vec("vec_binary", acc, (acc, scale), "mul", (("fn", "mul"),),
+                  f"{st.name}: the sum so far, against the new max")
+            g.vec("vec_binary", top, (top, part), "max", (("fn", "max"),),
+                  f"{mx.name}: running max and this chunk's")
+            gs = _ExprGen(self, inner, st.name, dom, env, mine)
+            gs.chunk = (mrv, chunk)
+            part = gs.reduce(same, None, (common, both))
+            g.vec("vec_binary", acc, (acc, part), "add", (("fn", "add"),),
+                  f"{st.name}: running sum and this chunk's, against the new max")
+
+        self._chunk_loop(v, mx.name, d, int(rv.extent),
+                         f"chunks of {mrv.name} and {rv.name} (split by {d.factor}): the "
+                         f"running max of {mx.name} and the rescaled sum of {st.name} (online)",
+                         one)
+        if acc is not dst:
+            gen.known = (red, acc)
+            gen.emit_into(self.bodies[st.name], dst)
 
     def _chunk(self, v: _Version, st: Tensor, red: Reduce, dom: list[Axis], env: dict,
                layouts: dict[str, Layout], acc: Val, chunk: Axis, copy: Affine) -> None:
         """One chunk into ``v``: its loads, its reduction, combined into ``acc``."""
         from ascendsched.lower.select_vector import _ExprGen
 
-        rv = red.axes[0]
-        where = {**{x: dom[i] for x, i in env.items()}, rv: chunk}
+        mine = self._chunk_loads(v, st.name, ((red, dom, env),), chunk, layouts, copy)
+        gen = _ExprGen(self, v, st.name, dom, env, mine)
+        gen.chunk = (red.axes[0], chunk)
+        part = gen.reduce(red, None)
+        fn = COMBINE[red.op]
+        gen.vec("vec_binary", acc, (acc, part), fn, (("fn", fn),),
+                f"{st.name}: running {red.op} and this chunk's")
+
+    def _chunk_loads(self, v: _Version, stage: str, reds: tuple[tuple[Reduce, list[Axis],
+                     dict], ...], chunk: Axis, layouts: dict[str, Layout], copy: Affine
+                     ) -> dict[str, Layout]:
+        """Into ``v``: the loads of the inputs the reductions ``reds`` (each with its domain
+        and axes) read along their axes over ``chunk``, one UB buffer per input named after
+        ``stage`` (an input two reductions read is loaded once); ``layouts`` with them."""
         boxes: dict[str, tuple[Axis, ...]] = {}
-        for ld in loads(red.body):
-            if reads_along(ld, rv):
-                b = tuple(self._index_range(e, where, ld) for e in ld.indices)
-                b = tuple(Axis(f"{ld.tensor.name}.{k}", s, n) for k, (s, n) in enumerate(b))
-                boxes[ld.tensor.name] = _union(boxes.get(ld.tensor.name), b, ld)
+        for red, dom, env in reds:
+            rv = red.axes[0]
+            where = {**{x: dom[i] for x, i in env.items()}, rv: chunk}
+            for ld in loads(red.body):
+                if reads_along(ld, rv):
+                    b = tuple(self._index_range(e, where, ld) for e in ld.indices)
+                    b = tuple(Axis(f"{ld.tensor.name}.{k}", s, n) for k, (s, n) in enumerate(b))
+                    boxes[ld.tensor.name] = _union(boxes.get(ld.tensor.name), b, ld)
         mine = dict(layouts)
         for t in self.algo.inputs:
             if t.name not in boxes:
                 continue
             if t.name in self.outside:  # staged at a tile loop: read there
                 continue
-            lay = self._layout(f"{t.name}_ub_{st.name}{v.suffix}", t, boxes[t.name], copy)
+            lay = self._layout(f"{t.name}_ub_{stage}{v.suffix}", t, boxes[t.name], copy)
             mine[t.name] = lay
             v.instrs.extend(self._dma(t, lay, to_ub=True))
-        gen = _ExprGen(self, v, st.name, dom, env, mine)
-        gen.chunk = (rv, chunk)
-        part = gen.reduce(red, None)
-        fn = COMBINE[red.op]
-        gen.vec("vec_binary", acc, (acc, part), fn, (("fn", fn),),
-                f"{st.name}: running {red.op} and this chunk's")
+        return mine
+
+
+def _over(red: Reduce, old: ReduceVar, new: ReduceVar) -> Reduce:
+    """``red`` reducing over ``new`` instead of ``old`` (one extent): the same values."""
+    def sub(e: Expr) -> Expr:
+        if e == old:
+            return new
+        kids = children(e)
+        return with_children(e, tuple(sub(c) for c in kids)) if kids else e
+
+    return replace(red, body=sub(red.body), axes=(new,))

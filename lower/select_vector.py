@@ -276,7 +276,11 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
         self.vec("vec_select", out, tuple(ops), cond.op, (("fn", cond.op),))
         return out
 
-    def reduce(self, e: Reduce, dst: Val | None) -> Val:
+    def reduce(self, e: Reduce, dst: Val | None,
+               shared: tuple[dict[Expr, Val], frozenset[Expr]] | None = None) -> Val:
+        """``e`` into ``dst`` (or a temporary). ``shared``: values of nodes of its body
+        computed by another reduction over the same chunk, and the nodes both bodies hold
+        (an online max and sum both cast the chunk: once)."""
         if len(e.axes) != 1:
             raise UnsupportedError(
                 f"stage '{self.stage}': {e} reduces {len(e.axes)} axes at once; the vector path "
@@ -291,6 +295,8 @@ class _ExprGen(_VectorInstrs, _Reductions, _MulAdds):
         sub = _ExprGen(self.b, self.v, self.stage, self.dom[:k] + [ax] + self.dom[k:],
                        {**env, rv: k}, self.layouts)
         sub.repeated = repeated(e.body)
+        if shared is not None:
+            sub.common, sub.repeated = shared[0], sub.repeated | shared[1]
         body = sub.value(e.body)
         if body.const is not None or body.strides[k] == 0:
             raise UnsupportedError(
@@ -378,14 +384,14 @@ def _vars(ix: Expr) -> list[Expr]:
     return [v for v in walk(ix) if isinstance(v, (IndexVar, ReduceVar))]
 
 
-def repeated(e: Expr) -> frozenset[Expr]:
+def repeated(*roots: Expr) -> frozenset[Expr]:
     """The computed nodes (not loads, constants or reductions, whose bodies are walked on
-    their own) that occur more than once in ``e``: each is computed once and its value read
-    again. Without it ``sum(d * d)`` with ``d = float32(x) - mean`` inlined casts and
+    their own) that occur more than once in ``roots``: each is computed once and its value
+    read again. Without it ``sum(d * d)`` with ``d = float32(x) - mean`` inlined casts and
     subtracts twice per chunk (LayerNorm over 32 000-column rows: 2 of its 9 V passes)."""
     seen: set[Expr] = set()
     again: set[Expr] = set()
-    stack = [e]
+    stack = list(roots)
     while stack:
         x = stack.pop()
         if not isinstance(x, (Binary, Unary, Cast, Select, Compare)):

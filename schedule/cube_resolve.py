@@ -114,6 +114,7 @@ class _Resolver:
 
     # ----------------------------------------------------------------- structure
     def _check_others(self) -> None:
+        from ascendsched.schedule.online import Online
         from ascendsched.schedule.schedule import (
             Bind,
             Buffering,
@@ -127,7 +128,7 @@ class _Resolver:
         )
 
         for d in self.s.directives:
-            if isinstance(d, (ComputeAt, ComputeInline, Buffering, LoadOnce, LoadAt)):
+            if isinstance(d, (ComputeAt, ComputeInline, Buffering, LoadOnce, LoadAt, Online)):
                 raise ScheduleError(
                     f"{self.where}: {d!r} is a Vector-path directive; with a tensorized stage "
                     f"the Cube + Vector builder derives the epilogue's per-tile schedule (its "

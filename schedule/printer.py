@@ -10,6 +10,7 @@ if TYPE_CHECKING:
 
 def format_schedule(s: Schedule) -> str:
     from ascendsched.schedule import cube_directives as c
+    from ascendsched.schedule import online as o
     from ascendsched.schedule import schedule as d
 
     lines = [f"Schedule({s.algo.name})"]
@@ -34,6 +35,8 @@ def format_schedule(s: Schedule) -> str:
         elif isinstance(x, d.LoadAt):
             lines.append(f"  .cache_read({x.tensor!r}, 'UB', at=({x.stage!r}, {x.loop!r}), "
                          f"copies={x.copies})")
+        elif isinstance(x, o.Online):
+            lines.append(f"  .online({x.stage!r}, {x.max_stage!r})")
         elif isinstance(x, c.Tensorize):
             lines.append(f"  .tensorize({x.stage!r}, {x.loop!r}, {x.intrinsic!r})")
         elif isinstance(x, c.Place):

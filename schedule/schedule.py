@@ -24,6 +24,7 @@ from ascendsched.errors import ScheduleError
 from ascendsched.schedule import cube_directives as cube
 from ascendsched.schedule.chunks import chunk_axis
 from ascendsched.schedule.cube_directives import CubeDirective
+from ascendsched.schedule.online import Online, online_record
 from ascendsched.schedule.staging import LoadAt, make_load_at
 from ascendsched.target import DEFAULT_TARGET, Target
 
@@ -86,7 +87,7 @@ class LoadOnce:
 
 
 Directive = (Split | Reorder | Fuse | Bind | ComputeAt | ComputeInline | Buffering | LoadOnce
-             | LoadAt | CubeDirective)
+             | LoadAt | Online | CubeDirective)
 
 
 class Scheduled:
@@ -326,6 +327,12 @@ class Schedule(Scheduled):
             raise ScheduleError(f"load_once('{tensor}'): cache_read('{tensor}', 'UB', at=...) "
                                 f"already stages it at a tile loop; drop one of the two")
         return self._add(LoadOnce(tensor, hoist))
+
+    def online(self, stage: str, max_stage: str) -> Schedule:
+        """Reduce ``stage`` (a row sum of ``exp(... - max_stage[row])``) in ``max_stage``'s
+        chunk loop, the running sum rescaled as the running max grows: rows read in chunks
+        are read once for both statistics (``schedule/online.py``)."""
+        return self._add(online_record(self, stage, max_stage))
 
     def cache_read(self, tensor: str, scope: str = "UB", *, at: tuple[str, str] | None = None,
                    copies: int = 2) -> Schedule:

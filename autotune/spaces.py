@@ -28,6 +28,7 @@ from ascendsched.schedule import ub_budget
 from ascendsched.schedule.chunks import chunk_var, chunkable, column_reduction, dividing_width
 from ascendsched.schedule.default_chunked import strip_width
 from ascendsched.schedule.gemm import GemmSchedule, cube_geometry
+from ascendsched.schedule.online import online_pairs
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
 from ascendsched.target.model import Scope
@@ -188,6 +189,7 @@ class VectorBuild:
     once: tuple[str, ...] = ()  # inputs that may be loaded once (``once_<input>``)
     per_row: frozenset[str] = frozenset()  # stages ``stats="outer"`` computes at the outer loop
     row_stats: frozenset[str] = frozenset()  # of one value per row: ``stats="chunks"``
+    online: tuple[tuple[str, str], ...] = ()  # (sum, max) pairs ``online=True`` joins
 
     def __call__(self, algo: Algorithm, c: Mapping[str, Any]) -> Schedule:
         s = Schedule(algo, target=self.target)
@@ -239,6 +241,9 @@ class VectorBuild:
                 s = s.compute_at(st, self.out, s.legal_compute_at(self.out)[0])
             else:
                 s = s.compute_inline(st)
+        if chunks and c.get("online", False):  # a softmax's two statistics in one pass
+            for st, mx in self.online:
+                s = s.online(st, mx)
         loaded_once = {b for b in self.once if c.get(f"once_{b}", "tile") != "tile"}
         for b in sorted(loaded_once):
             s = s.load_once(b, hoist=c[f"once_{b}"] == "once")
@@ -264,7 +269,8 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     ``ub_budget.computed_per_row``, at the outer tile loop: once per row when the pieces of
     a row are the inner tiles; ``"chunks"``, when ``schedule.chunks.chunkable``: only the row
     statistics there, each reduction read in chunks of ``cols``, the row-wide stages
-    inlined: rows no tile holds), ``copies_<tensor>`` per input and the output, and
+    inlined: rows no tile holds; with ``online`` a softmax's max and sum in one pass,
+    ``schedule/online.py``), ``copies_<tensor>`` per input and the output, and
     ``stage_<input>`` (``"tile"``; ``"row"``: with rows outer and pieces of them inside,
     ``cache_read(input, "UB", at=(out, <row loop>))``: each row loaded once for all its
     pieces and chunks) per input that varies along every output axis, when a row overflows
@@ -318,16 +324,19 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     once = _broadcast_inputs(algo, target)
     for b in once:
         params[f"once_{b}"] = ("tile", "once", "load")
+    pairs = tuple(p for p in online_pairs(algo) if p[0] != out.name)
+    if "chunks" in params.get("stats", ()) and pairs:
+        params["online"] = (False, True)
     if "chunks" in params.get("stats", ()) and _rows_overflow(algo, target):
         for t in algo.inputs:  # rows no tile holds: read again by each chunked statistic
             if t.name not in once:
                 params[f"stage_{t.name}"] = ("tile", "row")
-    nominal = {"order", "stats"} | {k for k in params if k.startswith(("place_", "once_",
+    nominal = {"order", "stats", "online"} | {k for k in params if k.startswith(("place_", "once_",
                                                                         "stage_"))}
     row_stats = frozenset(st.name for st in algo.stages
                           if st is not out and len(st.shape) == len(out.shape) - 1)
     build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers, once, per_row,
-                        row_stats)
+                        row_stats, pairs)
     return _make(name or f"{algo.name}-vector", algo, params, nominal, build, target,
                  algo_code, choices)
 

@@ -28,7 +28,7 @@ from ascendsched.schedule import ub_budget
 from ascendsched.schedule.chunks import chunk_var, chunkable, column_reduction, dividing_width
 from ascendsched.schedule.default_chunked import strip_width
 from ascendsched.schedule.gemm import GemmSchedule, cube_geometry
-from ascendsched.schedule.online import online_pairs
+from ascendsched.schedule.online import joinable, online_pairs
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
 from ascendsched.target.model import Scope
@@ -243,7 +243,8 @@ class VectorBuild:
                 s = s.compute_inline(st)
         if chunks and c.get("online", False):  # a softmax's two statistics in one pass
             for st, mx in self.online:
-                s = s.online(st, mx)
+                if joinable(s, st, mx):
+                    s = s.online(st, mx)
         loaded_once = {b for b in self.once if c.get(f"once_{b}", "tile") != "tile"}
         for b in sorted(loaded_once):
             s = s.load_once(b, hoist=c[f"once_{b}"] == "once")

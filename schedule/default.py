@@ -46,7 +46,7 @@ from ascendsched.algo.expr import Load, Reduce
 from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.algo.tensor import Tensor
-from ascendsched.schedule.chunks import chunk_split, chunk_var, chunkable, stat_rank
+from ascendsched.schedule.chunks import chunk_var, chunkable, stat_rank
 from ascendsched.schedule.default_chunked import (
     chunked_pieces,
     chunked_rows,
@@ -58,8 +58,8 @@ from ascendsched.schedule.default_chunked import (
 )
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
-from ascendsched.schedule.online import online_pairs
-from ascendsched.schedule.schedule import ComputeAt, Schedule
+from ascendsched.schedule.online import joinable, online_pairs
+from ascendsched.schedule.schedule import Schedule
 from ascendsched.schedule.ub_budget import (
     TileShape,
     computed_per_row,
@@ -402,10 +402,6 @@ def _online(s: Schedule) -> Schedule:
     one loop joined (``schedule/online.py``): the row is read once less (softmax 4096 x
     32 000 in 8 000-column pieces and chunks: 512.2 -> 448.8 us modelled)."""
     for st, mx in online_pairs(s.algo):
-        a, b = chunk_split(s, st), chunk_split(s, mx)
-        pa, pb = s.placement(st), s.placement(mx)
-        if a is not None and b is not None and a.factor == b.factor and isinstance(
-                pa, ComputeAt) and isinstance(pb, ComputeAt) and (pa.consumer, pa.loop) == (
-                pb.consumer, pb.loop):
+        if joinable(s, st, mx):
             s = s.online(st, mx)
     return s

@@ -97,7 +97,6 @@ def _same_extent(body: Expr, mx: Tensor) -> bool:
 def online_record(s: Schedule, stage: str, max_stage: str) -> Online:
     """The record of ``s.online(stage, max_stage)``, checked (module docstring's rules)."""
     from ascendsched.schedule.chunks import chunk_split
-    from ascendsched.schedule.schedule import ComputeAt
 
     call = f"online('{stage}', '{max_stage}')"
     st, mx = s._stage(stage, "online"), s._stage(max_stage, "online")
@@ -130,13 +129,29 @@ def online_record(s: Schedule, stage: str, max_stage: str) -> Online:
         raise ScheduleError(
             f"{call}: the chunks differ ('{stage}' {a.factor} of {ext[0]}, '{max_stage}' "
             f"{b.factor} of {ext[1]}); one loop reads both: split them by one factor")
-    pa, pb = s.placement(stage), s.placement(max_stage)
-    if not (isinstance(pa, ComputeAt) and isinstance(pb, ComputeAt)
-            and (pa.consumer, pa.loop) == (pb.consumer, pb.loop)):
+    if not _at_one_loop(s, stage, max_stage):
         raise ScheduleError(
             f"{call}: both statistics must be computed at one tile loop (compute_at each "
             f"at the same consumer and loop) before they can share a chunk loop")
     return Online(stage, max_stage)
+
+
+def joinable(s: Schedule, stage: str, max_stage: str) -> bool:
+    """Whether ``s`` reads both statistics of an ``online_pairs`` pair in chunks of one
+    width at one loop (what ``online`` asks of the schedule)."""
+    from ascendsched.schedule.chunks import chunk_split
+
+    a, b = chunk_split(s, stage), chunk_split(s, max_stage)
+    return a is not None and b is not None and a.factor == b.factor and \
+        _at_one_loop(s, stage, max_stage)
+
+
+def _at_one_loop(s: Schedule, a: str, b: str) -> bool:
+    from ascendsched.schedule.schedule import ComputeAt
+
+    pa, pb = s.placement(a), s.placement(b)
+    return isinstance(pa, ComputeAt) and isinstance(pb, ComputeAt) and (
+        pa.consumer, pa.loop) == (pb.consumer, pb.loop)
 
 
 def online_of(s: Schedule) -> dict[str, str]:

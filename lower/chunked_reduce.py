@@ -237,10 +237,13 @@ class _ChunkedReductions:
             g = _ExprGen(self, inner, mx.name, dom, menv, mine)
             g.chunk = (mrv, chunk)
             part = g.reduce(mred, None, (common, both))
-            new = g.binary_vals("max", top, part, top.dtype, f"max({mx.name}, this chunk's)",
-                                "", None)
-            scale = g.binary_vals("sub", top, new, top.dtype,
-                                  f"{mx.name} - max({mx.name}, this chunk's)", "", None)
+            rows = top.varying()
+            new = g.temp(rows, top.dtype, f"the new running max of {mx.name}")
+            g.vec("vec_binary", new, (top, part), "max", (("fn", "max"),),
+                  f"{mx.name}: the new running max, of it and this chunk's")
+            scale = g.temp(rows, top.dtype, f"exp(old {mx.name} - new {mx.name})")
+            g.vec("vec_binary", scale, (top, new), "sub", (("fn", "sub"),),
+                  f"{st.name}: old {mx.name} - new {mx.name}")
             g.vec("vec_unary", scale, (scale,), "exp", (("fn", "exp"),),
                   f"{st.name}: the rescale factor exp(old {mx.name} - new {mx.name})")
             g.vec("vec_binary", acc, (acc, scale), "mul", (("fn", "mul"),),

@@ -70,20 +70,21 @@ def inlined(e: Expr, names: Container[str]) -> Expr:
     load's subscripts (recursively): what a stage computes once its producers are inlined."""
     if isinstance(e, Load) and e.tensor.name in names:
         body = inlined(e.tensor.op.body, names)  # type: ignore[union-attr]
-        return _subst(body, dict(zip(e.tensor.op.axes, e.indices)))  # type: ignore[union-attr]
+        return subst(body, dict(zip(e.tensor.op.axes, e.indices)))  # type: ignore[union-attr]
     kids = children(e)
     if not kids:
         return e
     return with_children(e, tuple(inlined(c, names) for c in kids))
 
 
-def _subst(e: Expr, mapping: dict) -> Expr:
-    if isinstance(e, IndexVar) and e in mapping:
+def subst(e: Expr, mapping: dict) -> Expr:
+    """``e`` with the index and reduce variables of ``mapping`` replaced by their values."""
+    if isinstance(e, (IndexVar, ReduceVar)) and e in mapping:
         return mapping[e]
     kids = children(e)
     if not kids:
         return e
-    return with_children(e, tuple(_subst(c, mapping) for c in kids))
+    return with_children(e, tuple(subst(c, mapping) for c in kids))
 
 
 def _check(name: str, axes: set[IndexVar], bound: frozenset[ReduceVar], e: Expr,

@@ -36,7 +36,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ascendsched.algo.algorithm import loads
-from ascendsched.algo.check import children, with_children
+from ascendsched.algo.check import subst
 from ascendsched.algo.expr import Expr, IndexVar, Load, Reduce, ReduceVar
 from ascendsched.algo.gemm_epilogue import walk
 from ascendsched.algo.tensor import Tensor
@@ -306,10 +306,4 @@ class _ChunkedReductions:
 
 def _over(red: Reduce, old: ReduceVar, new: ReduceVar) -> Reduce:
     """``red`` reducing over ``new`` instead of ``old`` (one extent): the same values."""
-    def sub(e: Expr) -> Expr:
-        if e == old:
-            return new
-        kids = children(e)
-        return with_children(e, tuple(sub(c) for c in kids)) if kids else e
-
-    return replace(red, body=sub(red.body), axes=(new,))
+    return replace(red, body=subst(red.body, {old: new}), axes=(new,))

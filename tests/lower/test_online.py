@@ -147,3 +147,18 @@ def test_a_stage_reading_the_max_before_the_sum_is_reduced_is_refused() -> None:
     with pytest.raises(ScheduleError, match=r"'d' reads 'mx' before 's' is reduced.*"
                                             r"compute_inline\('d'\)"):
         lower(sched)
+
+
+@pytest.mark.slow  # g++ builds and runs of a mixed kernel
+def test_a_vector_epilogue_of_rows_no_tile_holds_reads_them_in_one_online_pass() -> None:
+    """GEMM + softmax with 30 000 logits a row (an LM head's shape, smaller): the default
+    Vector epilogue reads each row of scores from the workspace in chunks, its max and sum in
+    one online loop, and the whole ladder passes on the mixed kernel."""
+    from ascendsched.lower.schedule_for import schedule_for
+
+    sched = schedule_for(L.gemm_softmax(80, 30000, 64))
+    assert str(lower(sched)).count("(online)") >= 1
+    verdicts = check(sched)
+    names = [v.check for v in verdicts]
+    assert "C++ run == numpy (P)" in names and "C++ trace race check" in names, names
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))

@@ -28,7 +28,7 @@ from ascendsched.schedule import ub_budget
 from ascendsched.schedule.chunks import chunk_var, chunkable, column_reduction, dividing_width
 from ascendsched.schedule.default_chunked import strip_width
 from ascendsched.schedule.gemm import GemmSchedule, cube_geometry
-from ascendsched.schedule.online import joinable, online_pairs
+from ascendsched.schedule.online import join_online, online_pairs
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
 from ascendsched.target.model import Scope
@@ -189,7 +189,6 @@ class VectorBuild:
     once: tuple[str, ...] = ()  # inputs that may be loaded once (``once_<input>``)
     per_row: frozenset[str] = frozenset()  # stages ``stats="outer"`` computes at the outer loop
     row_stats: frozenset[str] = frozenset()  # of one value per row: ``stats="chunks"``
-    online: tuple[tuple[str, str], ...] = ()  # (sum, max) pairs ``online=True`` joins
 
     def __call__(self, algo: Algorithm, c: Mapping[str, Any]) -> Schedule:
         s = Schedule(algo, target=self.target)
@@ -242,9 +241,7 @@ class VectorBuild:
             else:
                 s = s.compute_inline(st)
         if chunks and c.get("online", False):  # a softmax's two statistics in one pass
-            for st, mx in self.online:
-                if joinable(s, st, mx):
-                    s = s.online(st, mx)
+            s = join_online(s)
         loaded_once = {b for b in self.once if c.get(f"once_{b}", "tile") != "tile"}
         for b in sorted(loaded_once):
             s = s.load_once(b, hoist=c[f"once_{b}"] == "once")
@@ -325,8 +322,8 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     once = _broadcast_inputs(algo, target)
     for b in once:
         params[f"once_{b}"] = ("tile", "once", "load")
-    pairs = tuple(p for p in online_pairs(algo) if p[0] != out.name)
-    if "chunks" in params.get("stats", ()) and pairs:
+    if "chunks" in params.get("stats", ()) and any(
+            st != out.name for st, _ in online_pairs(algo)):
         params["online"] = (False, True)
     if "chunks" in params.get("stats", ()) and _rows_overflow(algo, target):
         for t in algo.inputs:  # rows no tile holds: read again by each chunked statistic
@@ -337,7 +334,7 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     row_stats = frozenset(st.name for st in algo.stages
                           if st is not out and len(st.shape) == len(out.shape) - 1)
     build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers, once, per_row,
-                        row_stats, pairs)
+                        row_stats)
     return _make(name or f"{algo.name}-vector", algo, params, nominal, build, target,
                  algo_code, choices)
 

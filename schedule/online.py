@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING
 from ascendsched.algo.algorithm import Algorithm, loads
 from ascendsched.algo.check import inlined
 from ascendsched.algo.expr import Binary, Expr, Load, Reduce, Unary
-from ascendsched.algo.gemm_epilogue import reduces, walk
+from ascendsched.algo.gemm_epilogue import reduces
 from ascendsched.algo.tensor import Tensor
 from ascendsched.errors import ScheduleError
+from ascendsched.schedule.chunks import chunk_split
 
 if TYPE_CHECKING:
     from ascendsched.schedule.schedule import Schedule
@@ -75,43 +76,55 @@ def online_pairs(algo: Algorithm) -> list[tuple[str, str]]:
     stages inlined, as a chunked schedule has them)."""
     out = []
     names = _row_wide(algo)
-    maxes = [t for t in algo.stages if isinstance(t.op.body, Reduce)  # type: ignore[union-attr]
-             and t.op.body.op == "max" and len(t.op.body.axes) == 1]  # type: ignore[union-attr]
+    maxes = [t for t in algo.stages if _is_max(t)]
     for st in algo.stages:
         if not reduces(st) or st in maxes:
             continue
         body = inlined(st.op.body, names)  # type: ignore[union-attr]
         for mx in maxes:
             if (tuple(mx.shape) == tuple(st.shape) and online_form(body, mx, st) is None
-                    and _same_extent(body, mx)):
+                    and _extent(body) == _extent(mx.op.body)):  # type: ignore[union-attr]
                 out.append((st.name, mx.name))
     return out
 
 
-def _same_extent(body: Expr, mx: Tensor) -> bool:
-    red = mx.op.body  # type: ignore[union-attr]
-    assert isinstance(body, Reduce) and isinstance(red, Reduce)
-    return int(body.axes[0].extent) == int(red.axes[0].extent)
+def join_online(s: Schedule) -> Schedule:
+    """``s`` with every ``online_pairs`` pair it reads in chunks of one width at one loop
+    joined (``joinable``): the default schedule's and the tuner's choice."""
+    for st, mx in online_pairs(s.algo):
+        if joinable(s, st, mx):
+            s = s.online(st, mx)
+    return s
+
+
+def _is_max(t: Tensor) -> bool:
+    """Whether stage ``t`` is one max-reduction of one axis, its whole body."""
+    red = t.op.body  # type: ignore[union-attr]
+    return isinstance(red, Reduce) and red.op == "max" and len(red.axes) == 1
+
+
+def _extent(red: Expr) -> int:
+    """The extent of the reduce axis of a one-axis reduction."""
+    assert isinstance(red, Reduce)
+    return int(red.axes[0].extent)
 
 
 def online_record(s: Schedule, stage: str, max_stage: str) -> Online:
     """The record of ``s.online(stage, max_stage)``, checked (module docstring's rules)."""
-    from ascendsched.schedule.chunks import chunk_split
-
     call = f"online('{stage}', '{max_stage}')"
     st, mx = s._stage(stage, "online"), s._stage(max_stage, "online")
     if any(isinstance(d, Online) and {d.stage, d.max_stage} & {stage, max_stage}
            for d in s.directives):
         raise ScheduleError(f"{call}: '{stage}' or '{max_stage}' is in an online pair already")
-    red = mx.op.body  # type: ignore[union-attr]
-    if not (isinstance(red, Reduce) and red.op == "max" and len(red.axes) == 1):
+    if not _is_max(mx):
         raise ScheduleError(
             f"{call}: '{max_stage}' must be one max-reduction (its whole body), the running "
-            f"max the sum is rescaled by; it is {red}")
+            f"max the sum is rescaled by; it is {mx.op.body}")  # type: ignore[union-attr]
     if tuple(mx.shape) != tuple(st.shape):
         raise ScheduleError(f"{call}: '{stage}' {list(st.shape)} and '{max_stage}' "
                             f"{list(mx.shape)} are not statistics of the same rows")
-    why = online_form(inlined(st.op.body, _row_wide(s.algo)), mx, st)  # type: ignore[union-attr]
+    body = inlined(st.op.body, _row_wide(s.algo))  # type: ignore[union-attr]
+    why = online_form(body, mx, st)
     if why is not None:
         raise ScheduleError(f"{call}: {why}")
     splits = {n: chunk_split(s, n) for n in (stage, max_stage)}
@@ -123,8 +136,7 @@ def online_record(s: Schedule, stage: str, max_stage: str) -> Online:
                 f"holds whole needs no online pass: it is read once already)")
     a, b = splits[stage], splits[max_stage]
     assert a is not None and b is not None
-    ext = [int(next(e for e in walk(t.op.body) if isinstance(e, Reduce)).axes[0].extent)
-           for t in (st, mx)]  # type: ignore[union-attr]
+    ext = [_extent(body), _extent(mx.op.body)]  # type: ignore[union-attr]
     if a.factor != b.factor or ext[0] != ext[1]:
         raise ScheduleError(
             f"{call}: the chunks differ ('{stage}' {a.factor} of {ext[0]}, '{max_stage}' "
@@ -139,8 +151,6 @@ def online_record(s: Schedule, stage: str, max_stage: str) -> Online:
 def joinable(s: Schedule, stage: str, max_stage: str) -> bool:
     """Whether ``s`` reads both statistics of an ``online_pairs`` pair in chunks of one
     width at one loop (what ``online`` asks of the schedule)."""
-    from ascendsched.schedule.chunks import chunk_split
-
     a, b = chunk_split(s, stage), chunk_split(s, max_stage)
     return a is not None and b is not None and a.factor == b.factor and \
         _at_one_loop(s, stage, max_stage)

@@ -246,6 +246,12 @@ class SyncOracle(ChainRelations, GroupVerdicts):
                 bare = self._bare(gkey, items, dropped)
                 if bare is not None:
                     return (bare,)
+        # A probe (one source instance first) finds an unordered group cheaply but is spent
+        # on an ordered one, whose full cover follows. A trial probes only the first group
+        # isl must decide: a trial that fails mostly fails there, and the groups after it are
+        # mostly ordered (a hand RMSNorm 300x5000 of fused row x column tiles: 369 of the 377
+        # covers of its pruning trials ordered, their probes 4.1 of its 8.8 s of covers)
+        probe_next = True
         for _, _, gkey, items in todo:
             s, t = self.infos[gkey[0]], self.infos[gkey[1]]
             bare = self._bare(gkey, items, dropped)
@@ -261,7 +267,8 @@ class SyncOracle(ChainRelations, GroupVerdicts):
             hint = frozenset(r for it in items if it.dep is not None for r in [it.dep.reason])
             # with one item, which pairs are left does not matter: probe one instance first
             rem, used = self._cover(union, s, t, dropped, hint,
-                                    probe=first_only or len(items) == 1)
+                                    probe=probe_next if first_only else len(items) == 1)
+            probe_next = False
             if rem.is_empty():
                 self._verdict(gkey, used)
                 continue

@@ -3,7 +3,8 @@
 The output stage's tile loops come from the schedule (splits, reorder, fuse, bind); tiles the
 factors do not divide are peeled (serial loops, and bound loops over one axis: the tail after
 the persistent loop on the core that owns it) or guarded (fused loops), each version with
-static extents. Per tile: inputs are copied GM -> UB (MTE2), every non-inlined stage is
+static extents; what the full and tail versions of a fused loop's last axis both compute runs
+once, between their guards (``shared_versions.py``). Per tile: inputs are copied GM -> UB (MTE2), every non-inlined stage is
 computed into its UB buffer by vector instructions over the box bounds inference asks of it,
 and the output tile goes UB -> GM (MTE3). Example, ``z = x + y`` split by 2048, 2 cores::
 
@@ -51,6 +52,7 @@ from ascendsched.lower.expand_math import expand_math
 from ascendsched.lower.ir import BLOCK_IDX, Buffer, For, GmTensor, If, Kernel, Program, Stmt
 from ascendsched.lower.select_vector import _ExprGen
 from ascendsched.lower.several_outputs import check_output_tiles
+from ascendsched.lower.shared_versions import Version, shared_once
 from ascendsched.lower.tile_memory import Layout, _TileMemory
 from ascendsched.lower.vector_instrs import Val
 from ascendsched.schedule.chunks import chunk_split
@@ -258,8 +260,10 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions):
             per_axis[a] = v.floordiv(inner_count).modulo(tiles[a]) if a != axes[0] else \
                 v.floordiv(inner_count)
             inner_count *= tiles[a]
-        body: list[Stmt] = []
+        versions: list[Version] = []
         tail_axes = [a for a in axes if full[a] < tiles[a] and not peel]
+        shared_comment: dict[tuple[Cond, ...], str] = {}
+        last_comment: dict[Cond, str] = {}
         for combo in itertools.product(*[("full", "tail") for _ in tail_axes]):
             conds: list[Cond] = []
             cver = dict(ver)
@@ -277,8 +281,14 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions):
             self.depth += 1
             inner = self._below(level, {**idx, **per_axis}, cver, copy_in)
             self.depth -= 1
-            body.extend([If(tuple(conds), tuple(inner), comment=_combo_comment(axes, cver))]
-                        if conds else inner)
+            versions.append((tuple(conds), inner, _combo_comment(axes, cver)))
+            if conds:
+                last = tail_axes[-1]
+                shared_comment[tuple(conds[:-1])] = _combo_comment(
+                    tuple(a for a in axes if a != last), cver)
+                last_comment[conds[-1]] = _combo_comment((last,), cver)
+        # what the last axis's full and tail versions both run, once (shared_versions.py)
+        body = shared_once(versions, shared_comment, last_comment)
         if bound and count % self.block_dim:
             body = [If((Cond(v, "<", count),), tuple(body),
                        comment=f"this core's last {'full ' * peel}tile")]

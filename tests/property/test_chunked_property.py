@@ -18,9 +18,7 @@ from ascendsched.api.check import check
 from ascendsched.errors import CapacityError, ScheduleError, SyncError
 from ascendsched.lower.pipeline import lower
 from ascendsched.schedule import Schedule
-from ascendsched.schedule.chunks import chunk_axis
-
-STATS = {"softmax": ("mx", "s"), "rmsnorm": ("ss", "r"), "layernorm": ("mean", "var", "r")}
+from tests.kit.row_stats import STATS, stats_per_tile
 
 
 @st.composite
@@ -34,16 +32,7 @@ def chunked_cases(draw) -> Schedule:
     # a softmax's two statistics in one online pass half the time (one chunk width for both)
     online = name == "softmax" and draw(st.booleans())
     width = draw(st.integers(1, cols)) if online else None
-    for stage in algo.stages:
-        if stage in algo.outputs:
-            continue
-        if stage.name not in STATS[name]:
-            s = s.compute_inline(stage.name)
-            continue
-        s = s.compute_at(stage.name, "y", "i_o")
-        k = chunk_axis(s, stage.name)
-        if k is not None:
-            s = s.split(stage.name, k, width or draw(st.integers(1, cols)))
+    s = stats_per_tile(s, algo, "i_o", lambda: width or draw(st.integers(1, cols)))
     if online:
         s = s.online("s", "mx")
     for t in [*algo.inputs, algo.outputs[0]]:

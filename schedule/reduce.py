@@ -26,8 +26,9 @@ keeps each of them (:func:`structure_facts` lists them):
   tile class's first tile lands on core 0 (else its core index is shifted, mod cores);
 - neighbours: which tile versions (full or tail per axis) and which GEMM tile classes (with
   the parity of their persistent-loop iteration) one core runs 1 and 2 iterations apart,
-  and which tile versions it runs after which at all (a version that never follows itself
-  depends on no earlier run of itself).
+  and which tile versions it runs after which at all, an odd or an even number of iterations
+  later (a version that never follows itself depends on no earlier run of itself, and one
+  that follows itself an odd number of iterations later never meets its own buffer copy).
   Dependences between versions exist only where such neighbours do: with two cores, 400 full
   tiles and a tail, a reduced 4 + tail has no full tile two iterations after a full tile on
   the same core, so the double buffer's distance-2 WAR inside the full version disappears
@@ -206,7 +207,7 @@ def _vector_facts(sched: Schedule, sizes: dict[str, int], cores: int,
 
 
 def _version_adjacency(axes: tuple[str, ...], sizes: dict[str, int], f: dict[str, int],
-                       cores: int) -> frozenset[tuple[int, int, int]]:
+                       cores: int) -> frozenset[tuple[int, ...]]:
     """Which tile versions (full or tail along each axis) one core runs ``d`` iterations
     apart, for d = 1 and 2, in a fused or bound loop over ``axes``: (d, version, version).
 
@@ -235,22 +236,32 @@ def _neighbours(label: np.ndarray, cores: int) -> frozenset[tuple[int, int, int]
     return frozenset(out)
 
 
-def _far_neighbours(label: np.ndarray, cores: int) -> frozenset[tuple[int, int, int]]:
-    """(0, a, b) where one core runs a tile labelled ``b`` any number of iterations after one
-    labelled ``a``: a version that never follows itself on a core has no dependence on
-    itself, and its sync differs from one that does (batched softmax 4 x 2048 x 2048 runs
-    each core's tail tile at most once; a reduced 3 x 18 on 2 cores ran one core's twice,
-    three iterations apart)."""
+def _far_neighbours(label: np.ndarray, cores: int) -> frozenset[tuple[int, int, int, int]]:
+    """(0, a, b, parity) where one core runs a tile labelled ``b`` an odd (parity 1) or even
+    (parity 0) number of iterations after one labelled ``a``: a version that never follows
+    itself on a core has no dependence on itself, and its sync differs from one that does
+    (batched softmax 4 x 2048 x 2048 runs each core's tail tile at most once; a reduced 3 x 18
+    on 2 cores ran one core's twice, three iterations apart); double-buffered tiles alternate
+    their copies with the iteration's parity, so a version that follows itself only an odd
+    number of iterations later never meets its own copy (softmax 64 x 32000 in fused 1 x 512
+    tiles on 16 cores runs a core's column-tail tiles 126 iterations apart, its reduced
+    2 x 32000 on 9 cores 7 apart, and the full kernel had one pair more)."""
     n = len(label)
     step = np.arange(n) // cores  # the iteration of each tile on its core
     core = np.arange(n) % cores
-    out: set[tuple[int, int, int]] = set()
+    out: set[tuple[int, int, int, int]] = set()
     for c in range(min(cores, n)):
         mine, at = label[core == c], step[core == c]
-        seen = np.unique(mine)
-        first = {int(x): int(at[mine == x].min()) for x in seen}
-        last = {int(x): int(at[mine == x].max()) for x in seen}
-        out.update((0, a, b) for a, fa in first.items() for b, lb in last.items() if lb > fa)
+        # per label and parity of the iteration: its first and last iteration
+        first: dict[tuple[int, int], int] = {}
+        last: dict[tuple[int, int], int] = {}
+        for x in np.unique(mine):
+            for p in (0, 1):
+                hits = at[(mine == x) & (at % 2 == p)]
+                if hits.size:
+                    first[(int(x), p)], last[(int(x), p)] = int(hits.min()), int(hits.max())
+        out.update((0, a, b, (pa + pb) % 2) for (a, pa), fa in first.items()
+                   for (b, pb), lb in last.items() if lb > fa)
     return frozenset(out)
 
 

@@ -4,9 +4,9 @@ The output stage's tile loops come from the schedule (splits, reorder, fuse, bin
 factors do not divide are peeled (serial loops, and bound loops over one axis: the tail after
 the persistent loop on the core that owns it) or guarded (fused loops), each version with
 static extents; what the full and tail versions of a fused loop's last axis both compute runs
-once, between their guards (``shared_versions.py``). Per tile: inputs are copied GM -> UB (MTE2), every non-inlined stage is
-computed into its UB buffer by vector instructions over the box bounds inference asks of it,
-and the output tile goes UB -> GM (MTE3). Example, ``z = x + y`` split by 2048, 2 cores::
+once, between their guards (``shared_versions.py``). Per tile: inputs are copied GM -> UB
+(MTE2), every non-inlined stage is computed into its UB buffer by vector instructions over the
+box bounds inference asks of it, and the output tile goes UB -> GM (MTE3). Example, ``z = x + y`` split by 2048, 2 cores::
 
     for k in 0..2:                       # tiles k*2 + block_idx
       [MTE2] copy_gm_ub x_ub <- x@(2048*(2*k + block_idx))

@@ -209,7 +209,8 @@ def _vector_facts(sched: Schedule, sizes: dict[str, int], cores: int,
 def _version_adjacency(axes: tuple[str, ...], sizes: dict[str, int], f: dict[str, int],
                        cores: int) -> frozenset[tuple[int, ...]]:
     """Which tile versions (full or tail along each axis) one core runs ``d`` iterations
-    apart, for d = 1 and 2, in a fused or bound loop over ``axes``: (d, version, version).
+    apart, for d = 1 and 2, in a fused or bound loop over ``axes``: (d, version, version);
+    and (0, version, version, parity) for any distance (``_far_neighbours``).
 
     Dependences between versions (a tail tile reusing the other copy of a double buffer two
     tiles after a full one) exist only where such neighbours exist; tile ``v`` of the loop is

@@ -27,11 +27,9 @@ runs (a softmax 100 x 3000 in fused 64 x 256 tiles that overflowed UB fits).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.affine import Cond
 from ascendsched.lower.ir import For, If, Instr, Stmt, iter_instrs
-from ascendsched.lower.substitute import map_affines, mapped_cond, substituted
+from ascendsched.lower.substitute import map_affines, mapped_cond
 from ascendsched.target import Pipe
 
 Version = tuple[tuple[Cond, ...], list[Stmt], str]  # (guard conditions, body, comment)
@@ -118,24 +116,23 @@ def _common(xs: list[Stmt], ys: list[Stmt]) -> list[tuple[int, int]]:
     return out
 
 
-def _same(x: Stmt, y: Stmt, names: Mapping[str, Affine]) -> bool:
+def _same(x: Stmt, y: Stmt, names: dict[str, str]) -> bool:
     """Whether ``y`` is ``x`` with the loops inside it renamed (``names``: ``y``'s loop
-    variables so far -> ``x``'s)."""
+    variables so far -> ``x``'s, ``Affine.rename``)."""
     if type(x) is not type(y):
         return False
     if isinstance(x, For):
         assert isinstance(y, For)
-        inner = {**names, y.var: Affine.of(x.var)}
+        inner = {**names, y.var: x.var}
         return (x.extent == y.extent and x.comment == y.comment and len(x.body) == len(y.body)
                 and all(_same(a, b, inner) for a, b in zip(x.body, y.body, strict=True)))
     if isinstance(x, If):
         assert isinstance(y, If)
-        fn = substituted(names)
         return (x.comment == y.comment and len(x.body) == len(y.body)
-                and x.conds == tuple(mapped_cond(c, fn) for c in y.conds)
+                and x.conds == tuple(mapped_cond(c, lambda e: e.rename(names)) for c in y.conds)
                 and all(_same(a, b, names) for a, b in zip(x.body, y.body, strict=True)))
     assert isinstance(x, Instr) and isinstance(y, Instr)
-    return map_affines(y, substituted(names)) == x if names else y == x
+    return map_affines(y, lambda e: e.rename(names)) == x if names else y == x
 
 
 def _touched(s: Stmt) -> tuple[set[str], set[str]]:

@@ -157,3 +157,52 @@ def test_first_k_step_conditions_differ_in_numbers_only():
     msg = structural_diff(full, _edit(full, other_form))
     assert msg is not None and "mmad: cmatrixInitVal: condition: full `kk + 4*kt == 0`, " \
         "reduced `kt + 12 == 0` (different form" in msg
+
+
+def _fused_layernorm(rows: int, cores: int) -> Kernel:
+    """LayerNorm in 2 x 400 tiles of a fused loop bound to cores, beta staged once in UB: its
+    column tile reads beta_ub at ``400*(t mod 5)`` of the fused tile number, whose IR numbers
+    follow the core count."""
+    s = (Schedule(L.layernorm(rows, 2000))
+         .split("y", "i", 2).split("y", "j", 400).fuse("y", "i_o", "j_o", fused="i_o_j_o")
+         .bind("y", "i_o_j_o", cores=cores).compute_inline("xf")
+         .compute_at("mean", "y", "i_o_j_o").split("mean", "k", 400).compute_inline("d")
+         .compute_at("var", "y", "i_o_j_o").split("var", "k2", 400)
+         .compute_at("r", "y", "i_o_j_o").load_once("beta", hoist=False)
+         .buffer("x", copies=2).buffer("gamma", copies=2).buffer("y", copies=2))
+    return lower(s)
+
+
+def _floor_offsets(k: Kernel) -> list:
+    return [r.offset for s, _ in iter_instrs(k.programs[0].body) if isinstance(s, Instr)
+            for r in s.reads if r.tensor == "beta_ub" and r.offset.divs]
+
+
+def test_on_chip_offsets_with_floor_terms_may_differ_in_numbers():
+    """The 77-row kernel on 24 cores and its reduced instance (7 rows on 7 cores) differ in the
+    numbers of beta_ub's offsets and nowhere else; other numbers or another form, and an
+    on-chip offset without a floor term that differs, are differences."""
+    full, reduced = _fused_layernorm(77, 24), _fused_layernorm(7, 7)
+    fo, ro = _floor_offsets(full), _floor_offsets(reduced)
+    assert fo and len(fo) == len(ro) and all(a != b for a, b in zip(fo, ro))
+    assert structural_diff(full, reduced) is None
+
+    def edit(fn):
+        def f(s: Instr):
+            rs = tuple(replace(r, offset=fn(r.offset)) if r.tensor == "beta_ub" else r
+                       for r in s.reads)
+            return (replace(s, reads=rs),) if rs != s.reads else None
+        return _edit(full, f)
+
+    other_form = edit(lambda o: o + Affine.of("block_idx").floordiv(3) * 400)
+    assert "on-chip offset" in structural_diff(full, other_form)
+
+
+def test_on_chip_offsets_without_floor_terms_must_be_equal(kernel):
+    def shifted(s: Instr):
+        rs = tuple(replace(r, offset=r.offset + 64) if r.tensor == "x_ub" else r
+                   for r in s.reads)
+        return (replace(s, reads=rs),) if rs != s.reads else None
+
+    msg = structural_diff(kernel, _edit(kernel, shifted))
+    assert msg is not None and "on-chip offset" in msg

@@ -20,9 +20,9 @@ from ascendsched.lower.pipeline import lower
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.chunks import chunk_axis
+from ascendsched.schedule.ub_budget import row_statistics
 from ascendsched.sim.timing import model_time
 
-STATS = {"softmax": ("mx", "s"), "rmsnorm": ("ss", "r"), "layernorm": ("mean", "var", "r")}
 CASES = (("rmsnorm", 4096, 32000), ("layernorm", 1024, 32000), ("softmax", 4096, 32000))
 WIDTHS = (8000, 6400, 3200)
 
@@ -34,10 +34,11 @@ def pieces(name: str, m: int, n: int, width: int, staged: int) -> Schedule:
     algo = getattr(L, name)(m, n)
     s = (Schedule(algo).split("y", "i", 1).split("y", "j", width).reorder("y", "i_o", "j_o")
          .bind("y", "i_o", min(m, 48)))
+    stats = row_statistics(algo)
     for st in algo.stages:
         if st.name == "y":
             continue
-        if st.name not in STATS[name]:
+        if st.name not in stats:
             s = s.compute_inline(st.name)
             continue
         s = s.compute_at(st.name, "y", "i_o")

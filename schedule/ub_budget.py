@@ -135,9 +135,15 @@ def computed_per_row(algo: Algorithm) -> frozenset[str]:
     """The stages computed once per row when a row's pieces are the inner tiles of a row loop
     (``compute_at`` at that loop): those computed per tile, and every stage of one value per
     row (a statistic the pieces read)."""
+    return computed_per_tile(algo) | row_statistics(algo)
+
+
+def row_statistics(algo: Algorithm) -> frozenset[str]:
+    """The stages of one value per row of the root output (a max, a mean, an rstd): what
+    the tiles of one row share."""
     rank = len(root_output(algo).shape) - 1
-    return computed_per_tile(algo) | frozenset(
-        st.name for st in algo.stages if st not in algo.outputs and len(st.shape) == rank)
+    return frozenset(st.name for st in algo.stages
+                     if st not in algo.outputs and len(st.shape) == rank)
 
 
 def tile_bytes(algo: Algorithm, tile: TileShape, copies: int, target: Target, *,

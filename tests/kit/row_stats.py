@@ -8,20 +8,22 @@ from collections.abc import Callable
 from ascendsched.algo.algorithm import Algorithm
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.chunks import chunk_axis
+from ascendsched.schedule.ub_budget import row_statistics
 
-STATS = {"softmax": ("mx", "s"), "rmsnorm": ("ss", "r"), "layernorm": ("mean", "var", "r")}
+KERNELS = ("layernorm", "rmsnorm", "softmax")  # the library kernels with row statistics
 
 
 def stats_per_tile(s: Schedule, algo: Algorithm, loop: str, width: Callable[[], int]
                    ) -> Schedule:
-    """``s`` with the row statistics of ``algo`` (``STATS``) computed at the output's tile
+    """``s`` with the row statistics of ``algo`` (``row_statistics``) computed at the output's tile
     loop ``loop``, each reduction split into chunks of ``width()`` (asked once per
     reduction), every other stage inlined."""
     out = algo.outputs[0].name
+    stats = row_statistics(algo)
     for stage in algo.stages:
         if stage in algo.outputs:
             continue
-        if stage.name not in STATS[algo.name]:
+        if stage.name not in stats:
             s = s.compute_inline(stage.name)
             continue
         s = s.compute_at(stage.name, out, loop)

@@ -18,12 +18,12 @@ from ascendsched.api.check import check
 from ascendsched.errors import CapacityError, ScheduleError, SyncError
 from ascendsched.lower.pipeline import lower
 from ascendsched.schedule import Schedule
-from tests.kit.row_stats import STATS, stats_per_tile
+from tests.kit.row_stats import KERNELS, stats_per_tile
 
 
 @st.composite
 def chunked_cases(draw) -> Schedule:
-    name = draw(st.sampled_from(sorted(STATS)))
+    name = draw(st.sampled_from(KERNELS))
     rows, cols = draw(st.integers(1, 40)), draw(st.integers(2, 200)) * 16
     algo = getattr(L, name)(rows, cols)
     piece = draw(st.integers(1, cols // 16)) * 16

@@ -19,13 +19,14 @@ May differ (they follow from the sizes):
   classes (``build_gemm`` ``ClassRun.run``: where a class starts in a core's count follows
   the tile counts), as long as both have the same form; copies and ids without a floor term
   (``kt % 2``) must be equal;
-- the numbers in on-chip offsets with a floor term, as long as both have the same form: a
-  fused tile loop bound to cores reads a row staged in UB (a ``load_once`` gamma) at its
-  column tile, ``400*(t mod 5)`` with ``t = block_idx + cores*k``, which the IR spells
-  ``400*block_idx + 9600*k - 2000*floor((block_idx + 24*k)/5)`` on 24 cores and with 7 in
-  place of 24 (and 2800 of 9600) on the reduced instance's 7. The full kernel's bounds are
-  checked on its own IR (``verify``: every element inside its buffer); on-chip offsets
-  without a floor term must be equal;
+- the numbers in on-chip offsets that name the core or a floor term (a tile's number
+  ``t = block_idx + cores*k`` or its coordinates), as long as both have the same form: a
+  fused tile loop bound to cores reads a row staged in UB (a ``load_once`` beta) at its
+  column tile, ``400*(t mod 5)``, which the IR spells ``400*block_idx + 9600*k -
+  2000*floor((block_idx + 24*k)/5)`` on 24 cores and with 7 in place of 24 (and 2800 of
+  9600) on the reduced instance's 7; a column tile bound to cores reads the row it computed
+  at ``256*block_idx + 2048*k`` on 8 cores. The full kernel's bounds are checked on its own
+  IR (``verify``: every element inside its buffer); other on-chip offsets must be equal;
 - comments and notes (they quote sizes and the schedule's core count).
 
 Must be equal: the tree of ``For``/``If``/``Instr`` (loop variables included), every op, pipe and
@@ -40,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ascendsched.lower.affine import Affine, Cond
-from ascendsched.lower.ir import Buffer, For, If, Instr, Kernel, Region, Stmt
+from ascendsched.lower.ir import BLOCK_IDX, Buffer, For, If, Instr, Kernel, Region, Stmt
 from ascendsched.lower.sync_ir import CrossSync, EventSync, Sync
 
 # Cube op parameters that are GM strides (lower/cube_ops.py: Nd2NzParams srcDValue and
@@ -164,7 +165,7 @@ def _region_diff(a: Region, b: Region, gm: frozenset[str]) -> str | None:
     if [d.extent for d in a.dims] != [d.extent for d in b.dims]:
         return "element extents differ"
     if a.tensor not in gm:
-        if a.offset != b.offset and not _same_count(a.offset, b.offset):
+        if a.offset != b.offset and not _tile_numbered(a.offset, b.offset):
             return f"on-chip offset {a.offset} vs {b.offset}"
         if a.dims != b.dims:
             return "on-chip strides differ"
@@ -178,6 +179,14 @@ def _same_count(a: object, b: object) -> bool:
     terms (the running tile number's, or a fused tile index's) and of the same form."""
     return (isinstance(a, Affine) and isinstance(b, Affine) and bool(a.divs) and bool(b.divs)
             and affine_form(a) == affine_form(b))
+
+
+def _tile_numbered(a: Affine, b: Affine) -> bool:
+    """Whether two on-chip offsets locate a tile's part of a buffer by the tile's number alike:
+    both name the core or a floor term (the number ``block_idx + cores*k`` and its
+    coordinates, whose coefficients follow the core and tile counts), in the same form."""
+    return (affine_form(a) == affine_form(b) and (bool(a.divs) or BLOCK_IDX in a.vars())
+            and (bool(b.divs) or BLOCK_IDX in b.vars()))
 
 
 # --------------------------------------------------------------------------- text

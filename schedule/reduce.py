@@ -2,8 +2,9 @@
 
 ``reduce_instance(sched)`` finds the smallest resize of the algorithm (``algo/resize.py``),
 scheduled by the same directives (only ``bind``'s core count changes), whose kernel differs
-from the full one only in loop bounds, GM offsets and strides, guard constants and block count
-(``lower/compare.py`` checks that on the lowered IR). A schedule with a tensorized stage, a
+from the full one only in loop bounds, GM offsets and strides, on-chip offsets located by the
+tile's number, guard constants and block count (``lower/compare.py`` checks that on the
+lowered IR). A schedule with a tensorized stage, a
 ``GemmSchedule`` or a general ``Schedule`` (its records replayed by its ``on``), is
 reduced by the facts of its resolved Cube plan, so both spellings of one plan reduce to the
 same sizes and cores. The lowering reads these facts from the sizes, so a reduced instance
@@ -11,7 +12,9 @@ keeps each of them (:func:`structure_facts` lists them):
 
 - tile and tail sizes: a split axis keeps its factor and ``size % factor``; a GEMM keeps its
   effective tile (m, n, k, k0), swizzle width and the M, N, K remainders. Axes that are not
-  split, and axes a reduction runs along (the tile reads them whole), keep their size;
+  split, axes a reduction runs along (the tile reads them whole) and axes a UB buffer holds
+  whole (a stage computed or an input staged at an outer tile loop spans the loops inside
+  it; a ``load_once`` input is loaded whole: ``_held_whole``) keep their size;
 - trip counts of vector tile loops and the GEMM L1 K loop: 0, 1 and 2 exactly (whether a loop
   or a version exists at all), and from 3 on the parity only (ping-pong event ids ``k % 2``,
   the constant copy number of a peeled tail, ``_mod2`` of flattened K counters), so a loop of 3
@@ -57,7 +60,7 @@ from ascendsched.algo.gemm_epilogue import is_matmul_stage, walk
 from ascendsched.algo.resize import axis_class, resize
 from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.gemm import GemmSchedule
-from ascendsched.schedule.schedule import Schedule
+from ascendsched.schedule.schedule import ComputeAt, Schedule
 
 MIN_TRIPS = 3  # loops of at least this many trips run MIN_TRIPS or MIN_TRIPS + 1 times
 SEARCH = (16, 64)  # tiles per axis tried, a wider search if the first finds nothing
@@ -142,7 +145,8 @@ def _reduce_vector(sched: Schedule, limit: int) -> Schedule | None:
     cores = nest.bound[1] if nest.bound else 1
     want, cheap = _vector_facts(sched, sizes, cores), _vector_facts(sched, sizes, cores, False)
     split = [a for _, axes in nest.loops for a in axes if nest.factors[a] < sizes[a]]
-    shrink = [a for a in split if _resizable(sched.algo, out.name, a, split)]
+    whole = _held_whole(sched)
+    shrink = [a for a in split if a not in whole and _resizable(sched.algo, out.name, a, split)]
     f = nest.factors
     ranges = [range(1, min(sizes[a] // f[a], limit) + 1) for a in shrink]
     bound = [axes for name, axes in nest.loops if nest.bound and nest.bound[0] == name]
@@ -161,6 +165,27 @@ def _reduce_vector(sched: Schedule, limit: int) -> Schedule | None:
             algo = resize(sched.algo, {(out.name, a): n for a, n in new.items()})
             return sched.on(algo, cores=c)
     return None
+
+
+def _held_whole(sched: Schedule) -> frozenset[str]:
+    """The output's axes some UB buffer holds whole, whose sizes are then buffer sizes: those
+    of the tile loops inside a loop a stage is computed at or an input staged at (its box
+    spans them: softmax's ``mx`` computed at the column tile loop holds every row's max), and
+    those a ``load_once`` input runs along (loaded whole: ``bias[j]``)."""
+    out = sched.algo.outputs[0]
+    nest = sched.loop_nest(out.name)
+    names = [n for n, _ in nest.loops]
+    levels = [names.index(p.loop) for st in sched.algo.stages
+              if isinstance(p := sched.placement(st.name), ComputeAt) and p.loop in names]
+    levels += [names.index(d.loop) for t in sched.algo.inputs
+               if (d := sched.loaded_at(t.name)) is not None and d.loop in names]
+    held = {a for lv in levels for _, axes in nest.loops[lv + 1:] for a in axes}
+    once = {(t.name, k) for t in sched.algo.inputs if sched.loaded_once(t.name)
+            for k in range(len(t.shape))}
+    if once:
+        held |= {a.name for a in out.op.axes  # type: ignore[union-attr]
+                 if axis_class(sched.algo, (out.name, a.name)).members & once}
+    return frozenset(held)
 
 
 def _resizable(algo: Algorithm, out: str, axis: str, split: list[str]) -> bool:

@@ -157,3 +157,52 @@ def test_the_parity_of_a_version_following_itself_is_a_fact():
     red = reduce_instance(s)
     assert structure_facts(red.reduced) == structure_facts(s)
     assert red.reduced.algo.outputs[0].shape[0] != 2  # 2 rows on 9 cores lose the fact
+
+
+def _reduced_equals_full(s: Schedule) -> Schedule:
+    from ascendsched.lower.compare import structural_diff
+    from ascendsched.lower.pipeline import lower
+
+    red = reduce_instance(s)
+    assert not red.is_full
+    assert structural_diff(lower(s), lower(red.reduced)) is None, str(red)
+    return red.reduced
+
+
+def test_axes_a_buffer_holds_whole_keep_their_size():
+    """Softmax with the row statistics computed at the column tile loop (rows inside it):
+    ``mx_ub`` holds every row's max, so the rows keep their count (they were reduced to 36 of
+    100 and the buffer shrank); the columns are read whole by the statistics, so no smaller
+    instance keeps the structure and ``check`` runs the full one."""
+    s = (Schedule(L.softmax(100, 3000)).split("y", "j", 256).split("y", "i", 8)
+         .bind("y", "j_o", 12).compute_inline("xf").compute_at("mx", "y", "j_o")
+         .split("mx", "k", 256).compute_inline("e").compute_at("s", "y", "j_o")
+         .split("s", "k2", 256))
+    assert reduce_instance(s).is_full
+    # with the statistics per tile the rows shrink again
+    per_tile = (Schedule(L.softmax(100, 3000)).split("y", "j", 256).split("y", "i", 8)
+                .bind("y", "j_o", 12).compute_inline("xf").compute_at("mx", "y", "i_o")
+                .split("mx", "k", 256).compute_inline("e").compute_at("s", "y", "i_o")
+                .split("s", "k2", 256))
+    assert _reduced_equals_full(per_tile).algo.outputs[0].shape[0] < 100
+
+
+def test_axes_of_a_load_once_input_keep_their_size():
+    """bias_add in fused 2 x 256 tiles with ``bias`` loaded once: ``bias_ub`` holds the whole
+    row of 1030 columns (the columns were reduced to 518); the rows still shrink."""
+    s = (Schedule(L.bias_add(1000, 1030)).split("y", "i", 2).split("y", "j", 256)
+         .fuse("y", "i_o", "j_o", fused="i_o_j_o").bind("y", "i_o_j_o", 24)
+         .load_once("bias", hoist=False).buffer("x", 2))
+    red = _reduced_equals_full(s)
+    assert red.algo.outputs[0].shape[1] == 1030 and red.algo.outputs[0].shape[0] < 1000
+
+
+def test_a_row_read_at_the_bound_column_tile_reduces():
+    """RMSNorm with columns bound to 8 cores outside the row tiles: the output tile reads
+    ``xf_ub`` (the whole row) at ``256*block_idx + 2048*k``, whose numbers follow the core
+    count; the reduced instance on fewer cores differs there in numbers only."""
+    s = (Schedule(L.rmsnorm(300, 5000)).split("y", "j", 256).split("y", "i", 2)
+         .bind("y", "j_o", 8).compute_at("xf", "y", "i_o").compute_at("ss", "y", "i_o")
+         .compute_inline("r").load_once("gamma"))
+    red = _reduced_equals_full(s)
+    assert red.algo.outputs[0].shape[0] < 300

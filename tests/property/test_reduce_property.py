@@ -64,7 +64,7 @@ def large_vector_cases(draw) -> Schedule:
     return s
 
 
-@settings(max_examples=40)
+@settings(max_examples=max(40, settings.default.max_examples // 5))
 @given(large_vector_cases())
 def test_random_large_kernels_pass_through_their_reduced_instance(sched: Schedule) -> None:
     try:

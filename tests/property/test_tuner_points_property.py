@@ -35,7 +35,7 @@ def tuner_points(draw) -> Schedule:
     raise AssertionError(f"no legal point of {name}{shape} in {TRIES} draws")
 
 
-@settings(max_examples=20)
+@settings(max_examples=max(20, settings.default.max_examples // 10))
 @given(tuner_points())
 def test_random_tuner_points_pass_check_through_their_reduced_instance(sched: Schedule) -> None:
     try:

@@ -12,7 +12,9 @@ keeps each of them (:func:`structure_facts` lists them):
 
 - tile and tail sizes: a split axis keeps its factor and ``size % factor``; a GEMM keeps its
   effective tile (m, n, k, k0), swizzle width and the M, N, K remainders. Axes that are not
-  split, axes a reduction runs along (the tile reads them whole) and axes a UB buffer holds
+  split, axes a reduction runs along that the schedule does not chunk (the tile reads them
+  whole; a chunked one keeps its chunk loop's factor, tail and trip class, so a 32 000-column
+  row read in 256-column chunks may shrink to 7 chunks) and axes a UB buffer holds
   whole (a stage computed or an input staged at an outer tile loop spans the loops inside
   it; a ``load_once`` input is loaded whole: ``_held_whole``) keep their size;
 - trip counts of vector tile loops and the GEMM L1 K loop: 0, 1 and 2 exactly (whether a loop
@@ -58,9 +60,10 @@ from ascendsched.algo.check import children
 from ascendsched.algo.expr import Reduce
 from ascendsched.algo.gemm_epilogue import is_matmul_stage, walk
 from ascendsched.algo.resize import axis_class, resize
+from ascendsched.schedule.chunks import chunk_split
 from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.gemm import GemmSchedule
-from ascendsched.schedule.schedule import ComputeAt, Schedule
+from ascendsched.schedule.schedule import ComputeAt, Schedule, Split
 
 MIN_TRIPS = 3  # loops of at least this many trips run MIN_TRIPS or MIN_TRIPS + 1 times
 SEARCH = (16, 64)  # tiles per axis tried, a wider search if the first finds nothing
@@ -146,7 +149,7 @@ def _reduce_vector(sched: Schedule, limit: int) -> Schedule | None:
     want, cheap = _vector_facts(sched, sizes, cores), _vector_facts(sched, sizes, cores, False)
     split = [a for _, axes in nest.loops for a in axes if nest.factors[a] < sizes[a]]
     whole = _held_whole(sched)
-    shrink = [a for a in split if a not in whole and _resizable(sched.algo, out.name, a, split)]
+    shrink = [a for a in split if a not in whole and _resizable(sched, out.name, a, split)]
     f = nest.factors
     ranges = [range(1, min(sizes[a] // f[a], limit) + 1) for a in shrink]
     bound = [axes for name, axes in nest.loops if nest.bound and nest.bound[0] == name]
@@ -188,12 +191,21 @@ def _held_whole(sched: Schedule) -> frozenset[str]:
     return frozenset(held)
 
 
-def _resizable(algo: Algorithm, out: str, axis: str, split: list[str]) -> bool:
-    """A split axis can shrink unless a reduction runs along it (the tile reads it whole), a
-    product indexes it, or another split axis of the output shares its class."""
-    c = axis_class(algo, (out, axis))
+def _resizable(sched: Schedule, out: str, axis: str, split: list[str]) -> bool:
+    """A split axis can shrink unless a reduction the schedule does not chunk runs along it
+    (the tile reads it whole; a chunked one reads it in a loop of chunks, whose structure the
+    facts keep: ``_reduction_facts``), a product indexes it, or another split axis of the
+    output shares its class."""
+    c = axis_class(sched.algo, (out, axis))
     others = {(out, a) for a in split if a != axis}
-    return not c.reduced_over and not c.fixed and not (c.members & others)
+    whole = [k for k, _ in _reductions(sched.algo) if k in c.members and not _chunked(sched, k)]
+    return not whole and not c.fixed and not (c.members & others)
+
+
+def _chunked(sched: Schedule, key: tuple[str, str]) -> Split | None:
+    """The split that chunks reduction ``key`` = (stage, reduce variable), if any."""
+    d = chunk_split(sched, key[0])
+    return d if d is not None and d.axis == key[1] else None
 
 
 def _vector_facts(sched: Schedule, sizes: dict[str, int], cores: int,
@@ -227,8 +239,7 @@ def _vector_facts(sched: Schedule, sizes: dict[str, int], cores: int,
         else:  # a serial loop over the full tiles, then the tail version (copy full % 2)
             facts.append((name, tails, trip_class(sizes[axes[0]] // f[axes[0]])))
     whole = tuple((a, s) for a, s in sizes.items() if a not in looped)
-    reductions = tuple(_reduction_sizes(sched.algo))
-    return tuple(facts) + (whole, reductions)
+    return tuple(facts) + (whole, _reduction_facts(sched, sizes))
 
 
 def _version_adjacency(axes: tuple[str, ...], sizes: dict[str, int], f: dict[str, int],
@@ -291,16 +302,35 @@ def _far_neighbours(label: np.ndarray, cores: int) -> frozenset[tuple[int, int, 
     return frozenset(out)
 
 
-def _reduction_sizes(algo: Algorithm) -> Iterator[tuple[str, int]]:
-    """Extents of every reduction (a tile reads a reduction's axis whole)."""
+def _reductions(algo: Algorithm) -> Iterator[tuple[tuple[str, str], int]]:
+    """Every reduction variable: its key (stage, variable) and extent."""
     for st in algo.stages:
         assert st.op is not None
         stack = [st.op.body]
         while stack:
             e = stack.pop()
             if isinstance(e, Reduce):
-                yield from ((f"{st.name}.{v.name}", int(v.extent)) for v in e.axes)
+                yield from (((st.name, v.name), int(v.extent)) for v in e.axes)
             stack.extend(children(e))
+
+
+def _reduction_facts(sched: Schedule, sizes: dict[str, int]) -> tuple:
+    """Per reduction variable at the output sizes ``sizes`` (one in the class of a resized
+    output axis moves with it): its extent (a tile reads it whole), or for one the schedule
+    chunks its chunk loop's structure: the factor, the tail chunk and the whole chunks' trip
+    class (their copies and ids alternate with the trip's parity)."""
+    algo = sched.algo
+    out = algo.outputs[0]
+    moved = {a.name: axis_class(algo, (out.name, a.name)).members  # type: ignore[union-attr]
+             for a in out.op.axes}  # type: ignore[union-attr]
+    old = {a.name: int(n) for a, n in zip(out.op.axes, out.shape)}  # type: ignore[union-attr]
+    facts = []
+    for key, extent in _reductions(algo):
+        n = extent + sum(sizes[a] - old[a] for a, m in moved.items() if key in m)
+        d = _chunked(sched, key)
+        facts.append((key, n) if d is None else
+                     (key, "chunks", d.factor, n % d.factor, trip_class(n // d.factor)))
+    return tuple(facts)
 
 
 # --------------------------------------------------------------------------- GEMM path

@@ -172,13 +172,13 @@ def _reduced_equals_full(s: Schedule) -> Schedule:
 def test_axes_a_buffer_holds_whole_keep_their_size():
     """Softmax with the row statistics computed at the column tile loop (rows inside it):
     ``mx_ub`` holds every row's max, so the rows keep their count (they were reduced to 36 of
-    100 and the buffer shrank); the columns are read whole by the statistics, so no smaller
-    instance keeps the structure and ``check`` runs the full one."""
+    100 and the buffer shrank); the columns, read by the statistics in chunks, shrink."""
     s = (Schedule(L.softmax(100, 3000)).split("y", "j", 256).split("y", "i", 8)
          .bind("y", "j_o", 12).compute_inline("xf").compute_at("mx", "y", "j_o")
          .split("mx", "k", 256).compute_inline("e").compute_at("s", "y", "j_o")
          .split("s", "k2", 256))
-    assert reduce_instance(s).is_full
+    red = _reduced_equals_full(s).algo.outputs[0].shape
+    assert red[0] == 100 and red[1] < 3000
     # with the statistics per tile the rows shrink again
     per_tile = (Schedule(L.softmax(100, 3000)).split("y", "j", 256).split("y", "i", 8)
                 .bind("y", "j_o", 12).compute_inline("xf").compute_at("mx", "y", "i_o")
@@ -206,3 +206,25 @@ def test_a_row_read_at_the_bound_column_tile_reduces():
          .compute_inline("r").load_once("gamma"))
     red = _reduced_equals_full(s)
     assert red.algo.outputs[0].shape[0] < 300
+
+
+def test_an_axis_read_by_chunked_reductions_shrinks_with_its_chunk_loops():
+    """Softmax 64 x 32 000, columns in 256-wide tiles bound to 24 cores, the statistics at the
+    column tile loop in 256-column chunks: 125 column tiles of 125 chunks each, about 711 k
+    dynamic instructions, which check ran whole (150 s of CPU). The chunk loops keep their
+    factor, tail and odd trip count, so the columns shrink (7 tiles on 2 cores); rows stay
+    (mx_ub holds them all). A reduction read whole still keeps its axis."""
+    from ascendsched.api.check import DEFAULT_BUDGET, estimated_instrs
+    from ascendsched.lower.pipeline import lower
+
+    s = (Schedule(L.softmax(64, 32000)).split("y", "j", 256).split("y", "i", 32)
+         .bind("y", "j_o", 24).compute_inline("xf").compute_at("mx", "y", "j_o")
+         .split("mx", "k", 256).compute_inline("e").compute_at("s", "y", "j_o")
+         .split("s", "k2", 256))
+    red = _reduced_equals_full(s)
+    assert describe(red) == "y[64, 1792] on 2 cores"
+    assert estimated_instrs(lower(red)) < DEFAULT_BUDGET.instrs
+    whole = (Schedule(L.softmax(64, 4096)).split("y", "j", 256).split("y", "i", 32)
+             .bind("y", "j_o", 4).compute_inline("xf").compute_at("mx", "y", "j_o")
+             .compute_inline("e").compute_at("s", "y", "j_o"))
+    assert reduce_instance(whole).is_full

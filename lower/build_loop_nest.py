@@ -17,11 +17,12 @@ box bounds inference asks of it, and the output tile goes UB -> GM (MTE3). Examp
 Inputs the schedule loads once (``load_once``: ``gamma[j]`` with only rows tiled) are copied
 before the tile loops, and so is every value computed from them alone: a subexpression such as
 ``float32(gamma[j])`` is computed once per core into a buffer of its own, before the tile loops
-(loop-invariant code motion, as Halide's ``LICM``), and every tile reads it (``_hoist``).
-Inlined stages are substituted into their consumers here. The pieces a
-tile is made of live next door: ``bounds.py`` (the box of every tensor a tile reads),
-``tile_memory.py`` (UB tiles and their GM <-> UB copies) and ``select_vector.py`` (a stage body
--> vector instructions).
+(loop-invariant code motion, as Halide's ``LICM``), and every tile reads it
+(``select_vector._hoist``; which inputs and values: ``staged_inputs.py``). Inlined stages are
+substituted into their consumers here. The pieces a tile is made of live next door:
+``bounds.py`` (the box of every tensor a tile reads), ``tile_memory.py`` (UB tiles and their
+GM <-> UB copies), ``chunked_reduce.py`` (reductions read in chunks) and ``select_vector.py``
+(a stage body -> vector instructions).
 
 No syncs and no addresses yet: later passes add them.
 """

@@ -15,9 +15,9 @@ KERNELS = ("layernorm", "rmsnorm", "softmax")  # the library kernels with row st
 
 def stats_per_tile(s: Schedule, algo: Algorithm, loop: str, width: Callable[[], int]
                    ) -> Schedule:
-    """``s`` with the row statistics of ``algo`` (``row_statistics``) computed at the output's tile
-    loop ``loop``, each reduction split into chunks of ``width()`` (asked once per
-    reduction), every other stage inlined."""
+    """``s`` with the row statistics of ``algo`` (``row_statistics``) computed at the
+    output's tile loop ``loop``, each reduction split into chunks of ``width()`` (asked once
+    per reduction), every other stage inlined."""
     out = algo.outputs[0].name
     stats = row_statistics(algo)
     for stage in algo.stages:

@@ -180,8 +180,7 @@ def _floor_offsets(k: Kernel) -> list:
 
 def test_on_chip_offsets_with_floor_terms_may_differ_in_numbers():
     """The 77-row kernel on 24 cores and its reduced instance (7 rows on 7 cores) differ in the
-    numbers of beta_ub's offsets and nowhere else; other numbers or another form, and an
-    on-chip offset without a floor term that differs, are differences."""
+    numbers of beta_ub's offsets and nowhere else; another form is a difference."""
     full, reduced = _fused_layernorm(77, 24), _fused_layernorm(7, 7)
     fo, ro = _floor_offsets(full), _floor_offsets(reduced)
     assert fo and len(fo) == len(ro) and all(a != b for a, b in zip(fo, ro))
@@ -198,7 +197,9 @@ def test_on_chip_offsets_with_floor_terms_may_differ_in_numbers():
     assert "on-chip offset" in structural_diff(full, other_form)
 
 
-def test_on_chip_offsets_without_floor_terms_must_be_equal(kernel):
+def test_on_chip_offsets_not_located_by_the_tile_number_must_be_equal(kernel):
+    """x_ub's offsets name neither the core nor a floor term: other numbers are a
+    difference."""
     def shifted(s: Instr):
         rs = tuple(replace(r, offset=r.offset + 64) if r.tensor == "x_ub" else r
                    for r in s.reads)

@@ -48,6 +48,7 @@ returned as it is.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterator
@@ -319,18 +320,27 @@ def _reduction_facts(sched: Schedule, sizes: dict[str, int]) -> tuple:
     output axis moves with it): its extent (a tile reads it whole), or for one the schedule
     chunks its chunk loop's structure: the factor, the tail chunk and the whole chunks' trip
     class (their copies and ids alternate with the trip's parity)."""
-    algo = sched.algo
-    out = algo.outputs[0]
-    moved = {a.name: axis_class(algo, (out.name, a.name)).members  # type: ignore[union-attr]
-             for a in out.op.axes}  # type: ignore[union-attr]
-    old = {a.name: int(n) for a, n in zip(out.op.axes, out.shape)}  # type: ignore[union-attr]
     facts = []
-    for key, extent in _reductions(algo):
-        n = extent + sum(sizes[a] - old[a] for a, m in moved.items() if key in m)
-        d = _chunked(sched, key)
+    for key, extent, moves, d in _reduction_parts(sched):
+        n = extent + sum(sizes[a] - old for a, old in moves)
         facts.append((key, n) if d is None else
                      (key, "chunks", d.factor, n % d.factor, trip_class(n // d.factor)))
     return tuple(facts)
+
+
+@functools.lru_cache(maxsize=64)
+def _reduction_parts(sched: Schedule) -> tuple[tuple[tuple[str, str], int,
+                                                    tuple[tuple[str, int], ...], Split | None],
+                                              ...]:
+    """Per reduction variable: its key, extent, the output axes (with their sizes) whose class
+    holds it and the split that chunks it; once per schedule (the reduction search asks the
+    facts of thousands of candidate sizes)."""
+    algo = sched.algo
+    out = algo.outputs[0]
+    axes = [(a.name, int(n), axis_class(algo, (out.name, a.name)).members)
+            for a, n in zip(out.op.axes, out.shape)]  # type: ignore[union-attr]
+    return tuple((key, extent, tuple((a, n) for a, n, m in axes if key in m),
+                  _chunked(sched, key)) for key, extent in _reductions(algo))
 
 
 # --------------------------------------------------------------------------- GEMM path

@@ -137,17 +137,9 @@ def _same(x: Stmt, y: Stmt, names: dict[str, str]) -> bool:
 
 def _touched(s: Stmt) -> tuple[set[str], set[str]]:
     """The tensors (buffers and GM tensors) ``s`` reads and writes."""
-    reads: set[str] = set()
-    writes: set[str] = set()
-    todo = [s]
-    while todo:
-        x = todo.pop()
-        if isinstance(x, Instr):
-            reads.update(r.tensor for r in x.reads)
-            writes.update(r.tensor for r in x.writes)
-        else:
-            todo.extend(x.body)
-    return reads, writes
+    instrs = [i for i, _ in iter_instrs((s,))]
+    return ({r.tensor for i in instrs for r in i.reads},
+            {r.tensor for i in instrs for r in i.writes})
 
 
 def _conflict(a: tuple[set[str], set[str]], b: tuple[set[str], set[str]]) -> bool:

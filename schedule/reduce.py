@@ -57,7 +57,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ascendsched.algo.algorithm import Algorithm
-from ascendsched.algo.check import children
 from ascendsched.algo.expr import Reduce
 from ascendsched.algo.gemm_epilogue import is_matmul_stage, walk
 from ascendsched.algo.resize import axis_class, resize
@@ -307,12 +306,9 @@ def _reductions(algo: Algorithm) -> Iterator[tuple[tuple[str, str], int]]:
     """Every reduction variable: its key (stage, variable) and extent."""
     for st in algo.stages:
         assert st.op is not None
-        stack = [st.op.body]
-        while stack:
-            e = stack.pop()
+        for e in walk(st.op.body):
             if isinstance(e, Reduce):
                 yield from (((st.name, v.name), int(v.extent)) for v in e.axes)
-            stack.extend(children(e))
 
 
 def _reduction_facts(sched: Schedule, sizes: dict[str, int]) -> tuple:

@@ -259,3 +259,39 @@ def sharing(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int]
             if oa < ob + sizes[(b.buffer, b.copy)] and ob < oa + sizes[(a.buffer, a.copy)]:
                 out.append((a, b))
     return out
+
+
+
+def mirrored(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int],
+             lifetimes: Lifetimes, refuse: Loops, pairs: dict[str, str]
+             ) -> tuple[dict[Key, int], int, int] | None:
+    """(offsets, peak, cross-pipe reuses) of the packing ``offs`` of every copy of ``items``
+    but the buffers of ``pairs`` (mirror -> counterpart, ``lower/class_mirror.py``), with each
+    mirror copy at its counterpart's offset, when that is a packing under the same rules: no
+    two copies live together share bytes (an in-place partner may sit at its own offset) and
+    no sharing is refused inside a loop of ``refuse``. None otherwise."""
+    new = dict(offs)
+    for e in items:
+        if e.buffer in pairs:
+            got = offs.get((pairs[e.buffer], e.copy))
+            if got is None:
+                return None
+            new[(e.buffer, e.copy)] = got if e.used else 0
+    facts = _PairFacts(lifetimes, refuse)
+    used = [e for e in items if e.used]
+    for i, a in enumerate(used):
+        ka = (a.buffer, a.copy)
+        for b in used[i + 1:]:
+            kb = (b.buffer, b.copy)
+            if a.buffer not in pairs and b.buffer not in pairs:
+                continue  # the packing's own verdict stands
+            oa, ob = new[ka], new[kb]
+            if not (oa < ob + sizes[kb] and ob < oa + sizes[ka]):
+                continue
+            overlap, _, refused = facts(a, b)
+            partners = (a.buffer, b.buffer) in lifetimes.in_place or (
+                b.buffer, a.buffer) in lifetimes.in_place
+            if refused or overlap and not (partners and oa == ob):
+                return None
+    peak = max((new[k] + sizes[k] for k in new), default=0)
+    return new, peak, sum(facts(a, b)[1] for a, b in sharing(items, new, sizes))

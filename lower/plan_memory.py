@@ -32,6 +32,11 @@ lands 256 B (mod 512) from ``x_ub``, as in the ASC add sample's Case 6; a dense 
 against a Brcb'd row block meets it on half the repeats wherever it sits (rows of whole
 512-byte periods), so such pairs seldom move.
 
+A mixed kernel's later tile classes whose AIV bodies mirror the first class's
+(``lower/class_mirror.py``) are not packed: each of their buffers takes its counterpart's
+offsets where that is a packing by the same rules (``pack_scope.mirrored``; else every buffer
+is packed), so the sync steps can analyse the first class for all of them.
+
 Up to four plans are tried per scope and the first that fits the scope's *usable* bytes is kept:
 
 0. no reuse across pipes inside *any* loop. A single-copy tile shares no bytes with another
@@ -67,6 +72,7 @@ from dataclasses import dataclass, replace
 
 from ascendsched.errors import BufferingWarning, CapacityError
 from ascendsched.lower.bank_groups import read_together
+from ascendsched.lower.class_mirror import class_mirror
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.lifetimes import Lifetime, Lifetimes
 from ascendsched.lower.pack_scope import (
@@ -74,11 +80,12 @@ from ascendsched.lower.pack_scope import (
     Key,
     Loops,
     best_packing,
+    mirrored,
     reuse_cost,
     round_up,
     sharing,
 )
-from ascendsched.target.model import Scope, Target
+from ascendsched.target.model import Scope, ScopeSpec, Target
 
 
 @dataclass(frozen=True)
@@ -176,6 +183,8 @@ def _plan(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: bool,
     usage: list[ScopeUsage] = []
     compromises: list[str] = []
     banks = Banks(read_together(kernel, target) if bank_aware else {}, target)
+    mirror = class_mirror(kernel)
+    pairs = mirror.buffer_map if mirror is not None else {}
     scopes = list(dict.fromkeys(e.scope for e in lifetimes.entries))
     for scope in scopes:
         spec = target.scope(scope)
@@ -201,7 +210,10 @@ def _plan(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: bool,
                 strict = (its, refuse)
             if _live_floor(its, sizes, lifetimes.in_place) > spec.usable:
                 continue  # no packing of these lifetimes fits: skip the search
-            peak, reuses, name, offs = best_packing(its, sizes, spec, lifetimes, refuse, bank)
+            got = _mirrored(its, sizes, spec, lifetimes, refuse, bank, pairs) if pairs \
+                else None
+            peak, reuses, name, offs = got or best_packing(its, sizes, spec, lifetimes,
+                                                           refuse, bank)
             if peak <= spec.usable:
                 chosen = (its, peak, reuses, name, offs, kind)
                 break
@@ -230,6 +242,25 @@ def _plan(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: bool,
 
 
 # --------------------------------------------------------------------------- private helpers
+def _mirrored(items: list[Lifetime], sizes: dict[Key, int], spec: ScopeSpec,
+              lifetimes: Lifetimes, refuse: Loops, bank: Banks | None, pairs: dict[str, str]
+              ) -> tuple[int, int, str, dict[Key, int]] | None:
+    """``best_packing`` of ``items`` with a mirror tile class's buffers (``pairs``: mirror ->
+    counterpart, ``lower/class_mirror.py``) left out of the packing and put at their
+    counterparts' offsets (the sync steps then analyse one class for both), when that is a
+    packing (``pack_scope.mirrored``); else None (pack them all). Half the copies to pack
+    for the LM head's two row-block classes."""
+    rest = [e for e in items if e.buffer not in pairs]
+    if len(rest) == len(items):
+        return None
+    _, _, name, offs = best_packing(rest, sizes, spec, lifetimes, refuse, bank)
+    got = mirrored(items, offs, sizes, lifetimes, refuse, pairs)
+    if got is None:
+        return None
+    offs, peak, reuses = got
+    return peak, reuses, name + ", tile classes mirrored", offs
+
+
 def _own(e: Lifetime) -> Lifetime:
     """A multi-copy buffer's copy over its own uses only (the last-resort plan)."""
     if e.own is None:

@@ -44,6 +44,9 @@ it (``leave_to_cross``), so the template leaves its own out, after checking that
 dependence of the kernel is ordered so (``leave_workspace_to_cross``; else it keeps them and
 the template over-synchronises, never under). The transplant then copies the AIC's syncs as
 for a GEMM and takes the AIV program with its syncs as it is (``apply_template_syncs``).
+Where later tile classes' AIV bodies mirror the first class's (the same epilogue with fewer
+rows, each Vector core running one class body at most: ``class_mirror.py``, which says why
+copying is exact), the hybrid keeps the first class alone and the mirrors take its syncs.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from ascendsched.algo.gemm_spec import GemmSpec
 from ascendsched.algo.gemm_vector_epilogue import VectorEpilogue
 from ascendsched.lower.build_gemm import build_gemm, class_runs
 from ascendsched.lower.build_mixed import build_mixed_cube
+from ascendsched.lower.class_mirror import class_mirror, mirrored_syncs, without_mirrors
 from ascendsched.lower.cross_core_sync import CrossPlan, leave_to_cross
 from ascendsched.lower.ir import Instr, Kernel, Program, Stmt, StmtMutator, copied, iter_instrs
 from ascendsched.lower.polyhedral import Dependences, analyze_dependences
@@ -68,8 +72,8 @@ from ascendsched.target import CoreType, Target
 def sync_template(sched: Scheduled, kernel: Kernel, target: Target) -> Kernel:
     """The kernel the sync steps analyse: ``kernel``'s tail-free template, with ``kernel``'s
     planned buffers, where every statement of ``kernel``'s AIC program has its image there
-    (module docstring; a mixed kernel's template keeps its AIV program); else ``kernel``
-    itself."""
+    (module docstring; a mixed kernel's template keeps its AIV program but the classes that
+    mirror the first); else ``kernel`` itself."""
     plan = sched.cube
     tp = _template_plan(plan) if plan is not None else None
     if tp is None or not _gm_free(kernel):
@@ -85,16 +89,12 @@ def sync_template(sched: Scheduled, kernel: Kernel, target: Target) -> Kernel:
     if mixed:  # the template's AIC beside the kernel's AIV, whose ids stay (module docstring)
         inputs = tuple(p for p in tmpl.params if p.kind == "input")
         names = {p.name for p in inputs}
-        tmpl = Kernel.build(
+        # the AIC's ids start above the kernel's, which the cross-core plan names
+        tmpl = Kernel(
             kernel.name, inputs + tuple(p for p in kernel.params if p.name not in names),
-            kernel.buffers, kernel.block_dim,
-            (Program(CoreType.AIC, copied(tmpl.programs[0].body)),
-             kernel.program(CoreType.AIV)),  # type: ignore[arg-type]
-            target, tmpl.notes, kernel.sub_blocks)
-        aic = tmpl.program(CoreType.AIC)
-        assert aic is not None
-        if any(i.id < kernel.next_id for i, _ in iter_instrs(aic.body)):
-            return kernel  # its ids would name the kernel's instructions (the cross-core plan's)
+            kernel.buffers, kernel.block_dim, (), target, tmpl.notes, kernel.next_id,
+            kernel.sub_blocks).with_programs(
+            (Program(CoreType.AIC, copied(tmpl.programs[0].body)), _aiv_to_analyse(kernel)))
     else:
         tmpl = replace(tmpl, buffers=kernel.buffers)
     if transplanted(kernel, tmpl, class_runs(plan, target, every_loop=mixed)) is None:
@@ -105,9 +105,10 @@ def sync_template(sched: Scheduled, kernel: Kernel, target: Target) -> Kernel:
 def apply_template_syncs(kernel: Kernel, template: Kernel, synced: Kernel,
                          sched: Scheduled) -> Kernel | None:
     """``kernel`` with the syncs of ``synced`` (``template`` after the sync steps) at the
-    same places (a mixed kernel's AIV program: ``synced``'s, syncs and all); ``synced`` itself
-    when the template is the kernel. None: a sync sits where the kernel's shape cannot copy it
-    (inside a loop the kernel runs shorter or as one instruction): synchronise the kernel by
+    same places (a mixed kernel's AIV program: ``synced``'s, syncs and all, each mirror class
+    with the first class's, ``class_mirror.mirrored_syncs``); ``synced`` itself when the
+    template is the kernel. None: a sync sits where the kernel's shape cannot copy it (inside
+    a loop the kernel runs shorter or as one instruction): synchronise the kernel by
     itself."""
     if template is kernel:
         return synced
@@ -117,7 +118,16 @@ def apply_template_syncs(kernel: Kernel, template: Kernel, synced: Kernel,
     if mixed:
         aiv = synced.program(CoreType.AIV)
         assert aiv is not None
-        kernel = kernel.replace_body(CoreType.AIV, _fresh_syncs(aiv.body))
+        body = aiv.body
+        mirror = class_mirror(kernel)
+        if mirror is not None:  # the mirror classes take the first class's syncs
+            own = kernel.program(CoreType.AIV)
+            assert own is not None
+            got = mirrored_syncs(own.body, body, mirror)
+            if got is None:
+                return None
+            body = got
+        kernel = kernel.replace_body(CoreType.AIV, _fresh_syncs(body))
     return transplanted(kernel, synced, class_runs(plan, kernel.target, every_loop=mixed))
 
 
@@ -135,6 +145,15 @@ def leave_workspace_to_cross(deps: Dependences, cross: CrossPlan, kernel: Kernel
     if len(leave_to_cross(own, cross, kernel)):
         return deps  # a GM dependence the channels leave: the template's own stay too
     return replace(deps, deps=tuple(d for d in deps if d not in gm))
+
+
+def _aiv_to_analyse(kernel: Kernel) -> Program:
+    """A mixed kernel's AIV program as its template has it: without the tile classes that
+    mirror the first (``class_mirror.py``; their syncs are the first class's)."""
+    aiv = kernel.program(CoreType.AIV)
+    assert aiv is not None
+    mirror = class_mirror(kernel)
+    return aiv if mirror is None else Program(CoreType.AIV, without_mirrors(aiv.body, mirror))
 
 
 def _fresh_syncs(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:

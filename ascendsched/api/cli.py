@@ -192,10 +192,15 @@ def _on_template(log: PassLog) -> str:
         return ""
     from ascendsched.target import CoreType
 
-    mixed = tmpl.program(CoreType.AIV) is not None  # the template's AIC beside the AIV
+    aiv = tmpl.program(CoreType.AIV)  # a mixed kernel: the template's AIC beside the AIV
+    mixed = aiv is not None
+    own = kern.program(CoreType.AIV)
+    mirrored = mixed and own is not None and len(aiv.body) < len(own.body)
     return (f" ({'the AIC program ' if mixed else ''}of the {tmpl.notes[0]}; the kernel's "
             "tile classes and peeled K step take its syncs"
             + ("; the AIV program the kernel's own" if mixed else "")
+            + (f", its first tile class for {len(own.body) - len(aiv.body) + 1} (the others "
+               "mirror it, lower/class_mirror.py)" if mirrored else "")
             + ", lower/sync_template.py)")
 
 

@@ -1,0 +1,336 @@
+"""A mixed kernel's later tile classes whose AIV bodies mirror its first class's.
+
+``build_mixed`` gives each tile class its own AIV loop, the Vector epilogue lowered at that
+class's tile size. Where a later class's epilogue is the first class's with fewer rows (the
+LM head 4096 x 32000 x 4096 in row blocks of 176 rows on 24 cores: 23 blocks of 88 rows per
+Vector core, the M edge block 24 rows per Vector core), its body is the first class's with its
+last loop shorter, its own buffers of the same sizes and other GM offsets, and the sync steps
+would analyse the same code twice (0.68 s against 0.35 s for one class). ``class_mirror``
+finds that correspondence; the memory planner gives each mirror buffer its counterpart's
+offsets (``plan_memory``), the sync steps analyse the first class alone (``sync_template``)
+and ``mirrored_syncs`` copies its syncs into the mirrors.
+
+Why the copies are exact. The conditions, each checked here:
+
+1. The AIV program is one loop of one trip per tile class, and on every block at most one
+   class's guard holds (isl: the guards are pairwise disjoint), so each Vector core runs at
+   most one class body once: every pair of AIV instances one core orders lies in one *run*
+   of one class body (a sub-block ``If`` of the body is a run of its own: the sub-blocks are
+   different cores).
+2. A mirror's run is the first class's with: its own buffers one to one (same scope, dtype,
+   elements, copies and, once planned, offsets), GM offsets moved by one amount per tensor
+   that names no loop of the body, and its last statement, a loop, running fewer trips;
+   everything else (instructions, attributes, on-chip regions, conditions, inner loops) is
+   equal, and no on-chip region or inner condition reads ``block_idx`` or ``sub_block_idx``.
+3. Inside the shortened loop every body sets and waits the same flags with the same event ids
+   (each trip leaves each flag as it found it).
+
+Take two instances ``a < b`` of a mirror's run on one core and their images ``a0``, ``b0`` in
+a run of the first class (same statements, same loop indices: the shortened loop's trips are
+the first ones of the full loop). They touch the same on-chip bytes (2), and GM elements equal
+iff the images' are (the per-tensor move cancels), so a dependence between ``a`` and ``b`` is
+one between ``a0`` and ``b0``. The text from ``a`` to ``b`` is the text from ``a0`` to ``b0``
+with the same syncs (the trips before ``b``'s exist in both), so every chain of flags and
+barriers that orders ``a0`` before ``b0`` orders ``a`` before ``b``. A run of the mirror is the
+first class's run with a stretch of whole trips cut out, in which every (flag, event id) has
+as many sets as waits (3); an alternating sequence of sets and waits stays alternating when
+an even stretch is cut, and no set follows the cut on that core (1), so no set can fire
+before the previous wait of its id (no double set) and the ids stay within the first class's
+budget. The cross-core flags are planned on the kernel itself, as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, replace
+
+import islpy as isl
+
+from ascendsched.errors import NotAffineError
+from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.instances import domain_text, loop_dims
+from ascendsched.lower.ir import (
+    BLOCK_IDX,
+    SUB_BLOCK_IDX,
+    For,
+    If,
+    Instr,
+    Kernel,
+    Region,
+    Stmt,
+    copied,
+)
+from ascendsched.lower.sync_ir import EventSync, SetFlag, Sync, WaitFlag
+from ascendsched.target import CoreType
+
+_CORE_VARS = frozenset((BLOCK_IDX, SUB_BLOCK_IDX))
+
+
+@dataclass(frozen=True)
+class ClassMirror:
+    """The AIV class loops (indices into the AIV program's body) that mirror the first one,
+    and their buffers: mirror buffer -> the first class's."""
+
+    first: int
+    mirrors: tuple[int, ...]
+    buffers: tuple[tuple[str, str], ...]
+
+    @property
+    def buffer_map(self) -> dict[str, str]:
+        return dict(self.buffers)
+
+
+def class_mirror(kernel: Kernel) -> ClassMirror | None:
+    """The mirrors of ``kernel``'s first AIV tile class (module docstring, conditions 1 and
+    2), or None when no later class mirrors it. On a planned kernel the buffers' offsets must
+    agree too; syncs in the AIV program refuse (the correspondence is of unsynchronised
+    bodies)."""
+    aic, aiv = kernel.program(CoreType.AIC), kernel.program(CoreType.AIV)
+    if aic is None or aiv is None or len(aiv.body) < 2:
+        return None
+    runs: list[tuple[For, tuple[Cond, ...], tuple[Stmt, ...]]] = []
+    for s in aiv.body:
+        if not isinstance(s, For) or s.extent != 1:
+            return None
+        if len(s.body) == 1 and isinstance(s.body[0], If):
+            runs.append((s, s.body[0].conds, s.body[0].body))
+        else:
+            runs.append((s, (), s.body))
+    if not _disjoint(kernel, runs):
+        return None
+    first = runs[0][2]
+    own = _buffers(first)
+    mirrors: list[int] = []
+    pairs: dict[str, str] = {}
+    for n, (_, _, body) in enumerate(runs[1:], start=1):
+        m = _Matcher(kernel, own)
+        if m.runs(first, body) and not set(m.names) & set(pairs):
+            mirrors.append(n)
+            pairs.update(m.names)
+    if not mirrors:
+        return None
+    return ClassMirror(0, tuple(mirrors), tuple(sorted(pairs.items())))
+
+
+def without_mirrors(body: tuple[Stmt, ...], mirror: ClassMirror) -> tuple[Stmt, ...]:
+    """The AIV program ``body`` without the mirror classes' loops (what the sync steps
+    analyse)."""
+    return tuple(s for n, s in enumerate(body) if n not in mirror.mirrors)
+
+
+def mirrored_syncs(kernel_body: tuple[Stmt, ...], synced: tuple[Stmt, ...],
+                   mirror: ClassMirror) -> tuple[Stmt, ...] | None:
+    """The kernel's AIV program (``kernel_body``, unsynchronised) with the syncs of
+    ``synced`` (``without_mirrors`` of it after the sync steps): the first class's and every
+    class the mirror leaves out as synced, each mirror with the first class's syncs at the
+    same places (buffer names in their comments renamed). None where that is not exact: a sync
+    outside a class's run, or a shortened loop whose bodies do not each set and wait the same
+    flags (module docstring, condition 3)."""
+    kept = [n for n in range(len(kernel_body)) if n not in mirror.mirrors]
+    if len(synced) != len(kept) or any(isinstance(s, Sync) for s in synced):
+        return None
+    by_index = dict(zip(kept, synced))
+    first = _run(by_index[mirror.first])
+    if first is None:
+        return None
+    names = {a: b for b, a in mirror.buffers}  # the first class's name -> the mirror's
+    out: list[Stmt] = []
+    for n, s in enumerate(kernel_body):
+        if n not in mirror.mirrors:
+            out.append(by_index[n])
+            continue
+        loop = s
+        assert isinstance(loop, For)
+        guarded = len(loop.body) == 1 and isinstance(loop.body[0], If)
+        body = loop.body[0].body if guarded else loop.body  # type: ignore[union-attr]
+        mine = {a: b for a, b in names.items() if b in _buffers(body)}
+        got = _copy(first, body, mine, kernel_body[mirror.first].var)  # type: ignore[union-attr]
+        if got is None:
+            return None
+        inner = (replace(loop.body[0], body=got),) if guarded else got  # type: ignore[arg-type]
+        out.append(replace(loop, body=inner))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- helpers
+def _disjoint(kernel: Kernel, runs: list[tuple[For, tuple[Cond, ...], tuple[Stmt, ...]]]
+              ) -> bool:
+    """Whether no block runs two classes (their guards never hold together)."""
+    for i in range(len(runs)):
+        for j in range(i + 1, len(runs)):
+            loops = (runs[i][0], runs[j][0])
+            if loops[0].var == loops[1].var:
+                return False
+            try:
+                text = domain_text(kernel, loops, runs[i][1] + runs[j][1])
+            except NotAffineError:
+                return False  # a guard on more than the block and its class loop
+            if not isl.Set(f"{{ [{loop_dims(loops)}] : {text} }}").is_empty():
+                return False
+    return True
+
+
+def _buffers(body: tuple[Stmt, ...]) -> set[str]:
+    """The on-chip buffers ``body`` touches."""
+    out: set[str] = set()
+    for s in body:
+        if isinstance(s, Instr):
+            out |= {r.tensor for r in s.writes + s.reads}
+        else:
+            out |= _buffers(s.body)
+    return out
+
+
+def _run(stmt: Stmt) -> tuple[Stmt, ...] | None:
+    """The run of a synced class loop: the body inside its guard; None when a sync sits
+    beside the guard."""
+    if not isinstance(stmt, For):
+        return None
+    if len(stmt.body) == 1 and isinstance(stmt.body[0], If):
+        return stmt.body[0].body
+    return None if any(isinstance(s, Sync) for s in stmt.body) else stmt.body
+
+
+def _sub_block_runs(body: tuple[Stmt, ...]) -> bool:
+    """Whether ``body`` is runs of its own, one per sub-block: ifs on ``sub_block_idx ==``
+    distinct values."""
+    seen = set()
+    for s in body:
+        if isinstance(s, Sync):
+            continue
+        if not (isinstance(s, If) and len(s.conds) == 1 and s.conds[0].op == "=="
+                and s.conds[0].lhs == Affine.of(SUB_BLOCK_IDX)) or s.conds[0].rhs in seen:
+            return False
+        seen.add(s.conds[0].rhs)
+    return bool(seen)
+
+
+class _Matcher:
+    """Matches a mirror's run to the first class's (module docstring, condition 2)."""
+
+    def __init__(self, kernel: Kernel, first_buffers: set[str]) -> None:
+        self.kernel = kernel
+        self.first_buffers = first_buffers
+        self.names: dict[str, str] = {}  # mirror buffer -> first class's
+        self.taken: set[str] = set()
+        self.moves: dict[str, Affine] = {}  # GM tensor -> its offset's move
+        self.loop_vars: set[str] = set()
+
+    def runs(self, first: tuple[Stmt, ...], mine: tuple[Stmt, ...]) -> bool:
+        if _sub_block_runs(first) or _sub_block_runs(mine):
+            if len(first) != len(mine):
+                return False
+            return all(isinstance(a, If) and isinstance(b, If) and a.conds == b.conds
+                       and self.body(a.body, b.body, top=True) for a, b in zip(first, mine))
+        return self.body(first, mine, top=True)
+
+    def body(self, first: tuple[Stmt, ...], mine: tuple[Stmt, ...], top: bool) -> bool:
+        if len(first) != len(mine):
+            return False
+        for n, (a, b) in enumerate(zip(first, mine)):
+            last = top and n == len(first) - 1
+            if isinstance(a, Sync) or isinstance(b, Sync):
+                return False
+            if isinstance(a, For):
+                if not (isinstance(b, For) and a.var == b.var and (
+                        b.extent == a.extent or last and 1 <= b.extent < a.extent)):
+                    return False
+                self.loop_vars.add(a.var)
+                if not self.body(a.body, b.body, top=False):
+                    return False
+            elif isinstance(a, If):
+                if not (isinstance(b, If) and a.conds == b.conds) or any(
+                        c.lhs.vars() & _CORE_VARS for c in a.conds):
+                    return False
+                if not self.body(a.body, b.body, top=False):
+                    return False
+            elif not (isinstance(b, Instr) and self.instr(a, b)):
+                return False
+        return True
+
+    def instr(self, a: Instr, b: Instr) -> bool:
+        if (type(a) is not type(b) or a.op != b.op or a.pipe != b.pipe or a.attrs != b.attrs
+                or len(a.writes) != len(b.writes) or len(a.reads) != len(b.reads)):
+            return False
+        return all(self.region(ra, rb) for ra, rb in zip(a.writes + a.reads,
+                                                          b.writes + b.reads))
+
+    def region(self, a: Region, b: Region) -> bool:
+        if a.dims != b.dims or a.copy != b.copy:
+            return False
+        gm = self.kernel.param_map
+        if a.tensor in gm or b.tensor in gm:
+            if a.tensor != b.tensor:
+                return False
+            move = b.offset - a.offset
+            if move.vars() & self.loop_vars or self.moves.setdefault(a.tensor, move) != move:
+                return False
+            return True
+        if a.offset != b.offset or (a.offset.vars() | a.copy.vars()) & _CORE_VARS:
+            return False
+        got = self.names.get(b.tensor)
+        if got is not None:
+            return got == a.tensor
+        if a.tensor in self.taken or b.tensor in self.first_buffers:
+            return False
+        x, y = self.kernel.buffer_map[a.tensor], self.kernel.buffer_map[b.tensor]
+        if (x.scope, x.dtype, x.elems, x.copies, x.offsets) != (
+                y.scope, y.dtype, y.elems, y.copies, y.offsets):
+            return False
+        self.names[b.tensor] = a.tensor
+        self.taken.add(a.tensor)
+        return True
+
+
+def _copy(first: tuple[Stmt, ...], mine: tuple[Stmt, ...], names: dict[str, str],
+          class_var: str) -> tuple[Stmt, ...] | None:
+    """``mine`` (a mirror's unsynchronised run or body) with the syncs of ``first`` (the
+    first class's, synced) at the same places; None where condition 3 fails or an event id
+    follows the first class's loop (``class_var``, not the mirror's)."""
+    out: list[Stmt] = []
+    rest = iter(mine)
+    for a in first:
+        if isinstance(a, Sync):
+            if isinstance(a, EventSync) and class_var in a.event_id.vars():
+                return None
+            out += copied((replace(a, comment=_renamed(a.comment, names)),))
+            continue
+        b = next(rest, None)
+        if b is None or type(a) is not type(b) or isinstance(a, For) and a.var != b.var \
+                or isinstance(a, If) and a.conds != b.conds:  # type: ignore[union-attr]
+            return None
+        if isinstance(a, For):
+            assert isinstance(b, For)
+            if b.extent < a.extent and not _balanced(a.body):
+                return None
+            got = _copy(a.body, b.body, names, class_var)
+            if got is None:
+                return None
+            out.append(replace(b, body=got))
+        elif isinstance(a, If):
+            assert isinstance(b, If)
+            got = _copy(a.body, b.body, names, class_var)
+            if got is None:
+                return None
+            out.append(replace(b, body=got))
+        else:
+            out.append(b)
+    return tuple(out) if next(rest, None) is None else None
+
+
+def _balanced(body: tuple[Stmt, ...]) -> bool:
+    """Whether every body in ``body`` (it included) sets and waits the same flags with the
+    same event ids (condition 3)."""
+    sets = Counter((s.pipe, s.dst, s.event_id) for s in body if isinstance(s, SetFlag))
+    waits = Counter((s.src, s.pipe, s.event_id) for s in body if isinstance(s, WaitFlag))
+    return sets == waits and all(_balanced(s.body) for s in body if isinstance(s, For | If))
+
+
+def _renamed(comment: str, names: dict[str, str]) -> str:
+    """``comment`` with the first class's buffer names as the mirror's."""
+    if not names or not comment:
+        return comment
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names, key=len,
+                                                                 reverse=True))) + r")\b")
+    return pattern.sub(lambda m: names[m.group(1)], comment)

@@ -1,0 +1,143 @@
+"""Mixed kernels whose later tile classes mirror the first's AIV body (lower/class_mirror.py):
+the planner gives the mirrors their counterparts' offsets, the sync steps analyse the first
+class alone and copy its syncs, and the result is exact: the kernel's own oracle finds every
+dependence ordered, the AIV program equals the one the kernel's own analysis gives, the trace
+checker finds no race. And where a mirror must not be taken."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ascendsched.algo import library as L
+from ascendsched.api.check import check
+from ascendsched.lower.class_mirror import class_mirror, mirrored_syncs, without_mirrors
+from ascendsched.lower.cross_core_sync import leave_to_cross
+from ascendsched.lower.happens_before import unordered_dependences
+from ascendsched.lower.ir import For, If, Kernel, iter_instrs
+from ascendsched.lower.pass_log import PassLog
+from ascendsched.lower.pipeline import _synchronise, lower
+from ascendsched.lower.polyhedral import analyze_dependences
+from ascendsched.lower.schedule_for import schedule_for
+from ascendsched.lower.sync_ir import WaitFlag
+from ascendsched.schedule.gemm import GemmSchedule
+from ascendsched.target import CoreType
+
+MIRRORED = {
+    # 19 row blocks of 16 rows on 19 cores, the M edge block (12 rows) on the last: 8 and 6
+    # rows per Vector core, the softmax rows whole in UB
+    "default_300x4096x64": lambda: schedule_for(L.gemm_softmax(300, 4096, 64)),
+    # rows of 20 000 float32 read in chunks; a full block of 32 rows and an edge of 8
+    "chunked_rows_40x20000x40": lambda: GemmSchedule(L.gemm_softmax(40, 20000, 40))
+    .tile(32, 512, 32).bind(2).buffer("workspace", 1),
+}
+
+
+def _lowered(sched) -> tuple[Kernel, PassLog]:  # noqa: ANN001
+    log = PassLog()
+    return lower(sched, log=log), log
+
+
+def _aiv(k: Kernel) -> str:
+    return "\n".join(str(k).split("  program AIV:")[1:])
+
+
+@pytest.mark.parametrize("name", sorted(MIRRORED))
+def test_a_mirror_class_takes_the_first_classs_syncs_exactly(name: str) -> None:
+    sched = MIRRORED[name]()
+    k, log = _lowered(sched)
+    planned = log.results["apply memory plan"]
+    mirror = class_mirror(planned)
+    assert mirror is not None and mirror.mirrors == (1,)
+    # the planner put every mirror buffer where its counterpart is
+    for mine, first in mirror.buffers:
+        assert planned.buffer_map[mine].offsets == planned.buffer_map[first].offsets
+    # the sync steps saw one class loop in the AIV program
+    tmpl = log.results["sync template"]
+    assert tmpl is not planned
+    assert len(tmpl.program(CoreType.AIV).body) == 1
+    assert len(planned.program(CoreType.AIV).body) == 2
+    # exact: the kernel's own oracle, on its own dependences, finds nothing unordered
+    synced, cross = log.results["template syncs"], log.results["cross-core plan"]
+    deps = leave_to_cross(analyze_dependences(synced), cross, synced)
+    assert unordered_dependences(synced, deps, k.target, by_channel=False) == ()
+    # and the AIV program is the one the kernel's own analysis gives, comments and all
+    alone, _ = _synchronise(planned, planned.target, lambda _n, r: r)
+    assert _aiv(alone) == _aiv(synced)
+    verdicts = check(sched, cpp=False, kernel=k, reduce=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+
+
+@pytest.mark.slow
+def test_a_mirrored_kernel_passes_the_gpp_ladder() -> None:
+    sched = MIRRORED["default_300x4096x64"]()
+    verdicts = check(sched, reduce=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+    assert any(v.check.startswith("C++ trace race") for v in verdicts)
+
+
+def test_no_mirror_where_a_core_runs_two_trips_of_a_class() -> None:
+    """Three full row blocks and an edge on two cores: core 0 runs two full blocks, so its
+    class loop has two trips and a pair may span both (the copy argument needs one run per
+    core); the kernel is synchronised with both classes in view."""
+    sched = GemmSchedule(L.gemm_softmax(100, 20000, 40)).tile(32, 512, 32).bind(2)
+    k, log = _lowered(sched)
+    planned = log.results["apply memory plan"]
+    assert class_mirror(planned) is None
+    assert len(log.results["sync template"].program(CoreType.AIV).body) == 2
+
+
+def test_no_mirror_between_classes_of_different_tile_shapes() -> None:
+    """GEMM + softmax 1000 x 1000 x 128: the M edge class has other instructions (narrower
+    repeats), not the first class's with a shorter loop."""
+    k, log = _lowered(schedule_for(L.gemm_softmax(1000, 1000, 128)))
+    assert len(log.results["apply memory plan"].program(CoreType.AIV).body) == 2
+    assert class_mirror(log.results["apply memory plan"]) is None
+
+
+def _drop_first_wait_in_shortened_loop(body: tuple, depth: int = 0) -> tuple:
+    """``body`` (the first class loop, synced) without the first wait inside its loop of
+    row steps (the loop the mirror runs shorter)."""
+    out, done = [], False
+    for s in body:
+        if done:
+            out.append(s)
+        elif isinstance(s, WaitFlag) and depth >= 2:
+            done = True  # dropped
+        elif isinstance(s, For | If):
+            inner = _drop_first_wait_in_shortened_loop(
+                s.body, depth + (1 if isinstance(s, For) else 0))
+            done = inner != s.body
+            out.append(replace(s, body=inner))
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+def test_a_shortened_loop_whose_trips_leave_a_flag_changed_is_not_copied() -> None:
+    """Condition 3: cutting whole trips keeps sets and waits alternating only when each trip
+    sets and waits every flag alike. Drop one wait inside the first class's row loop: the
+    mirror refuses to copy (the kernel is then synchronised by itself)."""
+    sched = MIRRORED["default_300x4096x64"]()
+    k, log = _lowered(sched)
+    planned = log.results["apply memory plan"]
+    mirror = class_mirror(planned)
+    assert mirror is not None
+    synced = log.results["allocate event ids"].program(CoreType.AIV).body
+    own = planned.program(CoreType.AIV).body
+    assert len(synced) == len(without_mirrors(own, mirror)) == 1
+    assert mirrored_syncs(own, synced, mirror) is not None
+    bad = _drop_first_wait_in_shortened_loop(synced)
+    assert sum(isinstance(i, WaitFlag) for i, _ in iter_instrs(bad)) == sum(
+        isinstance(i, WaitFlag) for i, _ in iter_instrs(synced)) - 1
+    assert mirrored_syncs(own, bad, mirror) is None
+
+
+def test_explain_says_the_mirror_classes_take_the_first_classs_syncs() -> None:
+    from ascendsched.api.cli import _on_template
+
+    _, log = _lowered(MIRRORED["default_300x4096x64"]())
+    text = _on_template(log)
+    assert "the AIV program the kernel's own, its first tile class for 2 (the others mirror " \
+           "it, lower/class_mirror.py)" in text

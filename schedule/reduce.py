@@ -12,7 +12,8 @@ keeps each of them (:func:`structure_facts` lists them):
 
 - tile and tail sizes: a split axis keeps its factor and ``size % factor``; a GEMM keeps its
   effective tile (m, n, k, k0), swizzle width and the M, N, K remainders. Axes that are not
-  split, axes a reduction runs along that the schedule does not chunk (the tile reads them
+  split, N of a GEMM in row blocks (a block spans every column), axes a reduction runs along
+  that the schedule does not chunk (the tile reads them
   whole; a chunked one keeps its chunk loop's factor, tail and trip class, so a 32 000-column
   row read in 256-column chunks may shrink to 7 chunks) and axes a UB buffer holds
   whole (a stage computed or an input staged at an outer tile loop spans the loops inside
@@ -352,8 +353,10 @@ def _reduce_gemm(sched: Schedule | GemmSchedule, limit: int) -> Schedule | GemmS
     m_cap = limit + (3 * w if t.swizzle.direction == "m" else 0)
     n_cap = limit + (3 * w if t.swizzle.direction == "n" else 0)
     batches = range(1, 2) if sp.batch == 1 else range(2, min(sp.batch, limit) + 1)
+    # row blocks span the whole width (each tile class's valid N is N, a fact): N stays
+    n_tiles = (t.nt,) if plan.row_blocks else range(1, min(t.nt, n_cap) + 1)
     cands = [((b * mt * nt, -(-b * mt * nt // c), c), (b, mt, nt), c) for b in batches
-             for mt in range(1, min(t.mt, m_cap) + 1) for nt in range(1, min(t.nt, n_cap) + 1)
+             for mt in range(1, min(t.mt, m_cap) + 1) for nt in n_tiles
              for c in range(min(2, t.cores), t.cores + 1)]
     # least work first, then the fewest tiles per core, then the fewest cores
     cands.sort(key=lambda c: c[0])

@@ -118,3 +118,21 @@ def test_schedule_on_replays_the_records_on_a_resized_algorithm() -> None:
     with pytest.raises(ScheduleError, match=r"on\('rmsnorm'\): the schedule of 'vadd' names "
                                             r"tensors x, y, z; give the same algorithm"):
         s.on(L.rmsnorm(8, 64))
+
+
+@pytest.mark.parametrize("shape, reduced", [
+    # 4096 keys in 256-column tiles: 32 tiles per row block, within the old search's 64
+    ((4096, 8192, 128), "gemm 160 x 8192 x 128 on 2 cores"),
+    # the LM head: 250 tiles of 128 per row block, rows read in 8 000-column chunks; two full
+    # row blocks and the M edge block on 3 cores keep its classes, K 4 steps (even, as 32)
+    ((4096, 32000, 4096), "gemm 400 x 32000 x 512 on 3 cores"),
+])
+def test_row_blocks_reduce_in_m_and_k_and_keep_their_whole_width(shape, reduced) -> None:  # noqa: ANN001
+    """A row block spans every column (each tile class's valid N is N), so N stays and only
+    M, K and the cores shrink; before, N's tile count had to be within the search's 64, and
+    the LM head (250) was checked whole (it never finished)."""
+    sched = schedule_for(L.gemm_softmax(*shape))
+    assert sched.cube.row_blocks
+    red = reduce_instance(sched)
+    assert describe(red.reduced) == reduced
+    assert structural_diff(lower(sched), lower(red.reduced)) is None

@@ -19,9 +19,14 @@ Why the copies are exact. The conditions, each checked here:
    different cores).
 2. A mirror's run is the first class's with: its own buffers one to one (same scope, dtype,
    elements, copies and, once planned, offsets), GM offsets moved by one amount per tensor
-   that names no loop of the body, and its last statement, a loop, running fewer trips;
-   everything else (instructions, attributes, on-chip regions, conditions, inner loops) is
-   equal, and no on-chip region or inner condition reads ``block_idx`` or ``sub_block_idx``.
+   that names no loop of the body, and its last statement, a loop, running fewer trips but
+   at least ``MIN_TRIPS`` and one more than any buffer's copies (so every dependence the
+   first class's loop carries, at most a buffer's copies apart, exists in the mirror too and
+   it needs the syncs it copies: with 2 trips a double buffer's copy is never reused and its
+   own analysis places no flag for it; ``tests/property/test_class_mirror_property.py``
+   checks that its own analysis places exactly the copied syncs); everything else
+   (instructions, attributes, on-chip regions, conditions, inner loops) is equal, and no
+   on-chip region or inner condition reads ``block_idx`` or ``sub_block_idx``.
 3. Inside the shortened loop every body sets and waits the same flags with the same event ids
    (each trip leaves each flag as it found it).
 
@@ -65,6 +70,7 @@ from ascendsched.lower.sync_ir import EventSync, SetFlag, Sync, WaitFlag
 from ascendsched.target import CoreType
 
 _CORE_VARS = frozenset((BLOCK_IDX, SUB_BLOCK_IDX))
+MIN_TRIPS = 3  # trips a mirror's shortened loop keeps at least (condition 2)
 
 
 @dataclass(frozen=True)
@@ -212,6 +218,8 @@ class _Matcher:
     def __init__(self, kernel: Kernel, first_buffers: set[str]) -> None:
         self.kernel = kernel
         self.first_buffers = first_buffers
+        self.min_trips = max([MIN_TRIPS] + [kernel.buffer_map[b].copies + 1
+                                             for b in first_buffers if b in kernel.buffer_map])
         self.names: dict[str, str] = {}  # mirror buffer -> first class's
         self.taken: set[str] = set()
         self.moves: dict[str, Affine] = {}  # GM tensor -> its offset's move
@@ -234,7 +242,7 @@ class _Matcher:
                 return False
             if isinstance(a, For):
                 if not (isinstance(b, For) and a.var == b.var and (
-                        b.extent == a.extent or last and 1 <= b.extent < a.extent)):
+                        b.extent == a.extent or last and self.min_trips <= b.extent < a.extent)):
                     return False
                 self.loop_vars.add(a.var)
                 if not self.body(a.body, b.body, top=False):

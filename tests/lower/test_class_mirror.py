@@ -88,6 +88,19 @@ def test_no_mirror_where_a_core_runs_two_trips_of_a_class() -> None:
     assert len(log.results["sync template"].program(CoreType.AIV).body) == 2
 
 
+def test_no_mirror_whose_loop_keeps_too_few_trips_to_reuse_a_copy() -> None:
+    """The M edge of 4 rows, one per step on each of 2 Vector cores: 2 steps, so its double
+    buffers never reuse a copy and its own analysis places no flag for that; the first
+    class's 8 steps need them. Copied, they would be syncs the mirror does not need (found by
+    the property test): a mirror keeps at least 3 trips and one more than any copies."""
+    sched = GemmSchedule(L.gemm_bias_gelu(20, 16, 1)).epilogue_on("vector", rows=1) \
+        .tile(16, 16, 16).bind(2).buffer("workspace", 1)
+    k, log = _lowered(sched)
+    planned = log.results["apply memory plan"]
+    assert len(planned.program(CoreType.AIV).body) == 2
+    assert class_mirror(planned) is None
+
+
 def test_no_mirror_between_classes_of_different_tile_shapes() -> None:
     """GEMM + softmax 1000 x 1000 x 128: the M edge class has other instructions (narrower
     repeats), not the first class's with a shorter loop."""

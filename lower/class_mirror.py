@@ -65,6 +65,7 @@ from ascendsched.lower.ir import (
     Region,
     Stmt,
     copied,
+    iter_instrs,
 )
 from ascendsched.lower.sync_ir import EventSync, SetFlag, Sync, WaitFlag
 from ascendsched.target import CoreType
@@ -178,14 +179,8 @@ def _disjoint(kernel: Kernel, runs: list[tuple[For, tuple[Cond, ...], tuple[Stmt
 
 
 def _buffers(body: tuple[Stmt, ...]) -> set[str]:
-    """The on-chip buffers ``body`` touches."""
-    out: set[str] = set()
-    for s in body:
-        if isinstance(s, Instr):
-            out |= {r.tensor for r in s.writes + s.reads}
-        else:
-            out |= _buffers(s.body)
-    return out
+    """The tensors (on-chip buffers and GM) ``body``'s instructions touch."""
+    return {r.tensor for i, _ in iter_instrs(body) for r in i.writes + i.reads}
 
 
 def _run(stmt: Stmt) -> tuple[Stmt, ...] | None:

@@ -261,7 +261,6 @@ def sharing(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int]
     return out
 
 
-
 def mirrored(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int],
              lifetimes: Lifetimes, refuse: Loops, pairs: dict[str, str]
              ) -> tuple[dict[Key, int], int, int] | None:

@@ -198,8 +198,6 @@ def _sub_block_runs(body: tuple[Stmt, ...]) -> bool:
     distinct values."""
     seen = set()
     for s in body:
-        if isinstance(s, Sync):
-            continue
         if not (isinstance(s, If) and len(s.conds) == 1 and s.conds[0].op == "=="
                 and s.conds[0].lhs == Affine.of(SUB_BLOCK_IDX)) or s.conds[0].rhs in seen:
             return False
@@ -267,9 +265,8 @@ class _Matcher:
             if a.tensor != b.tensor:
                 return False
             move = b.offset - a.offset
-            if move.vars() & self.loop_vars or self.moves.setdefault(a.tensor, move) != move:
-                return False
-            return True
+            return not move.vars() & self.loop_vars and \
+                self.moves.setdefault(a.tensor, move) == move
         if a.offset != b.offset or (a.offset.vars() | a.copy.vars()) & _CORE_VARS:
             return False
         got = self.names.get(b.tensor)
@@ -303,22 +300,15 @@ def _copy(first: tuple[Stmt, ...], mine: tuple[Stmt, ...], names: dict[str, str]
         if b is None or type(a) is not type(b) or isinstance(a, For) and a.var != b.var \
                 or isinstance(a, If) and a.conds != b.conds:  # type: ignore[union-attr]
             return None
-        if isinstance(a, For):
-            assert isinstance(b, For)
-            if b.extent < a.extent and not _balanced(a.body):
+        if isinstance(a, For | If):
+            assert isinstance(b, For | If)
+            if isinstance(a, For) and b.extent < a.extent and not _balanced(a.body):  # type: ignore[union-attr]
                 return None
             got = _copy(a.body, b.body, names, class_var)
             if got is None:
                 return None
-            out.append(replace(b, body=got))
-        elif isinstance(a, If):
-            assert isinstance(b, If)
-            got = _copy(a.body, b.body, names, class_var)
-            if got is None:
-                return None
-            out.append(replace(b, body=got))
-        else:
-            out.append(b)
+            b = replace(b, body=got)
+        out.append(b)
     return tuple(out) if next(rest, None) is None else None
 
 

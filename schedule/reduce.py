@@ -13,11 +13,11 @@ keeps each of them (:func:`structure_facts` lists them):
 - tile and tail sizes: a split axis keeps its factor and ``size % factor``; a GEMM keeps its
   effective tile (m, n, k, k0), swizzle width and the M, N, K remainders. Axes that are not
   split, N of a GEMM in row blocks (a block spans every column), axes a reduction runs along
-  that the schedule does not chunk (the tile reads them
-  whole; a chunked one keeps its chunk loop's factor, tail and trip class, so a 32 000-column
-  row read in 256-column chunks may shrink to 7 chunks) and axes a UB buffer holds
-  whole (a stage computed or an input staged at an outer tile loop spans the loops inside
-  it; a ``load_once`` input is loaded whole: ``_held_whole``) keep their size;
+  that the schedule does not chunk (the tile reads them whole; a chunked one keeps its chunk
+  loop's factor, tail and trip class, so a 32 000-column row read in 256-column chunks may
+  shrink to 7 chunks) and axes a UB buffer holds whole (a stage computed or an input staged
+  at an outer tile loop spans the loops inside it; a ``load_once`` input is loaded whole:
+  ``_held_whole``) keep their size;
 - trip counts of vector tile loops and the GEMM L1 K loop: 0, 1 and 2 exactly (whether a loop
   or a version exists at all), and from 3 on the parity only (ping-pong event ids ``k % 2``,
   the constant copy number of a peeled tail, ``_mod2`` of flattened K counters), so a loop of 3

@@ -3,7 +3,8 @@
 ``transplanted(kernel, template, runs)`` walks the kernel's tile-class loops (``runs``, from
 ``build_gemm.class_runs``) against the template's one class of whole tiles and matches every
 kernel statement to its image: the template instruction at the same place of the same trip
-(same op and pipe, the same buffer copies, on-chip bytes among the image's, checked on
+(same op and pipe, the same buffer copies on every core and trip that runs the class, on-chip
+bytes among the image's, checked on
 ``cube_ops.cube_footprints``), a peeled trip to its loop's trip, a loop of one instruction
 and no sync to the template loop as a whole. The template's syncs go in at the images'
 places with their ids at the place's values; an Mmad too small for the hardware to order
@@ -18,8 +19,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from functools import cache
 
+import islpy as isl
 import numpy as np
 
+from ascendsched.errors import NotAffineError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.build_gemm import ClassRun
 from ascendsched.lower.cube_ops import (
@@ -29,7 +32,9 @@ from ascendsched.lower.cube_ops import (
     cube_params,
     mmad_fractals,
 )
+from ascendsched.lower.instances import affine_text
 from ascendsched.lower.ir import (
+    BLOCK_IDX,
     UNNUMBERED,
     Dim,
     For,
@@ -104,6 +109,9 @@ class _Match:
         self.kernel, self.template = kernel, template
         self._seen: dict[tuple, Ends] = {}
         self.small: set[int] = set()  # kernel Mmads too small for the hardware to order
+        # the class being matched: its loop (variable, trips) and guard, where its copies
+        # must agree with the template's (``same_copy``)
+        self.where: tuple[tuple[str, int] | None, tuple[Cond, ...]] = (None, ())
 
     # ----------------------------------------------------------------- the class loops
     def pieces(self, tile: tuple[Stmt, ...], var: str | None, runs: tuple[ClassRun, ...],
@@ -134,6 +142,8 @@ class _Match:
                 return None
             guard = inner[0]
             inner = guard.body
+        self.where = ((run.var, run.iters) if run.var is not None else None,
+                      guard.conds if guard is not None else ())
         out = self.whole(tile, inner, sigma)
         more = self.pieces(tile, var, rest, body, j + 1) if out is not None else None
         if more is None:
@@ -153,7 +163,8 @@ class _Match:
     def seq(self, rs: tuple[Stmt, ...], i: int, es: tuple[Stmt, ...], j: int,
             sigma: Mapping[str, Affine]) -> Ends:
         """Matches of ``rs[i:]`` to stretches of ``es`` from ``j``."""
-        key = (id(rs), i, id(es), j, tuple(sorted(sigma.items(), key=lambda x: x[0])))
+        key = (id(rs), i, id(es), j, tuple(sorted(sigma.items(), key=lambda x: x[0])),
+               self.where)
         got = self._seen.get(key)
         if got is None:
             got = {}
@@ -254,7 +265,7 @@ class _Match:
             if rr.tensor not in kt.buffer_map:
                 continue  # GM: the AIC writes no tensor it reads (_gm_free), tiles are disjoint
             copy, off = fn(rr.copy), fn(rr.offset)
-            if _canonical(copy) != _canonical(er.copy) or any(
+            if not self.same_copy(copy, er.copy) or any(
                     v[0] in copy.vars() for v in (over, mine) if v):
                 return False
             if over is None and mine is None and off == er.offset:
@@ -275,6 +286,41 @@ class _Match:
             if least > 0 and mmad_fractals(r, tt.target) >= least > mmad_fractals(e, kt.target):
                 self.small.add(e.id)  # the hardware orders the template's Mmads, not this one
         return True
+
+
+    def same_copy(self, mine: Affine, theirs: Affine) -> bool:
+        """Whether buffer copy expressions ``mine`` (the template's at the place) and
+        ``theirs`` (the kernel's) agree wherever the class runs: equal once ``x mod m`` is
+        canonical, or else equal on every core and trip of the class loop its guard admits
+        (isl). A class that only some cores run numbers its copies from the core's running
+        tile count, an expression in ``block_idx`` that is constant on those cores: the M
+        edge row block of GEMM + softmax 252 x 3313 x 195, on core 15 alone, has
+        ``(kt + nj + 1 - floor((block_idx + 1) / 16)) mod 2`` where the template has
+        ``(kt + nj) mod 2``."""
+        a, b = _canonical(mine), _canonical(theirs)
+        return a == b or _equal_where(a, b, *self.where, self.kernel.block_dim)
+
+
+def _equal_where(a: Affine, b: Affine, loop: tuple[str, int] | None, guard: tuple[Cond, ...],
+                 cores: int) -> bool:
+    """Whether ``a == b`` for every ``block_idx < cores`` and class loop trip (``loop``:
+    variable, trips) where ``guard`` holds, any other variable a non-negative integer."""
+    names = sorted(a.vars() | b.vars() | {v for c in guard for v in c.lhs.vars()}
+                   | {BLOCK_IDX} | ({loop[0]} if loop else set()))
+    bound = frozenset(names)
+    try:
+        parts = [f"0 <= {BLOCK_IDX} < {cores}"] + [f"{v} >= 0" for v in names]
+        if loop is not None:
+            parts.append(f"{loop[0]} < {loop[1]}")
+        for c in guard:
+            parts.append(f"{affine_text(c.lhs, bound, 'a class guard')} "
+                         f"{'=' if c.op == '==' else c.op} {c.rhs}")
+        diff = f"{affine_text(a, bound, 'a copy')} - {affine_text(b, bound, 'a copy')}"
+        text = f"{{ [{', '.join(names)}] : {' and '.join(parts)} and ({diff} >= 1 or " \
+               f"{diff} <= -1) }}"
+        return isl.Set(text).is_empty()
+    except (NotAffineError, isl.Error):
+        return False
 
 
 def _canonical(e: Affine) -> Affine:

@@ -14,6 +14,7 @@ from ascendsched.algo.evaluate import evaluate
 from ascendsched.algo.gemm_spec import gemm_error
 from ascendsched.api.check import check
 from ascendsched.api.numerics import approx_rtol, compare, random_inputs
+from ascendsched.api.sync_minimality import sync_minimality
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.build_gemm import class_runs
 from ascendsched.lower.cross_core_sync import CrossPlan, leave_to_cross
@@ -25,7 +26,7 @@ from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.lower.sync_ir import Barrier, SetFlag, WaitFlag
 from ascendsched.lower.sync_template import leave_workspace_to_cross
-from ascendsched.lower.sync_transplant import _canonical, _inside, transplanted
+from ascendsched.lower.sync_transplant import _canonical, _equal_where, _inside, transplanted
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
@@ -154,12 +155,18 @@ MIXED = [
     GemmSchedule(L.gemm_softmax(100, 130, 90)).tile(32, 48, 32).bind(2),
     (GemmSchedule(L.gemm_softmax(150, 600, 70)).tile(32, 256, 32).buffer("l1", 2)
      .buffer("l0c", 2).bind(2)),
+    # the M edge row block on core 3 alone: its copies count from an expression in block_idx
+    # that is the template's on that core only (_Match.same_copy)
+    M_EDGE_ON_ONE_CORE := (GemmSchedule(L.gemm_softmax(60, 520, 90)).tile(16, 256, 32)
+                           .split_k(16).buffer("l1", 2).buffer("l0", 2).buffer("l0c", 2)
+                           .bind(4)),
 ]
 
 
 @pytest.mark.parametrize("sched", MIXED, ids=["gelu_default", "bias_gelu_3_cores",
                                                "row_scale_1_to_1", "softmax_row_blocks",
-                                               "softmax_row_blocks_buffered"])
+                                               "softmax_row_blocks_buffered",
+                                               "softmax_m_edge_on_one_core"])
 def test_mixed_kernels_with_tails_take_their_aic_templates_syncs(sched) -> None:  # noqa: ANN001
     """A mixed kernel's template is its AIC's template beside its own AIV program: the AIC's
     syncs go into every class loop, the AIV keeps the syncs its own analysis placed, the
@@ -248,6 +255,32 @@ def test_copies_compare_in_a_canonical_form() -> None:
     kernel = (run * 11 + 10).modulo(2)  # the builder's running L1 counter, 11 steps a tile
     assert template != kernel and _canonical(template) == _canonical(kernel)
     assert _canonical((Affine.of("t0") + 1).modulo(2)) != _canonical(Affine.mod("t0", 2))
+
+
+def test_copies_compare_where_the_class_runs() -> None:
+    """The M edge row block runs on core 3 alone, so its running tile number
+    ``1 - floor((block_idx + 1) / 4)`` is 0 wherever it runs: its L1 copy
+    ``(kt + nj + run) mod 2`` is the template's ``(kt + nj) mod 2`` there, not on every core.
+    Its guard settles it (isl); without the guard, or on a guard admitting cores where the
+    expressions differ, they do not compare equal. Each M edge copy is the template's."""
+    kt_nj = Affine.of("kt") + Affine.of("nj")
+    run = Affine(1) - (Affine.of("block_idx") + 1).floordiv(4)
+    kernel, template = _canonical((kt_nj + run).modulo(2)), _canonical(kt_nj.modulo(2))
+    on_core_3 = (Cond(Affine.of("block_idx") - (Affine.of("block_idx") + 1).floordiv(4) * 4
+                      + 1, "<=", 0),)
+    assert kernel != template
+    assert _equal_where(kernel, template, ("t1", 1), on_core_3, 4)
+    assert not _equal_where(kernel, template, ("t1", 1), (), 4)
+    assert not _equal_where(kernel, template, ("t1", 1),
+                            (Cond(Affine.of("block_idx"), ">=", 2),), 4)
+    _, log = _lowered(M_EDGE_ON_ONE_CORE)
+    assert _templated(log)
+
+
+def test_a_mixed_template_is_minimal_where_the_m_edge_runs_on_one_core() -> None:
+    """Every sync the template placed and the kernel's cross-core channels are needed."""
+    got = sync_minimality(M_EDGE_ON_ONE_CORE)
+    assert got.needed > 0 and not got.removable, str(got)
 
 
 def test_oracle_sees_a_dropped_template_sync() -> None:

@@ -17,16 +17,21 @@ Why the copies are exact. The conditions, each checked here:
    most one class body once: every pair of AIV instances one core orders lies in one *run*
    of one class body (a sub-block ``If`` of the body is a run of its own: the sub-blocks are
    different cores).
-2. A mirror's run is the first class's with: its own buffers one to one (same scope, dtype,
-   elements, copies and, once planned, offsets), GM offsets moved by one amount per tensor
-   that names no loop of the body, and its last statement, a loop, running fewer trips but
-   at least ``MIN_TRIPS`` and one more than any buffer's copies (so every dependence the
-   first class's loop carries, at most a buffer's copies apart, exists in the mirror too and
-   it needs the syncs it copies: with 2 trips a double buffer's copy is never reused and its
-   own analysis places no flag for it; ``tests/property/test_class_mirror_property.py``
-   checks that its own analysis places exactly the copied syncs); everything else
-   (instructions, attributes, on-chip regions, conditions, inner loops) is equal, and no
-   on-chip region or inner condition reads ``block_idx`` or ``sub_block_idx``.
+2. A mirror's run is the first class's run on the same Vector core with: its own buffers one
+   to one (same scope, dtype, elements, copies and, once planned, offsets), GM offsets moved
+   by one amount per tensor that names no loop of the body, and its last statement, a loop,
+   running fewer trips but at least ``MIN_TRIPS`` and one more than any buffer's copies (so
+   every dependence the first class's loop carries, at most a buffer's copies apart, exists
+   in the mirror too and it needs the syncs it copies: with 2 trips a double buffer's copy
+   is never reused and its own analysis places no flag for it;
+   ``tests/property/test_class_mirror_property.py`` checks that its own analysis places
+   exactly the copied syncs); everything else (instructions, attributes, on-chip regions,
+   conditions, inner loops) is equal, and no on-chip region or inner condition reads
+   ``block_idx`` or ``sub_block_idx``. Where the first class runs one body on both Vector
+   cores of a block (its rows placed by ``sub_block_idx``) and the mirror one body per core
+   (an odd edge: 5 rows and 4), each of those is a run against the first class's body, with
+   buffers and GM moves of its own: the two never run on one core, so both may take the
+   first class's buffers' offsets.
 3. Inside the shortened loop every body sets and waits the same flags with the same event ids
    (each trip leaves each flag as it found it).
 
@@ -77,15 +82,24 @@ MIN_TRIPS = 3  # trips a mirror's shortened loop keeps at least (condition 2)
 @dataclass(frozen=True)
 class ClassMirror:
     """The AIV class loops (indices into the AIV program's body) that mirror the first one,
-    and their buffers: mirror buffer -> the first class's."""
+    their buffers (mirror buffer -> the first class's) and the buffers of each run, the first
+    class's and the mirrors' (condition 1: no two runs on one Vector core)."""
 
     first: int
     mirrors: tuple[int, ...]
     buffers: tuple[tuple[str, str], ...]
+    runs: tuple[frozenset[str], ...] = ()
 
     @property
     def buffer_map(self) -> dict[str, str]:
         return dict(self.buffers)
+
+    def apart(self, a: str, b: str) -> bool:
+        """Whether on-chip buffers ``a`` and ``b`` belong to different runs, which never run
+        on one Vector core (so they may share bytes at no cost)."""
+        ra = next((n for n, r in enumerate(self.runs) if a in r), None)
+        rb = next((n for n, r in enumerate(self.runs) if b in r), None)
+        return ra is not None and rb is not None and ra != rb
 
 
 def class_mirror(kernel: Kernel) -> ClassMirror | None:
@@ -110,14 +124,19 @@ def class_mirror(kernel: Kernel) -> ClassMirror | None:
     own = _buffers(first)
     mirrors: list[int] = []
     pairs: dict[str, str] = {}
+    groups = [frozenset(_buffers(b.body)) for b in first] if _sub_block_runs(first) else \
+        [frozenset(own)]  # type: ignore[union-attr]
     for n, (_, _, body) in enumerate(runs[1:], start=1):
         m = _Matcher(kernel, own)
         if m.runs(first, body) and not set(m.names) & set(pairs):
             mirrors.append(n)
             pairs.update(m.names)
+            groups += [frozenset(g) for g in m.groups]
     if not mirrors:
         return None
-    return ClassMirror(0, tuple(mirrors), tuple(sorted(pairs.items())))
+    onchip = set(kernel.buffer_map)
+    return ClassMirror(0, tuple(mirrors), tuple(sorted(pairs.items())),
+                       tuple(g & onchip for g in groups))
 
 
 def without_mirrors(body: tuple[Stmt, ...], mirror: ClassMirror) -> tuple[Stmt, ...]:
@@ -141,7 +160,8 @@ def mirrored_syncs(kernel_body: tuple[Stmt, ...], synced: tuple[Stmt, ...],
     first = _run(by_index[mirror.first])
     if first is None:
         return None
-    names = {a: b for b, a in mirror.buffers}  # the first class's name -> the mirror's
+    var = kernel_body[mirror.first].var  # type: ignore[union-attr]
+    one_body = not _sub_block_runs(_run(kernel_body[mirror.first]) or ())
     out: list[Stmt] = []
     for n, s in enumerate(kernel_body):
         if n not in mirror.mirrors:
@@ -151,8 +171,13 @@ def mirrored_syncs(kernel_body: tuple[Stmt, ...], synced: tuple[Stmt, ...],
         assert isinstance(loop, For)
         guarded = len(loop.body) == 1 and isinstance(loop.body[0], If)
         body = loop.body[0].body if guarded else loop.body  # type: ignore[union-attr]
-        mine = {a: b for a, b in names.items() if b in _buffers(body)}
-        got = _copy(first, body, mine, kernel_body[mirror.first].var)  # type: ignore[union-attr]
+        if one_body and _sub_block_runs(body):  # a copy of the first class's run per sub-block
+            parts = [_copy(first, b.body, _renames(mirror, b.body), var)  # type: ignore[union-attr]
+                     for b in body]
+            got = None if None in parts else tuple(
+                replace(b, body=p) for b, p in zip(body, parts))  # type: ignore[arg-type]
+        else:
+            got = _copy(first, body, _renames(mirror, body), var)
         if got is None:
             return None
         inner = (replace(loop.body[0], body=got),) if guarded else got  # type: ignore[arg-type]
@@ -181,6 +206,13 @@ def _disjoint(kernel: Kernel, runs: list[tuple[For, tuple[Cond, ...], tuple[Stmt
 def _buffers(body: tuple[Stmt, ...]) -> set[str]:
     """The tensors (on-chip buffers and GM) ``body``'s instructions touch."""
     return {r.tensor for i, _ in iter_instrs(body) for r in i.writes + i.reads}
+
+
+def _renames(mirror: ClassMirror, body: tuple[Stmt, ...]) -> dict[str, str]:
+    """The first class's buffer -> ``body``'s counterpart (one run's: the runs of one mirror
+    on different sub-blocks may share a counterpart)."""
+    mine = _buffers(body)
+    return {first: m for m, first in mirror.buffers if m in mine}
 
 
 def _run(stmt: Stmt) -> tuple[Stmt, ...] | None:
@@ -216,14 +248,28 @@ class _Matcher:
         self.names: dict[str, str] = {}  # mirror buffer -> first class's
         self.taken: set[str] = set()
         self.moves: dict[str, Affine] = {}  # GM tensor -> its offset's move
+        self.groups: list[set[str]] = []  # the buffers of each run matched
         self.loop_vars: set[str] = set()
 
     def runs(self, first: tuple[Stmt, ...], mine: tuple[Stmt, ...]) -> bool:
-        if _sub_block_runs(first) or _sub_block_runs(mine):
-            if len(first) != len(mine):
+        """Whether each run of ``mine`` mirrors the first class's run on the same core: one
+        body per sub-block against the first class's body for that sub-block, or against
+        its one body that every sub-block runs (its rows at ``sub_block_idx * h``)."""
+        if _sub_block_runs(first):
+            if not _sub_block_runs(mine) or len(first) != len(mine):
                 return False
-            return all(isinstance(a, If) and isinstance(b, If) and a.conds == b.conds
-                       and self.body(a.body, b.body, top=True) for a, b in zip(first, mine))
+            return all(a.conds == b.conds and self.run(a.body, b.body)  # type: ignore[union-attr]
+                       for a, b in zip(first, mine))
+        if _sub_block_runs(mine):
+            return all(self.run(first, b.body) for b in mine)  # type: ignore[union-attr]
+        return self.run(first, mine)
+
+    def run(self, first: tuple[Stmt, ...], mine: tuple[Stmt, ...]) -> bool:
+        """One run against the first class's: its buffers one to one with the first
+        class's, its GM offsets moved by one amount per tensor (runs on other cores may
+        take the same buffers and other moves)."""
+        self.taken, self.moves = set(), {}
+        self.groups.append(set())
         return self.body(first, mine, top=True)
 
     def body(self, first: tuple[Stmt, ...], mine: tuple[Stmt, ...], top: bool) -> bool:
@@ -280,6 +326,7 @@ class _Matcher:
             return False
         self.names[b.tensor] = a.tensor
         self.taken.add(a.tensor)
+        self.groups[-1].add(b.tensor)
         return True
 
 

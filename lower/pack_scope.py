@@ -262,13 +262,15 @@ def sharing(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int]
 
 
 def mirrored(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int],
-             lifetimes: Lifetimes, refuse: Loops, pairs: dict[str, str]
+             lifetimes: Lifetimes, refuse: Loops, pairs: dict[str, str],
+             apart: Callable[[str, str], bool] = lambda _a, _b: False
              ) -> tuple[dict[Key, int], int, int] | None:
     """(offsets, peak, cross-pipe reuses) of the packing ``offs`` of every copy of ``items``
     but the buffers of ``pairs`` (mirror -> counterpart, ``lower/class_mirror.py``), with each
     mirror copy at its counterpart's offset, when that is a packing under the same rules: no
     two copies live together share bytes (an in-place partner may sit at its own offset) and
-    no sharing is refused inside a loop of ``refuse``. None otherwise."""
+    no sharing is refused inside a loop of ``refuse``, but for buffers ``apart`` (of runs on
+    different Vector cores, ``ClassMirror.apart``). None otherwise."""
     new = dict(offs)
     for e in items:
         if e.buffer in pairs:
@@ -284,6 +286,8 @@ def mirrored(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int],
             kb = (b.buffer, b.copy)
             if a.buffer not in pairs and b.buffer not in pairs:
                 continue  # the packing's own verdict stands
+            if apart(a.buffer, b.buffer):
+                continue  # never on one core
             oa, ob = new[ka], new[kb]
             if not (oa < ob + sizes[kb] and ob < oa + sizes[ka]):
                 continue

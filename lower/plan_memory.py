@@ -72,7 +72,7 @@ from dataclasses import dataclass, replace
 
 from ascendsched.errors import BufferingWarning, CapacityError
 from ascendsched.lower.bank_groups import read_together
-from ascendsched.lower.class_mirror import class_mirror
+from ascendsched.lower.class_mirror import ClassMirror, class_mirror
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.lifetimes import Lifetime, Lifetimes
 from ascendsched.lower.pack_scope import (
@@ -184,7 +184,6 @@ def _plan(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: bool,
     compromises: list[str] = []
     banks = Banks(read_together(kernel, target) if bank_aware else {}, target)
     mirror = class_mirror(kernel)
-    pairs = mirror.buffer_map if mirror is not None else {}
     scopes = list(dict.fromkeys(e.scope for e in lifetimes.entries))
     for scope in scopes:
         spec = target.scope(scope)
@@ -210,8 +209,8 @@ def _plan(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: bool,
                 strict = (its, refuse)
             if _live_floor(its, sizes, lifetimes.in_place) > spec.usable:
                 continue  # no packing of these lifetimes fits: skip the search
-            got = _mirrored(its, sizes, spec, lifetimes, refuse, bank, pairs) if pairs \
-                else None
+            got = _mirrored(its, sizes, spec, lifetimes, refuse, bank, mirror) \
+                if mirror is not None else None
             peak, reuses, name, offs = got or best_packing(its, sizes, spec, lifetimes,
                                                            refuse, bank)
             if peak <= spec.usable:
@@ -243,18 +242,19 @@ def _plan(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: bool,
 
 # --------------------------------------------------------------------------- private helpers
 def _mirrored(items: list[Lifetime], sizes: dict[Key, int], spec: ScopeSpec,
-              lifetimes: Lifetimes, refuse: Loops, bank: Banks | None, pairs: dict[str, str]
+              lifetimes: Lifetimes, refuse: Loops, bank: Banks | None, mirror: ClassMirror
               ) -> tuple[int, int, str, dict[Key, int]] | None:
-    """``best_packing`` of ``items`` with a mirror tile class's buffers (``pairs``: mirror ->
-    counterpart, ``lower/class_mirror.py``) left out of the packing and put at their
-    counterparts' offsets (the sync steps then analyse one class for both), when that is a
-    packing (``pack_scope.mirrored``); else None (pack them all). Half the copies to pack
-    for the LM head's two row-block classes."""
+    """``best_packing`` of ``items`` with the mirror tile classes' buffers
+    (``lower/class_mirror.py``) left out of the packing and put at their counterparts'
+    offsets (the sync steps then analyse one class for all), when that is a packing
+    (``pack_scope.mirrored``); else None (pack them all). Half the copies to pack for the LM
+    head's two row-block classes."""
+    pairs = mirror.buffer_map
     rest = [e for e in items if e.buffer not in pairs]
     if len(rest) == len(items):
         return None
     _, _, name, offs = best_packing(rest, sizes, spec, lifetimes, refuse, bank)
-    got = mirrored(items, offs, sizes, lifetimes, refuse, pairs)
+    got = mirrored(items, offs, sizes, lifetimes, refuse, pairs, mirror.apart)
     if got is None:
         return None
     offs, peak, reuses = got

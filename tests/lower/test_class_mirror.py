@@ -31,6 +31,10 @@ MIRRORED = {
     # rows of 20 000 float32 read in chunks; a full block of 32 rows and an edge of 8
     "chunked_rows_40x20000x40": lambda: GemmSchedule(L.gemm_softmax(40, 20000, 40))
     .tile(32, 512, 32).bind(2).buffer("workspace", 1),
+    # an M edge of 9 rows: 5 and 4 rows, one body per Vector core, each mirroring the first
+    # class's one body (16 rows on either Vector core)
+    "odd_edge_41x20000x40": lambda: GemmSchedule(L.gemm_softmax(41, 20000, 40))
+    .tile(32, 512, 32).bind(2).buffer("workspace", 1),
 }
 
 
@@ -75,6 +79,28 @@ def test_a_mirrored_kernel_passes_the_gpp_ladder() -> None:
     verdicts = check(sched, reduce=False)
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
     assert any(v.check.startswith("C++ trace race") for v in verdicts)
+
+
+def test_each_sub_block_body_of_an_odd_edge_mirrors_the_first_classs_one_body() -> None:
+    """The first class runs one body on both Vector cores (16 rows each, placed by
+    ``sub_block_idx``); the 9-row edge runs 5 rows on one and 4 on the other, two bodies
+    under ``if sub_block_idx == s``. Each is a run of its own against the first class's body:
+    both take its buffers' offsets (they never run on one core) and its syncs."""
+    k, log = _lowered(MIRRORED["odd_edge_41x20000x40"]())
+    planned = log.results["apply memory plan"]
+    first, edge = planned.program(CoreType.AIV).body
+    halves = edge.body[0].body
+    assert len(halves) == 2 and all(isinstance(h, If) for h in halves)
+    assert not any(isinstance(s, If) for s in first.body[0].body)
+    mirror = class_mirror(planned)
+    assert mirror is not None
+    by_first: dict[str, list[str]] = {}
+    for mine, theirs in mirror.buffers:
+        by_first.setdefault(theirs, []).append(mine)
+    assert by_first and all(len(v) == 2 for v in by_first.values())
+    synced = log.results["template syncs"].program(CoreType.AIV).body[1].body[0].body
+    for h in synced:
+        assert any(isinstance(i, WaitFlag) for i, _ in iter_instrs(h.body))
 
 
 def test_no_mirror_where_a_core_runs_two_trips_of_a_class() -> None:

@@ -1,7 +1,8 @@
 """Property: a mixed kernel whose later tile classes mirror the first (lower/class_mirror.py)
 is synchronised exactly by copying the first class's syncs. Hypothesis draws GEMM + Vector
 epilogue schedules whose tile classes differ in rows only (an M edge in three or more whole
-steps of rows, no N edge; or row blocks, which span every column), on enough cores for one tile
+steps of rows, no N edge, or an odd edge of single-row steps split 5 : 4 between the Vector
+cores; or row blocks, which span every column), on enough cores for one tile
 per core; each kernel's
 AIV program must equal what the kernel's own analysis gives, and the ladder must pass."""
 
@@ -35,8 +36,13 @@ def mirror_cases(draw) -> GemmSchedule:
                 label="rows per step")
     # at least 3 steps (class_mirror.MIN_TRIPS): with 2 a double buffer's copy is never
     # reused and the mirror needs fewer syncs than the first class
-    m = full * tm + subs * rows * draw(st.integers(MIN_TRIPS, tm // (subs * rows) - 1),
-                                       label="edge steps")
+    if subs == 2 and rows == 1 and draw(st.booleans(), label="odd edge"):
+        # 2s - 1 rows: s on one Vector core, s - 1 on the other, a body each, both mirroring
+        # the first class's one body (and its 3 steps at least)
+        m = full * tm + 2 * draw(st.integers(MIN_TRIPS + 1, tm // 2), label="edge steps") - 1
+    else:
+        m = full * tm + subs * rows * draw(st.integers(MIN_TRIPS, tm // (subs * rows) - 1),
+                                           label="edge steps")
     if kind == "softmax":  # rows wider than a tile: row blocks, each spanning every column
         n = draw(st.integers(tn + 1, 4 * tn), label="n")
         per_class = (full, 1)

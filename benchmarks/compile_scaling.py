@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import multiprocessing as mp
+import random
 import resource
 import tempfile
 import time
@@ -107,6 +108,34 @@ def cases(quick: bool) -> list[Case]:
                 out.append(Case(name, (r, 4096), "8K-element row tiles 40 cores db"))
             for r in rows:  # rows no tile holds: statistics in chunks (schedule/chunks.py)
                 out.append(Case(name, (r, VOCAB), "default, vocabulary rows"))
+    return out
+
+
+RANDOM = "default, random shape"  # the schedule label of --random's cases
+
+
+def random_cases(n: int, seed: int) -> list[Case]:
+    """``n`` library kernels at shapes drawn log-uniformly (seeded): rows up to 23 000 and
+    columns up to 46 000 for the vector kernels, M, N, K from 8 to 8192 for the GEMMs, a
+    batch up to 64 for the batched one."""
+    rng = random.Random(seed)
+    kernels = ("gemm", "gemm_int8", "batched_gemm", *MIXED, *VECTOR_KERNELS)
+
+    def size(lo: float, hi: float) -> int:
+        return int(round(2 ** rng.uniform(lo, hi)))
+
+    out = []
+    for _ in range(n):
+        k = rng.choice(kernels)
+        if k in ("vadd", "mul_add_relu"):
+            shape: tuple[int, ...] = (size(4, 27),)
+        elif k in VECTOR_KERNELS:
+            shape = (size(0, 14.5), size(3, 15.5))
+        elif k.startswith("batched"):
+            shape = (size(0, 6), size(4, 12), size(4, 12), size(4, 12))
+        else:
+            shape = (size(3, 13), size(3, 13), size(3, 13))
+        out.append(Case(k, shape, RANDOM))
     return out
 
 
@@ -219,8 +248,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="fresh processes per case; the least "
                     "CPU time is reported (the machine's noise only ever adds time)")
     ap.add_argument("--csv", type=Path, help="write every row to this CSV file")
+    ap.add_argument("--random", type=int, default=0, metavar="N",
+                    help="also N library kernels at randomly drawn shapes")
+    ap.add_argument("--seed", type=int, default=0, help="the seed of --random's shapes")
     args = ap.parse_args()
-    todo = [c for c in cases(args.quick) if not args.only or args.only in c.label]
+    todo = [c for c in cases(args.quick) + random_cases(args.random, args.seed)
+            if not args.only or args.only in c.label]
     preload()
     ctx = mp.get_context("fork")
     rows: list[dict[str, object]] = []
@@ -244,6 +277,8 @@ def main() -> None:
     print("growth, smallest to largest size (CPU s):")
     fam: dict[tuple, list[dict]] = {}
     for r in ok:
+        if r["schedule"] == RANDOM:
+            continue
         fam.setdefault((r["kernel"], r["schedule"]), []).append(r)
     steep: list[str] = []  # families whose slowest size takes over GROWTH x the fastest
     for (kern, sched), rs in fam.items():
@@ -261,11 +296,24 @@ def main() -> None:
               f"x{worst / max(min(r['cpu'] for r in rs), 1e-9):.2f} max/min; "
               f"{len(shapes)} structures, x{same:.2f} within one)")
     # the goals of the scalable-compile issue, as this run measured them
-    slow = [r["case"] for r in ok if r["cpu"] > GOAL_CPU_S or r["rss_mb"] > GOAL_RSS_MB]
-    print(f"\ngoals: {len(ok) - len(slow)} of {len(rows)} cases under {GOAL_CPU_S} s CPU and "
+    sweep = [r for r in rows if not r["case"].endswith(f"[{RANDOM}]")]
+    slow = [r["case"] for r in sweep if "error" not in r
+            and (r["cpu"] > GOAL_CPU_S or r["rss_mb"] > GOAL_RSS_MB)]
+    done = sum(1 for r in sweep if "error" not in r)
+    print(f"\ngoals: {done - len(slow)} of {len(sweep)} cases under {GOAL_CPU_S} s CPU and "
           f"{GOAL_RSS_MB} MB{' (over: ' + '; '.join(slow) + ')' if slow else ''}; "
           f"{len(fam) - len(steep)} of {len(fam)} families within x{GROWTH} from fastest to "
           f"slowest size{' (over: ' + '; '.join(steep) + ')' if steep else ''}")
+    drawn = [r for r in rows if r["case"].endswith(f"[{RANDOM}]")]
+    if drawn:
+        cpu = sorted(r["cpu"] for r in drawn if "error" not in r)
+        over = [r for r in drawn if "error" in r or r["cpu"] > GOAL_CPU_S
+                or r["rss_mb"] > GOAL_RSS_MB]
+        print(f"random shapes (seed {args.seed}): {len(drawn) - len(over)} of {len(drawn)} "
+              f"under {GOAL_CPU_S} s CPU and {GOAL_RSS_MB} MB; median {cpu[len(cpu) // 2]:.3f} s, "
+              f"slowest {cpu[-1]:.3f} s" + "".join(
+                  f"\n  over: {r['case']} "
+                  + (r["error"] if "error" in r else f"{r['cpu']:.3f} s") for r in over))
     if args.csv:
         with args.csv.open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))

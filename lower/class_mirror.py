@@ -4,11 +4,11 @@
 class's tile size. Where a later class's epilogue is the first class's with fewer rows (the
 LM head 4096 x 32000 x 4096 in row blocks of 176 rows on 24 cores: 23 blocks of 88 rows per
 Vector core, the M edge block 24 rows per Vector core), its body is the first class's with its
-last loop shorter, its own buffers of the same sizes and other GM offsets, and the sync steps
-would analyse the same code twice (0.68 s against 0.35 s for one class). ``class_mirror``
-finds that correspondence; the memory planner gives each mirror buffer its counterpart's
-offsets (``plan_memory``), the sync steps analyse the first class alone (``sync_template``)
-and ``mirrored_syncs`` copies its syncs into the mirrors.
+last loop shorter or its tiles fewer rows, its own buffers and other GM offsets, and the sync
+steps would analyse the same code twice (0.68 s against 0.35 s for one class).
+``class_mirror`` finds that correspondence; the memory planner gives each mirror buffer its
+counterpart's offsets (``plan_memory``), the sync steps analyse the first class alone
+(``sync_template``) and ``mirrored_syncs`` copies its syncs into the mirrors.
 
 Why the copies are exact. The conditions, each checked here:
 
@@ -17,36 +17,42 @@ Why the copies are exact. The conditions, each checked here:
    most one class body once: every pair of AIV instances one core orders lies in one *run*
    of one class body (a sub-block ``If`` of the body is a run of its own: the sub-blocks are
    different cores).
-2. A mirror's run is the first class's run on the same Vector core with: its own buffers one
-   to one (same scope, dtype, elements, copies and, once planned, offsets), GM offsets moved
-   by one amount per tensor that names no loop of the body, and its last statement, a loop,
-   running fewer trips but at least ``MIN_TRIPS`` and one more than any buffer's copies (so
-   every dependence the first class's loop carries, at most a buffer's copies apart, exists
-   in the mirror too and it needs the syncs it copies: with 2 trips a double buffer's copy
-   is never reused and its own analysis places no flag for it;
-   ``tests/property/test_class_mirror_property.py`` checks that its own analysis places
-   exactly the copied syncs); everything else (instructions, attributes, on-chip regions,
-   conditions, inner loops) is equal, and no on-chip region or inner condition reads
-   ``block_idx`` or ``sub_block_idx``. Where the first class runs one body on both Vector
-   cores of a block (its rows placed by ``sub_block_idx``) and the mirror one body per core
-   (an odd edge: 5 rows and 4), each of those is a run against the first class's body, with
-   buffers and GM moves of its own: the two never run on one core, so both may take the
-   first class's buffers' offsets.
-3. Inside the shortened loop every body sets and waits the same flags with the same event ids
-   (each trip leaves each flag as it found it).
+2. A mirror's run is the first class's run on the same Vector core (where the first class
+   runs one body on both Vector cores of a block, its rows placed by ``sub_block_idx``, and
+   the mirror one per core, as an odd edge of 5 rows and 4 does, each of those is a run
+   against that body) with: the same statements, attributes and conditions; its own buffers
+   one to one, each of the counterpart's scope, dtype and copies, no larger and, once
+   planned, at its offsets (the runs of one mirror on different cores may share a
+   counterpart: they never run on one core); each on-chip region within its image's (the
+   same offset and strides, no extent larger: 7 rows of a 16-row tile), none reading
+   ``block_idx`` or ``sub_block_idx``; GM regions the same way, their offsets moved by one
+   amount per tensor and run that names no loop of the body; loops as long as the first
+   class's but for the run's last statement, a loop that may run fewer trips, at least
+   ``MIN_TRIPS`` and one more than any buffer's copies (so every dependence the first
+   class's loop carries, at most a buffer's copies apart, exists in the mirror too and it
+   needs the syncs it copies: with 2 trips a double buffer's copy is never reused and its
+   own analysis places no flag for it; ``tests/property/test_class_mirror_property.py``
+   checks that its own analysis places exactly the copied syncs), and other loops that may
+   run fewer trips if they hold no sync (4).
+3. Inside the shortened last loop every body sets and waits the same flags with the same
+   event ids (each trip leaves each flag as it found it).
+4. Any other shorter loop holds no sync once the first class is synchronised.
 
 Take two instances ``a < b`` of a mirror's run on one core and their images ``a0``, ``b0`` in
-a run of the first class (same statements, same loop indices: the shortened loop's trips are
-the first ones of the full loop). They touch the same on-chip bytes (2), and GM elements equal
-iff the images' are (the per-tensor move cancels), so a dependence between ``a`` and ``b`` is
-one between ``a0`` and ``b0``. The text from ``a`` to ``b`` is the text from ``a0`` to ``b0``
-with the same syncs (the trips before ``b``'s exist in both), so every chain of flags and
-barriers that orders ``a0`` before ``b0`` orders ``a`` before ``b``. A run of the mirror is the
-first class's run with a stretch of whole trips cut out, in which every (flag, event id) has
-as many sets as waits (3); an alternating sequence of sets and waits stays alternating when
-an even stretch is cut, and no set follows the cut on that core (1), so no set can fire
-before the previous wait of its id (no double set) and the ids stay within the first class's
-budget. The cross-core flags are planned on the kernel itself, as before.
+a run of the first class (same statements, same loop indices: a shorter loop's trips are the
+first ones of the full loop). They touch a subset of the images' on-chip bytes (2) and of
+their GM elements moved by one amount per tensor (which cancels), so a dependence between
+``a`` and ``b`` is one between ``a0`` and ``b0``. The syncs from ``a`` to ``b`` are those
+from ``a0`` to ``b0`` in the same order (the trips before ``b``'s exist in both; the trips a
+shorter inner loop leaves out hold none, 4), so every chain of flags and barriers that orders
+``a0`` before ``b0`` orders ``a`` before ``b``. (A sync the first class needs may be one a
+mirror of fewer rows would not: copying can over-synchronise a mirror, never under.) A run of
+the mirror is the first class's run with a stretch of whole trips cut out, in which every
+(flag, event id) has as many sets as waits (3); an alternating sequence of sets and waits
+stays alternating when an even stretch is cut, and no set follows the cut on that core (1),
+so no set can fire before the previous wait of its id (no double set) and the ids stay
+within the first class's budget. The cross-core flags are planned on the kernel itself, as
+before.
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ from ascendsched.lower.instances import domain_text, loop_dims
 from ascendsched.lower.ir import (
     BLOCK_IDX,
     SUB_BLOCK_IDX,
+    Dim,
     For,
     If,
     Instr,
@@ -280,8 +287,11 @@ class _Matcher:
             if isinstance(a, Sync) or isinstance(b, Sync):
                 return False
             if isinstance(a, For):
+                # shorter: the run's last loop (condition 2) or a loop with no sync once
+                # synchronised (``_copy`` checks; condition 4)
                 if not (isinstance(b, For) and a.var == b.var and (
-                        b.extent == a.extent or last and self.min_trips <= b.extent < a.extent)):
+                        b.extent == a.extent or (self.min_trips if last else 1)
+                        <= b.extent < a.extent)):
                     return False
                 self.loop_vars.add(a.var)
                 if not self.body(a.body, b.body, top=False):
@@ -304,7 +314,7 @@ class _Matcher:
                                                           b.writes + b.reads))
 
     def region(self, a: Region, b: Region) -> bool:
-        if a.dims != b.dims or a.copy != b.copy:
+        if a.copy != b.copy or not _within(b.dims, a.dims):
             return False
         gm = self.kernel.param_map
         if a.tensor in gm or b.tensor in gm:
@@ -321,8 +331,8 @@ class _Matcher:
         if a.tensor in self.taken or b.tensor in self.first_buffers:
             return False
         x, y = self.kernel.buffer_map[a.tensor], self.kernel.buffer_map[b.tensor]
-        if (x.scope, x.dtype, x.elems, x.copies, x.offsets) != (
-                y.scope, y.dtype, y.elems, y.copies, y.offsets):
+        if (x.scope, x.dtype, x.copies, x.offsets) != (y.scope, y.dtype, y.copies, y.offsets) \
+                or y.elems > x.elems:
             return False
         self.names[b.tensor] = a.tensor
         self.taken.add(a.tensor)
@@ -331,13 +341,14 @@ class _Matcher:
 
 
 def _copy(first: tuple[Stmt, ...], mine: tuple[Stmt, ...], names: dict[str, str],
-          class_var: str) -> tuple[Stmt, ...] | None:
-    """``mine`` (a mirror's unsynchronised run or body) with the syncs of ``first`` (the
-    first class's, synced) at the same places; None where condition 3 fails or an event id
-    follows the first class's loop (``class_var``, not the mirror's)."""
+          class_var: str, top: bool = True) -> tuple[Stmt, ...] | None:
+    """``mine`` (a mirror's unsynchronised run or body; ``top``: a run) with the syncs of
+    ``first`` (the first class's, synced) at the same places; None where condition 3 or 4
+    fails or an event id follows the first class's loop (``class_var``, not the mirror's)."""
     out: list[Stmt] = []
     rest = iter(mine)
-    for a in first:
+    last = max((n for n, a in enumerate(first) if not isinstance(a, Sync)), default=-1)
+    for n, a in enumerate(first):
         if isinstance(a, Sync):
             if isinstance(a, EventSync) and class_var in a.event_id.vars():
                 return None
@@ -349,14 +360,26 @@ def _copy(first: tuple[Stmt, ...], mine: tuple[Stmt, ...], names: dict[str, str]
             return None
         if isinstance(a, For | If):
             assert isinstance(b, For | If)
-            if isinstance(a, For) and b.extent < a.extent and not _balanced(a.body):  # type: ignore[union-attr]
+            if isinstance(a, For) and b.extent < a.extent and not (  # type: ignore[union-attr]
+                    _balanced(a.body) if top and n == last else not _has_sync(a.body)):
                 return None
-            got = _copy(a.body, b.body, names, class_var)
+            got = _copy(a.body, b.body, names, class_var, top=False)
             if got is None:
                 return None
             b = replace(b, body=got)
         out.append(b)
     return tuple(out) if next(rest, None) is None else None
+
+
+def _has_sync(body: tuple[Stmt, ...]) -> bool:
+    return any(isinstance(i, Sync) for i, _ in iter_instrs(body))
+
+
+def _within(small: tuple[Dim, ...], big: tuple[Dim, ...]) -> bool:
+    """Whether a region of dims ``small`` holds no element one of ``big`` at the same offset
+    does not: the same strides, no extent larger."""
+    return len(small) == len(big) and all(
+        s.stride == b.stride and s.extent <= b.extent for s, b in zip(small, big))
 
 
 def _balanced(body: tuple[Stmt, ...]) -> bool:

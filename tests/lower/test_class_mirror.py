@@ -12,6 +12,7 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.api.check import check
+from ascendsched.api.sync_minimality import sync_minimality
 from ascendsched.lower.class_mirror import class_mirror, mirrored_syncs, without_mirrors
 from ascendsched.lower.cross_core_sync import leave_to_cross
 from ascendsched.lower.happens_before import unordered_dependences
@@ -20,7 +21,7 @@ from ascendsched.lower.pass_log import PassLog
 from ascendsched.lower.pipeline import _synchronise, lower
 from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.lower.schedule_for import schedule_for
-from ascendsched.lower.sync_ir import WaitFlag
+from ascendsched.lower.sync_ir import Sync, WaitFlag
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import CoreType
 
@@ -101,6 +102,36 @@ def test_each_sub_block_body_of_an_odd_edge_mirrors_the_first_classs_one_body() 
     synced = log.results["template syncs"].program(CoreType.AIV).body[1].body[0].body
     for h in synced:
         assert any(isinstance(i, WaitFlag) for i, _ in iter_instrs(h.body))
+
+
+def test_a_mirror_of_fewer_rows_in_place_is_exact() -> None:
+    """GEMM + softmax 45 x 300 x 40 in 32-row blocks on 2 cores: a full block is 16 rows per
+    Vector core in one step, the 13-row edge 7 and 6, each edge body the first class's on
+    fewer rows of the same tiles (regions within its, buffers no larger). Exact by the
+    kernel's own oracle and the IR ladder; copying may give the edge a sync its own analysis
+    would not place (never one fewer), and every channel is needed."""
+    sched = GemmSchedule(L.gemm_softmax(45, 300, 40)).tile(32, 128, 32).bind(2)
+    k, log = _lowered(sched)
+    planned = log.results["apply memory plan"]
+    mirror = class_mirror(planned)
+    assert mirror is not None
+    sizes = planned.buffer_map
+    assert any(sizes[m].elems < sizes[f].elems for m, f in mirror.buffers)
+    assert all(sizes[m].offsets == sizes[f].offsets for m, f in mirror.buffers)
+    synced, cross = log.results["template syncs"], log.results["cross-core plan"]
+    deps = leave_to_cross(analyze_dependences(synced), cross, synced)
+    assert unordered_dependences(synced, deps, k.target, by_channel=False) == ()
+    alone, _ = _synchronise(planned, planned.target, lambda _n, r: r)
+
+    def syncs(kern: Kernel) -> int:
+        return sum(1 for i, _ in iter_instrs(kern.program(CoreType.AIV).body)
+                   if isinstance(i, Sync))
+
+    assert syncs(synced) >= syncs(alone)
+    verdicts = check(sched, cpp=False, kernel=k, reduce=False)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+    got = sync_minimality(sched)
+    assert got.needed and not got.removable, str(got)
 
 
 def test_no_mirror_where_a_core_runs_two_trips_of_a_class() -> None:

@@ -4,13 +4,12 @@
 ``build_gemm.class_runs``) against the template's one class of whole tiles and matches every
 kernel statement to its image: the template instruction at the same place of the same trip
 (same op and pipe, the same buffer copies on every core and trip that runs the class, on-chip
-bytes among the image's, checked on
-``cube_ops.cube_footprints``), a peeled trip to its loop's trip, a loop of one instruction
-and no sync to the template loop as a whole. The template's syncs go in at the images'
-places with their ids at the place's values; an Mmad too small for the hardware to order
-gets a ``PipeBarrier<PIPE_M>`` (``_barriered``). None where a statement has no image or a
-sync no place (the kernel is then synchronised by itself). Why a match makes the copied
-syncs exact: ``sync_template.py``'s docstring.
+bytes among the image's, checked on ``cube_ops.cube_footprints``), a peeled trip to its
+loop's trip, a loop of one instruction and no sync to the template loop as a whole. The
+template's syncs go in at the images' places with their ids at the place's values; an Mmad
+too small for the hardware to order gets a ``PipeBarrier<PIPE_M>`` (``_barriered``). None
+where a statement has no image or a sync no place (the kernel is then synchronised by
+itself). Why a match makes the copied syncs exact: ``sync_template.py``'s docstring.
 """
 
 from __future__ import annotations
@@ -286,7 +285,6 @@ class _Match:
             if least > 0 and mmad_fractals(r, tt.target) >= least > mmad_fractals(e, kt.target):
                 self.small.add(e.id)  # the hardware orders the template's Mmads, not this one
         return True
-
 
     def same_copy(self, mine: Affine, theirs: Affine) -> bool:
         """Whether buffer copy expressions ``mine`` (the template's at the place) and

@@ -60,6 +60,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import islpy as isl
 
@@ -101,11 +102,14 @@ class ClassMirror:
     def buffer_map(self) -> dict[str, str]:
         return dict(self.buffers)
 
+    @cached_property
+    def _run_of(self) -> dict[str, int]:
+        return {b: n for n, r in enumerate(self.runs) for b in r}
+
     def apart(self, a: str, b: str) -> bool:
         """Whether on-chip buffers ``a`` and ``b`` belong to different runs, which never run
         on one Vector core (so they may share bytes at no cost)."""
-        ra = next((n for n, r in enumerate(self.runs) if a in r), None)
-        rb = next((n for n, r in enumerate(self.runs) if b in r), None)
+        ra, rb = self._run_of.get(a), self._run_of.get(b)
         return ra is not None and rb is not None and ra != rb
 
 

@@ -45,8 +45,9 @@ dependence of the kernel is ordered so (``leave_workspace_to_cross``; else it ke
 the template over-synchronises, never under). The transplant then copies the AIC's syncs as
 for a GEMM and takes the AIV program with its syncs as it is (``apply_template_syncs``).
 Where later tile classes' AIV bodies mirror the first class's (the same epilogue with fewer
-rows, each Vector core running one class body at most: ``class_mirror.py``, which says why
-copying is exact), the hybrid keeps the first class alone and the mirrors take its syncs.
+rows: ``class_mirror.py``, which says why copying is exact), the hybrid keeps the first class
+alone and the mirrors take its syncs; where a core runs several of those bodies in turn, the
+first class's alone in a loop of as many trips as all class loops have.
 """
 
 from __future__ import annotations

@@ -13,10 +13,17 @@ import pytest
 from ascendsched.algo import library as L
 from ascendsched.api.check import check
 from ascendsched.api.sync_minimality import sync_minimality
-from ascendsched.lower.class_mirror import class_mirror, mirrored_syncs, without_mirrors
+from ascendsched.lower.class_mirror import (
+    _covers,
+    _gm_written_unread,
+    _guarded,
+    class_mirror,
+    mirrored_syncs,
+    without_mirrors,
+)
 from ascendsched.lower.cross_core_sync import leave_to_cross
 from ascendsched.lower.happens_before import unordered_dependences
-from ascendsched.lower.ir import For, If, Kernel, iter_instrs
+from ascendsched.lower.ir import Dim, For, If, Kernel, iter_instrs
 from ascendsched.lower.pass_log import PassLog
 from ascendsched.lower.pipeline import _synchronise, lower
 from ascendsched.lower.polyhedral import analyze_dependences
@@ -75,8 +82,11 @@ def test_a_mirror_class_takes_the_first_classs_syncs_exactly(name: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_mirrored_kernel_passes_the_gpp_ladder() -> None:
-    sched = MIRRORED["default_300x4096x64"]()
+@pytest.mark.parametrize("make", [lambda: MIRRORED["default_300x4096x64"](),
+                                  lambda: SEQUENTIAL["bias_gelu_600x512x64"]()],
+                         ids=["one run per core", "runs in sequence"])
+def test_a_mirrored_kernel_passes_the_gpp_ladder(make) -> None:  # noqa: ANN001
+    sched = make()
     verdicts = check(sched, reduce=False)
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
     assert any(v.check.startswith("C++ trace race") for v in verdicts)
@@ -134,15 +144,99 @@ def test_a_mirror_of_fewer_rows_in_place_is_exact() -> None:
     assert got.needed and not got.removable, str(got)
 
 
-def test_no_mirror_where_a_core_runs_two_trips_of_a_class() -> None:
-    """Three full row blocks and an edge on two cores: core 0 runs two full blocks, so its
-    class loop has two trips and a pair may span both (the copy argument needs one run per
-    core); the kernel is synchronised with both classes in view."""
+def test_no_mirror_where_runs_follow_each_other_and_the_edge_shortens_a_busy_loop() -> None:
+    """Three full row blocks and an edge on two cores: core 0 runs two full blocks, so a
+    core's runs follow each other (condition 1'), where a shorter loop must hold no sync; the
+    edge's loop of row steps (2 steps of the first class's 16) holds the loads, the vector
+    work and the stores between them. The kernel is synchronised with both classes in view."""
     sched = GemmSchedule(L.gemm_softmax(100, 20000, 40)).tile(32, 512, 32).bind(2)
     k, log = _lowered(sched)
     planned = log.results["apply memory plan"]
     assert class_mirror(planned) is None
     assert len(log.results["sync template"].program(CoreType.AIV).body) == 2
+
+
+SEQUENTIAL = {
+    # 8 interior tiles of 128 x 256 on 3 cores (3, 3 and 2 each), then the M edge of 88 rows
+    # (44 per Vector core: one instruction of 176 repeats where the interior's 64 rows take
+    # a loop of two of 128)
+    "bias_gelu_600x512x64": lambda: GemmSchedule(L.gemm_bias_gelu(600, 512, 64))
+    .tile(128, 256, 64).bind(3),
+    # the default schedule at an LLM layer's width: 24 interior tiles per core, 2 of the
+    # last strip, the M edge of 8 rows
+    "default_5000x4096x4096": lambda: schedule_for(L.gemm_bias_gelu(5000, 4096, 4096)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENTIAL))
+def test_runs_that_follow_each_other_take_the_first_classs_loop_syncs(name: str) -> None:
+    """Condition 1': every later class mirrors the first, the sync steps analyse the first
+    class's run in a loop of as many trips as all class loops have, and each class loop
+    takes that loop's body syncs. Exact by the kernel's own oracle (never fewer syncs than
+    its own analysis places) and the IR ladder."""
+    sched = SEQUENTIAL[name]()
+    k, log = _lowered(sched)
+    planned = log.results["apply memory plan"]
+    mirror = class_mirror(planned)
+    loops = planned.program(CoreType.AIV).body
+    assert mirror is not None and mirror.mirrors == tuple(range(1, len(loops)))
+    assert mirror.trips == sum(lp.extent for lp in loops) and loops[0].extent > 1
+    for mine, first in mirror.buffers:
+        assert planned.buffer_map[mine].offsets == planned.buffer_map[first].offsets
+    (analysed,) = log.results["sync template"].program(CoreType.AIV).body
+    assert analysed.extent == mirror.trips and not any(isinstance(s, If) for s in analysed.body)
+    synced, cross = log.results["template syncs"], log.results["cross-core plan"]
+    # each class loop holds the analysed loop's body syncs
+    inner = [sum(isinstance(i, Sync) for i, _ in iter_instrs(lp.body))
+             for lp in synced.program(CoreType.AIV).body if isinstance(lp, For)]
+    assert len(set(inner)) == 1 and inner[0] > 0, inner
+    deps = leave_to_cross(analyze_dependences(synced), cross, synced)
+    assert unordered_dependences(synced, deps, k.target, by_channel=False) == ()
+    alone, _ = _synchronise(planned, planned.target, lambda _n, r: r)
+
+    def syncs(kern: Kernel) -> int:
+        return sum(1 for i, _ in iter_instrs(kern.program(CoreType.AIV).body)
+                   if isinstance(i, Sync))
+
+    assert syncs(synced) >= syncs(alone)
+    verdicts = check(sched, cpp=False, kernel=k, reduce=name.startswith("default"))
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+
+
+def test_an_edge_unrolls_the_first_classs_loop_of_instructions() -> None:
+    """The 44-row edge's one instruction stands for the interior's loop of two (condition
+    4): it touches no element outside those the loop's trips touch."""
+    _, log = _lowered(SEQUENTIAL["bias_gelu_600x512x64"]())
+    first, edge = log.results["apply memory plan"].program(CoreType.AIV).body
+    kinds = [(type(a).__name__, type(b).__name__)
+             for a, b in zip(_guarded(first)[1], _guarded(edge)[1])]
+    assert ("For", "Instr") in kinds
+    assert class_mirror(log.results["apply memory plan"]) is not None
+
+
+def test_covers_counts_every_trip_of_the_unrolled_loop() -> None:
+    two = (Dim(128, 64), Dim(64, 1))  # one trip: 128 repeats of 64 elements
+    assert _covers((Dim(176, 64), Dim(64, 1)), two, 8192, 2)  # 176 repeats: both trips
+    assert not _covers((Dim(176, 64), Dim(64, 1)), two, 8192, 1)
+    assert not _covers((Dim(257, 64), Dim(64, 1)), two, 8192, 2)  # past the second trip
+    assert not _covers((Dim(176, 64), Dim(64, 1)), two, 9000, 2)  # a gap between the trips
+    assert _covers((Dim(2, 0), Dim(64, 0)), ((Dim(1, 0), Dim(8, 1))), 0, 2)
+    rows = (Dim(2, 128), Dim(64, 1))  # two rows of 64 at a pitch of 128: not dense
+    assert _covers(rows, (Dim(64, 1),), 128, 2)
+    assert not _covers(rows, (Dim(64, 1),), 64, 2)
+
+
+def test_runs_that_follow_each_other_meet_in_no_gm_element() -> None:
+    """Condition 1' needs every GM tensor the AIV program writes to be an output it never
+    reads (its runs store different tiles of it)."""
+    _, log = _lowered(SEQUENTIAL["bias_gelu_600x512x64"]())
+    planned = log.results["apply memory plan"]
+    body = planned.program(CoreType.AIV).body
+    assert _gm_written_unread(planned, body)
+    store = next(i for i, _ in iter_instrs(body) if i.writes[0].tensor == "E")
+    load = next(i for i, _ in iter_instrs(body) if i.op == "copy_gm_ub")
+    reads_e = replace(load, reads=(replace(load.reads[0], tensor=store.writes[0].tensor),))
+    assert not _gm_written_unread(planned, body + (reads_e,))
 
 
 def test_no_mirror_whose_loop_keeps_too_few_trips_to_reuse_a_copy() -> None:

@@ -2,9 +2,10 @@
 is synchronised exactly by copying the first class's syncs. Hypothesis draws GEMM + Vector
 epilogue schedules whose tile classes differ in rows only (an M edge in three or more whole
 steps of rows, no N edge, or an odd edge of single-row steps split 5 : 4 between the Vector
-cores; or row blocks, which span every column), on enough cores for one tile
-per core; each kernel's
-AIV program must equal what the kernel's own analysis gives, and the ladder must pass."""
+cores; or row blocks, which span every column), on enough cores for one tile per core; each
+kernel's AIV program must equal what the kernel's own analysis gives, and the ladder must
+pass. And on fewer cores than tiles, where a core's runs follow each other (condition 1'): no
+dependence of the kernel's own may be left unordered, and the ladder must pass."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ from ascendsched.algo import library as L
 from ascendsched.api.check import check
 from ascendsched.errors import CapacityError, SyncError
 from ascendsched.lower.class_mirror import MIN_TRIPS, class_mirror
+from ascendsched.lower.cross_core_sync import leave_to_cross
+from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.pass_log import PassLog
 from ascendsched.lower.pipeline import _synchronise, lower
+from ascendsched.lower.polyhedral import analyze_dependences
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import CoreType
 
@@ -83,5 +87,48 @@ def test_mirror_classes_are_synchronised_as_their_own_analysis_would(
         assert len(tmpl.program(CoreType.AIV).body) < len(planned.program(CoreType.AIV).body)
     alone, _ = _synchronise(planned, planned.target, lambda _n, r: r)
     assert _aiv(str(alone)) == _aiv(str(log.results["template syncs"]))
+    bad = [str(v) for v in check(sched, cpp=False, kernel=k) if not v.ok]
+    assert not bad, "\n".join(bad)
+
+
+@st.composite
+def sequential_cases(draw) -> GemmSchedule:
+    """The default epilogue (each tile in one step, its instructions in loops of 128
+    repeats) on fewer cores than tiles: the first class runs several tiles per core, an M
+    edge of any rows after them."""
+    kind = draw(st.sampled_from(sorted(KINDS)))
+    tm, tn, tk = (draw(st.sampled_from([16, 32, 64]), label=f"tile {x}") for x in "mnk")
+    full = draw(st.integers(1, 4), label="full row tiles")
+    edge = draw(st.integers(0, tm - 1), label="edge rows")
+    if kind == "softmax":
+        n = draw(st.integers(tn + 1, 4 * tn), label="n")
+        tiles = full + (edge > 0)
+    else:
+        cols = draw(st.integers(1, 2), label="column tiles")
+        n, tiles = cols * tn, (full + (edge > 0)) * cols
+    k = draw(st.integers(1, 96), label="k")
+    cores = draw(st.integers(1, max(1, tiles - 1)), label="cores")
+    return GemmSchedule(KINDS[kind](full * tm + edge, n, k)).tile(tm, tn, tk).bind(cores)
+
+
+@settings(max_examples=max(30, settings.default.max_examples // 5))
+@given(sequential_cases())
+def test_runs_that_follow_each_other_are_synchronised_by_the_first_classs_loop(
+        sched: GemmSchedule) -> None:
+    log = PassLog()
+    try:
+        k = lower(sched, log=log)
+    except CapacityError:
+        reject()
+    except SyncError as e:
+        if "into event ids" not in str(e):
+            raise
+        reject()
+    mirror = class_mirror(log.results["apply memory plan"])
+    if mirror is None or not mirror.trips or log.results["template syncs"] is None:
+        reject()
+    synced, cross = log.results["template syncs"], log.results["cross-core plan"]
+    deps = leave_to_cross(analyze_dependences(synced), cross, synced)
+    assert unordered_dependences(synced, deps, k.target, by_channel=False) == ()
     bad = [str(v) for v in check(sched, cpp=False, kernel=k) if not v.ok]
     assert not bad, "\n".join(bad)

@@ -14,7 +14,6 @@ from ascendsched.algo import library as L
 from ascendsched.api.check import check
 from ascendsched.api.sync_minimality import sync_minimality
 from ascendsched.lower.class_mirror import (
-    _covers,
     _gm_written_unread,
     _guarded,
     class_mirror,
@@ -24,6 +23,7 @@ from ascendsched.lower.class_mirror import (
 from ascendsched.lower.cross_core_sync import leave_to_cross
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Dim, For, If, Kernel, iter_instrs
+from ascendsched.lower.mirror_match import covers
 from ascendsched.lower.pass_log import PassLog
 from ascendsched.lower.pipeline import _synchronise, lower
 from ascendsched.lower.polyhedral import analyze_dependences
@@ -216,14 +216,14 @@ def test_an_edge_unrolls_the_first_classs_loop_of_instructions() -> None:
 
 def test_covers_counts_every_trip_of_the_unrolled_loop() -> None:
     two = (Dim(128, 64), Dim(64, 1))  # one trip: 128 repeats of 64 elements
-    assert _covers((Dim(176, 64), Dim(64, 1)), two, 8192, 2)  # 176 repeats: both trips
-    assert not _covers((Dim(176, 64), Dim(64, 1)), two, 8192, 1)
-    assert not _covers((Dim(257, 64), Dim(64, 1)), two, 8192, 2)  # past the second trip
-    assert not _covers((Dim(176, 64), Dim(64, 1)), two, 9000, 2)  # a gap between the trips
-    assert _covers((Dim(2, 0), Dim(64, 0)), ((Dim(1, 0), Dim(8, 1))), 0, 2)
+    assert covers((Dim(176, 64), Dim(64, 1)), two, 8192, 2)  # 176 repeats: both trips
+    assert not covers((Dim(176, 64), Dim(64, 1)), two, 8192, 1)
+    assert not covers((Dim(257, 64), Dim(64, 1)), two, 8192, 2)  # past the second trip
+    assert not covers((Dim(176, 64), Dim(64, 1)), two, 9000, 2)  # a gap between the trips
+    assert covers((Dim(2, 0), Dim(64, 0)), ((Dim(1, 0), Dim(8, 1))), 0, 2)
     rows = (Dim(2, 128), Dim(64, 1))  # two rows of 64 at a pitch of 128: not dense
-    assert _covers(rows, (Dim(64, 1),), 128, 2)
-    assert not _covers(rows, (Dim(64, 1),), 64, 2)
+    assert covers(rows, (Dim(64, 1),), 128, 2)
+    assert not covers(rows, (Dim(64, 1),), 64, 2)
 
 
 def test_runs_that_follow_each_other_meet_in_no_gm_element() -> None:

@@ -15,6 +15,13 @@ reads to the slot, its other GM accesses to the tile's rows and columns. Per blo
 with ``slot = (iteration of the block, over all classes) mod copies``. No cross-core flags
 yet: ``cross_core_sync.py`` derives them from the workspace dependences of the two programs.
 
+An N edge (a tile narrower than the interior's) of an epilogue without row reductions is
+lowered at the interior's columns, its UB tiles laid out as the interior's, and only its own
+columns moved to and from GM (``_tile_epilogue``: DataCopyPad rows of its width at the
+interior's UB pitch); the lanes past them compute on what UB holds there and are never
+stored. Its AIV body is then the interior's but for those moves, which lets the sync steps
+analyse the interior alone (``class_mirror.py``).
+
 Row blocks (``CubePlan.row_blocks``): an epilogue that reduces along rows wider than the Cube
 tile (softmax over 4096 scores, tiles of 256 columns) needs every tile of its rows first. An
 iteration is then a *row block*: the AIC runs the block's tiles one after the other (a loop
@@ -101,10 +108,8 @@ def build_mixed(sched: CubePlan, target: Target | None = None) -> Kernel:
         halves = row_halves(tc.cls.mv, subs)
         body: tuple[Stmt, ...] = ()
         for h, (row0, rows, conds) in enumerate(halves):
-            sub, vk = _epilogue(sched, epi, rows, tc.cls.nv, target)
             suffix = (f"_{n}" if multi else "") + (f"_h{h}" if len(halves) > 1 else "")
-            part = _relocated(copied(vk.program(CoreType.AIV).body), vk, epi, tc, cube, suffix,
-                              row0)
+            part, vk = _tile_epilogue(sched, epi, rows, tc, cube, suffix, row0, target)
             for b in vk.buffers:
                 buffers[b.name + suffix] = replace(b, name=b.name + suffix)
             body += (If(conds, part, f"sub-block {h}: {rows} rows of the tile "
@@ -339,12 +344,42 @@ def slot_elements(plan: CubePlan) -> int:
 
 
 # --------------------------------------------------------------------------- the Vector side
+def _tile_epilogue(sched: CubePlan, epi: VectorEpilogue, rows: int, cl: _ClassLoop,
+                   cube: _CubeBuilder, suffix: str, row0: Affine, target: Target
+                   ) -> tuple[tuple[Stmt, ...], Kernel]:
+    """The epilogue of ``rows`` rows of class ``cl``'s tile (from ``row0``) and its tile
+    kernel. An N edge of an epilogue without row reductions computes at the full tile's
+    columns, its UB tiles laid out as the interior's, and moves only its own columns to and
+    from GM (DataCopyPad rows of its width at the interior's UB pitch): its AIV body is the
+    interior's but for those moves, so it mirrors the first class's (``class_mirror``); the
+    lanes past its columns compute on what UB holds there and are never stored. Where a GM
+    move does not span the tile's columns, the edge computes at its own width."""
+    full = cube.t.tn
+    if not epi.rowwise and cl.cls.nv < full:
+        _, vk = _epilogue(sched, epi, rows, full, target)
+        try:
+            return _relocated(copied(vk.program(CoreType.AIV).body), vk, epi, cl, cube,
+                              suffix, row0, clip=cl.cls.nv), vk
+        except _Unclipped:
+            pass
+    _, vk = _epilogue(sched, epi, rows, cl.cls.nv, target)
+    return _relocated(copied(vk.program(CoreType.AIV).body), vk, epi, cl, cube, suffix,
+                      row0), vk
+
+
+class _Unclipped(Exception):
+    """A GM move of a padded tile kernel that does not span the tile's columns."""
+
+
 def _relocated(body: tuple[Stmt, ...], vk: Kernel, epi: VectorEpilogue, cl: _ClassLoop,
-               cube: _CubeBuilder, suffix: str, row0: Affine) -> tuple[Stmt, ...]:
+               cube: _CubeBuilder, suffix: str, row0: Affine, clip: int | None = None
+               ) -> tuple[Stmt, ...]:
     """The tile kernel's body (of the rows from ``row0`` of the tile on) moved to the class's
     tile: GM regions of the workspace to this iteration's slot, of the other tensors to the
     tile's rows and columns; buffers renamed with ``suffix``; loop variables must not meet the
-    class loop's."""
+    class loop's. ``clip``: the tile kernel is wider than the tile (``_tile_epilogue``): each
+    GM move along the columns takes the first ``clip`` of them, both sides (``_Unclipped``
+    where one does not span them all)."""
     tile = cl.tile
     assert tile is not None
     t = cube.t
@@ -356,12 +391,24 @@ def _relocated(body: tuple[Stmt, ...], vk: Kernel, epi: VectorEpilogue, cl: _Cla
     glob = {p.name: p for p in (GmTensor(n, tuple(epi.algo.tensor(n).shape),  # type: ignore[arg-type]
                                          epi.algo.tensor(n).dtype) for n in follows)}
 
+    def spans(r: Region, idx: list[Affine], cols: int) -> None:
+        if len(r.dims) > 2 or idx[-1] != Affine() or r.dims[-1].extent != cols:
+            raise _Unclipped(r)
+
     def region(r: Region, extents: dict[str, int]) -> Region:
         if r.tensor in vk.buffer_map:
             return replace(r, tensor=r.tensor + suffix)
         local = vk.param_map[r.tensor]
         if r.tensor == epi.workspace:  # the slot holds the tile densely (rows of its n)
-            return replace(r, offset=r.offset + cube.slot_base(cl) + row0 * tile.nv)
+            if clip is None:
+                return replace(r, offset=r.offset + cube.slot_base(cl) + row0 * tile.nv)
+            idx = _split_offset(r, local.shape, extents)
+            if len(local.shape) != 2:
+                raise _Unclipped(r)
+            spans(r, idx, int(local.shape[-1]))
+            rows = (Dim(r.dims[0].extent, clip),) if len(r.dims) == 2 else ()
+            return Region(r.tensor, cube.slot_base(cl) + (row0 + idx[0]) * clip,
+                          rows + (Dim(clip, 1),), r.copy)
         idx = _split_offset(r, local.shape, extents)
         g = glob[r.tensor]
         gstr = [1] * len(g.shape)
@@ -371,7 +418,14 @@ def _relocated(body: tuple[Stmt, ...], vk: Kernel, epi: VectorEpilogue, cl: _Cla
         for d, part in enumerate(idx):
             off = off + (origin[follows[r.tensor][d]] + part) * gstr[d]
         dims = r.dims if len(g.shape) == 1 else (Dim(r.dims[0].extent, gstr[-2]), r.dims[1])
+        if clip is not None and follows[r.tensor][-1] == epi.rank - 1:  # along the columns
+            spans(r, idx, int(local.shape[-1]))
+            dims = dims[:-1] + (Dim(clip, dims[-1].stride),)
         return Region(r.tensor, off, dims, r.copy)
+
+    def clipped(r: Region) -> Region:  # the UB side of a move ``region`` clipped
+        return replace(r, dims=r.dims[:-1] + (Dim(clip, r.dims[-1].stride),)) \
+            if clip is not None and r.tensor not in vk.param_map else r
 
     def walk(stmts: tuple[Stmt, ...], extents: dict[str, int]) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
@@ -385,8 +439,12 @@ def _relocated(body: tuple[Stmt, ...], vk: Kernel, epi: VectorEpilogue, cl: _Cla
                 out.append(replace(s, body=walk(s.body, extents)))
             else:
                 assert isinstance(s, Instr)
-                out.append(replace(s, writes=tuple(region(r, extents) for r in s.writes),
-                                   reads=tuple(region(r, extents) for r in s.reads)))
+                writes = tuple(region(r, extents) for r in s.writes)
+                reads = tuple(region(r, extents) for r in s.reads)
+                if any(a.dims[-1].extent != b.dims[-1].extent and a.tensor not in vk.buffer_map
+                       for a, b in zip(s.writes + s.reads, writes + reads)):
+                    writes, reads = tuple(map(clipped, writes)), tuple(map(clipped, reads))
+                out.append(replace(s, writes=writes, reads=reads))
         return tuple(out)
 
     return walk(body, {})

@@ -166,6 +166,8 @@ def class_mirror(kernel: Kernel) -> ClassMirror | None:
         return None
     first = runs[0][2]
     own = _buffers(first)
+    written = frozenset(r.tensor for i, _ in iter_instrs(aiv.body) for r in i.writes
+                        if r.tensor in kernel.param_map)
     mirrors: list[int] = []
     pairs: dict[str, str] = {}
     groups = [frozenset(_buffers(b.body)) for b in first] if sub_block_runs(first) else \
@@ -173,7 +175,7 @@ def class_mirror(kernel: Kernel) -> ClassMirror | None:
     keys = _keys(0, first)
     min_trips = MIN_TRIPS
     for n, (_, _, body) in enumerate(runs[1:], start=1):
-        m = RunMatcher(kernel, own, sequential)
+        m = RunMatcher(kernel, own, sequential, written)
         min_trips = m.min_trips
         if m.runs(first, body) and not set(m.names) & set(pairs):
             mirrors.append(n)

@@ -6,7 +6,9 @@ exact), checked statement by statement and region by region.
 and conditions; loops as long, or shorter where the conditions allow, or unrolled into the
 one instruction they hold (``covers``: it touches no element the loop's trips do not); on-chip
 regions at the same offsets within the first class's (``within``), its buffers one to one
-with the first class's and no larger; GM regions moved by one amount per tensor and run.
+with the first class's and no larger; GM regions the AIV program writes moved by one amount
+per tensor and run (those it only reads, the workspace, the bias, take part in none of its
+dependences: an N edge reads its workspace slot at rows of its own width).
 """
 
 from __future__ import annotations
@@ -40,10 +42,13 @@ def sub_block_runs(body: tuple[Stmt, ...]) -> bool:
 class RunMatcher:
     """Matches a mirror's run to the first class's (``class_mirror``, conditions 2 and 4)."""
 
-    def __init__(self, kernel: Kernel, first_buffers: set[str], sequential: bool = False
-                 ) -> None:
+    def __init__(self, kernel: Kernel, first_buffers: set[str], sequential: bool = False,
+                 written: frozenset[str] | None = None) -> None:
         self.kernel = kernel
         self.first_buffers = first_buffers
+        # the GM tensors the AIV program writes (None: every one); those it only reads
+        # take part in none of its dependences, so their regions may differ
+        self.written = frozenset(kernel.param_map) if written is None else written
         self.sequential = sequential  # condition 1': a shorter loop must hold no sync
         self.min_trips = max([MIN_TRIPS] + [kernel.buffer_map[b].copies + 1
                                              for b in first_buffers if b in kernel.buffer_map])
@@ -124,6 +129,9 @@ class RunMatcher:
                                                           b.writes + b.reads))
 
     def region(self, a: Region, b: Region) -> bool:
+        gm = self.kernel.param_map
+        if a.tensor in gm and a.tensor == b.tensor and a.tensor not in self.written:
+            return True  # GM the AIV program only reads: in no dependence of it
         if self.unrolled is not None:  # b against a's regions over every trip of its loop
             var, trips = self.unrolled
             first = a.offset.substitute(var, Affine())
@@ -134,7 +142,6 @@ class RunMatcher:
             a = replace(a, offset=first, dims=b.dims)
         if a.copy != b.copy or not within(b.dims, a.dims):
             return False
-        gm = self.kernel.param_map
         if a.tensor in gm or b.tensor in gm:
             if a.tensor != b.tensor:
                 return False

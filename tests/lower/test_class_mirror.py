@@ -83,8 +83,9 @@ def test_a_mirror_class_takes_the_first_classs_syncs_exactly(name: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("make", [lambda: MIRRORED["default_300x4096x64"](),
-                                  lambda: SEQUENTIAL["bias_gelu_600x512x64"]()],
-                         ids=["one run per core", "runs in sequence"])
+                                  lambda: SEQUENTIAL["bias_gelu_600x512x64"](),
+                                  lambda: schedule_for(L.gemm_bias_gelu(300, 700, 200))],
+                         ids=["one run per core", "runs in sequence", "n edge padded"])
 def test_a_mirrored_kernel_passes_the_gpp_ladder(make) -> None:  # noqa: ANN001
     sched = make()
     verdicts = check(sched, reduce=False)
@@ -200,6 +201,32 @@ def test_runs_that_follow_each_other_take_the_first_classs_loop_syncs(name: str)
 
     assert syncs(synced) >= syncs(alone)
     verdicts = check(sched, cpp=False, kernel=k, reduce=name.startswith("default"))
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+
+
+def test_an_n_edge_computes_at_the_interiors_columns_and_mirrors_it() -> None:
+    """GEMM + bias + GELU 300 x 700 x 200 (default: 256-column tiles): the N edge of 188
+    columns computes on UB tiles of the interior's 256 columns (its lanes past 188 are never
+    stored) and moves 188 of them to and from GM, so its body is the interior's but for those
+    moves and every class mirrors the first; the IR ladder passes."""
+    sched = schedule_for(L.gemm_bias_gelu(300, 700, 200))
+    k, log = _lowered(sched)
+    planned = log.results["apply memory plan"]
+    mirror = class_mirror(planned)
+    loops = planned.program(CoreType.AIV).body
+    assert mirror is not None and mirror.mirrors == tuple(range(1, len(loops)))
+    labels = [lp.comment for lp in loops]
+    edge = loops[next(n for n, c in enumerate(labels) if "N edge" in c)]
+    moves = [i for i, _ in iter_instrs(edge.body) if i.op in ("copy_gm_ub", "copy_ub_gm")]
+    assert moves and all(r.dims[-1].extent == 188 for i in moves for r in i.writes + i.reads
+                         if r.dims[-1].stride == 1 and len(r.dims) > 1)
+    ub = [planned.buffer_map[r.tensor] for i in moves for r in i.writes + i.reads
+          if r.tensor in planned.buffer_map and len(r.dims) > 1]
+    assert ub and all(b.shape[-1] == 256 for b in ub)
+    synced, cross = log.results["template syncs"], log.results["cross-core plan"]
+    deps = leave_to_cross(analyze_dependences(synced), cross, synced)
+    assert unordered_dependences(synced, deps, k.target, by_channel=False) == ()
+    verdicts = check(sched, cpp=False, kernel=k, reduce=False)
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 

@@ -18,6 +18,7 @@ from ascendsched.errors import CapacityError, SyncError
 from ascendsched.lower.class_mirror import MIN_TRIPS, class_mirror
 from ascendsched.lower.cross_core_sync import leave_to_cross
 from ascendsched.lower.happens_before import unordered_dependences
+from ascendsched.lower.ir import Kernel
 from ascendsched.lower.pass_log import PassLog
 from ascendsched.lower.pipeline import _synchronise, lower
 from ascendsched.lower.polyhedral import analyze_dependences
@@ -65,19 +66,26 @@ def _aiv(text: str) -> str:
     return text.split("  program AIV:")[1]
 
 
+def _lowered_or_rejected(sched: GemmSchedule) -> tuple[Kernel, PassLog]:
+    """The lowered kernel and its log; a draw over UB or over the event-id budget (a known
+    limit) is rejected."""
+    log = PassLog()
+    try:
+        return lower(sched, log=log), log
+    except CapacityError:
+        reject()
+    except SyncError as e:
+        if "into event ids" not in str(e):
+            raise
+        reject()
+    raise AssertionError("unreachable: reject() raises")
+
+
 @settings(max_examples=max(30, settings.default.max_examples // 5))
 @given(mirror_cases())
 def test_mirror_classes_are_synchronised_as_their_own_analysis_would(
         sched: GemmSchedule) -> None:
-    log = PassLog()
-    try:
-        k = lower(sched, log=log)
-    except CapacityError:
-        reject()
-    except SyncError as e:  # the event-id budget (a known limit)
-        if "into event ids" not in str(e):
-            raise
-        reject()
+    k, log = _lowered_or_rejected(sched)
     planned = log.results["apply memory plan"]
     mirror = class_mirror(planned)
     if mirror is None:  # e.g. unequal sub-block halves in one class only
@@ -115,15 +123,7 @@ def sequential_cases(draw) -> GemmSchedule:
 @given(sequential_cases())
 def test_runs_that_follow_each_other_are_synchronised_by_the_first_classs_loop(
         sched: GemmSchedule) -> None:
-    log = PassLog()
-    try:
-        k = lower(sched, log=log)
-    except CapacityError:
-        reject()
-    except SyncError as e:
-        if "into event ids" not in str(e):
-            raise
-        reject()
+    k, log = _lowered_or_rejected(sched)
     mirror = class_mirror(log.results["apply memory plan"])
     if mirror is None or not mirror.trips or log.results["template syncs"] is None:
         reject()

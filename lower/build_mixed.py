@@ -444,6 +444,8 @@ def _relocated(body: tuple[Stmt, ...], vk: Kernel, epi: VectorEpilogue, cl: _Cla
                 if any(a.dims[-1].extent != b.dims[-1].extent and a.tensor not in vk.buffer_map
                        for a, b in zip(s.writes + s.reads, writes + reads)):
                     writes, reads = tuple(map(clipped, writes)), tuple(map(clipped, reads))
+                    s = replace(s, comment=f"{s.comment} ({clip} columns of the interior's "
+                                           f"{t.tn}: the edge computes at its width)")
                 out.append(replace(s, writes=writes, reads=reads))
         return tuple(out)
 

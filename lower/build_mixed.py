@@ -402,9 +402,9 @@ def _relocated(body: tuple[Stmt, ...], vk: Kernel, epi: VectorEpilogue, cl: _Cla
         if r.tensor == epi.workspace:  # the slot holds the tile densely (rows of its n)
             if clip is None:
                 return replace(r, offset=r.offset + cube.slot_base(cl) + row0 * tile.nv)
-            idx = _split_offset(r, local.shape, extents)
             if len(local.shape) != 2:
                 raise _Unclipped(r)
+            idx = _split_offset(r, local.shape, extents)
             spans(r, idx, int(local.shape[-1]))
             rows = (Dim(r.dims[0].extent, clip),) if len(r.dims) == 2 else ()
             return Region(r.tensor, cube.slot_base(cl) + (row0 + idx[0]) * clip,

@@ -101,7 +101,7 @@ from ascendsched.lower.ir import (
     copied,
     iter_instrs,
 )
-from ascendsched.lower.mirror_match import MIN_TRIPS, RunMatcher, sub_block_runs
+from ascendsched.lower.mirror_match import RunMatcher, least_trips, sub_block_runs
 from ascendsched.lower.sync_ir import EventSync, SetFlag, Sync, WaitFlag
 from ascendsched.target import CoreType
 
@@ -166,17 +166,14 @@ def class_mirror(kernel: Kernel) -> ClassMirror | None:
         return None
     first = runs[0][2]
     own = _buffers(first)
-    written = frozenset(r.tensor for i, _ in iter_instrs(aiv.body) for r in i.writes
-                        if r.tensor in kernel.param_map)
+    written = _gm_touched(kernel, aiv.body, "writes")
     mirrors: list[int] = []
     pairs: dict[str, str] = {}
     groups = [frozenset(_buffers(b.body)) for b in first] if sub_block_runs(first) else \
         [frozenset(own)]  # type: ignore[union-attr]
     keys = _keys(0, first)
-    min_trips = MIN_TRIPS
     for n, (_, _, body) in enumerate(runs[1:], start=1):
         m = RunMatcher(kernel, own, sequential, written)
-        min_trips = m.min_trips
         if m.runs(first, body) and not set(m.names) & set(pairs):
             mirrors.append(n)
             pairs.update(m.names)
@@ -187,8 +184,8 @@ def class_mirror(kernel: Kernel) -> ClassMirror | None:
     if not mirrors:
         return None
     onchip = set(kernel.buffer_map)
-    trips = max(sum(runs[n][0].extent for n in [0, *mirrors]), min_trips) if sequential \
-        else 0
+    trips = max(sum(runs[n][0].extent for n in [0, *mirrors]), least_trips(kernel, own)) \
+        if sequential else 0
     return ClassMirror(0, tuple(mirrors), tuple(sorted(pairs.items())),
                        tuple(g & onchip for g in groups), trips, tuple(keys))
 
@@ -280,10 +277,16 @@ def _gm_written_unread(kernel: Kernel, body: tuple[Stmt, ...]) -> bool:
     """Whether every GM tensor ``body`` writes is an output it never reads (condition 1':
     runs of one core then meet in no GM element, the tile classes partitioning the output,
     ``polyhedral.in_other_tile_class``)."""
+    written = _gm_touched(kernel, body, "writes")
+    return not written & _gm_touched(kernel, body, "reads") and all(
+        kernel.param_map[t].kind == "output" for t in written)
+
+
+def _gm_touched(kernel: Kernel, body: tuple[Stmt, ...], side: str) -> frozenset[str]:
+    """The GM tensors ``body``'s instructions write (``side`` "writes") or read ("reads")."""
     gm = kernel.param_map
-    written = {r.tensor for i, _ in iter_instrs(body) for r in i.writes if r.tensor in gm}
-    read = {r.tensor for i, _ in iter_instrs(body) for r in i.reads if r.tensor in gm}
-    return not written & read and all(gm[t].kind == "output" for t in written)
+    return frozenset(r.tensor for i, _ in iter_instrs(body) for r in getattr(i, side)
+                     if r.tensor in gm)
 
 
 def _keys(n: int, body: tuple[Stmt, ...]) -> list[tuple[int, object]]:

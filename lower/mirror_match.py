@@ -39,6 +39,13 @@ def sub_block_runs(body: tuple[Stmt, ...]) -> bool:
     return bool(seen)
 
 
+def least_trips(kernel: Kernel, first_buffers: set[str]) -> int:
+    """The fewest trips a loop of the first class is analysed or mirrored with: at least
+    ``MIN_TRIPS`` and one more than any of its buffers' copies (condition 2)."""
+    return max([MIN_TRIPS] + [kernel.buffer_map[b].copies + 1
+                              for b in first_buffers if b in kernel.buffer_map])
+
+
 class RunMatcher:
     """Matches a mirror's run to the first class's (``class_mirror``, conditions 2 and 4)."""
 
@@ -50,8 +57,7 @@ class RunMatcher:
         # take part in none of its dependences, so their regions may differ
         self.written = frozenset(kernel.param_map) if written is None else written
         self.sequential = sequential  # condition 1': a shorter loop must hold no sync
-        self.min_trips = max([MIN_TRIPS] + [kernel.buffer_map[b].copies + 1
-                                             for b in first_buffers if b in kernel.buffer_map])
+        self.min_trips = least_trips(kernel, first_buffers)
         self.names: dict[str, str] = {}  # mirror buffer -> first class's
         self.taken: set[str] = set()
         self.moves: dict[str, Affine] = {}  # GM tensor -> its offset's move

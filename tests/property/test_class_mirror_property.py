@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 from ascendsched.algo import library as L
 from ascendsched.api.check import check
 from ascendsched.errors import CapacityError, SyncError
-from ascendsched.lower.class_mirror import MIN_TRIPS, class_mirror
+from ascendsched.lower.class_mirror import class_mirror
 from ascendsched.lower.cross_core_sync import leave_to_cross
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Kernel
+from ascendsched.lower.mirror_match import MIN_TRIPS
 from ascendsched.lower.pass_log import PassLog
 from ascendsched.lower.pipeline import _synchronise, lower
 from ascendsched.lower.polyhedral import analyze_dependences
@@ -39,7 +40,7 @@ def mirror_cases(draw) -> GemmSchedule:
     subs = draw(st.sampled_from([2, 1]), label="vector cores per block")
     rows = draw(st.sampled_from([r for r in (1, 2, 4) if tm // (subs * r) > MIN_TRIPS]),
                 label="rows per step")
-    # at least 3 steps (class_mirror.MIN_TRIPS): with 2 a double buffer's copy is never
+    # at least 3 steps (mirror_match.MIN_TRIPS): with 2 a double buffer's copy is never
     # reused and the mirror needs fewer syncs than the first class
     if subs == 2 and rows == 1 and draw(st.booleans(), label="odd edge"):
         # 2s - 1 rows: s on one Vector core, s - 1 on the other, a body each, both mirroring

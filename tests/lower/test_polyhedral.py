@@ -120,9 +120,10 @@ _PLANNED = [
     lambda: lower(schedule_for(L.gemm_gelu(100, 300, 64)), stop_after="apply memory plan"),
     lambda: lower(schedule_for(L.rmsnorm(1000, 4096)), stop_after="apply memory plan"),
     lambda: lower(schedule_for(L.softmax(1000, 16384)), stop_after="apply memory plan"),
+    lambda: lower(schedule_for(L.gemm_softmax(200, 300, 64)), stop_after="apply memory plan"),
 ]
 _PLANNED_IDS = ["gemm tile classes", "layernorm rows", "softmax wide rows", "gemm_gelu mixed",
-                "rmsnorm row loops and tail", "softmax row pieces"]
+                "rmsnorm row loops and tail", "softmax row pieces", "gemm_softmax row classes"]
 
 
 @pytest.mark.parametrize("make", _PLANNED, ids=_PLANNED_IDS)
@@ -173,6 +174,22 @@ def test_byte_set_shortcuts_find_the_same_dependences(make, monkeypatch) -> None
     assert all(a.relation.is_equal(b.relation) for a, b in zip(fast, general, strict=True))
     shortcut = [a for i in fast.instrs for a in instr_accesses(k, i) if a.fixed or a.block_free]
     assert len(shortcut) >= 3
+
+
+def test_fixed_pairs_in_box_domains_read_their_levels_off_the_loops(monkeypatch) -> None:
+    # the AIV program of a mixed kernel guards its tile classes on block_idx alone, so its
+    # statements' domains are boxes: most fixed pairs take their levels from the loops
+    # (polyhedral._box_levels) instead of isl; the previous test checks they are the same
+    from ascendsched.lower import polyhedral
+
+    boxed: list = []
+    box_levels = polyhedral._box_levels
+    monkeypatch.setattr(polyhedral, "_box_levels", lambda *a: boxed.append(
+        box_levels(*a)) or boxed[-1])
+    deps = analyze_dependences(_PLANNED[6]())
+    decided = [b for b in boxed if b is not None]
+    assert len(decided) >= len(boxed) // 2 and any(b == () for b in decided)
+    assert any(d.carried and not d.loop_independent for d in deps)
 
 
 def test_accesses_varying_only_in_inner_loops_are_decided_as_fixed(monkeypatch) -> None:

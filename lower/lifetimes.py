@@ -405,6 +405,8 @@ def _copies(r: Region, copies: int, ranges: dict[str, int]) -> list[int]:
     seen = set()
     for vals in itertools.product(*(range(n) for n in sizes)):
         seen.add(r.copy.evaluate(dict(zip(names, vals, strict=True))) % copies)
+        if len(seen) == copies:  # every copy: the rest cannot add one (a mixed kernel's
+            break  # workspace slot over its blocks and trips: most of its lifetimes' time)
     return sorted(seen)
 
 

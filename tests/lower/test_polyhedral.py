@@ -109,7 +109,7 @@ def _general(kernel: Kernel, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN202
     with monkeypatch.context() as m:
         m.setattr(polyhedral, "instr_accesses", lambda k, info: [
             replace(a, fixed=False, block_free=False) for a in plain(k, info)])
-        m.setattr(polyhedral, "_inner_only", lambda *args: False)
+        m.setattr(polyhedral, "inner_only", lambda *args: False)
         return analyze_dependences(kernel)
 
 
@@ -179,12 +179,12 @@ def test_byte_set_shortcuts_find_the_same_dependences(make, monkeypatch) -> None
 def test_fixed_pairs_in_box_domains_read_their_levels_off_the_loops(monkeypatch) -> None:
     # the AIV program of a mixed kernel guards its tile classes on block_idx alone, so its
     # statements' domains are boxes: most fixed pairs take their levels from the loops
-    # (polyhedral._box_levels) instead of isl; the previous test checks they are the same
-    from ascendsched.lower import polyhedral
+    # (dependence_pairs._box_levels) instead of isl; the previous test checks they are the same
+    from ascendsched.lower import dependence_pairs
 
     boxed: list = []
-    box_levels = polyhedral._box_levels
-    monkeypatch.setattr(polyhedral, "_box_levels", lambda *a: boxed.append(
+    box_levels = dependence_pairs._box_levels
+    monkeypatch.setattr(dependence_pairs, "_box_levels", lambda *a: boxed.append(
         box_levels(*a)) or boxed[-1])
     deps = analyze_dependences(_PLANNED[6]())
     decided = [b for b in boxed if b is not None]
@@ -195,13 +195,13 @@ def test_fixed_pairs_in_box_domains_read_their_levels_off_the_loops(monkeypatch)
 def test_accesses_varying_only_in_inner_loops_are_decided_as_fixed(monkeypatch) -> None:
     # RMSNorm 1000x4096 multiplies each row of a 2-row tile in a loop of its own: those
     # accesses vary with that loop alone, so against a statement sharing only the tile loop
-    # they touch the same bytes in every tile (polyhedral._inner_only); the dependences are
+    # they touch the same bytes in every tile (dependence_pairs.inner_only); the dependences are
     # those of the general analysis (test above), reached without joining the relations
     from ascendsched.lower import polyhedral
 
     k = _PLANNED[4]()
     seen = []
-    inner = polyhedral._inner_only
+    inner = polyhedral.inner_only
 
     def spy(a, info, m):  # noqa: ANN001, ANN202
         got = inner(a, info, m)
@@ -209,7 +209,7 @@ def test_accesses_varying_only_in_inner_loops_are_decided_as_fixed(monkeypatch) 
             seen.append((info.id, a.space))
         return got
 
-    monkeypatch.setattr(polyhedral, "_inner_only", spy)
+    monkeypatch.setattr(polyhedral, "inner_only", spy)
     analyze_dependences(k)
     in_row_loops = {i.id for i in kernel_instrs(k) if len(i.loops) == 2}
     assert len(in_row_loops) == 3 and {i for i, _ in seen} == in_row_loops

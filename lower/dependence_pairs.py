@@ -36,7 +36,7 @@ def inner_only(a: Access, info: InstrInfo, m: int) -> bool:
 
 
 def apart_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
-                ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+               ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """Whether two accesses of statements with no common loop, s first in the text, conflict
     (their conflicting region descriptions, or None), when each touches the same bytes in
     every block that runs it (``Access.block_free``): every s instance precedes every d
@@ -52,7 +52,7 @@ def apart_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
 
 
 def blocked_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
-                  ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+                 ) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """Whether two accesses of statements with no common loop, s first in the text, conflict
     (their conflicting region descriptions, or None), whatever their bytes depend on: every s
     instance precedes every d instance of its block, so they conflict iff in some block the
@@ -126,8 +126,8 @@ def _meeting_parts(sa: Access, da: Access) -> tuple[tuple[str, ...], tuple[str, 
 
 
 def fixed_pair(sa: Access, da: Access, s: InstrInfo, d: InstrInfo, cache: dict
-                ) -> tuple[Callable[[], isl.Map], tuple,
-                           tuple[tuple[str, ...], tuple[str, ...]]] | None:
+               ) -> tuple[Callable[[], isl.Map], tuple,
+                          tuple[tuple[str, ...], tuple[str, ...]]] | None:
     """The dependence of two accesses whose every instance touches the same bytes: none if
     the byte sets are disjoint, else every pair in program order (a maker of its relation,
     its levels, its region descriptions). The relation and its levels depend only on the two
@@ -201,8 +201,8 @@ def named(rel: isl.Map, s: InstrInfo, d: InstrInfo) -> isl.Map:
     return rel.set_tuple_name(isl.dim_type.in_, s.name).set_tuple_name(isl.dim_type.out, d.name)
 
 
-
 def common_depth(s: InstrInfo, d: InstrInfo) -> int:
+    """How many enclosing loops ``s`` and ``d`` share."""
     n = 0
     for a, b in zip(s.loop_paths, d.loop_paths, strict=False):
         if a != b:
@@ -212,7 +212,7 @@ def common_depth(s: InstrInfo, d: InstrInfo) -> int:
 
 
 def levels(s: InstrInfo, d: InstrInfo, rel: isl.Map, cache: dict
-            ) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...], bool]:
+           ) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...], bool]:
     """Common loops, (loop, min distance) per carrying level, and loop independence
     (``cache``: projections of a statement onto its first loops, kept across calls)."""
     m = common_depth(s, d)

@@ -2,9 +2,9 @@
 
 Built on the statement instances of ``instances.py`` and the byte relations of
 ``byte_access.py``; how one pair of accesses is decided (byte and block sets, loops, isl) is
-``dependence_pairs.py``. Dependences are memory-based, between instructions on different pipes or on
-one pipe that needs ``PipeBarrier`` (the target's ``needs_same_pipe_barrier``), in the same
-block; each records the loops that carry it with their least distance. Before/after, for the
+``dependence_pairs.py``. Dependences are memory-based, between instructions on different pipes
+or on one pipe that needs ``PipeBarrier`` (the target's ``needs_same_pipe_barrier``), in the
+same block; each records the loops that carry it with their least distance. Before/after, for the
 vadd fixture::
 
     for k in 0..4: load x_ub; load y_ub; z_ub = x_ub + y_ub; store z_ub

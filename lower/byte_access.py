@@ -410,6 +410,8 @@ def _region_blocks(kernel: Kernel, info: InstrInfo, r: Region, kind: str
             raise InternalCompilerError(f"region {r} of S{info.id}: copy {copy} of a "
                                         f"{len(bases)}-copy buffer")
         starts.add((r.offset.evaluate(env), bases[copy]))
+    if not starts:  # a loop the offset or copy uses runs no trip: no instance, no byte
+        return 0, 0
     count = len(starts)
     for d in rows:
         count *= d.extent

@@ -9,14 +9,14 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.errors import NotAffineError
-from ascendsched.lower.affine import Affine
+from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.byte_access import instr_accesses
 from ascendsched.lower.instances import kernel_instrs
-from ascendsched.lower.ir import For, Instr, Kernel, view
+from ascendsched.lower.ir import BLOCK_IDX, For, If, Instr, Kernel, Program, view
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.polyhedral import DepKind, analyze_dependences
 from ascendsched.lower.schedule_for import schedule_for
-from ascendsched.target import Pipe
+from ascendsched.target import CoreType, Pipe
 from tests.kit.ir import row_max_sub_kernel, vadd_kernel
 
 
@@ -190,6 +190,26 @@ def test_fixed_pairs_in_box_domains_read_their_levels_off_the_loops(monkeypatch)
     decided = [b for b in boxed if b is not None]
     assert len(decided) >= len(boxed) // 2 and any(b == () for b in decided)
     assert any(d.carried and not d.loop_independent for d in deps)
+
+
+@pytest.mark.parametrize("shape", ["block guard", "no trip", "block guard, no trip"])
+def test_box_levels_agree_with_isl_on_guarded_and_empty_loops(shape, monkeypatch) -> None:  # noqa: ANN001
+    # a guard naming block_idx alone keeps the domains boxes (only block 0 runs the tiles of
+    # the double-buffered vadd on 2 blocks): the levels read off the loops are exactly isl's.
+    # A loop of no trip has no instance: its accesses touch no byte (their block masks were
+    # an IndexError) and it depends on nothing
+    k = vadd_kernel(n=8192, tile=2048, copies=2, blocks=2)
+    (loop,) = k.program(CoreType.AIV).body
+    if "no trip" in shape:
+        loop = replace(loop, extent=0)
+    body = (If((Cond(Affine.of(BLOCK_IDX), "<=", 0),), (loop,)),) if "guard" in shape \
+        else (loop,)
+    k = k.with_programs((Program(CoreType.AIV, body),))
+    fast, general = analyze_dependences(k), _general(k, monkeypatch)
+    assert [(d.src, d.dst, d.kind, d.carried, d.loop_independent) for d in fast] == \
+        [(d.src, d.dst, d.kind, d.carried, d.loop_independent) for d in general]
+    assert all(a.relation.is_equal(b.relation) for a, b in zip(fast, general, strict=True))
+    assert (len(fast) == 0) == ("no trip" in shape)
 
 
 def test_accesses_varying_only_in_inner_loops_are_decided_as_fixed(monkeypatch) -> None:

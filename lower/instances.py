@@ -76,7 +76,6 @@ class InstrInfo:
 def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
     """Every Instr of every program with its domain and schedule, numbered in program order."""
     out: list[InstrInfo] = []
-    domains: dict[str, isl.Set] = {}  # statements of one body share their domain
     for prog in kernel.programs:
         raw: list[tuple[Instr, tuple[int, ...], tuple[Stmt, ...]]] = []
         _walk(prog.body, (), (), raw)
@@ -91,9 +90,7 @@ def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
                     Cond(_per_core(c.lhs, subs), c.op, c.rhs) for c in conds)
             ident = len(out)
             text = f"[{loop_dims(loops)}] : {domain_text(kernel, loops, conds, prog.core)} }}"
-            dom = domains.get(text)
-            if dom is None:
-                dom = domains[text] = isl.Set("{ S" + text)
+            dom = _domain(text)
             sched: list[str] = []
             for j, a in enumerate(anc):
                 sched += [str(path[j]), a.var if isinstance(a, For) else "0"]
@@ -104,6 +101,16 @@ def kernel_instrs(kernel: Kernel) -> tuple[InstrInfo, ...]:
                                  f"{{ S{ident}[{loop_dims(loops)}] -> [{', '.join(sched)}] }}",
                                  text))
     return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _domain(text: str) -> isl.Set:
+    """The instance set of ``text`` (loop dimensions and constraints, without the statement's
+    name): statements of one body share it, and so do the kernels one compile analyses (the
+    sync template, the kernel itself, each sub-block's program: GEMM + bias + GELU
+    1847x1757x3854 parses 111 distinct domains 186 times) and the points of a sweep. isl
+    operations return new sets, so the one parsed is never changed."""
+    return isl.Set("{ S" + text)
 
 
 def coalesced(m: isl.Map) -> isl.Map:

@@ -26,6 +26,7 @@ from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.cube_ops import CUBE_OPS, cube_footprints, cube_params
 from ascendsched.lower.instances import (
     InstrInfo,
+    Where,
     affine_text,
     block_count,
     coalesced,
@@ -240,7 +241,8 @@ def _region_hull(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> tuple
     arithmetic over the loop ranges (an over-estimate of ``_region_map``'s byte set)."""
     ranges = {BLOCK_IDX: (0, block_count(kernel, info.core) - 1)}
     ranges.update({f.var: (0, f.extent - 1) for f in info.loops})
-    affine_text(r.offset, frozenset(ranges), f"region {r} of S{info.id} ({info.instr.op})")
+    affine_text(r.offset, frozenset(ranges),
+                Where(lambda: f"region {r} of S{info.id} ({info.instr.op})"))
     lo, hi = r.offset.bounds(ranges)
     for d in r.dims:
         span = (d.extent - 1) * d.stride
@@ -250,7 +252,8 @@ def _region_hull(kernel: Kernel, info: InstrInfo, r: Region, kind: str) -> tuple
     blo, bhi = lo * eb, (hi + 1) * eb - 1
     if r.tensor in kernel.buffer_map:  # whole 32 B blocks (DMA rows, block broadcasts)
         blo, bhi = blo // blk * blk, (bhi // blk + 1) * blk - 1
-        bases = [b for b, _ in _copy_bases(kernel, r, frozenset(ranges), f"region {r}")]
+        bases = [b for b, _ in _copy_bases(kernel, r, frozenset(ranges),
+                                          Where(lambda: f"region {r}"))]
         return blo + min(bases), bhi + max(bases)
     return blo, bhi
 
@@ -314,7 +317,7 @@ def _region_map(kernel: Kernel, info: InstrInfo, r: Region, kind: str, when: str
     ``when``: an isl condition on the instance restricting the access (empty: always)."""
     ins = info.instr
     bound = frozenset((BLOCK_IDX,) + info.loop_vars)
-    where = f"region {r} of S{info.id} ({ins.op})"
+    where = Where(lambda: f"region {r} of S{info.id} ({ins.op})")
     eb = kernel.dtype_of(r.tensor).bytes
     blk = kernel.target.block_bytes
     off = affine_text(r.offset, bound, where)
@@ -455,7 +458,7 @@ def _union(masks: Iterable[int]) -> int:
     return out
 
 
-def _copy_bases(kernel: Kernel, r: Region, bound: frozenset[str], where: str
+def _copy_bases(kernel: Kernel, r: Region, bound: frozenset[str], where: str | Where
                 ) -> list[tuple[int, str]]:
     """(byte base, isl condition selecting that copy) for each copy the region may touch."""
     buf = kernel.buffer_map.get(r.tensor)

@@ -19,6 +19,7 @@ only its own instructions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -181,7 +182,19 @@ def _program_order(a: InstrInfo, b: InstrInfo, m: int, strict: bool, domains: bo
     return order.intersect_domain(a.domain).intersect_range(b.domain) if domains else order
 
 
-def affine_text(expr: Affine, bound: frozenset[str], where: str) -> str:
+class Where:
+    """Where an expression sits, as an error message names it, formatted only when one is
+    raised: the byte relations ask it of every region of every statement, and formatting the
+    region each time cost GEMM + softmax 72x2839x3916 0.03 s of its 0.22 s of dependences."""
+
+    def __init__(self, make: Callable[[], str]) -> None:
+        self.make = make
+
+    def __str__(self) -> str:
+        return self.make()
+
+
+def affine_text(expr: Affine, bound: frozenset[str], where: str | Where) -> str:
     """``expr`` as isl text; NotAffineError if it uses a variable not in ``bound``."""
     for v in expr.vars():
         if v not in bound:

@@ -93,8 +93,10 @@ def test_unbound_variable_is_not_affine() -> None:
     bad = Instr("copy_gm_ub", Pipe.MTE2, (view("x_ub", Affine.of("n"), 1, 16, 16),),
                 (view("x", 0, 1, 16, 16),))
     k2 = k.replace_body(k.programs[0].core, (For("k", 2, (bad,)),))
-    with pytest.raises(NotAffineError, match="'n'"):
+    with pytest.raises(NotAffineError, match="'n'") as e:
         analyze_dependences(k2)
+    # the message names the region and its statement (formatted only when raised)
+    assert r"in region x_ub@(n)[1:16, 16:1] of S0 (copy_gm_ub) uses 'n'" in str(e.value)
 
 
 def test_dependence_kinds_are_strings() -> None:

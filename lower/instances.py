@@ -246,7 +246,8 @@ def domain_text(kernel: Kernel, loops: tuple[For, ...], conds: tuple[Cond, ...],
     parts += [f"0 <= {f.var} < {f.extent}" for f in loops]
     for c in conds:
         op = "=" if c.op == "==" else c.op
-        parts.append(f"{affine_text(c.lhs, bound, f'condition {c}')} {op} {c.rhs}")
+        lhs = affine_text(c.lhs, bound, Where(lambda c=c: f"condition {c}"))
+        parts.append(f"{lhs} {op} {c.rhs}")
     return " and ".join(parts)
 
 

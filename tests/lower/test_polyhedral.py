@@ -99,6 +99,14 @@ def test_unbound_variable_is_not_affine() -> None:
     assert r"in region x_ub@(n)[1:16, 16:1] of S0 (copy_gm_ub) uses 'n'" in str(e.value)
 
 
+def test_unbound_variable_in_a_condition_is_not_affine() -> None:
+    k = vadd_kernel()
+    (loop,) = k.programs[0].body
+    k2 = k.replace_body(k.programs[0].core, (If((Cond(Affine.of("q"), "<=", 0),), (loop,)),))
+    with pytest.raises(NotAffineError, match=r"in condition q <= 0 uses 'q'"):
+        analyze_dependences(k2)
+
+
 def test_dependence_kinds_are_strings() -> None:
     assert str(DepKind.WAR) == "WAR"
 

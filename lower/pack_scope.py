@@ -11,6 +11,7 @@ docstring.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 
 from ascendsched.lower.bank_groups import ReadTogether
@@ -179,6 +180,7 @@ def _slots(e: Lifetime, size: int, placed: list[tuple[Lifetime, int, int]],
     # a live in-place partner does not conflict at exactly its own offset
     partner = {(p.buffer, o) for p, o, _ in placed if (p.buffer, e.buffer) in in_place
                or (e.buffer, p.buffer) in in_place}
+    partner_bufs = {b for b, _ in partner}
     live: list[tuple[str, int, int]] = []
     # the placed copies not live with e, each with what sharing its bytes would cost:
     # (offset, size, cross-pipe reuses, refused), computed once per copy
@@ -193,14 +195,30 @@ def _slots(e: Lifetime, size: int, placed: list[tuple[Lifetime, int, int]],
               | {o for _, o in partner})
     if banks is not None:
         starts |= {o + d for o in starts for d in range(align, banks.period, align)}
+    # the bytes of the live copies that are nobody's in-place partner, merged into disjoint
+    # sorted spans: a candidate overlaps one iff it overlaps the last span starting before
+    # its end (bisect, not a scan of every live copy for each of the hundreds of candidates
+    # bank-aware offsets make)
+    spans: list[list[int]] = []
+    for o, e in sorted((o, o + s) for b, o, s in live if b not in partner_bufs):
+        if spans and o <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], e)
+        else:
+            spans.append([o, e])
+    span_starts = [lo for lo, _ in spans]
+    partners_live = [(b, o, s) for b, o, s in live if b in partner_bufs]
+    live_starts = sorted(o for _, o, _ in live)
     cands: list[tuple[int, int, int, float]] = []
     for off in sorted(starts):
-        if any(off < o + s and o < off + size and (b, off) not in partner
-               for b, o, s in live):
+        end = off + size
+        j = bisect.bisect_left(span_starts, end) - 1
+        if j >= 0 and spans[j][1] > off:
             continue
-        nxt = min((o for _, o, _ in live if o >= off + size), default=max(peak, off + size))
-        shared = [(rc, refused) for o, s, rc, refused in others
-                  if off < o + s and o < off + size]
+        if any(off < o + s and o < end and (b, off) not in partner for b, o, s in partners_live):
+            continue
+        k = bisect.bisect_left(live_starts, end)
+        nxt = live_starts[k] if k < len(live_starts) else max(peak, end)
+        shared = [(rc, refused) for o, s, rc, refused in others if off < o + s and o < end]
         if any(refused for _, refused in shared):
             continue
         cost = sum(rc for rc, _ in shared)

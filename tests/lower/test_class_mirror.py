@@ -20,17 +20,15 @@ from ascendsched.lower.class_mirror import (
     mirrored_syncs,
     without_mirrors,
 )
-from ascendsched.lower.cross_core_sync import leave_to_cross
-from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Dim, For, If, Kernel, iter_instrs
 from ascendsched.lower.mirror_match import covers
 from ascendsched.lower.pass_log import PassLog
-from ascendsched.lower.pipeline import _synchronise, lower
-from ascendsched.lower.polyhedral import analyze_dependences
+from ascendsched.lower.pipeline import _synchronise
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.lower.sync_ir import Sync, WaitFlag
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import CoreType
+from tests.kit.mixed import assert_ladder_passes, assert_own_oracle_orders_all, lowered
 
 MIRRORED = {
     # 19 row blocks of 16 rows on 19 cores, the M edge block (12 rows) on the last: 8 and 6
@@ -46,11 +44,6 @@ MIRRORED = {
 }
 
 
-def _lowered(sched) -> tuple[Kernel, PassLog]:  # noqa: ANN001
-    log = PassLog()
-    return lower(sched, log=log), log
-
-
 def _aiv(k: Kernel) -> str:
     return "\n".join(str(k).split("  program AIV:")[1:])
 
@@ -59,10 +52,8 @@ def _assert_at_least_its_own_syncs(log: PassLog) -> None:
     """The mirrored kernel's own oracle, on its own dependences, finds nothing unordered,
     and its AIV carries at least the syncs the kernel's own analysis places (copying may
     over-synchronise a mirror, never under)."""
-    planned = log.results["apply memory plan"]
-    synced, cross = log.results["template syncs"], log.results["cross-core plan"]
-    deps = leave_to_cross(analyze_dependences(synced), cross, synced)
-    assert unordered_dependences(synced, deps, planned.target, by_channel=False) == ()
+    planned, synced = log.results["apply memory plan"], log.results["template syncs"]
+    assert_own_oracle_orders_all(log)
     alone, _ = _synchronise(planned, planned.target, lambda _n, r: r)
 
     def syncs(kern: Kernel) -> int:
@@ -75,7 +66,7 @@ def _assert_at_least_its_own_syncs(log: PassLog) -> None:
 @pytest.mark.parametrize("name", sorted(MIRRORED))
 def test_a_mirror_class_takes_the_first_classs_syncs_exactly(name: str) -> None:
     sched = MIRRORED[name]()
-    k, log = _lowered(sched)
+    k, log = lowered(sched)
     planned = log.results["apply memory plan"]
     mirror = class_mirror(planned)
     assert mirror is not None and mirror.mirrors == (1,)
@@ -88,14 +79,11 @@ def test_a_mirror_class_takes_the_first_classs_syncs_exactly(name: str) -> None:
     assert len(tmpl.program(CoreType.AIV).body) == 1
     assert len(planned.program(CoreType.AIV).body) == 2
     # exact: the kernel's own oracle, on its own dependences, finds nothing unordered
-    synced, cross = log.results["template syncs"], log.results["cross-core plan"]
-    deps = leave_to_cross(analyze_dependences(synced), cross, synced)
-    assert unordered_dependences(synced, deps, k.target, by_channel=False) == ()
+    assert_own_oracle_orders_all(log)
     # and the AIV program is the one the kernel's own analysis gives, comments and all
     alone, _ = _synchronise(planned, planned.target, lambda _n, r: r)
-    assert _aiv(alone) == _aiv(synced)
-    verdicts = check(sched, cpp=False, kernel=k, reduce=False)
-    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+    assert _aiv(alone) == _aiv(log.results["template syncs"])
+    assert_ladder_passes(sched, k, reduce=False)
 
 
 @pytest.mark.slow
@@ -115,7 +103,7 @@ def test_each_sub_block_body_of_an_odd_edge_mirrors_the_first_classs_one_body() 
     ``sub_block_idx``); the 9-row edge runs 5 rows on one and 4 on the other, two bodies
     under ``if sub_block_idx == s``. Each is a run of its own against the first class's body:
     both take its buffers' offsets (they never run on one core) and its syncs."""
-    k, log = _lowered(MIRRORED["odd_edge_41x20000x40"]())
+    k, log = lowered(MIRRORED["odd_edge_41x20000x40"]())
     planned = log.results["apply memory plan"]
     first, edge = planned.program(CoreType.AIV).body
     halves = edge.body[0].body
@@ -139,7 +127,7 @@ def test_a_mirror_of_fewer_rows_in_place_is_exact() -> None:
     kernel's own oracle and the IR ladder; copying may give the edge a sync its own analysis
     would not place (never one fewer), and every channel is needed."""
     sched = GemmSchedule(L.gemm_softmax(45, 300, 40)).tile(32, 128, 32).bind(2)
-    k, log = _lowered(sched)
+    k, log = lowered(sched)
     planned = log.results["apply memory plan"]
     mirror = class_mirror(planned)
     assert mirror is not None
@@ -147,8 +135,7 @@ def test_a_mirror_of_fewer_rows_in_place_is_exact() -> None:
     assert any(sizes[m].elems < sizes[f].elems for m, f in mirror.buffers)
     assert all(sizes[m].offsets == sizes[f].offsets for m, f in mirror.buffers)
     _assert_at_least_its_own_syncs(log)
-    verdicts = check(sched, cpp=False, kernel=k, reduce=False)
-    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+    assert_ladder_passes(sched, k, reduce=False)
     got = sync_minimality(sched)
     assert got.needed and not got.removable, str(got)
 
@@ -159,7 +146,7 @@ def test_no_mirror_where_runs_follow_each_other_and_the_edge_shortens_a_busy_loo
     edge's loop of row steps (2 steps of the first class's 16) holds the loads, the vector
     work and the stores between them. The kernel is synchronised with both classes in view."""
     sched = GemmSchedule(L.gemm_softmax(100, 20000, 40)).tile(32, 512, 32).bind(2)
-    k, log = _lowered(sched)
+    k, log = lowered(sched)
     planned = log.results["apply memory plan"]
     assert class_mirror(planned) is None
     assert len(log.results["sync template"].program(CoreType.AIV).body) == 2
@@ -184,7 +171,7 @@ def test_runs_that_follow_each_other_take_the_first_classs_loop_syncs(name: str)
     takes that loop's body syncs. Exact by the kernel's own oracle (never fewer syncs than
     its own analysis places) and the IR ladder."""
     sched = SEQUENTIAL[name]()
-    k, log = _lowered(sched)
+    k, log = lowered(sched)
     planned = log.results["apply memory plan"]
     mirror = class_mirror(planned)
     loops = planned.program(CoreType.AIV).body
@@ -200,8 +187,7 @@ def test_runs_that_follow_each_other_take_the_first_classs_loop_syncs(name: str)
              for lp in synced.program(CoreType.AIV).body if isinstance(lp, For)]
     assert len(set(inner)) == 1 and inner[0] > 0, inner
     _assert_at_least_its_own_syncs(log)
-    verdicts = check(sched, cpp=False, kernel=k, reduce=name.startswith("default"))
-    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+    assert_ladder_passes(sched, k, reduce=name.startswith("default"))
 
 
 def test_an_n_edge_computes_at_the_interiors_columns_and_mirrors_it() -> None:
@@ -210,7 +196,7 @@ def test_an_n_edge_computes_at_the_interiors_columns_and_mirrors_it() -> None:
     stored) and moves 188 of them to and from GM, so its body is the interior's but for those
     moves and every class mirrors the first; the IR ladder passes."""
     sched = schedule_for(L.gemm_bias_gelu(300, 700, 200))
-    k, log = _lowered(sched)
+    k, log = lowered(sched)
     planned = log.results["apply memory plan"]
     mirror = class_mirror(planned)
     loops = planned.program(CoreType.AIV).body
@@ -223,17 +209,14 @@ def test_an_n_edge_computes_at_the_interiors_columns_and_mirrors_it() -> None:
     ub = [planned.buffer_map[r.tensor] for i in moves for r in i.writes + i.reads
           if r.tensor in planned.buffer_map and len(r.dims) > 1]
     assert ub and all(b.shape[-1] == 256 for b in ub)
-    synced, cross = log.results["template syncs"], log.results["cross-core plan"]
-    deps = leave_to_cross(analyze_dependences(synced), cross, synced)
-    assert unordered_dependences(synced, deps, k.target, by_channel=False) == ()
-    verdicts = check(sched, cpp=False, kernel=k, reduce=False)
-    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+    assert_own_oracle_orders_all(log)
+    assert_ladder_passes(sched, k, reduce=False)
 
 
 def test_an_edge_unrolls_the_first_classs_loop_of_instructions() -> None:
     """The 44-row edge's one instruction stands for the interior's loop of two (condition
     4): it touches no element outside those the loop's trips touch."""
-    _, log = _lowered(SEQUENTIAL["bias_gelu_600x512x64"]())
+    _, log = lowered(SEQUENTIAL["bias_gelu_600x512x64"]())
     first, edge = log.results["apply memory plan"].program(CoreType.AIV).body
     kinds = [(type(a).__name__, type(b).__name__)
              for a, b in zip(_guarded(first)[1], _guarded(edge)[1])]
@@ -256,7 +239,7 @@ def test_covers_counts_every_trip_of_the_unrolled_loop() -> None:
 def test_runs_that_follow_each_other_meet_in_no_gm_element() -> None:
     """Condition 1' needs every GM tensor the AIV program writes to be an output it never
     reads (its runs store different tiles of it)."""
-    _, log = _lowered(SEQUENTIAL["bias_gelu_600x512x64"]())
+    _, log = lowered(SEQUENTIAL["bias_gelu_600x512x64"]())
     planned = log.results["apply memory plan"]
     body = planned.program(CoreType.AIV).body
     assert _gm_written_unread(planned, body)
@@ -273,7 +256,7 @@ def test_no_mirror_whose_loop_keeps_too_few_trips_to_reuse_a_copy() -> None:
     the property test): a mirror keeps at least 3 trips and one more than any copies."""
     sched = GemmSchedule(L.gemm_bias_gelu(20, 16, 1)).epilogue_on("vector", rows=1) \
         .tile(16, 16, 16).bind(2).buffer("workspace", 1)
-    k, log = _lowered(sched)
+    k, log = lowered(sched)
     planned = log.results["apply memory plan"]
     assert len(planned.program(CoreType.AIV).body) == 2
     assert class_mirror(planned) is None
@@ -282,7 +265,7 @@ def test_no_mirror_whose_loop_keeps_too_few_trips_to_reuse_a_copy() -> None:
 def test_no_mirror_between_classes_of_different_tile_shapes() -> None:
     """GEMM + softmax 1000 x 1000 x 128: the M edge class has other instructions (narrower
     repeats), not the first class's with a shorter loop."""
-    k, log = _lowered(schedule_for(L.gemm_softmax(1000, 1000, 128)))
+    k, log = lowered(schedule_for(L.gemm_softmax(1000, 1000, 128)))
     assert len(log.results["apply memory plan"].program(CoreType.AIV).body) == 2
     assert class_mirror(log.results["apply memory plan"]) is None
 
@@ -311,7 +294,7 @@ def test_a_shortened_loop_whose_trips_leave_a_flag_changed_is_not_copied() -> No
     sets and waits every flag alike. Drop one wait inside the first class's row loop: the
     mirror refuses to copy (the kernel is then synchronised by itself)."""
     sched = MIRRORED["default_300x4096x64"]()
-    k, log = _lowered(sched)
+    k, log = lowered(sched)
     planned = log.results["apply memory plan"]
     mirror = class_mirror(planned)
     assert mirror is not None
@@ -328,7 +311,7 @@ def test_a_shortened_loop_whose_trips_leave_a_flag_changed_is_not_copied() -> No
 def test_explain_says_the_mirror_classes_take_the_first_classs_syncs() -> None:
     from ascendsched.api.cli import _on_template
 
-    _, log = _lowered(MIRRORED["default_300x4096x64"]())
+    _, log = lowered(MIRRORED["default_300x4096x64"]())
     text = _on_template(log)
     assert "the AIV program the kernel's own, its first tile class for 2 (the others mirror " \
            "it, lower/class_mirror.py)" in text

@@ -12,13 +12,12 @@ import pytest
 from ascendsched.algo import library as L
 from ascendsched.algo.evaluate import evaluate
 from ascendsched.algo.gemm_spec import gemm_error
-from ascendsched.api.check import check
 from ascendsched.api.numerics import approx_rtol, compare, random_inputs
 from ascendsched.api.sync_minimality import sync_minimality
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.build_gemm import class_runs
 from ascendsched.lower.class_mirror import class_mirror, without_mirrors
-from ascendsched.lower.cross_core_sync import CrossPlan, leave_to_cross
+from ascendsched.lower.cross_core_sync import CrossPlan
 from ascendsched.lower.happens_before import unordered_dependences
 from ascendsched.lower.ir import Dim, For, If, Kernel, Program, iter_instrs
 from ascendsched.lower.pass_log import PassLog
@@ -32,6 +31,7 @@ from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.sim.checker import check_trace
 from ascendsched.sim.execute import run_kernel
 from ascendsched.target import CoreType, Pipe
+from tests.kit.mixed import assert_ladder_passes, assert_own_oracle_orders_all, lowered
 
 
 def _hand(m: int, n: int, k: int, cores: int, tiles=(128, 256, 128), k0: int = 32,
@@ -39,11 +39,6 @@ def _hand(m: int, n: int, k: int, cores: int, tiles=(128, 256, 128), k0: int = 3
     s = (GemmSchedule(L.gemm(m, n, k)).tile(*tiles).split_k(k0).buffer("l1", 2)
          .buffer("l0", 2).buffer("l0c", l0c).bind(cores))
     return s.swizzle(swizzle, "m") if swizzle > 1 else s
-
-
-def _lowered(sched) -> tuple[Kernel, PassLog]:  # noqa: ANN001
-    log = PassLog()
-    return lower(sched, log=log), log
 
 
 def _templated(log: PassLog) -> bool:
@@ -70,7 +65,7 @@ def test_tails_in_every_dimension_take_the_templates_syncs_in_every_class() -> N
     """1000^3 tiled 128x256x128: five class loops (two swizzle strips, M edge, N edge,
     corner) and a peeled K step, all synchronised by one template of whole tiles."""
     sched = _hand(1000, 1000, 1000, cores=2)
-    k, log = _lowered(sched)
+    k, log = lowered(sched)
     assert _templated(log)
     tmpl = log.results["sync template"]
     assert len(tmpl.programs[0].body) == 1  # one persistent loop of whole tiles
@@ -91,7 +86,7 @@ def test_tails_in_every_dimension_take_the_templates_syncs_in_every_class() -> N
 ])
 def test_transplanted_kernels_run_right_and_race_free(shape, cores, l0c) -> None:  # noqa: ANN001
     sched = _hand(*shape, cores=cores, tiles=(64, 128, 64), k0=32, swizzle=2, l0c=l0c)
-    k, log = _lowered(sched)
+    k, log = lowered(sched)
     assert _templated(log)
     _exact(k)
     _runs_right(sched, k)
@@ -101,7 +96,7 @@ def test_copies_alternate_across_class_loops() -> None:
     """Each core numbers its tiles across the class loops (build_gemm ``ClassRun.run``): with
     two L0C copies every core's consecutive tiles use different copies, as in one loop."""
     sched = _hand(300, 500, 200, cores=3, tiles=(64, 128, 64), swizzle=2, l0c=2)
-    k, _ = _lowered(sched)
+    k, _ = lowered(sched)
     res = run_kernel(k, random_inputs(sched.algo, 0), trace=True)
     for block in range(3):
         copies = [e for e in res.trace.events
@@ -115,7 +110,7 @@ def test_small_edge_mmads_get_the_barrier_the_hardware_does_not_give() -> None:
     """N = 520 in 128-wide tiles leaves an 8-wide edge: its Mmads (8 x 1 fractals) are not
     ordered by the hardware, the template's (8 x 8) are: a PIPE_M barrier before each."""
     sched = _hand(500, 520, 300, cores=7, tiles=(128, 128, 128), k0=64, swizzle=2)
-    k, log = _lowered(sched)
+    k, log = lowered(sched)
     assert _templated(log)
     body = k.programs[0].body
     for loop in (s for s in body if isinstance(s, For | If)):
@@ -132,7 +127,7 @@ def test_small_edge_mmads_get_the_barrier_the_hardware_does_not_give() -> None:
 def test_default_schedules_with_tails_use_the_template() -> None:
     for algo in (L.gemm(1000, 1000, 1000), L.gemm_int8(1000, 1000, 1000),
                  L.gemm_epilogue(777, 500, 300, bias=True, relu=True)):
-        k, log = _lowered(schedule_for(algo))
+        k, log = lowered(schedule_for(algo))
         assert _templated(log), algo.name
         _exact(k)
 
@@ -140,7 +135,7 @@ def test_default_schedules_with_tails_use_the_template() -> None:
 def test_no_template_without_tails() -> None:
     for sched in (_hand(1024, 1024, 1024, cores=8),  # whole tiles: the kernel is its template
                   schedule_for(L.gemm_gelu(512, 512, 512))):  # a mixed kernel of whole tiles
-        _, log = _lowered(sched)
+        _, log = lowered(sched)
         assert log.results["sync template"] is log.results["apply memory plan"]
 
 
@@ -174,7 +169,7 @@ def test_mixed_kernels_with_tails_take_their_aic_templates_syncs(sched) -> None:
     loop, the AIV keeps the syncs its own analysis placed, the cross-core channels are the
     kernel's; the kernel's own oracle finds every intra-core dependence ordered but those the
     channels order, and the IR rungs of the ladder pass."""
-    k, log = _lowered(sched)
+    k, log = lowered(sched)
     assert _templated(log)
     kern, tmpl = log.results["apply memory plan"], log.results["sync template"]
     assert len(tmpl.program(CoreType.AIC).body) == 1  # one persistent loop of whole tiles
@@ -187,17 +182,14 @@ def test_mixed_kernels_with_tails_take_their_aic_templates_syncs(sched) -> None:
     assert len(loops) == len(sched.cube.tile_classes) >= 2
     for loop in loops:
         assert any(isinstance(i, WaitFlag) for i, _ in iter_instrs(loop.body))
-    synced, cross = log.results["template syncs"], log.results["cross-core plan"]
-    deps = leave_to_cross(analyze_dependences(synced), cross, synced)
-    assert unordered_dependences(synced, deps, k.target, by_channel=False) == ()
-    verdicts = check(sched, cpp=False, kernel=k, reduce=False)
-    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+    assert_own_oracle_orders_all(log)
+    assert_ladder_passes(sched, k, reduce=False)
 
 
 def test_the_templates_workspace_dependences_go_only_where_the_channels_order_them() -> None:
     """The template's AIC writes a workspace slot again ``copies`` tiles later (a FIX -> FIX
     WAW on GM): left to the kernel's cross-core channels, kept without them."""
-    _, log = _lowered(MIXED[0])
+    _, log = lowered(MIXED[0])
     kern, tmpl = log.results["apply memory plan"], log.results["sync template"]
     cross = log.results["cross-core plan"]
     deps = analyze_dependences(tmpl)
@@ -278,7 +270,7 @@ def test_copies_compare_where_the_class_runs() -> None:
     assert not _equal_where(kernel, template, ("t1", 1), (), 4)
     assert not _equal_where(kernel, template, ("t1", 1),
                             (Cond(Affine.of("block_idx"), ">=", 2),), 4)
-    _, log = _lowered(M_EDGE_ON_ONE_CORE)
+    _, log = lowered(M_EDGE_ON_ONE_CORE)
     assert _templated(log)
 
 
@@ -292,7 +284,7 @@ def test_oracle_sees_a_dropped_template_sync() -> None:
     """Mutation: drop one transplanted wait from a class loop: the kernel's oracle reports
     an unordered dependence (the exactness checks above can fail)."""
     sched = _hand(1000, 1000, 1000, cores=2)
-    k, _ = _lowered(sched)
+    k, _ = lowered(sched)
     body = k.programs[0].body
     target = next(n for n, s in enumerate(body) if isinstance(s, For))
 
@@ -386,7 +378,7 @@ def test_the_k_tail_steps_mmads_only_accumulate(bias: bool) -> None:
     algo = L.gemm_epilogue(1000, 1000, 1000, bias=True) if bias else L.gemm(1000, 1000, 1000)
     sched = (GemmSchedule(algo).tile(128, 256, 128).split_k(32).buffer("l1", 2)
              .buffer("l0", 2).bind(2))
-    k, log = _lowered(sched)
+    k, log = lowered(sched)
     assert _templated(log)
     tests = [x for s in k.programs[0].body for x in _first_step_tests(s, ())]
     assert tests and all("kt" in c.lhs.vars() for c, _ in tests), [str(c) for c, _ in tests]

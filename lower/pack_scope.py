@@ -200,11 +200,11 @@ def _slots(e: Lifetime, size: int, placed: list[tuple[Lifetime, int, int]],
     # its end (bisect, not a scan of every live copy for each of the hundreds of candidates
     # bank-aware offsets make)
     spans: list[list[int]] = []
-    for o, e in sorted((o, o + s) for b, o, s in live if b not in partner_bufs):
-        if spans and o <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], e)
+    for lo, hi in sorted((o, o + s) for b, o, s in live if b not in partner_bufs):
+        if spans and lo <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], hi)
         else:
-            spans.append([o, e])
+            spans.append([lo, hi])
     span_starts = [lo for lo, _ in spans]
     partners_live = [(b, o, s) for b, o, s in live if b in partner_bufs]
     live_starts = sorted(o for _, o, _ in live)

@@ -8,7 +8,10 @@ instances on the two cores that touch the same GM bytes, at least one writing, o
 meaning, and measures each pair's distance in *iterations* (counted densely over the skeleton's
 loops, per block). Per (source core, source pipe, sink core) one *channel* of counting flags
 orders all its dependences: in every iteration the source core sets after the part holding its
-sources, the sink core waits before the part holding its sinks (sources and sinks: every access
+sources, the sink core waits before the part holding its sinks (a tile class's body under a
+"tile exists" guard is split there into two guards, ``_split_guard``: the wait holds back
+only the tile from its first sink on, the set follows its last source; sources and sinks:
+every access
 of the channel's kind to its GM space on that core, so iterations whose instances happen not to
 conflict, e.g. a slot's first use, keep the same shape), and a channel whose least
 distance is ``d`` > 0 starts with ``d`` sets before the loops (the sink's first ``d`` waits
@@ -62,10 +65,10 @@ from ascendsched.errors import InternalCompilerError, SyncError
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.byte_access import instr_accesses
 from ascendsched.lower.instances import InstrInfo, kernel_instrs, loop_dims
-from ascendsched.lower.ir import SUB_BLOCK_IDX, For, Kernel, Program, Stmt
+from ascendsched.lower.ir import SUB_BLOCK_IDX, For, If, Kernel, Program, Stmt
 from ascendsched.lower.polyhedral import Dependences, in_other_tile_class
 from ascendsched.lower.substitute import substitute
-from ascendsched.lower.sync_ir import CrossSet, CrossWait
+from ascendsched.lower.sync_ir import CrossSet, CrossWait, Sync
 from ascendsched.target.model import CoreType, Pipe, Target
 
 
@@ -226,6 +229,11 @@ def _first_reason(c: CrossChannel) -> str:
 
 def _loop_with_flags(loop: For, core: CoreType, plan: CrossPlan) -> For:
     body = list(loop.body)
+    for c in plan.channels:  # a flag's place inside a guarded tile body: the guard split there
+        if core == c.dst_core:
+            body = _split_guard(body, c.sinks, first=True)
+        if core == c.src_core:
+            body = _split_guard(body, c.sources, first=False)
     ids = [_ids(s) for s in body]
     sets: dict[int, list] = {}
     waits: dict[int, list] = {}
@@ -247,6 +255,40 @@ def _loop_with_flags(loop: For, core: CoreType, plan: CrossPlan) -> For:
         out.append(s)
         out.extend(sets.get(n, []))
     return replace(loop, body=tuple(out))
+
+
+_REST = " (continued after the cross-core flag)"
+
+
+def _split_guard(body: list[Stmt], ids: frozenset[int], *, first: bool) -> list[Stmt]:
+    """``body`` with the guard (``If``) that holds its first (``first``) or last instruction
+    of ``ids`` split in two right before it (or after it), recursively through nested
+    guards, so that a flag can sit between the halves: a wait for a free workspace slot
+    before the Fixpipe only, not before the guarded tile's Mmads too, and a slot-free set
+    right after the Vector cores' read, not after their whole epilogue. The flag itself
+    stays outside every guard (each iteration sets and waits: the counters must move
+    in every tile, module docstring); a guard's condition reads only loop variables and
+    ``block_idx``, so testing it twice is the same."""
+    at = [n for n, x in enumerate(body) if _ids(x) & ids]
+    if not at:
+        return body
+    n = at[0] if first else at[-1]
+    g = body[n]
+    if not isinstance(g, If):
+        return body
+    inner = _split_guard(list(g.body), ids, first=first)
+    k = min(m for m, x in enumerate(inner) if _ids(x) & ids) if first else \
+        max(m for m, x in enumerate(inner) if _ids(x) & ids) + 1
+    while first and k > 0 and isinstance(inner[k - 1], Sync):
+        k -= 1  # the flag before the syncs that lead up to the instruction, not between
+    while not first and k < len(inner) and isinstance(inner[k], Sync):
+        k += 1
+    if k in (0, len(inner)):
+        return body[:n] + [replace(g, body=tuple(inner))] + body[n + 1:]
+    halves = [replace(g, body=tuple(inner[:k])),
+              replace(g, body=tuple(inner[k:]), comment=g.comment if g.comment.endswith(
+                  _REST) or not g.comment else g.comment + _REST)]
+    return body[:n] + halves + body[n + 1:]
 
 
 def _ids(s: Stmt) -> set[int]:

@@ -24,7 +24,7 @@ from ascendsched.api.numerics import random_inputs, vector_epilogue_error
 from ascendsched.api.sync_minimality import sync_minimality
 from ascendsched.errors import InternalCompilerError
 from ascendsched.lower.cross_core_sync import insert_cross_sync, leave_to_cross, plan_cross_sync
-from ascendsched.lower.ir import For, iter_instrs
+from ascendsched.lower.ir import For, If, iter_instrs
 from ascendsched.lower.pass_log import PassLog
 from ascendsched.lower.pipeline import lower
 from ascendsched.lower.sync_ir import Barrier, CrossSet, CrossWait, Sync
@@ -114,6 +114,39 @@ def test_ir_rungs_of_the_ladder(sched) -> None:  # noqa: ANN001
     assert [v.check for v in verdicts][1:] == ["IR execution == numpy (D)", "IR trace race check"]
 
 
+# 100 rows of 32 on 2 cores: the later tile classes run under a "tile exists" guard
+GUARDED = (GemmSchedule(gemm_row_scale(100, 70, 40)).tile(32, 32, 32).bind(2)
+           .epilogue_on("vector", rows=8))
+
+
+def test_a_guarded_tile_waits_for_its_slot_before_the_fixpipe_not_before_its_mmads() -> None:
+    """In a tile loop whose body is one guard, the flags go between the guard's halves (the
+    guard split there), as in an unguarded loop: the AIC waits for a free slot right before
+    the Fixpipe, after the tile's Mmads, and each AIV sets "slot free" right after it read
+    the slot, before its epilogue (unless it reads the slot in row steps, a loop of its own).
+    Before, the wait held the whole tile and the set waited for the whole epilogue. The
+    ladder's IR rungs still pass."""
+    k = _lowered(GUARDED)[0]
+    split = 0
+    for core, flag, before, after in ((CoreType.AIC, CrossWait, "mmad", "fixpipe"),
+                                      (CoreType.AIV, CrossSet, "copy_gm_ub", "vec_")):
+        for loop in k.program(core).body:
+            if not isinstance(loop, For) or any(
+                    isinstance(e, For) for i, en in iter_instrs(loop.body) if any(
+                        r.tensor == "C_ws" for r in i.reads) for e in en):
+                continue
+            at = [n for n, s in enumerate(loop.body) if isinstance(s, flag)]
+            assert len(at) == 1
+            ops = [[i.op for i, _ in iter_instrs((s,))] for s in loop.body]
+            assert not any(op.startswith(after) for o in ops[:at[0]] for op in o)
+            assert any(op.startswith(before) for o in ops[:at[0]] for op in o)
+            assert any(op.startswith(after) for o in ops[at[0] + 1:] for op in o)
+            split += any(isinstance(s, If) for s in loop.body[at[0] + 1:])
+    assert split >= 3  # the AIC in its guarded class loops, the AIV in one at least
+    verdicts = check(GUARDED, cpp=False, kernel=k)
+    assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
+
+
 def _other(kind: str):  # noqa: ANN202 -- Algorithm; 50 x 70 x 64, default schedules
     m, n, kk = 50, 70, 64
     k = reduce_axis(kk, "k")
@@ -183,9 +216,10 @@ ROW_BLOCKS = GemmSchedule(gemm_softmax(100, 300, 70)).tile(32, 128, 32).bind(2)
 
 
 @pytest.mark.slow  # ~10 to 35 s each: one simulated trace per sync channel
-@pytest.mark.parametrize("sched", [GELU, SCALE, SOFTMAX, BATCHED, ROW_BLOCKS],
+@pytest.mark.parametrize("sched", [GELU, SCALE, SOFTMAX, BATCHED, ROW_BLOCKS, GUARDED,
+                                   gemm_row_scale(1000, 512, 256)],
                          ids=["gelu", "row_scale", "softmax", "batched_row_scale",
-                              "softmax_row_blocks"])
+                              "softmax_row_blocks", "guarded", "row_scale_default_tails"])
 def test_every_sync_of_a_mixed_kernel_is_needed(sched) -> None:  # noqa: ANN001
     m = sync_minimality(sched)
     assert not m.removable, str(m)

@@ -138,14 +138,12 @@ def root_output(algo: Algorithm) -> Tensor:
 def loads(e: Expr) -> list[Load]:
     """Every Load in ``e`` in evaluation order."""
     acc: list[Load] = []
-
-    def walk(x: Expr) -> None:
+    todo = [e]  # an explicit stack, not a recursive closure: no reference cycle per call
+    while todo:
+        x = todo.pop()
         if isinstance(x, Load):
             acc.append(x)
-        for c in children(x):
-            walk(c)
-
-    walk(e)
+        todo.extend(reversed(children(x)))
     return acc
 
 

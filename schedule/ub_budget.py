@@ -297,28 +297,28 @@ class _Walk:
         as a 1-D output varies along the reduction's own axis too)."""
         order = [st for st in self.algo.stages if st.name in self.per_tile] + [self.out]
         out: dict[Tensor, frozenset[int]] = {}
-
-        def walk(e: Expr, env: dict[Expr, int]) -> None:
-            if isinstance(e, Load):
-                t = e.tensor
-                if t.is_placeholder:
-                    dep = out.get(t, frozenset())
-                    for ix in e.indices:
-                        dep |= self._dep(ix, env)
-                    out[t] = dep
-                elif self._inlined(t):
-                    assert t.op is not None
-                    walk(t.op.body, self._inner_env(e, env))
-                return
-            if isinstance(e, Reduce):
-                walk(e.body, self._reduce_env(e, env))
-                return
-            for c in children(e):
-                walk(c, env)
-
         for st in order:
             assert st.op is not None
-            walk(st.op.body, {v: k for k, v in enumerate(st.op.axes)})
+            # an explicit stack in the recursion's order, not a recursive closure (whose
+            # reference cycle kept this walk alive until the cyclic collector ran)
+            todo: list[tuple[Expr, dict[Expr, int]]] = [
+                (st.op.body, {v: k for k, v in enumerate(st.op.axes)})]
+            while todo:
+                e, env = todo.pop()
+                if isinstance(e, Load):
+                    t = e.tensor
+                    if t.is_placeholder:
+                        dep = out.get(t, frozenset())
+                        for ix in e.indices:
+                            dep |= self._dep(ix, env)
+                        out[t] = dep
+                    elif self._inlined(t):
+                        assert t.op is not None
+                        todo.append((t.op.body, self._inner_env(e, env)))
+                elif isinstance(e, Reduce):
+                    todo.append((e.body, self._reduce_env(e, env)))
+                else:
+                    todo.extend((c, env) for c in reversed(children(e)))
         return out
 
     def invariant(self) -> frozenset[str]:
@@ -455,19 +455,17 @@ class _Walk:
 def _loads(e: Expr, w: _Walk) -> list[Load]:
     """Loads of inputs and per-tile stages in ``e``, looking through inlined stages."""
     out: list[Load] = []
-
-    def walk(x: Expr) -> None:
+    todo = [e]  # an explicit stack, not a recursive closure: no reference cycle per call
+    while todo:
+        x = todo.pop()
         if isinstance(x, Load):
             st = x.tensor
             if st.is_placeholder or st.name in w.per_tile or st is w.out:
                 out.append(x)
             elif st.op is not None:
-                walk(st.op.body)
-            return
-        for c in children(x):
-            walk(c)
-
-    walk(e)
+                todo.append(st.op.body)
+            continue
+        todo.extend(reversed(children(x)))
     return out
 
 

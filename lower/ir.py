@@ -398,31 +398,18 @@ class Kernel:
 def _numbered(programs: tuple[Program, ...], start: int) -> tuple[tuple[Program, ...], int]:
     """``programs`` with ids ``start, start + 1, ...`` given to the instructions without one,
     in program order, and the next fresh id."""
-    fresh = [start]
-
-    class _Number(StmtMutator):
-        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
-            if s.id != UNNUMBERED:
-                return (s,)
-            fresh[0] += 1
-            return (replace(s, id=fresh[0] - 1),)
-
+    number = _Number(start)
     out = []
     for p in programs:
-        body = _Number().visit_body(p.body)
+        body = number.visit_body(p.body)
         out.append(p if body is p.body else Program(p.core, body))
-    return tuple(out), fresh[0]
+    return tuple(out), number.fresh
 
 
 def copied(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
     """``body`` as new instructions (each id reset to ``UNNUMBERED``), for a second copy of
     statements in a kernel or statements from another kernel: the kernel they go into
     (``Kernel.with_programs``) gives them fresh ids."""
-
-    class _Unnumber(StmtMutator):
-        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
-            return (s,) if s.id == UNNUMBERED else (replace(s, id=UNNUMBERED),)
-
     return _Unnumber().visit_body(body)
 
 
@@ -525,3 +512,25 @@ def format_kernel(k: Kernel) -> str:
         lines.append(f"  program {p.core}:")
         lines.extend(format_body(p.body, 2))
     return "\n".join(lines)
+
+
+# the mutators of ``_numbered`` and ``copied``: module-level (a class made per call costs its
+# creation and a reference cycle for the cyclic collector), after ``StmtMutator``
+class _Number(StmtMutator):
+    """Fresh ids, from ``fresh`` on, for the instructions without one (``_numbered``)."""
+
+    def __init__(self, fresh: int) -> None:
+        self.fresh = fresh
+
+    def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+        if s.id != UNNUMBERED:
+            return (s,)
+        self.fresh += 1
+        return (replace(s, id=self.fresh - 1),)
+
+
+class _Unnumber(StmtMutator):
+    """Every instruction's id reset (``copied``)."""
+
+    def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+        return (s,) if s.id == UNNUMBERED else (replace(s, id=UNNUMBERED),)

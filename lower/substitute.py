@@ -70,17 +70,21 @@ def substitute(body: tuple[Stmt, ...], values: Mapping[str, Affine]) -> tuple[St
     (loops over them are not renamed: substitute the variables of enclosing loops only)."""
     if not values:
         return body
-    fn = substituted(values)
+    return _Subst(substituted(values)).visit_body(body)
 
-    class _Subst(StmtMutator):
-        def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
-            return (map_affines(s, fn),)
 
-        def visit_If(self, s: If) -> tuple[Stmt, ...]:
-            body = self.visit_body(s.body)
-            conds = tuple(mapped_cond(c, fn) for c in s.conds)
-            if body is s.body and conds == s.conds:
-                return (s,)
-            return (If(conds, body, s.comment),)
+class _Subst(StmtMutator):
+    """``substitute``'s rewrite: ``fn`` applied to every affine of instructions and guards."""
 
-    return _Subst().visit_body(body)
+    def __init__(self, fn: Callable[[Affine], Affine]) -> None:
+        self.fn = fn
+
+    def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+        return (map_affines(s, self.fn),)
+
+    def visit_If(self, s: If) -> tuple[Stmt, ...]:
+        body = self.visit_body(s.body)
+        conds = tuple(mapped_cond(c, self.fn) for c in s.conds)
+        if body is s.body and conds == s.conds:
+            return (s,)
+        return (If(conds, body, s.comment),)

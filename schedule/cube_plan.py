@@ -215,7 +215,7 @@ class CubePlan:
         """Vector cores per block that split each tile of a Vector epilogue (2 by default)."""
         return self.epilogue.vector_cores if self.epilogue is not None else 2
 
-    @property
+    @cached_property
     def geometry(self) -> CubeGeometry:
         return cube_geometry(self.target)
 
@@ -245,14 +245,7 @@ class CubePlan:
     def tiling(self) -> GemmTiling:
         """Effective tiling: tiles clamped to the fractal-padded problem."""
         sp = self.spec
-        c0, ng, mg = self.k_granule(), self.n_granule(), self.m_granule()
-        t = self.tile or L1Tile(_round_up(sp.m, mg), _round_up(sp.n, ng), _round_up(sp.k, c0))
-        tm = min(t.m, _round_up(sp.m, mg))
-        tn = min(t.n, _round_up(sp.n, ng))
-        tk = min(t.k, _round_up(sp.k, c0))
-        k0 = min(self.k0 if self.k0 is not None else t.k, tk)
-        if tk % k0:  # the clamp broke divisibility: largest divisor of tk not above k0
-            k0 = max(d for d in range(c0, k0 + 1, c0) if tk % d == 0)
+        tm, tn, tk, k0 = self.clamped(self.tile, self.k0)
         mt, nt, kt = -(-sp.m // tm), -(-sp.n // tn), -(-sp.k // tk)
         tiles = sp.batch * mt * nt
         # row blocks (``row_blocks``): a core takes a block of rows with all its tiles
@@ -263,6 +256,20 @@ class CubePlan:
         return GemmTiling(sp, tm, tn, tk, k0, mt, nt, kt, tk // k0, tiles, cores,
                           -(-units // cores), self.copies("l1"), self.copies("l0"),
                           self.copies("l0c"), Swizzle(width, sw.direction))
+
+    def clamped(self, tile: L1Tile | None, k0: int | None) -> tuple[int, int, int, int]:
+        """``tile`` and ``k0`` as this plan's problem runs them (``tiling``'s tm, tn, tk,
+        k0): each side clamped to the fractal-padded problem (no tile: the whole of it), the
+        K step to the clamped K tile and a divisor of it."""
+        sp = self.spec
+        c0, ng, mg = self.k_granule(), self.n_granule(), self.m_granule()
+        mp, np_, kp = _round_up(sp.m, mg), _round_up(sp.n, ng), _round_up(sp.k, c0)
+        t = tile or L1Tile(mp, np_, kp)
+        tm, tn, tk = min(t.m, mp), min(t.n, np_), min(t.k, kp)
+        k0 = min(k0 if k0 is not None else t.k, tk)
+        if tk % k0:  # the clamp broke divisibility: largest divisor of tk not above k0
+            k0 = max(d for d in range(c0, k0 + 1, c0) if tk % d == 0)
+        return tm, tn, tk, k0
 
     def _rows_wider(self, tn: int) -> bool:
         epi = self.vector_epilogue

@@ -104,9 +104,9 @@ def _tilings(base: GemmSchedule, tns: set[int], cands: list[tuple[tuple, tuple]]
                     if (tm + tn) * tk * eb * l1 > cap[Scope.L1]:
                         continue
                     # the tile clamped to the problem: the plan's own tiling of these numbers
-                    eff = replace(head, tile=L1Tile(tm, tn, tk), k0=k0).tiling
-                    key = (eff.tm, eff.tn, eff.tk, eff.k0, l1, l0, l0c, cores,
-                           1 if blocks else -(-sp.m // eff.tm))
+                    ctm, ctn, ctk, ck0 = head.clamped(L1Tile(tm, tn, tk), k0)
+                    key = (ctm, ctn, ctk, ck0, l1, l0, l0c, cores,
+                           1 if blocks else -(-sp.m // ctm))
                     if key in seen:
                         continue
                     seen.add(key)

@@ -11,12 +11,11 @@ orders all its dependences: in every iteration the source core sets after the pa
 sources, the sink core waits before the part holding its sinks (a tile class's body under a
 "tile exists" guard is split there into two guards, ``_split_guard``: the wait holds back
 only the tile from its first sink on, the set follows its last source; sources and sinks:
-every access
-of the channel's kind to its GM space on that core, so iterations whose instances happen not to
-conflict, e.g. a slot's first use, keep the same shape), and a channel whose least
-distance is ``d`` > 0 starts with ``d`` sets before the loops (the sink's first ``d`` waits
-need no source) and ends with ``d`` waits after them. The k-th wait consumes the k-th set
-(the flag id is a counter: asc-devkit docs/zh/api/SIMD-API/基础API/同步控制/核间同步/
+every access of the channel's kind to its GM space on that core, so iterations whose
+instances happen not to conflict, e.g. a slot's first use, keep the same shape), and a
+channel whose least distance is ``d`` > 0 starts with ``d`` sets before the loops (the sink's
+first ``d`` waits need no source) and ends with ``d`` waits after them. The k-th wait consumes
+the k-th set (the flag id is a counter: asc-devkit docs/zh/api/SIMD-API/基础API/同步控制/核间同步/
 CrossCoreSetFlag(ISASI).md, "每个ID对应一个用于控制同步的计数器"; a set fires when earlier
 work of its pipe is done, a wait blocks the whole waiting core, CrossCoreWaitFlag(ISASI).md),
 so iteration ``j``'s sinks run after iteration ``j - d``'s sources, and every dependence of
@@ -267,8 +266,8 @@ def _split_guard(body: list[Stmt], ids: frozenset[int], *, first: bool) -> list[
     before the Fixpipe only, not before the guarded tile's Mmads too, and a slot-free set
     right after the Vector cores' read, not after their whole epilogue. The flag itself
     stays outside every guard (each iteration sets and waits: the counters must move
-    in every tile, module docstring); a guard's condition reads only loop variables and
-    ``block_idx``, so testing it twice is the same."""
+    in every tile, module docstring); a guard's condition reads only loop variables and the
+    block and sub-block indices, so testing it twice is the same."""
     at = [n for n, x in enumerate(body) if _ids(x) & ids]
     if not at:
         return body

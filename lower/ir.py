@@ -89,7 +89,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Union
 
 from ascendsched.dtypes import DType
@@ -464,12 +464,36 @@ class StmtMutator:
         return (If(s.conds, body, s.comment),)
 
 
+@lru_cache(maxsize=512)
 def _visitor(mutator: type, node: type) -> str:
-    """The name of ``mutator``'s visitor for a ``node``: of its nearest type that has one."""
+    """The name of ``mutator``'s visitor for a ``node``: of its nearest type that has one
+    (asked once per statement visited: kept per pair of classes)."""
     for cls in node.__mro__:
         if hasattr(mutator, f"visit_{cls.__name__}"):
             return f"visit_{cls.__name__}"
     raise InternalCompilerError(f"{mutator.__name__} cannot visit a {node.__name__}")
+
+
+# the mutators of ``_numbered`` and ``copied``: module-level (a class made per call costs its
+# creation and a reference cycle for the cyclic collector)
+class _Number(StmtMutator):
+    """Fresh ids, from ``fresh`` on, for the instructions without one (``_numbered``)."""
+
+    def __init__(self, fresh: int) -> None:
+        self.fresh = fresh
+
+    def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+        if s.id != UNNUMBERED:
+            return (s,)
+        self.fresh += 1
+        return (replace(s, id=self.fresh - 1),)
+
+
+class _Unnumber(StmtMutator):
+    """Every instruction's id reset (``copied``)."""
+
+    def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
+        return (s,) if s.id == UNNUMBERED else (replace(s, id=UNNUMBERED),)
 
 
 # --------------------------------------------------------------------------- printing
@@ -512,25 +536,3 @@ def format_kernel(k: Kernel) -> str:
         lines.append(f"  program {p.core}:")
         lines.extend(format_body(p.body, 2))
     return "\n".join(lines)
-
-
-# the mutators of ``_numbered`` and ``copied``: module-level (a class made per call costs its
-# creation and a reference cycle for the cyclic collector), after ``StmtMutator``
-class _Number(StmtMutator):
-    """Fresh ids, from ``fresh`` on, for the instructions without one (``_numbered``)."""
-
-    def __init__(self, fresh: int) -> None:
-        self.fresh = fresh
-
-    def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
-        if s.id != UNNUMBERED:
-            return (s,)
-        self.fresh += 1
-        return (replace(s, id=self.fresh - 1),)
-
-
-class _Unnumber(StmtMutator):
-    """Every instruction's id reset (``copied``)."""
-
-    def visit_Instr(self, s: Instr) -> tuple[Stmt, ...]:
-        return (s,) if s.id == UNNUMBERED else (replace(s, id=UNNUMBERED),)

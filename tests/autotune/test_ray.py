@@ -9,7 +9,9 @@ ray = pytest.importorskip("ray")
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # a small object store: the sweep passes schedules and results, not arrays
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             object_store_memory=100 * 2**20)
     yield
     ray.shutdown()
 

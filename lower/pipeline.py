@@ -9,6 +9,8 @@ it on request and dumps it (``NNN_<step>.txt``). The steps, in order (``STEPS``)
     lifetimes               first and last use of every buffer copy
     memory plan             byte offsets per scope
     apply memory plan       Kernel with Buffer.offsets
+    hoist invariants        loop-invariant Vector instructions in front of their loops, in
+                            bytes the plan left them (hoist_invariants.py)
     sync template           the kernel the sync steps analyse: a GEMM's tail-free template,
                             a mixed kernel's AIC template beside its own AIV, or the kernel
                             itself (sync_template.py)
@@ -50,6 +52,7 @@ from ascendsched.lower.cross_core_sync import (
     plan_cross_sync,
 )
 from ascendsched.lower.cube_hints import capacity_hint, mixed_capacity_hint
+from ascendsched.lower.hoist_invariants import hoist_invariants
 from ascendsched.lower.insert_sync import allocate_ids, place_syncs
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.lifetimes import buffer_lifetimes
@@ -70,7 +73,7 @@ from ascendsched.target import Target
 T = TypeVar("T")
 
 STEPS = ("build", "verify built", "lifetimes", "memory plan", "apply memory plan",
-         "sync template", "dependences", "cross-core plan", "place syncs",
+         "hoist invariants", "sync template", "dependences", "cross-core plan", "place syncs",
          "remove redundant syncs", "allocate event ids", "template syncs", "cross-core syncs",
          "verify final")
 SYNC_STEPS = ("sync template", "place syncs", "remove redundant syncs", "allocate event ids",
@@ -128,6 +131,7 @@ def _lower(sched: Scheduled, target: Target, log: PassLog, stop_after: str | Non
             raise
         step("memory plan", plan)
         k = step("apply memory plan", apply_memory_plan(k, plan))
+        k = step("hoist invariants", hoist_invariants(k))
         # A GEMM's sync steps analyse its tail-free template (one class of whole tiles) when
         # every statement of the kernel has its image there; the template's syncs then go
         # into every tile class and peeled K step (sync_template.py)

@@ -56,7 +56,7 @@ def sync_minimality(obj: Schedule | GemmSchedule | Algorithm, seed: int = 0) -> 
     log = PassLog()
     lower(sched, log=log)
     pruned = log.results["remove redundant syncs"].kernel  # each sync still has its channel
-    kernel, tmpl = log.results["apply memory plan"], log.results["sync template"]
+    kernel, tmpl = log.results["hoist invariants"], log.results["sync template"]
     if log.results["template syncs"] is None:  # the kernel was synchronised alone after all
         tmpl = kernel
     target = pruned.target

@@ -5,6 +5,8 @@ holds."""
 
 from __future__ import annotations
 
+import pytest
+
 from ascendsched import dtypes as dt
 from ascendsched.algo import library as L
 from ascendsched.api.check import check
@@ -137,3 +139,11 @@ def test_an_instruction_leaves_every_loop_it_does_not_depend_on() -> None:
     assert _names(out) == ["a: vec_dup", "b: vec_binary", "for i"]
     outer = out[-1]
     assert isinstance(outer, For) and _names(outer.body) == ["for j"]
+
+
+@pytest.mark.slow
+def test_the_hoisted_kernel_passes_every_rung() -> None:
+    k = lower(_chunked_softmax())
+    assert any(HOISTED in i.comment for i, _ in iter_instrs(k.programs[0].body))
+    verdicts = check(_chunked_softmax())
+    assert len(verdicts) == 7 and all(v.ok for v in verdicts), "\n".join(map(str, verdicts))

@@ -11,6 +11,8 @@ it on request and dumps it (``NNN_<step>.txt``). The steps, in order (``STEPS``)
     apply memory plan       Kernel with Buffer.offsets
     hoist invariants        loop-invariant Vector instructions in front of their loops, in
                             bytes the plan left them (hoist_invariants.py)
+    order vector            each run of Vector instructions in dependence levels, one
+                            barrier per level at most (order_vector.py)
     sync template           the kernel the sync steps analyse: a GEMM's tail-free template,
                             a mixed kernel's AIC template beside its own AIV, or the kernel
                             itself (sync_template.py)
@@ -56,6 +58,7 @@ from ascendsched.lower.hoist_invariants import hoist_invariants
 from ascendsched.lower.insert_sync import allocate_ids, place_syncs
 from ascendsched.lower.ir import Kernel
 from ascendsched.lower.lifetimes import buffer_lifetimes
+from ascendsched.lower.order_vector import order_vector
 from ascendsched.lower.pass_log import PassLog, kernel_of
 from ascendsched.lower.plan_memory import plan_memory
 from ascendsched.lower.polyhedral import analyze_dependences
@@ -73,9 +76,10 @@ from ascendsched.target import Target
 T = TypeVar("T")
 
 STEPS = ("build", "verify built", "lifetimes", "memory plan", "apply memory plan",
-         "hoist invariants", "sync template", "dependences", "cross-core plan", "place syncs",
+         "hoist invariants", "order vector", "sync template", "dependences", "cross-core plan", "place syncs",
          "remove redundant syncs", "allocate event ids", "template syncs", "cross-core syncs",
          "verify final")
+PLANNED = "order vector"  # the last step before the sync steps: the kernel they synchronise
 SYNC_STEPS = ("sync template", "place syncs", "remove redundant syncs", "allocate event ids",
               "template syncs")
 
@@ -132,6 +136,7 @@ def _lower(sched: Scheduled, target: Target, log: PassLog, stop_after: str | Non
         step("memory plan", plan)
         k = step("apply memory plan", apply_memory_plan(k, plan))
         k = step("hoist invariants", hoist_invariants(k))
+        k = step("order vector", order_vector(k))
         # A GEMM's sync steps analyse its tail-free template (one class of whole tiles) when
         # every statement of the kernel has its image there; the template's syncs then go
         # into every tile class and peeled K step (sync_template.py)

@@ -187,7 +187,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def _on_template(log: PassLog) -> str:
     """Where a GEMM's syncs were derived on its tail-free template (lower/sync_template.py):
     say so, since the dependences printed are the template's statements."""
-    tmpl, kern = log.results.get("sync template"), log.results.get("hoist invariants")
+    from ascendsched.lower.pipeline import PLANNED
+
+    tmpl, kern = log.results.get("sync template"), log.results.get(PLANNED)
     if tmpl is None or tmpl is kern or log.results.get("template syncs") is None:
         return ""
     from ascendsched.target import CoreType

@@ -22,7 +22,7 @@ from ascendsched.lower.allocate_event_ids import allocate_event_ids
 from ascendsched.lower.cross_core_sync import CrossPlan, insert_cross_sync
 from ascendsched.lower.ir import Kernel, iter_instrs
 from ascendsched.lower.pass_log import PassLog
-from ascendsched.lower.pipeline import lower
+from ascendsched.lower.pipeline import PLANNED, lower
 from ascendsched.lower.remove_redundant_sync import channels_of, drop_channels
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.lower.sync_ir import Sync
@@ -56,7 +56,7 @@ def sync_minimality(obj: Schedule | GemmSchedule | Algorithm, seed: int = 0) -> 
     log = PassLog()
     lower(sched, log=log)
     pruned = log.results["remove redundant syncs"].kernel  # each sync still has its channel
-    kernel, tmpl = log.results["hoist invariants"], log.results["sync template"]
+    kernel, tmpl = log.results[PLANNED], log.results["sync template"]
     if log.results["template syncs"] is None:  # the kernel was synchronised alone after all
         tmpl = kernel
     target = pruned.target

@@ -37,13 +37,14 @@ def test_every_step_is_logged_in_order(sched) -> None:  # noqa: ANN001
     k = lower(sched, log=log)
     assert [n for n, _, _ in log.steps] == list(STEPS) == [
         "build", "verify built", "lifetimes", "memory plan", "apply memory plan",
-        "hoist invariants", "sync template", "dependences", "cross-core plan", "place syncs",
+        "hoist invariants", "order vector", "sync template", "dependences", "cross-core plan", "place syncs",
         "remove redundant syncs", "allocate event ids", "template syncs", "cross-core syncs",
         "verify final"]
     assert log.results["verify final"] is k is log.results["allocate event ids"]
     assert not log.results["cross-core plan"].channels  # one core: no cross-core flags
     assert log.text("verify built") == log.text("verify final") == "(unchanged)"
     assert log.text("hoist invariants") == "(unchanged)"  # no loop-invariant instruction
+    assert log.text("order vector") == "(unchanged)"  # no run of three Vector instructions
     # whole tiles: the kernel is its own template
     assert log.text("sync template") == log.text("template syncs") == "(unchanged)"
     assert all(c >= 0 for c in log.cpu().values())
@@ -86,10 +87,10 @@ def test_the_dump_has_one_file_per_step_and_the_emitted_cpp(tmp_path) -> None:
     names = sorted(p.name for p in (tmp_path / "dump").iterdir())
     assert names == [f"{n + 1:03d}_{s.replace(' ', '_')}.txt"
                      for n, s in enumerate(STEPS + ("emit",))]
-    assert (tmp_path / "dump" / "016_emit.txt").read_text() == proj.kernel_source + "\n"
+    assert (tmp_path / "dump" / "017_emit.txt").read_text() == proj.kernel_source + "\n"
     assert (tmp_path / "dump" / "002_verify_built.txt").read_text() == "(unchanged)\n"
-    assert (tmp_path / "dump" / "015_verify_final.txt").read_text() == "(unchanged)\n"
-    assert (tmp_path / "dump" / "012_allocate_event_ids.txt").read_text() == str(k) + "\n"
+    assert (tmp_path / "dump" / "016_verify_final.txt").read_text() == "(unchanged)\n"
+    assert (tmp_path / "dump" / "013_allocate_event_ids.txt").read_text() == str(k) + "\n"
 
 
 def test_explain_dumps_every_step(tmp_path, capsys) -> None:
@@ -100,12 +101,12 @@ def test_explain_dumps_every_step(tmp_path, capsys) -> None:
                  "    return Schedule(L.vadd(4096)).split('z', 'i', 1024)\n")
     assert main(["explain", f"{f}:schedule", "--dump-ir", str(tmp_path / "d")]) == 0
     files = sorted(p.name for p in (tmp_path / "d").glob("*.txt"))
-    assert files[5:14] == ["006_hoist_invariants.txt", "007_sync_template.txt",
-                           "008_dependences.txt", "009_cross-core_plan.txt",
-                           "010_place_syncs.txt", "011_remove_redundant_syncs.txt",
-                           "012_allocate_event_ids.txt", "013_template_syncs.txt",
-                           "014_cross-core_syncs.txt"]
-    assert files[-1] == "016_emit.txt" and (tmp_path / "d" / "project").is_dir()
+    assert files[5:15] == ["006_hoist_invariants.txt", "007_order_vector.txt",
+                           "008_sync_template.txt", "009_dependences.txt",
+                           "010_cross-core_plan.txt", "011_place_syncs.txt",
+                           "012_remove_redundant_syncs.txt", "013_allocate_event_ids.txt",
+                           "014_template_syncs.txt", "015_cross-core_syncs.txt"]
+    assert files[-1] == "017_emit.txt" and (tmp_path / "d" / "project").is_dir()
     assert "pass timings:" in capsys.readouterr().out
 
 

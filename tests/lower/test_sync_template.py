@@ -43,7 +43,7 @@ def _hand(m: int, n: int, k: int, cores: int, tiles=(128, 256, 128), k0: int = 3
 
 def _templated(log: PassLog) -> bool:
     """Whether the sync steps ran on a template and its syncs went into the kernel."""
-    return (log.results["sync template"] is not log.results["hoist invariants"]
+    return (log.results["sync template"] is not log.results["order vector"]
             and log.results["template syncs"] is not None)
 
 
@@ -136,7 +136,7 @@ def test_no_template_without_tails() -> None:
     for sched in (_hand(1024, 1024, 1024, cores=8),  # whole tiles: the kernel is its template
                   schedule_for(L.gemm_gelu(512, 512, 512))):  # a mixed kernel of whole tiles
         _, log = lowered(sched)
-        assert log.results["sync template"] is log.results["hoist invariants"]
+        assert log.results["sync template"] is log.results["order vector"]
 
 
 MIXED = [
@@ -171,7 +171,7 @@ def test_mixed_kernels_with_tails_take_their_aic_templates_syncs(sched) -> None:
     channels order, and the IR rungs of the ladder pass."""
     k, log = lowered(sched)
     assert _templated(log)
-    kern, tmpl = log.results["hoist invariants"], log.results["sync template"]
+    kern, tmpl = log.results["order vector"], log.results["sync template"]
     assert len(tmpl.program(CoreType.AIC).body) == 1  # one persistent loop of whole tiles
     own, mirror = kern.program(CoreType.AIV), class_mirror(kern)
     if mirror is not None:
@@ -190,7 +190,7 @@ def test_the_templates_workspace_dependences_go_only_where_the_channels_order_th
     """The template's AIC writes a workspace slot again ``copies`` tiles later (a FIX -> FIX
     WAW on GM): left to the kernel's cross-core channels, kept without them."""
     _, log = lowered(MIXED[0])
-    kern, tmpl = log.results["hoist invariants"], log.results["sync template"]
+    kern, tmpl = log.results["order vector"], log.results["sync template"]
     cross = log.results["cross-core plan"]
     deps = analyze_dependences(tmpl)
     gm = [d for d in deps if d.core == CoreType.AIC and d.space == "C_ws"]
@@ -206,7 +206,7 @@ def test_a_statement_touching_bytes_its_image_does_not_is_refused() -> None:
     sched = _hand(1000, 1000, 1000, cores=2)
     log = PassLog()
     lower(sched, log=log)
-    kern, synced = log.results["hoist invariants"], log.results["allocate event ids"]
+    kern, synced = log.results["order vector"], log.results["allocate event ids"]
     runs = class_runs(sched.cube, kern.target)
     assert transplanted(kern, synced, runs) is not None
 

@@ -236,20 +236,23 @@ class _ChunkedReductions:
             common: dict[Expr, Val] = {}
             g = _ExprGen(self, inner, mx.name, dom, menv, mine)
             g.chunk = (mrv, chunk)
-            part = g.reduce(mred, None, (common, both))
             rows = top.varying()
-            new = g.temp(rows, top.dtype, f"the new running max of {mx.name}")
-            g.vec("vec_binary", new, (top, part), "max", (("fn", "max"),),
-                  f"{mx.name}: the new running max, of it and this chunk's")
+            # the old max kept aside, so the chunk's exponentials wait only for the new max,
+            # not for the rescale factor's subtraction too (order_vector.py puts the copy
+            # beside the chunk's max)
+            old = g.temp(rows, top.dtype, f"the running max of {mx.name} before this chunk")
+            g.vec("vec_unary", old, (top,), "copy", (("fn", "copy"),),
+                  f"{mx.name}: the running max before this chunk")
+            part = g.reduce(mred, None, (common, both))
+            g.vec("vec_binary", top, (top, part), "max", (("fn", "max"),),
+                  f"{mx.name}: running max and this chunk's")
             scale = g.temp(rows, top.dtype, f"exp(old {mx.name} - new {mx.name})")
-            g.vec("vec_binary", scale, (top, new), "sub", (("fn", "sub"),),
+            g.vec("vec_binary", scale, (old, top), "sub", (("fn", "sub"),),
                   f"{st.name}: old {mx.name} - new {mx.name}")
             g.vec("vec_unary", scale, (scale,), "exp", (("fn", "exp"),),
                   f"{st.name}: the rescale factor exp(old {mx.name} - new {mx.name})")
             g.vec("vec_binary", acc, (acc, scale), "mul", (("fn", "mul"),),
                   f"{st.name}: the sum so far, against the new max")
-            g.vec("vec_binary", top, (top, part), "max", (("fn", "max"),),
-                  f"{mx.name}: running max and this chunk's")
             gs = _ExprGen(self, inner, st.name, dom, env, mine)
             gs.chunk = (mrv, chunk)
             part = gs.reduce(same, None, (common, both))

@@ -46,7 +46,6 @@ from ascendsched.lower.ir import (
     If,
     Instr,
     Kernel,
-    Program,
     Stmt,
     iter_instrs,
 )
@@ -57,11 +56,7 @@ HOISTED = "loop-invariant: computed once, before loop"  # comment suffix of a mo
 def hoist_invariants(k: Kernel) -> Kernel:
     """``k`` with every loop's invariant Vector instructions in front of that loop."""
     places = _places(k.buffers)
-    programs = tuple(p if (body := _hoisted(p.body, places)) is p.body
-                     else Program(p.core, body) for p in k.programs)
-    if all(new is old for new, old in zip(programs, k.programs)):
-        return k
-    return k.with_programs(programs)
+    return k.with_bodies(lambda body: _hoisted(body, places))
 
 
 def _places(buffers: tuple[Buffer, ...]) -> dict[str, frozenset[str]]:

@@ -87,7 +87,7 @@ next fresh id from ``Kernel.next_id``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Union
@@ -390,6 +390,16 @@ class Kernel:
     def replace_body(self, core: CoreType, body: tuple[Stmt, ...]) -> Kernel:
         return self.with_programs(tuple(
             Program(p.core, body) if p.core == core else p for p in self.programs))
+
+    def with_bodies(self, change: Callable[[tuple[Stmt, ...]], tuple[Stmt, ...]]) -> Kernel:
+        """This kernel with ``change`` applied to each program's body; itself when every
+        body comes back as the same object (``change`` returns its argument when it has
+        nothing to do)."""
+        programs = tuple(p if (body := change(p.body)) is p.body else Program(p.core, body)
+                         for p in self.programs)
+        if all(new is old for new, old in zip(programs, self.programs)):
+            return self
+        return self.with_programs(programs)
 
     def __str__(self) -> str:
         return format_kernel(self)

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ascendsched.lower.affine import Affine
-from ascendsched.lower.ir import VECTOR_OPS, Buffer, For, If, Instr, Kernel, Program, Region, Stmt
+from ascendsched.lower.ir import VECTOR_OPS, Buffer, For, If, Instr, Kernel, Region, Stmt
 
 Span = tuple[Affine, Affine, int, int]  # (variable offset part, copy, first byte, end byte)
 
@@ -36,11 +36,7 @@ Span = tuple[Affine, Affine, int, int]  # (variable offset part, copy, first byt
 def order_vector(k: Kernel) -> Kernel:
     """``k`` with each run of Vector instructions in dependence levels."""
     spans = _Spans(k.buffer_map)
-    programs = tuple(p if (body := _ordered(p.body, spans)) is p.body
-                     else Program(p.core, body) for p in k.programs)
-    if all(new is old for new, old in zip(programs, k.programs)):
-        return k
-    return k.with_programs(programs)
+    return k.with_bodies(lambda body: _ordered(body, spans))
 
 
 def _ordered(body: tuple[Stmt, ...], spans: _Spans) -> tuple[Stmt, ...]:

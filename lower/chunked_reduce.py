@@ -238,8 +238,8 @@ class _ChunkedReductions:
             g.chunk = (mrv, chunk)
             rows = top.varying()
             # the old max kept aside, so the chunk's exponentials wait only for the new max,
-            # not for the rescale factor's subtraction too (order_vector.py puts the copy
-            # beside the chunk's max)
+            # not for the rescale factor's subtraction too (the copy depends on nothing of
+            # the chunk: order_vector.py lets it run beside the chunk's first instructions)
             old = g.temp(rows, top.dtype, f"the running max of {mx.name} before this chunk")
             g.vec("vec_unary", old, (top,), "copy", (("fn", "copy"),),
                   f"{mx.name}: the running max before this chunk")

@@ -76,9 +76,9 @@ from ascendsched.target import Target
 T = TypeVar("T")
 
 STEPS = ("build", "verify built", "lifetimes", "memory plan", "apply memory plan",
-         "hoist invariants", "order vector", "sync template", "dependences", "cross-core plan", "place syncs",
-         "remove redundant syncs", "allocate event ids", "template syncs", "cross-core syncs",
-         "verify final")
+         "hoist invariants", "order vector", "sync template", "dependences", "cross-core plan",
+         "place syncs", "remove redundant syncs", "allocate event ids", "template syncs",
+         "cross-core syncs", "verify final")
 PLANNED = "order vector"  # the last step before the sync steps: the kernel they synchronise
 SYNC_STEPS = ("sync template", "place syncs", "remove redundant syncs", "allocate event ids",
               "template syncs")

@@ -7,9 +7,9 @@ softmax over rows too wide for UB, every column chunk of a row broadcast the row
 this pass, on the memory-planned kernel before any sync is placed.
 
 It runs after the memory plan and keeps it: moving an instruction must not change which
-bytes hold what, so buffers are told apart by their planned bytes (two buffers that share a
-byte overlap), and the plan the default schedule and the tuner ranked is the plan
-that runs. (Moved before planning, a broadcast block living across the chunk loop made the
+bytes hold what, so what a loop touches is judged by planned bytes (touching a buffer touches
+every buffer sharing a byte with it), and the plan the default schedule and the tuner ranked
+is the plan that runs. (Moved before planning, a broadcast block living across the chunk loop made the
 planner pack LayerNorm 4096 x 12288's UB differently, with the next row's load waiting for the
 whole row: modelled 177 -> 278 us.)
 

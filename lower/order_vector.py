@@ -12,15 +12,17 @@ This pass, on the memory-planned kernel before any sync is placed, reorders each
 of Vector instructions (no other pipe's instruction, loop or branch inside it) by level: an
 instruction's level is one less than the lowest level of the instructions after it in the
 run that depend on it (read what it writes, or write what it reads or writes), the last level
-when there is none; within a level the program order stays. Levels as late as possible keep an
-instruction that reads a load's data where the walk put it: as early as possible, a cast of
-LayerNorm's ``beta`` went to the front of its run, and the V pipe waited for that load before
-work that did not need it (modelled 2% slower on 32 000-column rows). Every dependence then goes from a lower
-level to a higher one, so the order is a valid one, and the barriers the sync steps place
-can only be needed between levels: at most one per level where there was one per dependent
-pair in the walk's order. Dependences are judged on planned bytes, conservatively: two
-regions may overlap unless both are constant spans of known addresses that do not (or the
+when there is none; within a level the program order stays. Every dependence then goes from a
+lower level to a higher one, so the order is a valid one, and the barriers the sync steps
+place can only be needed between levels: at most one per level where there was one per
+dependent pair in the walk's order. Dependences are judged on planned bytes, conservatively:
+two regions may overlap unless both are constant spans of known addresses that do not (or the
 same loop-variable offset of spans that do not), so the pass never orders too little.
+
+Levels are as late as possible, which keeps an instruction that reads a load's data where the
+walk put it: as early as possible, a cast of LayerNorm's ``beta`` went to the front of its
+run, and the V pipe waited for that load before work that did not need it (modelled 2% slower
+on 32 000-column rows).
 """
 
 from __future__ import annotations

@@ -37,9 +37,9 @@ def test_every_step_is_logged_in_order(sched) -> None:  # noqa: ANN001
     k = lower(sched, log=log)
     assert [n for n, _, _ in log.steps] == list(STEPS) == [
         "build", "verify built", "lifetimes", "memory plan", "apply memory plan",
-        "hoist invariants", "order vector", "sync template", "dependences", "cross-core plan", "place syncs",
-        "remove redundant syncs", "allocate event ids", "template syncs", "cross-core syncs",
-        "verify final"]
+        "hoist invariants", "order vector", "sync template", "dependences", "cross-core plan",
+        "place syncs", "remove redundant syncs", "allocate event ids", "template syncs",
+        "cross-core syncs", "verify final"]
     assert log.results["verify final"] is k is log.results["allocate event ids"]
     assert not log.results["cross-core plan"].channels  # one core: no cross-core flags
     assert log.text("verify built") == log.text("verify final") == "(unchanged)"

@@ -30,6 +30,17 @@ class Affine:
     mods: tuple[tuple[str, int, int], ...] = ()  # (var, modulus, coeff), sorted
     divs: tuple[tuple[Affine, int, int], ...] = ()  # (numerator, divisor, coeff)
 
+    def __hash__(self) -> int:
+        got = self.__dict__.get("_hash")  # memoised: indices are dict keys all over lowering
+        if got is None:
+            got = hash((self.const, self.terms, self.mods, self.divs))
+            object.__setattr__(self, "_hash", got)
+        return got
+
+    def __getstate__(self) -> dict:
+        # without the memos: a str hash differs from process to process (PYTHONHASHSEED)
+        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_vars")}
+
     @staticmethod
     def of(value: Affine | int | str) -> Affine:
         if isinstance(value, Affine):
@@ -104,10 +115,13 @@ class Affine:
         return not self.terms and not self.mods and not self.divs
 
     def vars(self) -> frozenset[str]:
-        out = frozenset([v for v, _ in self.terms] + [v for v, _, _ in self.mods])
-        for a, _, _ in self.divs:
-            out |= a.vars()
-        return out
+        got = self.__dict__.get("_vars")  # memoised: the analyses ask it of one index often
+        if got is None:
+            got = frozenset([v for v, _ in self.terms] + [v for v, _, _ in self.mods])
+            for a, _, _ in self.divs:
+                got |= a.vars()
+            object.__setattr__(self, "_vars", got)
+        return got
 
     def evaluate(self, env: dict[str, int]) -> int:
         try:

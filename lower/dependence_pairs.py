@@ -193,7 +193,9 @@ def _ordered(s: InstrInfo, d: InstrInfo, cache: dict) -> isl.Map:
 
 def _loop_guarded(info: InstrInfo) -> bool:
     """Whether a condition enclosing ``info`` names one of its loop variables."""
-    return bool(info.conds) and any(c.lhs.vars() & set(info.loop_vars) for c in info.conds)
+    if not info.conds:
+        return False
+    return any(not c.lhs.vars().isdisjoint(info.loop_vars) for c in info.conds)
 
 
 def named(rel: isl.Map, s: InstrInfo, d: InstrInfo) -> isl.Map:

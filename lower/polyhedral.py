@@ -139,6 +139,9 @@ class Dependences:
         return "\n".join(lines)
 
 
+_KINDS = {("W", "R"): DepKind.RAW, ("R", "W"): DepKind.WAR, ("W", "W"): DepKind.WAW}
+
+
 def analyze_dependences(kernel: Kernel, spaces: frozenset[str] | None = None) -> Dependences:
     """Every RAW/WAR/WAW dependence of ``kernel`` that synchronisation must order (``spaces``:
     only those on these memory spaces, e.g. GM tensors' names)."""
@@ -169,8 +172,7 @@ def analyze_dependences(kernel: Kernel, spaces: frozenset[str] | None = None) ->
                 (slo, shi), (dlo, dhi) = sa.hull, da.hull
                 if shi < dlo or dhi < slo:
                     continue
-                kind = {("W", "R"): DepKind.RAW, ("R", "W"): DepKind.WAR,
-                        ("W", "W"): DepKind.WAW}[(sa.kind, da.kind)]
+                kind = _KINDS[(sa.kind, da.kind)]
                 shared = common_depth(s, d)
                 if not shared and s.id > d.id:
                     continue  # no common loop and the sink first in the text: never before

@@ -280,17 +280,21 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     copy). A load_once that overflows UB is pruned by the planner's own checks, like any
     point. A column reduction (``schedule.chunks.column_reduction``: ``db[j] = sum_i
     dy[i, j]``) also gets, among its column tiles, the widths each core count takes, and
-    ``chunk``: its rows read whole or in chunks of 16..1024."""
+    ``chunk``: its rows read whole or in chunks of 16..1024. ``rows`` also offers the
+    default's tallest whole-row tile of each buffering, and the space's seeds are those tiles
+    as points (``_vector_seeds``)."""
     out = algo.outputs[0]
     assert out.op is not None
     axes = tuple(a.name for a in out.op.axes)
     shape = tuple(int(x) for x in out.shape)
     align = ub_budget.granule(algo, target)
     params: dict[str, tuple[Any, ...]] = {}
+    fit = _whole_row_tiles(algo, target) if len(axes) > 1 else {}
     if len(axes) == 1:
         params["tile"] = _factors(VECTOR_TILES, shape[0], align) or (WHOLE,)
     else:
-        params["rows"] = tuple(r for r in VECTOR_ROWS if r < shape[0]) + (WHOLE,)
+        heights = sorted({r for r in VECTOR_ROWS if r < shape[0]} | set(fit.values()))
+        params["rows"] = tuple(heights) + (WHOLE,)
         params["cols"] = _columns(shape[-1], align) + (WHOLE,)
         if len(params["cols"]) > 1:
             params["order"] = ("rows", "cols", "fused")
@@ -336,7 +340,43 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
     build = VectorBuild(target, out.name, axes, shape, tuple(stages), buffers, once, per_row,
                         row_stats)
     return _make(name or f"{algo.name}-vector", algo, params, nominal, build, target,
-                 algo_code, choices)
+                 algo_code, choices, _vector_seeds(algo, params, fit))
+
+
+def _whole_row_tiles(algo: Algorithm, target: Target) -> dict[int, int]:
+    """Copies -> rows of the default's first whole-row tile with that buffering
+    (``schedule.default.best_tiles``; none where a row does not fit)."""
+    from ascendsched.schedule.default import best_tiles
+
+    n = int(root_output(algo).shape[-1])
+    return {c: t.rows for c, t in best_tiles(algo, target).items()
+            if t.cols == n and t.rows < int(root_output(algo).shape[0])}
+
+
+def _vector_seeds(algo: Algorithm, params: dict[str, tuple[Any, ...]], fit: dict[int, int]
+                  ) -> list[dict[str, Any]]:
+    """The default's whole-row tiles as points, a guided search's first trials: each
+    buffering's tallest tile with that many copies of every input and the output, the
+    default's placements (``computed_per_tile`` per tile, the rest inlined), inputs of no row
+    axis loaded once, every core. The single-buffered one is often taller: LayerNorm
+    4096 x 4096 in tiles of 3 rows, one copy each, models 49.0 us against the default's 2
+    double-buffered rows, 51.9 us (fewer tiles: fewer barriers and per-row instructions on
+    the Vector pipe, which bounds it; the next tile's load still overlaps all but the cast
+    that reads its input first)."""
+    per_tile = ub_budget.computed_per_tile(algo)
+    out = []
+    for copies, rows in fit.items():
+        pt: dict[str, Any] = {k: v[0] for k, v in params.items()}
+        pt.update(rows=rows, cols=WHOLE, cores=params["cores"][-1])
+        for k in params:
+            if k.startswith("place_"):
+                pt[k] = "at" if k[len("place_"):] in per_tile else "inline"
+            elif k.startswith("copies_"):
+                pt[k] = copies
+            elif k.startswith("once_"):
+                pt[k] = "once"
+        out.append(pt)
+    return out
 
 
 def _rows_overflow(algo: Algorithm, target: Target) -> bool:

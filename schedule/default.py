@@ -135,6 +135,19 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
         yield _candidate(algo, target, tile, 2, hoist=False, chunk=width)
 
 
+def best_tiles(algo: Algorithm, target: Target = DEFAULT_TARGET) -> dict[int, TileShape]:
+    """The tile the default offers first with each buffering (copies 2, then 1), by the UB
+    estimate. Single-buffered tiles may be taller: fewer tiles, so fewer per-tile barriers and
+    short row-statistic instructions, which a Vector-bound kernel can use (the tuner's vector
+    spaces seed their search with both)."""
+    out: dict[int, TileShape] = {}
+    for copies in (2, 1):
+        tiles = _tiles(algo, target, copies)
+        if tiles:
+            out[copies] = tiles[0]
+    return out
+
+
 def _buffered_tiles(algo: Algorithm, target: Target) -> Iterator[tuple[int, TileShape]]:
     """(copies, tile) of both bufferings, double first. A piece of a row never outranks
     whole rows of either buffering: its tile loop goes over the columns (a few cores) and

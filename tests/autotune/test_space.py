@@ -280,3 +280,24 @@ def test_a_column_reduction_space_reads_rows_in_chunks() -> None:
     sched = space.schedule(tuple(point[p.name] for p in space.params))
     assert chunk_split(sched, "db").factor == 128
     lower(sched)
+
+
+def test_vector_seeds_are_the_default_tiles_of_each_buffering() -> None:
+    """A vector space offers the default's tallest whole-row tile of each buffering as rows
+    and seeds its search with both; the single-buffered one is taller, and for LayerNorm
+    4096 x 4096 (bound by its Vector pipe) faster than the default's (modelled)."""
+    from ascendsched.autotune.evaluate import evaluate_schedule
+    from ascendsched.lower.schedule_for import schedule_for
+
+    sp = library_space("layernorm", 4096, 4096)
+    assert 3 in sp.param("rows").choices  # not a power of two
+    seeds = [sp.as_dict(p) for p in sp.seed_points()]
+    assert [(s["rows"], s["copies_x"], s["copies_y"]) for s in seeds] == [(2, 2, 2), (3, 1, 1)]
+    assert all(s["place_xf"] == s["place_d"] == "at" and s["place_mean"] == "inline"
+               and s["once_gamma"] == "once" for s in seeds)
+    checked = [sp.check(p) for p in sp.seed_points()]
+    assert all(c.legal for c in checked), [c.message for c in checked]
+    default = evaluate_schedule(schedule_for(sp.algo))
+    single = evaluate_schedule(checked[1].schedule)
+    assert evaluate_schedule(checked[0].schedule).time_s == pytest.approx(default.time_s)
+    assert single.time_s < 0.97 * default.time_s

@@ -54,7 +54,6 @@ from ascendsched.algo.gemm_vector_epilogue import VectorEpilogue
 from ascendsched.errors import CapacityError, InternalCompilerError, ScheduleError
 from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.build_gemm import _Builder as _GemmBuilder
-from ascendsched.lower.build_gemm import _Tile
 from ascendsched.lower.build_loop_nest import build_loop_nest
 from ascendsched.lower.cube_hints import narrower_tile, where
 from ascendsched.lower.cube_ops import make_cube_instr
@@ -75,6 +74,7 @@ from ascendsched.lower.ir import (
 )
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import fits_as_scheduled
+from ascendsched.lower.select_cube import Tile
 from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.epilogue_steps import default_step_rows, even_steps, step_fits
 from ascendsched.schedule.gemm_records import TileClass
@@ -249,7 +249,7 @@ class _ClassLoop:
         self.cls, self.var, self.iters, self.base = cls, var, iters, base
         self.unit = unit  # "tile" or "row block"
         self.conds: tuple = ()
-        self.tile: _Tile | None = None
+        self.tile: Tile | None = None
 
     def wrap(self, body: tuple[Stmt, ...]) -> For:
         inner: tuple[Stmt, ...] = (If(self.conds, body, f"{self.cls.label}: {self.unit} "
@@ -289,7 +289,7 @@ class _CubeBuilder(_GemmBuilder):
             body = body[0].body
         return [cl.wrap(body) if loop is None else replace(loop, body=cl.wrap(body).body)]
 
-    def _tile_body(self, tile: _Tile) -> list[Stmt]:
+    def _tile_body(self, tile: Tile) -> list[Stmt]:
         self.classes[-1].tile = tile
         if not self.s.row_blocks:
             return super()._tile_body(tile)
@@ -320,7 +320,7 @@ class _CubeBuilder(_GemmBuilder):
         blk = Affine.of(BLOCK_IDX) if t.cores > 1 else Affine()
         return (blk * self.slots + slot) * slot_elements(self.s)
 
-    def _fixpipe(self, tile: _Tile, ccopy: Affine) -> list[Stmt]:
+    def _fixpipe(self, tile: Tile, ccopy: Affine) -> list[Stmt]:
         sp = self.sp
         mp = -(-self._mmad_mn(tile)[0] // self.rows) * self.rows
         cl = self.classes[-1]

@@ -54,12 +54,12 @@ import islpy as isl
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.byte_access import shared_copy, side_copies
 from ascendsched.lower.cube_ops import same_pipe_ordered
+from ascendsched.lower.flag_patterns import Flag, _mod_id, flag_pair_levels
 from ascendsched.lower.instances import InstrInfo, kernel_instrs, never_before
 from ascendsched.lower.ir import Instr, Kernel
 from ascendsched.lower.polyhedral import Dependence, Dependences
 from ascendsched.lower.sync_chains import ChainRelations, point_text, union_of
 from ascendsched.lower.sync_ir import Barrier, EventSync, SetFlag, Sync, WaitFlag
-from ascendsched.lower.sync_text import Flag, _mod_id, flag_pair_levels
 from ascendsched.lower.sync_verdicts import GroupVerdicts
 from ascendsched.target.model import CoreType, Target
 

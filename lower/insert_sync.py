@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from ascendsched.errors import BarrierFallbackWarning, SyncError
 from ascendsched.lower.affine import Affine
 from ascendsched.lower.allocate_event_ids import EventIdPressureWarning, allocate_event_ids
+from ascendsched.lower.flag_patterns import disjoint_bodies
 from ascendsched.lower.happens_before import SyncOracle, SyncProblem
 from ascendsched.lower.ir import For, If, Instr, Kernel, Program, Stmt, iter_instrs
 from ascendsched.lower.polyhedral import Dependences
@@ -48,7 +49,6 @@ from ascendsched.lower.sync_requirements import (
     requirements,
     spanning,
 )
-from ascendsched.lower.sync_text import disjoint_bodies
 from ascendsched.target.model import Target
 
 
@@ -315,7 +315,7 @@ def channel_numbers(reqs: Reasons, kernel: Kernel, join_classes: bool = False) -
     waits still alternate, on every core, whichever guards it passes; and the wait before a
     sink meets the last set of its id before it, which fires after every earlier source-pipe
     instruction, so the shared channel orders whatever separate ones would
-    (``sync_text.standard_pattern``). Separate channels would each hold their ids across
+    (``flag_patterns.standard_pattern``). Separate channels would each hold their ids across
     their loop, and between two loops drain one (epilogue waits) before the next starts: a
     tile class's L0 K loops of the full L1 steps and of the K tail, and the persistent loops
     of consecutive tile classes, ran the ids out and lost double buffering."""

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 import islpy as isl
 
 from ascendsched.lower.affine import Affine
+from ascendsched.lower.flag_patterns import Flag, _apart, _shared, standard_pattern
 from ascendsched.lower.instances import (
     InstrInfo,
     affine_text,
@@ -32,7 +33,6 @@ from ascendsched.lower.instances import (
 )
 from ascendsched.lower.ir import BLOCK_IDX
 from ascendsched.lower.sync_ir import EventSync, SetFlag, WaitFlag
-from ascendsched.lower.sync_text import Flag, _apart, _shared, standard_pattern
 from ascendsched.lower.sync_text_carried import CarriedText
 from ascendsched.target.model import Target
 

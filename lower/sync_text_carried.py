@@ -15,17 +15,10 @@ it equal), any one of these orders every pair that loop carries:
 
 from __future__ import annotations
 
+from ascendsched.lower.flag_patterns import _eid, _mod_id, _role
 from ascendsched.lower.instances import InstrInfo
 from ascendsched.lower.sync_ir import SyncRole
-from ascendsched.lower.sync_text import (
-    SyncText,
-    _before,
-    _carrying,
-    _eid,
-    _mod_id,
-    _prefix,
-    _role,
-)
+from ascendsched.lower.sync_text import SyncText, _before, _carrying, _prefix
 from ascendsched.target.model import Pipe
 
 

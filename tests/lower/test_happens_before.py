@@ -10,6 +10,7 @@ import pytest
 
 from ascendsched.algo import library as L
 from ascendsched.lower.byte_access import shared_copy
+from ascendsched.lower.flag_patterns import body_pairs, flag_pair_levels, standard_pattern
 from ascendsched.lower.happens_before import SyncOracle, unordered_dependences
 from ascendsched.lower.insert_sync import insert_sync, place_syncs
 from ascendsched.lower.instances import InstrInfo
@@ -20,7 +21,6 @@ from ascendsched.lower.remove_redundant_sync import remove_redundant_sync
 from ascendsched.lower.schedule_for import schedule_for
 from ascendsched.lower.sync_chains import union_of
 from ascendsched.lower.sync_ir import SyncRole
-from ascendsched.lower.sync_text import body_pairs, flag_pair_levels, standard_pattern
 from ascendsched.schedule import Schedule
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.target import ASCEND_910B, Pipe
@@ -131,7 +131,7 @@ def test_a_carried_channel_shared_by_sibling_bodies_alternates_by_isl_too() -> N
     # channel over the class loop, and the class loops (sibling loops of the kernel body)
     # share it too (insert_sync.channel_numbers): several wait/set pairs in disjoint bodies
     # between one prologue before the first loop and one epilogue after the last. The text
-    # calls it standard (sync_text.standard_pattern); isl agrees that it alternates, and the
+    # calls it standard (flag_patterns.standard_pattern); isl agrees that it alternates, and the
     # placement orders every dependence
     placed, deps = _placed(lower(_gemm_tails_2_cores(), stop_after="apply memory plan"))
     oracle = SyncOracle(placed, deps, ASCEND_910B)
@@ -355,7 +355,7 @@ def test_shared_ids_the_text_settles_isl_confirms(name: str, least: int,
     # channels given one event id: every (wait of one, later set of the other) pair the text
     # settles (flag_pair_levels with the allocated ids, then the same rules) is covered by isl
     # with only the syncs the text named
-    from ascendsched.lower.sync_text import _mod_id
+    from ascendsched.lower.flag_patterns import _mod_id
 
     checked = []
     real = SyncOracle.shared_id_problem

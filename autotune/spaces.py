@@ -368,6 +368,8 @@ def _vector_seeds(algo: Algorithm, params: dict[str, tuple[Any, ...]], fit: dict
     for copies, rows in fit.items():
         pt: dict[str, Any] = {k: v[0] for k, v in params.items()}
         pt.update(rows=rows, cols=WHOLE, cores=params["cores"][-1])
+        if "chunk" in params:  # a column reduction's rows: read whole, as the tile holds them
+            pt["chunk"] = WHOLE
         for k in params:
             if k.startswith("place_"):
                 pt[k] = "at" if k[len("place_"):] in per_tile else "inline"

@@ -280,3 +280,20 @@ def test_load_once_without_hoist_recomputes_the_values_per_tile_and_wide_rows_de
     # double buffers and temporaries; loaded once and cast per tile it does (not a column split)
     wide = schedule_for(L.rmsnorm(64, 16384))
     assert ".load_once('gamma', hoist=False)" in str(wide) and "'j'" not in str(wide)
+
+
+def test_one_row_double_buffered_tiles_give_way_to_single_buffered_pairs() -> None:
+    """Double buffering would leave softmax 4096 x 8192 one row per tile; one copy fits two,
+    and the default takes those: the row statistics' chain is paid per pair of rows, and the
+    model times it faster than the double-buffered single rows."""
+    algo = L.softmax(4096, 8192)
+    s = schedule_for(algo)
+    assert isinstance(s, Schedule)
+    assert ".split('y', 'i', 2" in str(s) and s.copies("x") == s.copies("y") == 1, str(s)
+    double = Schedule(algo).split("y", "i", 1).bind("y", "i_o", 48)
+    for stage in ("xf", "mx", "e", "s"):
+        double = double.compute_at(stage, "y", "i_o")
+    double = double.buffer("x", 2).buffer("y", 2)
+    assert model_time(lower(s)).time_s < 0.95 * model_time(lower(double)).time_s
+    # with several rows per double-buffered tile the default keeps the double buffering
+    assert schedule_for(L.softmax(4096, 4096)).copies("x") == 2

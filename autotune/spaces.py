@@ -26,8 +26,10 @@ from ascendsched.autotune.space import Param, Space
 from ascendsched.errors import AscendSchedError
 from ascendsched.schedule import ub_budget
 from ascendsched.schedule.chunks import chunk_var, chunkable, column_reduction, dividing_width
+from ascendsched.schedule.default import best_tiles
 from ascendsched.schedule.default_chunked import strip_width
 from ascendsched.schedule.gemm import GemmSchedule, cube_geometry
+from ascendsched.schedule.gemm_default import default_gemm_schedules
 from ascendsched.schedule.online import join_online, online_pairs
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.target import DEFAULT_TARGET, Target
@@ -136,8 +138,6 @@ def gemm_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str | 
 
 
 def _estimate_seeds(algo: Algorithm, target: Target) -> list[GemmSchedule]:
-    from ascendsched.schedule.gemm_default import default_gemm_schedules
-
     try:
         return list(itertools.islice(default_gemm_schedules(algo, target), ESTIMATE_SEEDS))
     except AscendSchedError:
@@ -346,8 +346,6 @@ def vector_space(algo: Algorithm, target: Target = DEFAULT_TARGET, *, name: str 
 def _whole_row_tiles(algo: Algorithm, target: Target) -> dict[int, int]:
     """Copies -> rows of the default's first whole-row tile with that buffering
     (``schedule.default.best_tiles``; none where a row does not fit)."""
-    from ascendsched.schedule.default import best_tiles
-
     n = int(root_output(algo).shape[-1])
     return {c: t.rows for c, t in best_tiles(algo, target).items()
             if t.cols == n and t.rows < int(root_output(algo).shape[0])}

@@ -73,7 +73,8 @@ class Banks:
 
 
 def best_packing(items: list[Lifetime], sizes: dict[Key, int], spec: ScopeSpec, lifetimes: Lifetimes,
-          refuse: Loops, banks: Banks | None) -> tuple[int, int, str, dict[Key, int]]:
+          refuse: Loops, banks: Banks | None, late: float | None = None
+          ) -> tuple[int, int, str, dict[Key, int]]:
     """(peak, cross-pipe reuses, strategy, offsets) of the best packing: one that fits the
     scope and needs at most one bank period (512 B) per buffer read together with another
     over the smallest peak, then fewest bank-conflict beats, then the smallest peak, then
@@ -81,7 +82,7 @@ def best_packing(items: list[Lifetime], sizes: dict[Key, int], spec: ScopeSpec, 
     offsets may cost the bytes another buffering needs); copies of the kept packing that still
     meet a partner in the bank groups then move where they meet it less (``_repair``)."""
     plans = []
-    facts = _PairFacts(lifetimes, refuse)
+    facts = _PairFacts(lifetimes, refuse, late)
     for name, order, pick in _STRATEGIES:
         for bk in (None, banks) if banks is not None and banks.pairs else (None,):
             offs = _pack(sorted(items, key=lambda e, o=order: o(e, sizes)), sizes,
@@ -107,8 +108,8 @@ class _PairFacts:
     sharing their bytes adds, sharing refused inside a loop of ``refuse``); computed once for
     every packing of one ``_best`` (the same pairs come up in each)."""
 
-    def __init__(self, lifetimes: Lifetimes, refuse: Loops) -> None:
-        self.lifetimes, self.refuse = lifetimes, refuse
+    def __init__(self, lifetimes: Lifetimes, refuse: Loops, late: float | None = None) -> None:
+        self.lifetimes, self.refuse, self.late = lifetimes, refuse, late
         self.memo: dict[tuple[Key, Key], tuple[bool, int, bool]] = {}
 
     def __call__(self, a: Lifetime, b: Lifetime) -> tuple[bool, int, bool]:
@@ -121,8 +122,9 @@ class _PairFacts:
                 got = (True, 0, False)
             else:
                 hold = innermost_loop(self.refuse, a, b)
-                got = (False, reuse_cost(a, b, self.lifetimes.pipelined_loop(a, b)),
-                       bool(hold and reuse_cost(a, b, hold)))
+                refused = bool(hold and reuse_cost(a, b, hold)) or (
+                    self.late is not None and back_edge_wait(self.lifetimes, a, b) > self.late)
+                got = (False, reuse_cost(a, b, self.lifetimes.pipelined_loop(a, b)), refused)
             self.memo[key] = self.memo[(key[1], key[0])] = got
         return got
 
@@ -264,6 +266,26 @@ def reuse_cost(a: Lifetime, b: Lifetime, loop: str | None = None) -> int:
     return n
 
 
+def back_edge_wait(lifetimes: Lifetimes, a: Lifetime, b: Lifetime) -> float:
+    """How much of an iteration of the innermost loop holding two used copies that share
+    bytes the next iteration's first user of the earlier one waits for, when it is on another
+    pipe than the later one's last user: the later one's last use as a fraction of the loop
+    body (0: no such wait, 1: the next iteration's fill waits for this one's end). A
+    single-copy tile's load (MTE2) under a temporary whose last read comes early still
+    overlaps the rest of the iteration; under the centred row a LayerNorm reads to the end
+    it overlaps nothing."""
+    first, second = (a, b) if a.end < b.start else (b, a)
+    if len(second.last_pipes | first.first_pipes) <= 1:
+        return 0.0
+    lo, hi = min(a.start, b.start), max(a.end, b.end)
+    inside = [(last - begin, begin, last) for _, begin, last in lifetimes.loops
+              if begin <= lo and hi <= last]
+    if not inside:
+        return 0.0
+    _, begin, last = min(inside)
+    return (second.end - begin) / max(last - begin, 1)
+
+
 def sharing(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int]
              ) -> list[tuple[Lifetime, Lifetime]]:
     """Pairs of used copies at overlapping bytes with disjoint lifetimes (reuses)."""
@@ -281,8 +303,8 @@ def sharing(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int]
 
 def mirrored(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int],
              lifetimes: Lifetimes, refuse: Loops, pairs: dict[str, str],
-             apart: Callable[[str, str], bool] = lambda _a, _b: False
-             ) -> tuple[dict[Key, int], int, int] | None:
+             apart: Callable[[str, str], bool] = lambda _a, _b: False,
+             late: float | None = None) -> tuple[dict[Key, int], int, int] | None:
     """(offsets, peak, cross-pipe reuses) of the packing ``offs`` of every copy of ``items``
     but the buffers of ``pairs`` (mirror -> counterpart, ``lower/class_mirror.py``), with each
     mirror copy at its counterpart's offset, when that is a packing under the same rules: no
@@ -296,7 +318,7 @@ def mirrored(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int],
             if got is None:
                 return None
             new[(e.buffer, e.copy)] = got if e.used else 0
-    facts = _PairFacts(lifetimes, refuse)
+    facts = _PairFacts(lifetimes, refuse, late)
     used = [e for e in items if e.used]
     for i, a in enumerate(used):
         ka = (a.buffer, a.copy)

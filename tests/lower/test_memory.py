@@ -207,6 +207,30 @@ def test_copies_never_share_bytes_with_other_buffers_inside_their_loop() -> None
             assert not _shares(plan, lt, buf, other), (buf, other)
 
 
+def test_a_reuse_across_a_loop_back_edge_is_refused_when_the_wait_covers_most_of_the_body(
+        ) -> None:
+    """LayerNorm 1024 x 32 000 default: the row loop is not pipelined (only the loop over a
+    row's output chunks is), so plan 1 may put the output chunks (V -> MTE3) on the row mean's
+    block sums (V): the next row's sums then wait for this row's last store. The stricter tries
+    of plan 1 keep them apart."""
+    from ascendsched.algo.library import layernorm
+    from ascendsched.lower.build_loop_nest import build_loop_nest
+    from ascendsched.lower.pack_scope import back_edge_wait
+    from ascendsched.lower.schedule_for import schedule_for
+
+    k = build_loop_nest(schedule_for(layernorm(1024, 32000)), ASCEND_910B)
+    lt = buffer_lifetimes(k)
+    assert {v for v, _, _ in lt.loops} - {v for v, _, _ in lt.pipelined} == {"i_o_k"}
+    blk, out = lt.of("mean_blk4"), lt.of("y_ub", 0)
+    assert back_edge_wait(lt, blk, out) == 1.0  # y_ub's last store ends the row
+    assert back_edge_wait(lt, blk, lt.of("mean_t2")) == 0.0  # both V: no wait across pipes
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plan = plan_memory(k, lt, ASCEND_910B)
+    assert not plan.compromises
+    assert not _shares(plan, lt, "y_ub", "mean_blk4")
+
+
 def test_bank_group_beats_of_two_dense_sources_follow_the_asc_add_sample() -> None:
     # ASC add sample (SOURCES.md 2.5): the second source 256 B after the first (mod 512 B) is
     # conflict-free; at the same offset mod 512 B each of 8 bank groups serves two blocks

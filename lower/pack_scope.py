@@ -73,24 +73,33 @@ class Banks:
 
 
 def best_packing(items: list[Lifetime], sizes: dict[Key, int], spec: ScopeSpec, lifetimes: Lifetimes,
-          refuse: Loops, banks: Banks | None, late: float | None = None
-          ) -> tuple[int, int, str, dict[Key, int]]:
+          refuse: Loops, banks: Banks | None, late: float | None = None, *,
+          fits_first: bool = False) -> tuple[int, int, str, dict[Key, int]]:
     """(peak, cross-pipe reuses, strategy, offsets) of the best packing: one that fits the
     scope and needs at most one bank period (512 B) per buffer read together with another
     over the smallest peak, then fewest bank-conflict beats, then the smallest peak, then
     fewest reuses. Each strategy packs with and without bank-aware offsets (the shifted
     offsets may cost the bytes another buffering needs); copies of the kept packing that still
-    meet a partner in the bank groups then move where they meet it less (``_repair``)."""
-    plans = []
+    meet a partner in the bank groups then move where they meet it less (``_repair``).
+    ``fits_first``: when no packing without bank-aware offsets fits, the best of those at once
+    (a plan that cannot fit is not worth the bank search: ``plan_memory`` tries the next)."""
     facts = _PairFacts(lifetimes, refuse, late)
-    for name, order, pick in _STRATEGIES:
-        for bk in (None, banks) if banks is not None and banks.pairs else (None,):
+    bank_too = banks is not None and bool(banks.pairs)
+    packed: dict[tuple[str, bool], tuple] = {}
+    for aware in (False, True) if bank_too else (False,):
+        for name, order, pick in _STRATEGIES:
             offs = _pack(sorted(items, key=lambda e, o=order: o(e, sizes)), sizes,
-                         spec, pick, lifetimes.in_place, facts, bk)
+                         spec, pick, lifetimes.in_place, facts, banks if aware else None)
             peak = max((offs[k] + sizes[k] for k in offs), default=0)
             reuses = sum(facts(a, b)[1] for a, b in sharing(items, offs, sizes))
             conflicts = round(banks.total(offs)) if banks is not None else 0
-            plans.append((peak, reuses, conflicts, name + (", bank-aware" if bk else ""), offs))
+            packed[(name, aware)] = (peak, reuses, conflicts,
+                                     name + (", bank-aware" if aware else ""), offs)
+        if fits_first and not aware and all(p[0] > spec.usable for p in packed.values()):
+            peak, reuses, _, name, offs = min(packed.values(), key=lambda p: (p[0], p[1]))
+            return peak, reuses, name, offs
+    plans = [packed[(name, aware)] for name, _, _ in _STRATEGIES
+             for aware in ((False, True) if bank_too else (False,))]
     # offsetting a buffer within the bank period costs it < 512 B: a plan needing more than
     # that per buffer read together with another over the smallest peak is a repacking
     least = min(p[0] for p in plans)

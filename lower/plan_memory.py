@@ -223,7 +223,7 @@ def _plan(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: bool,
             got = _mirrored(its, sizes, spec, lifetimes, refuse, bank, mirror, late) \
                 if mirror is not None else None
             peak, reuses, name, offs = got or best_packing(its, sizes, spec, lifetimes,
-                                                           refuse, bank, late)
+                                                           refuse, bank, late, fits_first=True)
             if peak <= spec.usable:
                 chosen = (its, peak, reuses, name, offs, kind)
                 break

@@ -12,7 +12,7 @@ docstring.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ascendsched.lower.bank_groups import ReadTogether
 from ascendsched.lower.lifetimes import Lifetime, Lifetimes, innermost_loop
@@ -193,15 +193,18 @@ def _slots(e: Lifetime, size: int, placed: list[tuple[Lifetime, int, int]],
                or (e.buffer, p.buffer) in in_place}
     partner_bufs = {b for b, _ in partner}
     live: list[tuple[str, int, int]] = []
-    # the placed copies not live with e, each with what sharing its bytes would cost:
-    # (offset, size, cross-pipe reuses, refused), computed once per copy
-    others: list[tuple[int, int, int, bool]] = []
+    # the placed copies not live with e whose bytes e may not share (refused) and those
+    # sharing whose bytes costs cross-pipe reuses: (offset, end) and (offset, end, reuses)
+    refused_at: list[tuple[int, int]] = []
+    costly: list[tuple[int, int, int]] = []
     for p, o, s in placed:
         overlap, cost, refused = facts(p, e)
         if overlap:
             live.append((p.buffer, o, s))
-        elif p.used:
-            others.append((o, s, cost, refused))
+        elif p.used and refused:
+            refused_at.append((o, o + s))
+        elif p.used and cost:
+            costly.append((o, o + s, cost))
     starts = ({0, *also} | {round_up(o + s, align) for _, o, s in placed}
               | {o for _, o in partner})
     if banks is not None:
@@ -210,13 +213,10 @@ def _slots(e: Lifetime, size: int, placed: list[tuple[Lifetime, int, int]],
     # sorted spans: a candidate overlaps one iff it overlaps the last span starting before
     # its end (bisect, not a scan of every live copy for each of the hundreds of candidates
     # bank-aware offsets make)
-    spans: list[list[int]] = []
-    for lo, hi in sorted((o, o + s) for b, o, s in live if b not in partner_bufs):
-        if spans and lo <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], hi)
-        else:
-            spans.append([lo, hi])
+    spans = _merged((o, o + s) for b, o, s in live if b not in partner_bufs)
     span_starts = [lo for lo, _ in spans]
+    no_share = _merged(refused_at)  # the same for the bytes e may not reuse
+    no_share_starts = [lo for lo, _ in no_share]
     partners_live = [(b, o, s) for b, o, s in live if b in partner_bufs]
     live_starts = sorted(o for _, o, _ in live)
     cands: list[tuple[int, int, int, float]] = []
@@ -229,13 +229,25 @@ def _slots(e: Lifetime, size: int, placed: list[tuple[Lifetime, int, int]],
             continue
         k = bisect.bisect_left(live_starts, end)
         nxt = live_starts[k] if k < len(live_starts) else max(peak, end)
-        shared = [(rc, refused) for o, s, rc, refused in others if off < o + s and o < end]
-        if any(refused for _, refused in shared):
+        j = bisect.bisect_left(no_share_starts, end) - 1
+        if j >= 0 and no_share[j][1] > off:
             continue
-        cost = sum(rc for rc, _ in shared)
+        cost = sum(rc for lo, hi, rc in costly if off < hi and lo < end)
         beats = banks.cost(key, off, offs) if banks is not None else 0.0
         cands.append((off, cost, nxt - off - size, beats))
     return cands
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[list[int]]:
+    """Byte ranges merged into disjoint sorted ``[lo, hi)`` spans: a range overlaps one of the
+    originals iff it overlaps the last span starting before its end."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return out
 
 
 def _repair(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int], align: int,
@@ -297,17 +309,21 @@ def back_edge_wait(lifetimes: Lifetimes, a: Lifetime, b: Lifetime) -> float:
 
 def sharing(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int]
              ) -> list[tuple[Lifetime, Lifetime]]:
-    """Pairs of used copies at overlapping bytes with disjoint lifetimes (reuses)."""
-    out = []
-    used = [e for e in items if e.used]
-    for i, a in enumerate(used):
-        for b in used[i + 1:]:
-            oa, ob = offs[(a.buffer, a.copy)], offs[(b.buffer, b.copy)]
-            if a.overlaps(b):
-                continue  # in-place partners: one instruction reads one and writes the other
-            if oa < ob + sizes[(b.buffer, b.copy)] and ob < oa + sizes[(a.buffer, a.copy)]:
-                out.append((a, b))
-    return out
+    """Pairs of used copies at overlapping bytes with disjoint lifetimes (reuses), in the order
+    of ``items``. A sweep over the copies by offset: each meets only the copies starting
+    below its end."""
+    used = [(offs[(e.buffer, e.copy)], n, e) for n, e in enumerate(items) if e.used]
+    used.sort(key=lambda t: (t[0], t[1]))
+    found = []
+    for i, (oa, na, a) in enumerate(used):
+        end = oa + sizes[(a.buffer, a.copy)]
+        for ob, nb, b in used[i + 1:]:
+            if ob >= end:
+                break
+            if not a.overlaps(b):  # in-place partners: one instruction reads one, writes the other
+                found.append(((na, nb), (a, b)) if na < nb else ((nb, na), (b, a)))
+    found.sort(key=lambda t: t[0])
+    return [pair for _, pair in found]
 
 
 def mirrored(items: list[Lifetime], offs: dict[Key, int], sizes: dict[Key, int],

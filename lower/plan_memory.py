@@ -73,6 +73,7 @@ stores of neighbouring tiles overlap.
 
 from __future__ import annotations
 
+import bisect
 import warnings
 from dataclasses import dataclass, replace
 
@@ -285,15 +286,20 @@ def _live_floor(items: list[Lifetime], sizes: dict[Key, int],
     """A lower bound of any packing's peak: the most bytes live at one position, where
     in-place partners live together count as their largest (one may sit on the other)."""
     used = [e for e in items if e.used]
+    points = sorted({lo for e in used for lo, _ in e.spans})
+    live: list[list[Key]] = [[] for _ in points]  # per point, the copies live there
+    for e in used:
+        for lo, hi in e.spans:
+            for i in range(bisect.bisect_left(points, lo), bisect.bisect_right(points, hi)):
+                live[i].append((e.buffer, e.copy))
     floor = 0
-    for at in sorted({lo for e in used for lo, _ in e.spans}):
-        live = [(e.buffer, e.copy) for e in used if e.live(at)]
-        group = {k: k for k in live}  # union-find over in-place pairs (single-copy buffers)
+    for keys in live:
+        group = {k: k for k in keys}  # union-find over in-place pairs (single-copy buffers)
         for a, b in in_place:
             if (a, 0) in group and (b, 0) in group:
                 group[_root(group, (a, 0))] = _root(group, (b, 0))
         most: dict[Key, int] = {}
-        for k in live:
+        for k in keys:
             r = _root(group, k)
             most[r] = max(most.get(r, 0), sizes[k])
         floor = max(floor, sum(most.values()))

@@ -50,8 +50,9 @@ Up to four plans are tried per scope and the first that fits the scope's *usable
    lifetimes say so) and no reuse across pipes inside a pipelined loop, even if that raises the
    peak (such reuse would serialise the pipes the copies are there to overlap); the same as
    plan 0 when every loop is pipelined. Inside the other loops it is first tried with the
-   back-edge wait a reuse adds capped at a quarter, a half, then three quarters of the loop
-   body (``LATE_WAITS``; ``pack_scope.back_edge_wait``): the next iteration's first user
+   back-edge wait a reuse adds capped at three quarters of the loop body (``LATE_WAIT``;
+   ``pack_scope.back_edge_wait``; caps of a quarter and a half as well changed no kernel of
+   566 a sweep lowered, and cost a packing each where they fail): the next iteration's first user
    may wait for a buffer read early in this one, not for one read to its end. LayerNorm
    1024 x 32 000 default (rows in 6400-column chunks): the output chunks' two copies no
    longer share bytes with the row mean's block sums, so the next row's statistics no longer
@@ -94,7 +95,7 @@ from ascendsched.lower.pack_scope import (
 )
 from ascendsched.target.model import Scope, ScopeSpec, Target
 
-LATE_WAITS = (0.25, 0.5, 0.75)  # plan 1's first tries: the latest back-edge wait allowed
+LATE_WAIT = 0.75  # plan 1's first try: the latest back-edge wait allowed (fraction of a body)
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,7 @@ def _plan(kernel: Kernel, lifetimes: Lifetimes, target: Target, *, warn: bool,
         tries: list[tuple[list[Lifetime], Loops, float | None, str]] = [
             (items, lifetimes.loops, None, "")]
         if not set(lifetimes.loops) <= set(lifetimes.pipelined):
-            tries += [(items, lifetimes.pipelined, w, "") for w in LATE_WAITS]
+            tries.append((items, lifetimes.pipelined, LATE_WAIT, ""))
             tries.append((items, lifetimes.pipelined, None, ""))
         tries.append((items, (), None, "pipelined reuse"))
         if narrow != items:  # else no multi-copy buffer: nothing left to give up

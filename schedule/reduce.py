@@ -39,7 +39,9 @@ keeps each of them (:func:`structure_facts` lists them):
   tiles and a tail, a reduced 4 + tail has no full tile two iterations after a full tile on
   the same core, so the double buffer's distance-2 WAR inside the full version disappears
   (the sync placement then reached the same syncs in another order); 8 + tail keeps it.
-  Loops run 3 or 4 times, but a loop may need more trips for its versions' neighbours.
+  Loops run 3 or 4 times, but a loop may need more trips for its versions' neighbours;
+- the parities of a core's iterations each tile version runs at (its copies and ping-pong ids
+  are ``k % 2``, and which other channel's ids its flags may share depends on them).
 
 The reduced algorithm keeps its constants (``1.0 / n`` in a mean): it is checked against its own
 numpy reference. When no smaller instance keeps the structure (the full one is already
@@ -259,7 +261,7 @@ def _version_adjacency(axes: tuple[str, ...], sizes: dict[str, int], f: dict[str
     for a, n in zip(reversed(axes), reversed(tiles)):
         code = code * 2 + ((v // inner) % n >= sizes[a] // f[a])
         inner *= n
-    return _neighbours(code, cores) | _far_neighbours(code, cores)
+    return _neighbours(code, cores) | _far_neighbours(code, cores) | _parities(code, cores)
 
 
 def _neighbours(label: np.ndarray, cores: int) -> frozenset[tuple[int, int, int]]:
@@ -301,6 +303,19 @@ def _far_neighbours(label: np.ndarray, cores: int) -> frozenset[tuple[int, int, 
         out.update((0, a, b, (pa + pb) % 2) for (a, pa), fa in first.items()
                    for (b, pb), lb in last.items() if lb > fa)
     return frozenset(out)
+
+
+def _parities(label: np.ndarray, cores: int) -> frozenset[tuple[int, int, int]]:
+    """(3, label, parity) for each tile version and the parity of the core's iterations it
+    runs at: a version's double-buffered copies and ping-pong ids are ``k % 2`` of that
+    iteration, and the event ids a version's own flags may share with another channel's
+    depend on which of them it meets (LayerNorm 77 x 2000 in fused 2 x 400 tiles on 16
+    cores runs its row-tail tiles at iterations 11 and 12; a reduced 7 x 2000 on 7 cores ran
+    them at iteration 2 alone, and there its tail flag shared id 1 with the full tiles' copy
+    0, where the full kernel, whose tail also runs at an odd iteration, gives it id 3)."""
+    step = np.arange(len(label)) // cores
+    pairs = np.unique(np.stack([label, step % 2]), axis=1)
+    return frozenset((3, int(a), int(p)) for a, p in pairs.T)
 
 
 def _reductions(algo: Algorithm) -> Iterator[tuple[tuple[str, str], int]]:

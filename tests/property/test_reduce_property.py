@@ -79,5 +79,13 @@ def test_random_large_kernels_pass_through_their_reduced_instance(sched: Schedul
     assert not bad, f"{sched}\n{red}\n" + "\n".join(bad)
     assert [v.check for v in verdicts[2:4]] == ["reduced instance", "full IR == reduced IR"]
     assert {v.instance for v in verdicts[4:]} == {describe(red.reduced)}
-    size = [math.prod(int(d) for d in s.algo.outputs[0].shape) for s in (red.reduced, sched)]
-    assert red.is_full or size[0] < size[1], str(red)
+    # smaller, or as large on fewer cores (column sum y[16] in tiles over 3 cores: 2 cores)
+    size = [(math.prod(int(d) for d in s.algo.outputs[0].shape), _cores(s))
+            for s in (red.reduced, sched)]
+    assert red.is_full or size[0][0] < size[1][0] or (
+        size[0][0] == size[1][0] and size[0][1] < size[1][1]), str(red)
+
+
+def _cores(s: Schedule) -> int:
+    nest = s.loop_nest(s.algo.outputs[0].name)
+    return nest.bound[1] if nest.bound else 1

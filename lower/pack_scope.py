@@ -298,6 +298,8 @@ def back_edge_wait(lifetimes: Lifetimes, a: Lifetime, b: Lifetime) -> float:
     first, second = (a, b) if a.end < b.start else (b, a)
     if len(second.last_pipes | first.first_pipes) <= 1:
         return 0.0
+    # the innermost loop holding both (``innermost_loop``'s, found by its positions: a tile
+    # loop's variable may name loops of both a full and a tail version)
     lo, hi = min(a.start, b.start), max(a.end, b.end)
     inside = [(last - begin, begin, last) for _, begin, last in lifetimes.loops
               if begin <= lo and hi <= last]

@@ -50,10 +50,11 @@ Up to four plans are tried per scope and the first that fits the scope's *usable
    lifetimes say so) and no reuse across pipes inside a pipelined loop, even if that raises the
    peak (such reuse would serialise the pipes the copies are there to overlap); the same as
    plan 0 when every loop is pipelined. Inside the other loops it is first tried with the
-   back-edge wait a reuse adds capped at three quarters of the loop body (``LATE_WAIT``;
-   ``pack_scope.back_edge_wait``; caps of a quarter and a half as well changed no kernel of
-   566 a sweep lowered, and cost a packing each where they fail): the next iteration's first user
-   may wait for a buffer read early in this one, not for one read to its end. LayerNorm
+   back-edge wait a reuse adds capped at three quarters of the loop body (``LATE_WAIT``,
+   ``pack_scope.back_edge_wait``; caps of a quarter and a half tried first kept no other plan
+   of the 566 kernels of our identity sweep, and each cost a packing where it failed): the
+   next iteration's first user may wait for a buffer read early in this one, not for one
+   read to its end. LayerNorm
    1024 x 32 000 default (rows in 6400-column chunks): the output chunks' two copies no
    longer share bytes with the row mean's block sums, so the next row's statistics no longer
    wait for this row's last store, 238.8 -> 233.0 us modelled;

@@ -172,11 +172,23 @@ def buffer_lifetimes(kernel: Kernel) -> Lifetimes:
 def innermost_loop(loops: tuple[tuple[str, int, int], ...], a: Lifetime, b: Lifetime
                    ) -> str | None:
     """The innermost of ``loops`` holding both used lifetimes, or None."""
+    got = innermost_span(loops, a, b)
+    return got[0] if got is not None else None
+
+
+def innermost_span(loops: tuple[tuple[str, int, int], ...], a: Lifetime, b: Lifetime
+                   ) -> tuple[str, int, int] | None:
+    """``innermost_loop`` with its first and last position (a tile loop's variable may name
+    the loops of both a full and a tail version: the positions tell them apart)."""
     if not a.used or not b.used:
         return None
     lo, hi = min(a.start, b.start), max(a.end, b.end)
-    inside = [(last - first, v) for v, first, last in loops if first <= lo and hi <= last]
-    return min(inside)[1] if inside else None
+    inside = [(last - first, v, first, last) for v, first, last in loops
+              if first <= lo and hi <= last]
+    if not inside:
+        return None
+    _, v, first, last = min(inside)
+    return v, first, last
 
 
 def _whole_loop(copies: list[Lifetime], uses: dict[tuple[str, int], list[tuple[int, Pipe, str]]],

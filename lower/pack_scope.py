@@ -15,7 +15,7 @@ import bisect
 from collections.abc import Callable, Iterable
 
 from ascendsched.lower.bank_groups import ReadTogether
-from ascendsched.lower.lifetimes import Lifetime, Lifetimes, innermost_loop
+from ascendsched.lower.lifetimes import Lifetime, Lifetimes, innermost_loop, innermost_span
 from ascendsched.target.model import ScopeSpec, Target
 
 Key = tuple[str, int]
@@ -296,16 +296,10 @@ def back_edge_wait(lifetimes: Lifetimes, a: Lifetime, b: Lifetime) -> float:
     overlaps the rest of the iteration; under the centred row a LayerNorm reads to the end
     it overlaps nothing."""
     first, second = (a, b) if a.end < b.start else (b, a)
-    if len(second.last_pipes | first.first_pipes) <= 1:
+    loop = innermost_span(lifetimes.loops, a, b)
+    if loop is None or len(second.last_pipes | first.first_pipes) <= 1:
         return 0.0
-    # the innermost loop holding both (``innermost_loop``'s, found by its positions: a tile
-    # loop's variable may name loops of both a full and a tail version)
-    lo, hi = min(a.start, b.start), max(a.end, b.end)
-    inside = [(last - begin, begin, last) for _, begin, last in lifetimes.loops
-              if begin <= lo and hi <= last]
-    if not inside:
-        return 0.0
-    _, begin, last = min(inside)
+    _, begin, last = loop
     return (second.end - begin) / max(last - begin, 1)
 
 

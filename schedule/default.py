@@ -24,8 +24,9 @@ with the buffering asked for (else the first that fits at all). The rules:
 - rows no tile holds whole, not even in pieces, get their statistics read in chunks
   (``schedule/chunks.py``), last: pieces of each row under the bound row loop with the
   statistics computed once per row in chunks of the piece's width (softmax over a 32 000-word
-  vocabulary), or, for an output of row statistics (logsumexp), tiles of a 32-byte block of
-  it, each reading its rows in chunks (``schedule/default_chunked.py``);
+  vocabulary; the row staged in UB once per row first where the statistics would read it
+  twice more: ``row_reads``), or, for an output of row statistics (logsumexp), tiles of a
+  32-byte block of it, each reading its rows in chunks (``schedule/default_chunked.py``);
 - a column reduction (``db[j] = sum_i dy[i, j]``) or a 2-D output of column statistics
   (``z = x - mean[j]``) gets its own candidates first: tiles or strips of the columns each
   core takes, the rows read in chunks (``schedule/default_chunked.py``);
@@ -56,6 +57,7 @@ from ascendsched.schedule.default_chunked import (
     largest,
     once_pieces,
     row_free,
+    row_reads,
 )
 from ascendsched.schedule.gemm import GemmSchedule
 from ascendsched.schedule.gemm_default import default_gemm_schedules
@@ -131,7 +133,14 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
         yield _candidate(algo, target, piece, 2, hoist=False, rows_outer=True, chunk=piece.cols,
                          load_free=True)
     for piece in chunked_pieces(algo, target):
-        yield _candidate(algo, target, piece, 2, hoist=False, rows_outer=True, chunk=piece.cols)
+        plain = _candidate(algo, target, piece, 2, hoist=False, rows_outer=True,
+                           chunk=piece.cols)
+        if row_reads(plain) >= 3 and math.prod(_lead(algo)) > target.num_aiv:
+            # the row staged in UB first, y double buffered, then in one copy (``row_reads``)
+            for copies in (2, 1):
+                yield _candidate(algo, target, piece, copies, hoist=False, rows_outer=True,
+                                 chunk=piece.cols, staged=True)
+        yield plain
     for tile, width in chunked_rows(algo, target):
         yield _candidate(algo, target, tile, 2, hoist=False, chunk=width)
 
@@ -329,7 +338,7 @@ def _rows_outer_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
 
 def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
                hoist: bool = True, rows_outer: bool = False, chunk: int | None = None,
-               load_free: bool = False) -> Schedule:
+               load_free: bool = False, staged: bool = False) -> Schedule:
     """The default schedule of one tile shape (see the module docstring). ``rows_outer``: the
     pieces of each row stay under the bound row loop (not fused with it), the per-row stages
     are computed at the row loop and the inputs of no row axis are loaded once. ``chunk``: only
@@ -337,7 +346,9 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
     an output of them, each reduction, the output's own too, in chunks of that width; the
     row-wide stages are inlined, and under ``rows_outer`` the inputs that are the same for
     every row (``gamma[j]``) are loaded once (``load_free``) or their pieces stay in one
-    copy."""
+    copy; ``staged`` (with ``rows_outer``): the other inputs' rows are loaded into UB once per
+    row, in one copy (``cache_read(..., at=(output, row loop))``), which its chunks and pieces
+    read."""
     out = root_output(algo)
     s = Schedule(algo, target=target)
     assert out.op is not None
@@ -411,13 +422,18 @@ def _candidate(algo: Algorithm, target: Target, tile: TileShape, copies: int,
         fixed = invariant_inputs(algo, tile, target) if loops else frozenset()
     for name in sorted(fixed):
         s = s.load_once(name, hoist=hoist)
+    rows: frozenset[str] = frozenset()
+    if staged:
+        rows = frozenset(t.name for t in algo.inputs if t.name not in free)
+        for name in sorted(rows):
+            s = s.cache_read(name, "UB", at=(out.name, loops[0]), copies=1)
     # the chunks of an output of row statistics alternate between two copies within one tile
     # too (row sum of 8 x 100 000 float32 on 8 cores: modelled 22.5 -> 20.8 us); a row's
     # pieces are not worth the narrower pieces two copies need (RMSNorm 4 x 70 000: 7 008
     # columns, one copy, 20.1 us; 2 800, two copies, 24.1 us)
     if copies > 1 and (tiles > 1 or chunk is not None and stat_rank(algo) == len(out.shape)):
         for t in algo.inputs:
-            if t.name not in fixed | single:
+            if t.name not in fixed | single | rows:
                 s = s.buffer(t.name, copies)
         for o in algo.outputs:
             s = s.buffer(o.name, copies)

@@ -15,6 +15,7 @@ from ascendsched.algo.algorithm import Algorithm, root_output
 from ascendsched.algo.expr import Reduce
 from ascendsched.algo.gemm_epilogue import reduces, walk
 from ascendsched.schedule.chunks import (
+    chunk_split,
     chunk_var,
     chunkable,
     column_reduction,
@@ -22,6 +23,7 @@ from ascendsched.schedule.chunks import (
     dividing_width,
     stat_rank,
 )
+from ascendsched.schedule.online import online_of
 from ascendsched.schedule.schedule import Schedule
 from ascendsched.schedule.ub_budget import TileShape, granule, input_deps, tile_bytes
 from ascendsched.target import Target
@@ -56,6 +58,23 @@ def chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
         d = dividing_width(n, w, gran)
         widths += ([d] if d else []) + [w]
     return [TileShape(1, w) for w in dict.fromkeys(widths)]
+
+
+def row_reads(s: Schedule) -> int:
+    """How often a schedule of chunked pieces (``chunked_pieces``) reads each row from GM:
+    once per pass of its chunked statistics (a softmax's max and sum in one ``online`` pass)
+    and once for its pieces. Reading it three times or more, the row staged in UB once per
+    row (one copy: the next row's load then waits for the row's last piece) is offered first,
+    modelled (``benchmarks/staging.py``, 8 000-column pieces): LayerNorm (mean, variance,
+    pieces) 64 / 1 024 / 16 384 x 32 000: 30.3 -> 27.5, 233.3 -> 201.9, 3481.6 -> 2993.1 us.
+    Read twice, the lost overlap costs more than the read saves: softmax 4096 x 32 000 512.2
+    -> 617.0 us. So does a core's only row, whose load then precedes all its work: LayerNorm
+    4 x 32 000 16.4 -> 16.7 us, so staging is offered when some core runs two rows or more.
+    The output's pieces in two copies mostly leave too little UB for the planner to honour
+    them beside the row; in one copy: 64 / 1 024 / 16 384 x 32 000 27.8, 205.6, 3050.0 us
+    (against the default's 30.5, 233.0, 3473.5 before staging)."""
+    chunked = [st for st in s.algo.stages if chunk_split(s, st.name) is not None]
+    return len(chunked) - len(online_of(s)) + 1
 
 
 def once_pieces(algo: Algorithm, target: Target) -> list[TileShape]:

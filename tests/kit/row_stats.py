@@ -31,3 +31,16 @@ def stats_per_tile(s: Schedule, algo: Algorithm, loop: str, width: Callable[[], 
         if k is not None:
             s = s.split(stage.name, k, width())
     return s
+
+
+def layernorm_pieces(rows: int, cols: int, width: int, cores: int = 48) -> Schedule:
+    """LayerNorm over rows no tile holds: single rows bound to the cores, pieces of ``width``
+    columns inside, the mean and variance once per row in chunks of ``width`` read from GM,
+    x and y double buffered (the default before it staged such rows in UB)."""
+    from ascendsched.algo import library as L
+
+    return (Schedule(L.layernorm(rows, cols)).split("y", "j", width).split("y", "i", 1)
+            .reorder("y", "i_o", "j_o").bind("y", "i_o", min(rows, cores))
+            .compute_inline("xf").compute_at("mean", "y", "i_o").split("mean", "k", width)
+            .compute_inline("d").compute_at("var", "y", "i_o").split("var", "k2", width)
+            .compute_at("r", "y", "i_o").buffer("x", 2).buffer("y", 2))

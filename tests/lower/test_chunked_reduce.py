@@ -231,23 +231,30 @@ def test_default_of_a_vocabulary_wide_softmax_passes_every_rung() -> None:
     assert all(v.ok for v in verdicts), "\n".join(map(str, verdicts))
 
 
-@pytest.mark.parametrize("name, n, once", [
-    ("rmsnorm", 32000, True),     # gamma whole (62.5 KB) still leaves pieces of 6 400
-    ("layernorm", 32000, False),  # gamma and beta whole would leave 3 696: their pieces
-    ("layernorm", 20000, True),   # 5 pieces a row: chunked, not fused (each would reduce
-])                                # its whole row again)
-def test_default_wide_rows_load_row_free_inputs_once_or_in_one_copy(name, n, once) -> None:
+@pytest.mark.parametrize("name, n, once, staged", [
+    ("rmsnorm", 32000, True, False),     # gamma whole (62.5 KB) still leaves pieces of 6 400
+    ("layernorm", 32000, False, True),   # gamma and beta whole would leave 3 696: their
+    ("layernorm", 20000, True, False),   # pieces; 5 pieces a row: chunked, not fused (each
+])                                       # would reduce its whole row again)
+def test_default_wide_rows_load_row_free_inputs_once_or_in_one_copy(name, n, once,
+                                                                     staged) -> None:
     """Rows no tile holds whole (96 rows): pieces under the bound row loop, statistics in
-    chunks, x and y double buffered; the row-free inputs (gamma, beta) loaded once when the
-    pieces stay at least half as wide, else their pieces in one copy. Equal to numpy,
-    race-free."""
+    chunks, x and y double buffered, or (LayerNorm over 32 000 columns, its row read three
+    times) x staged in UB once per row and y in one copy; the row-free inputs (gamma, beta)
+    loaded once when the pieces stay at least half as wide, else their pieces in one copy.
+    Equal to numpy, race-free."""
     from ascendsched.lower.schedule_for import schedule_for
     from ascendsched.schedule.chunks import chunk_split
 
     s = schedule_for(getattr(L, name)(96, n))
     stats = {"rmsnorm": "ss", "layernorm": "mean"}[name]
     assert chunk_split(s, stats) is not None and s.loop_names("y") == ["i_o", "j_o"]
-    assert s.copies("x") == s.copies("y") == 2
+    at = s.loaded_at("x")
+    assert (at is not None) == staged
+    if staged:
+        assert (at.loop, at.copies, s.copies("y")) == ("i_o", 1, 1)
+    else:
+        assert s.copies("x") == s.copies("y") == 2
     free = [t.name for t in s.algo.inputs if t.name != "x"]
     assert all(s.loaded_once(t) == once and s.copies(t) == 1 for t in free)
     verdicts = check(s, cpp=False)

@@ -209,16 +209,16 @@ def test_copies_never_share_bytes_with_other_buffers_inside_their_loop() -> None
 
 def test_a_reuse_across_a_loop_back_edge_is_refused_when_the_wait_covers_most_of_the_body(
         ) -> None:
-    """LayerNorm 1024 x 32 000 default: the row loop is not pipelined (only the loop over a
-    row's output chunks is), so plan 1 may put the output chunks (V -> MTE3) on the row mean's
-    block sums (V): the next row's sums then wait for this row's last store. The stricter tries
-    of plan 1 keep them apart."""
-    from ascendsched.algo.library import layernorm
+    """LayerNorm 1024 x 32 000 in 6400-column pieces and chunks read from GM (the default
+    before it staged the row): the row loop is not pipelined (only the loop over a row's
+    output chunks is), so plan 1 may put the output chunks (V -> MTE3) on the row mean's
+    block sums (V): the next row's sums then wait for this row's last store. The stricter
+    tries of plan 1 keep them apart."""
     from ascendsched.lower.build_loop_nest import build_loop_nest
     from ascendsched.lower.pack_scope import back_edge_wait
-    from ascendsched.lower.schedule_for import schedule_for
+    from tests.kit.row_stats import layernorm_pieces
 
-    k = build_loop_nest(schedule_for(layernorm(1024, 32000)), ASCEND_910B)
+    k = build_loop_nest(layernorm_pieces(1024, 32000, 6400), ASCEND_910B)
     lt = buffer_lifetimes(k)
     assert {v for v, _, _ in lt.loops} - {v for v, _, _ in lt.pipelined} == {"i_o_k"}
     blk, out = lt.of("mean_blk4"), lt.of("y_ub", 0)

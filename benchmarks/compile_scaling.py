@@ -22,6 +22,7 @@ import csv
 import multiprocessing as mp
 import random
 import resource
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -254,6 +255,9 @@ def main() -> None:
     args = ap.parse_args()
     todo = [c for c in cases(args.quick) + random_cases(args.random, args.seed)
             if not args.only or args.only in c.label]
+    if not todo:
+        ap.error(f"--only {args.only!r}: no case's label contains it (labels look like "
+                 f"'{cases(True)[0].label}')")
     preload()
     ctx = mp.get_context("fork")
     rows: list[dict[str, object]] = []
@@ -272,6 +276,9 @@ def main() -> None:
                   f"{row['statements']:>7}{row['syncs']:>7}"
                   + "".join(f"{row[col + '_s']:>7.3f}" for col in PASSES), flush=True)
     ok = [r for r in rows if "error" not in r]
+    if not ok:
+        print(f"\n0 of {len(rows)} cases compiled")
+        sys.exit(1)
     print(f"\n{len(ok)} of {len(rows)} cases compiled; slowest {max(r['cpu'] for r in ok):.3f} s "
           f"CPU, largest peak RSS {max(r['rss_mb'] for r in ok):.0f} MB")
     print("growth, smallest to largest size (CPU s):")

@@ -19,3 +19,17 @@ def test_a_drawn_shape_compiles_in_the_benchmarks_runner():
     case = next(c for c in random_cases(40, 0) if c.kernel == "softmax")
     row = run(case)
     assert "error" not in row and row["cpu"] > 0 and row["statements"] > 0, row
+
+
+def test_an_only_filter_matching_no_case_is_a_usage_error(monkeypatch, capsys):
+    import sys
+
+    import pytest
+
+    from ascendsched.benchmarks.compile_scaling import main
+
+    monkeypatch.setattr(sys, "argv", ["compile_scaling.py", "--only", "no such kernel"])
+    with pytest.raises(SystemExit) as e:
+        main()
+    assert e.value.code == 2
+    assert "--only 'no such kernel': no case's label contains it" in capsys.readouterr().err

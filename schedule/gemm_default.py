@@ -2,7 +2,16 @@
 
 ``default_gemm_schedules`` offers every tiling whose buffers fit the target's L1, L0A, L0B and
 L0C with the buffering it gets, best first by ``schedule/gemm_cost.py``'s estimate of the
-busiest core's time (ties: larger tiles). The candidates:
+busiest core's time. Estimates within 1% of the best one left (``CLOSE``) count as a tie,
+broken by the longer L0 K step, then the estimate, larger tiles and longer L1 K tiles: the
+estimate takes the slowest pipe per tile and misses what a near-critical Mmad pipe pays per
+call (its head) and the scalar unit per step, so it ranked K steps of 16 or 32 a few hundred
+cycles ahead of 64 or 128 by their smaller pipeline fill (modelled, identity sweep: GEMM
+8192^3 4055.6 -> 3685.9 us, int8 4096^3 325.3 -> 308.3, GEMM + softmax 4096 x 32 000 x 4096
+5875.0 -> 5604.1; 30 of 566 kernels faster, 9 slower by at most 0.34%; over 325 random
+shapes of plain, batched and int8 GEMMs and GEMMs with Fixpipe, Vector and softmax
+epilogues, the defaults that changed 1.9-3.4% faster per kind and seed (geometric mean),
+the worst 3.8% slower). The candidates:
 
 * output tiles ``m x n`` of 256, 128, 64, 32 or 16 (multiples of the fractal, clamped to the
   padded problem), L0 K steps ``k0`` of 128, 64, 32 or 16, L1 K tiles of 1, 2, 4 or 8 L0 steps;
@@ -19,6 +28,7 @@ busiest core's time (ties: larger tiles). The candidates:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -34,13 +44,16 @@ TILE_MN = (256, 128, 64, 32, 16)
 STEP_K = (128, 64, 32, 16)
 L1_STEPS = (8, 4, 2, 1)  # L0 steps per L1 K tile
 SWIZZLE = 4
+CLOSE = 1.01
 
 
-def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
-                           ) -> Iterator[GemmSchedule]:
+def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET, *,
+                           close: float = CLOSE) -> Iterator[GemmSchedule]:
     """Candidate default schedules, best first (``schedule_for`` takes the first that fits;
-    see the module docstring). The candidates are ranked on their resolved plans; each
-    ``GemmSchedule`` is written only when the caller gets that far (most take the first)."""
+    see the module docstring; ``close``: estimates within this factor of the best one left
+    tie, 1.0 ranks by the estimate alone). The candidates are ranked on their resolved plans;
+    each ``GemmSchedule`` is written only when the caller gets that far (most take the
+    first)."""
     base = GemmSchedule(algo, target=target)
     sp = base.spec
     ng = base._n_granule()
@@ -57,8 +70,21 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
         _tilings(base, tns - {np_}, cands, seen, blocks=True, rowwise=True)
     if not cands:
         raise UnsupportedError(f"no default GEMM tiling of {sp} fits {target.name}'s L0/L1")
-    cands.sort(key=lambda c: c[0])
-    return (_schedule(base, *key) for _, key in cands)
+    return (_schedule(base, *key) for _, key in _ranked(cands, close))
+
+
+def _ranked(cands: list[tuple[tuple, tuple]], close: float) -> list[tuple[tuple, tuple]]:
+    """``cands`` by estimate, those within a factor ``close`` of the best one left taken
+    together by their tie keys (larger tiles, longer L1 and L0 K steps first)."""
+    cands = sorted(cands, key=lambda c: c[0])
+    ests = [c[0][0] for c in cands]
+    out: list[tuple[tuple, tuple]] = []
+    i = 0
+    while i < len(cands):
+        j = bisect.bisect_right(ests, ests[i] * close, lo=i + 1)
+        out += sorted(cands[i:j], key=lambda c: (c[0][3], *c[0][:3]))
+        i = j
+    return out
 
 
 def _tilings(base: GemmSchedule, tns: set[int], cands: list[tuple[tuple, tuple]],

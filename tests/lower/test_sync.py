@@ -523,7 +523,8 @@ def test_a_channel_pruning_does_not_try_is_needed(make) -> None:  # noqa: ANN001
     (lambda: L.softmax(8, 1024), False),  # one trip: nothing can run ahead
     # the Cube core: the double-buffered K loops' MTE2->MTE1 and MTE1->M pairs
     (lambda: L.gemm(1000, 1000, 1000), True),
-    (lambda: L.gemm_int8(33, 47, 200), True),
+    (lambda: GemmSchedule(L.gemm_int8(33, 47, 200)).tile(16, 32, 64).split_k(32)  # K loops
+     .buffer("l1", 2).buffer("l0", 2).bind(6).swizzle(3, "m"), True),   # of 4 and 2 steps
     (lambda: L.gemm_softmax(100, 3000, 90), True),  # a mixed kernel: both programs
     (lambda: L.gemm_gelu(130, 200, 70), True),
 ])

@@ -2,7 +2,7 @@
 // Do not edit: regenerate from the schedule instead.
 // note: GemmSchedule(gemm)
 // note:   .tile(32, 128, 128)
-// note:   .split_k(16)
+// note:   .split_k(64)
 // note:   .buffer('l1', copies=2)
 // note:   .buffer('l0', copies=2)
 // note:   .bind(16)
@@ -60,20 +60,20 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         TPipe pipe;
         TBuf<TPosition::A1> l1buf;  // L1: arena 81920 B of 524032 B usable
         pipe.InitBuffer(l1buf, 81920);
-        TBuf<TPosition::A2> l0abuf;  // L0A: arena 2048 B of 65536 B usable
-        pipe.InitBuffer(l0abuf, 2048);
-        TBuf<TPosition::B2> l0bbuf;  // L0B: arena 8192 B of 65536 B usable
-        pipe.InitBuffer(l0bbuf, 8192);
+        TBuf<TPosition::A2> l0abuf;  // L0A: arena 8192 B of 65536 B usable
+        pipe.InitBuffer(l0abuf, 8192);
+        TBuf<TPosition::B2> l0bbuf;  // L0B: arena 32768 B of 65536 B usable
+        pipe.InitBuffer(l0bbuf, 32768);
         TBuf<TPosition::CO1> l0cbuf;  // L0C: arena 16384 B of 131072 B usable
         pipe.InitBuffer(l0cbuf, 16384);
         // a_l1: float16[32, 128] [4096] x2 at L1 bytes [65536, 73728), [73728, 81920); A tile (M, K) nz
         LocalTensor<half> a_l1[2] = {l1buf.GetWithOffset<half>(4096, 65536), l1buf.GetWithOffset<half>(4096, 73728)};
         // b_l1: float16[128, 128] [16384] x2 at L1 bytes [0, 32768), [32768, 65536); B tile (K, N) nz
         LocalTensor<half> b_l1[2] = {l1buf.GetWithOffset<half>(16384, 0), l1buf.GetWithOffset<half>(16384, 32768)};
-        // a_l0: float16[32, 16] [512] x2 at L0A bytes [0, 1024), [1024, 2048); A slice Zz
-        LocalTensor<half> a_l0[2] = {l0abuf.GetWithOffset<half>(512, 0), l0abuf.GetWithOffset<half>(512, 1024)};
-        // b_l0: float16[16, 128] [2048] x2 at L0B bytes [0, 4096), [4096, 8192); B slice Zn
-        LocalTensor<half> b_l0[2] = {l0bbuf.GetWithOffset<half>(2048, 0), l0bbuf.GetWithOffset<half>(2048, 4096)};
+        // a_l0: float16[32, 64] [2048] x2 at L0A bytes [0, 4096), [4096, 8192); A slice Zz
+        LocalTensor<half> a_l0[2] = {l0abuf.GetWithOffset<half>(2048, 0), l0abuf.GetWithOffset<half>(2048, 4096)};
+        // b_l0: float16[64, 128] [8192] x2 at L0B bytes [0, 16384), [16384, 32768); B slice Zn
+        LocalTensor<half> b_l0[2] = {l0bbuf.GetWithOffset<half>(8192, 0), l0bbuf.GetWithOffset<half>(8192, 16384)};
         // c_l0: float32[32, 128] [4096] x1 at L0C bytes [0, 16384); C tile Nz
         LocalTensor<float> c_l0 = l0cbuf.GetWithOffset<float>(4096, 0);
         // TPipe's constructor sets HardEvent::M_MTE1 event ids 0, 1, 2 on the AIC and its
@@ -90,13 +90,17 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             DataCopy(b_l1[kt % 2], B_gm[32768*kt + 128*(((block_idx % 8)) / 4)], Nd2NzParams(1, 128, 128, 0, 256, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-            for (int64_t kk = 0; kk < 8; ++kk) {  // L0 K steps of 16
+            for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
                 WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                LoadData(a_l0[kk % 2], a_l1[kt % 2][512*kk], LoadData2DParams(0, 2, 1, 0, 0, false, 0));  // A nz -> Zz (2 fractals, src stride 1 x 512 B)
-                LoadData(b_l0[kk % 2], b_l1[kt % 2][256*kk], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
+                for (int64_t mb = 0; mb < 2; ++mb) {  // A nz -> Zz
+                    LoadData(a_l0[kk % 2][1024*mb], a_l1[kt % 2][2048*kk + 256*mb], LoadData2DParams(0, 4, 2, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 2 x 512 B)
+                }
+                for (int64_t kb = 0; kb < 4; ++kb) {  // B nz -> Zn (fractal transpose)
+                    LoadData(b_l0[kk % 2][2048*kb], b_l1[kt % 2][256*kb + 1024*kk], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
+                }
                 SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(32, 128, 16, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(32, 128, 64, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                 SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             }
         }

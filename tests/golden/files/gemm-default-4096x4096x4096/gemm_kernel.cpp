@@ -2,7 +2,7 @@
 // Do not edit: regenerate from the schedule instead.
 // note: GemmSchedule(gemm)
 // note:   .tile(128, 256, 128)
-// note:   .split_k(32)
+// note:   .split_k(64)
 // note:   .buffer('l1', copies=2)
 // note:   .buffer('l0', copies=2)
 // note:   .bind(24)
@@ -60,20 +60,20 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         TPipe pipe;
         TBuf<TPosition::A1> l1buf;  // L1: arena 196608 B of 524032 B usable
         pipe.InitBuffer(l1buf, 196608);
-        TBuf<TPosition::A2> l0abuf;  // L0A: arena 16384 B of 65536 B usable
-        pipe.InitBuffer(l0abuf, 16384);
-        TBuf<TPosition::B2> l0bbuf;  // L0B: arena 32768 B of 65536 B usable
-        pipe.InitBuffer(l0bbuf, 32768);
+        TBuf<TPosition::A2> l0abuf;  // L0A: arena 32768 B of 65536 B usable
+        pipe.InitBuffer(l0abuf, 32768);
+        TBuf<TPosition::B2> l0bbuf;  // L0B: arena 65536 B of 65536 B usable
+        pipe.InitBuffer(l0bbuf, 65536);
         TBuf<TPosition::CO1> l0cbuf;  // L0C: arena 131072 B of 131072 B usable
         pipe.InitBuffer(l0cbuf, 131072);
         // a_l1: float16[128, 128] [16384] x2 at L1 bytes [131072, 163840), [163840, 196608); A tile (M, K) nz
         LocalTensor<half> a_l1[2] = {l1buf.GetWithOffset<half>(16384, 131072), l1buf.GetWithOffset<half>(16384, 163840)};
         // b_l1: float16[128, 256] [32768] x2 at L1 bytes [0, 65536), [65536, 131072); B tile (K, N) nz
         LocalTensor<half> b_l1[2] = {l1buf.GetWithOffset<half>(32768, 0), l1buf.GetWithOffset<half>(32768, 65536)};
-        // a_l0: float16[128, 32] [4096] x2 at L0A bytes [0, 8192), [8192, 16384); A slice Zz
-        LocalTensor<half> a_l0[2] = {l0abuf.GetWithOffset<half>(4096, 0), l0abuf.GetWithOffset<half>(4096, 8192)};
-        // b_l0: float16[32, 256] [8192] x2 at L0B bytes [0, 16384), [16384, 32768); B slice Zn
-        LocalTensor<half> b_l0[2] = {l0bbuf.GetWithOffset<half>(8192, 0), l0bbuf.GetWithOffset<half>(8192, 16384)};
+        // a_l0: float16[128, 64] [8192] x2 at L0A bytes [0, 16384), [16384, 32768); A slice Zz
+        LocalTensor<half> a_l0[2] = {l0abuf.GetWithOffset<half>(8192, 0), l0abuf.GetWithOffset<half>(8192, 16384)};
+        // b_l0: float16[64, 256] [16384] x2 at L0B bytes [0, 32768), [32768, 65536); B slice Zn
+        LocalTensor<half> b_l0[2] = {l0bbuf.GetWithOffset<half>(16384, 0), l0bbuf.GetWithOffset<half>(16384, 32768)};
         // c_l0: float32[128, 256] [32768] x1 at L0C bytes [0, 131072); C tile Nz
         LocalTensor<float> c_l0 = l0cbuf.GetWithOffset<float>(32768, 0);
         // TPipe's constructor sets HardEvent::M_MTE1 event ids 0, 1, 2 on the AIC and its
@@ -97,17 +97,17 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     DataCopy(b_l1[kt % 2], B_gm[524288*kt + 256*((block_idx + 24*t - 64*((block_idx + 24*t) / 64)) / 4)], Nd2NzParams(1, 128, 256, 0, 4096, 128, 1, 0));  // B tile 128 x 256 (ND 128 x 256 -> NZ, column groups 128 x 32 B apart)
                     SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-                    for (int64_t kk = 0; kk < 4; ++kk) {  // L0 K steps of 32
+                    for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
                         WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                        for (int64_t kg = 0; kg < 2; ++kg) {  // A nz -> Zz
-                            LoadData(a_l0[kk % 2][256*kg], a_l1[kt % 2][2048*kg + 4096*kk], LoadData2DParams(0, 8, 1, 0, 1, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                        for (int64_t kg = 0; kg < 4; ++kg) {  // A nz -> Zz
+                            LoadData(a_l0[kk % 2][256*kg], a_l1[kt % 2][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
                         }
-                        for (int64_t kb = 0; kb < 2; ++kb) {  // B nz -> Zn (fractal transpose)
-                            LoadData(b_l0[kk % 2][4096*kb], b_l1[kt % 2][256*kb + 512*kk], LoadData2DParams(0, 16, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (16 fractals, src stride 8 x 512 B, each transposed)
+                        for (int64_t kb = 0; kb < 4; ++kb) {  // B nz -> Zn (fractal transpose)
+                            LoadData(b_l0[kk % 2][4096*kb], b_l1[kt % 2][256*kb + 1024*kk], LoadData2DParams(0, 16, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (16 fractals, src stride 8 x 512 B, each transposed)
                         }
                         SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                         WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                        Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 256, 32, 0, false, (kk + 4*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                        Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 256, 64, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                         SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     }
                     SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)

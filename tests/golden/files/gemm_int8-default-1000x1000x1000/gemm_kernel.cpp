@@ -2,7 +2,7 @@
 // Do not edit: regenerate from the schedule instead.
 // note: GemmSchedule(gemm)
 // note:   .tile(64, 256, 256)
-// note:   .split_k(32)
+// note:   .split_k(128)
 // note:   .buffer('l1', copies=2)
 // note:   .buffer('l0', copies=2)
 // note:   .buffer('l0c', copies=2)
@@ -61,20 +61,20 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         TPipe pipe;
         TBuf<TPosition::A1> l1buf;  // L1: arena 163840 B of 524032 B usable
         pipe.InitBuffer(l1buf, 163840);
-        TBuf<TPosition::A2> l0abuf;  // L0A: arena 4096 B of 65536 B usable
-        pipe.InitBuffer(l0abuf, 4096);
-        TBuf<TPosition::B2> l0bbuf;  // L0B: arena 16384 B of 65536 B usable
-        pipe.InitBuffer(l0bbuf, 16384);
+        TBuf<TPosition::A2> l0abuf;  // L0A: arena 16384 B of 65536 B usable
+        pipe.InitBuffer(l0abuf, 16384);
+        TBuf<TPosition::B2> l0bbuf;  // L0B: arena 65536 B of 65536 B usable
+        pipe.InitBuffer(l0bbuf, 65536);
         TBuf<TPosition::CO1> l0cbuf;  // L0C: arena 131072 B of 131072 B usable
         pipe.InitBuffer(l0cbuf, 131072);
         // a_l1: int8[64, 256] [16384] x2 at L1 bytes [131072, 147456), [147456, 163840); A tile (M, K) nz
         LocalTensor<int8_t> a_l1[2] = {l1buf.GetWithOffset<int8_t>(16384, 131072), l1buf.GetWithOffset<int8_t>(16384, 147456)};
         // b_l1: int8[256, 256] [65536] x2 at L1 bytes [0, 65536), [65536, 131072); B tile (K, N) nz
         LocalTensor<int8_t> b_l1[2] = {l1buf.GetWithOffset<int8_t>(65536, 0), l1buf.GetWithOffset<int8_t>(65536, 65536)};
-        // a_l0: int8[64, 32] [2048] x2 at L0A bytes [0, 2048), [2048, 4096); A slice Zz
-        LocalTensor<int8_t> a_l0[2] = {l0abuf.GetWithOffset<int8_t>(2048, 0), l0abuf.GetWithOffset<int8_t>(2048, 2048)};
-        // b_l0: int8[32, 256] [8192] x2 at L0B bytes [0, 8192), [8192, 16384); B slice Zn
-        LocalTensor<int8_t> b_l0[2] = {l0bbuf.GetWithOffset<int8_t>(8192, 0), l0bbuf.GetWithOffset<int8_t>(8192, 8192)};
+        // a_l0: int8[64, 128] [8192] x2 at L0A bytes [0, 8192), [8192, 16384); A slice Zz
+        LocalTensor<int8_t> a_l0[2] = {l0abuf.GetWithOffset<int8_t>(8192, 0), l0abuf.GetWithOffset<int8_t>(8192, 8192)};
+        // b_l0: int8[128, 256] [32768] x2 at L0B bytes [0, 32768), [32768, 65536); B slice Zn
+        LocalTensor<int8_t> b_l0[2] = {l0bbuf.GetWithOffset<int8_t>(32768, 0), l0bbuf.GetWithOffset<int8_t>(32768, 32768)};
         // c_l0: int32[64, 256] [16384] x2 at L0C bytes [0, 65536), [65536, 131072); C tile Nz
         LocalTensor<int32_t> c_l0[2] = {l0cbuf.GetWithOffset<int32_t>(16384, 0), l0cbuf.GetWithOffset<int32_t>(16384, 65536)};
         // TPipe's constructor sets HardEvent::M_MTE1 event ids 0, 1, 2 on the AIC and its
@@ -99,13 +99,17 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     DataCopy(b_l1[kt % 2], B_gm[256000*kt + 256*((block_idx + 24*t0 - 12*((block_idx + 24*t0) / 12)) / 4)], Nd2NzParams(1, 256, 256, 0, 1000, 256, 1, 0));  // B tile 256 x 256 (ND 256 x 256 -> NZ, column groups 256 x 32 B apart)
                     SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-                    for (int64_t kk = 0; kk < 8; ++kk) {  // L0 K steps of 32
+                    for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 128
                         WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                        LoadData(a_l0[kk % 2], a_l1[kt % 2][2048*kk], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
-                        LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                        for (int64_t mb = 0; mb < 4; ++mb) {  // A nz -> Zz
+                            LoadData(a_l0[kk % 2][2048*mb], a_l1[kt % 2][8192*kk + 512*mb], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
+                        }
+                        for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                            LoadDataWithTranspose(b_l0[kk % 2][8192*kb], b_l1[kt % 2][1024*kb + 4096*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                        }
                         SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                         WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                        Mmad(c_l0[t0 % 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                        Mmad(c_l0[t0 % 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 128, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                         SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     }
                     SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -115,21 +119,27 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 DataCopy(b_l1[1], B_gm[256*((block_idx + 24*t0 - 12*((block_idx + 24*t0) / 12)) / 4) + 768000], Nd2NzParams(1, 232, 256, 0, 1000, 256, 1, 0));  // B tile 232 x 256 (ND 232 x 256 -> NZ, column groups 256 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-                for (int64_t kk = 0; kk < 7; ++kk) {  // L0 K steps of 32
-                    WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                    LoadData(a_l0[kk % 2], a_l1[1][2048*kk], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
-                    LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
-                    SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[t0 % 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, false));  // C += A x B
-                    SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+                for (int64_t mb = 0; mb < 4; ++mb) {  // A nz -> Zz
+                    LoadData(a_l0[0][2048*mb], a_l1[1][512*mb], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
                 }
+                for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                    LoadDataWithTranspose(b_l0[0][8192*kb], b_l1[1][1024*kb], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                }
+                SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+                WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+                Mmad(c_l0[t0 % 2], a_l0[0], b_l0[0], MmadParams(64, 256, 128, 0, false, false));  // C += A x B
+                SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                LoadData(a_l0[1], a_l1[1][14336], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
-                LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                for (int64_t mb = 0; mb < 4; ++mb) {  // A nz -> Zz
+                    LoadData(a_l0[1][2048*mb], a_l1[1][512*mb + 8192], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
+                }
+                for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                    LoadDataWithTranspose(b_l0[1][8192*kb], b_l1[1][1024*kb + 4096], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                }
                 SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[t0 % 2], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C += A x B
+                Mmad(c_l0[t0 % 2], a_l0[1], b_l0[1], MmadParams(64, 256, 104, 0, false, false));  // C += A x B
                 SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 SetFlag<HardEvent::M_FIX>(t0 % 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
@@ -146,13 +156,17 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 DataCopy(b_l1[kt % 2], B_gm[256000*kt + 256*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3)], Nd2NzParams(1, 256, 256, 0, 1000, 256, 1, 0));  // B tile 256 x 256 (ND 256 x 256 -> NZ, column groups 256 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-                for (int64_t kk = 0; kk < 8; ++kk) {  // L0 K steps of 32
+                for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 128
                     WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                    LoadData(a_l0[kk % 2], a_l1[kt % 2][2048*kk], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
-                    LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                    for (int64_t mb = 0; mb < 4; ++mb) {  // A nz -> Zz
+                        LoadData(a_l0[kk % 2][2048*mb], a_l1[kt % 2][8192*kk + 512*mb], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
+                    }
+                    for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                        LoadDataWithTranspose(b_l0[kk % 2][8192*kb], b_l1[kt % 2][1024*kb + 4096*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                    }
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 128, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -162,21 +176,27 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             DataCopy(b_l1[1], B_gm[256*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) + 768000], Nd2NzParams(1, 232, 256, 0, 1000, 256, 1, 0));  // B tile 232 x 256 (ND 232 x 256 -> NZ, column groups 256 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-            for (int64_t kk = 0; kk < 7; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                LoadData(a_l0[kk % 2], a_l1[1][2048*kk], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
-                LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
-                SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, false));  // C += A x B
-                SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            for (int64_t mb = 0; mb < 4; ++mb) {  // A nz -> Zz
+                LoadData(a_l0[0][2048*mb], a_l1[1][512*mb], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
             }
+            for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                LoadDataWithTranspose(b_l0[0][8192*kb], b_l1[1][1024*kb], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+            }
+            SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[0], b_l0[0], MmadParams(64, 256, 128, 0, false, false));  // C += A x B
+            SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            LoadData(a_l0[1], a_l1[1][14336], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
-            LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+            for (int64_t mb = 0; mb < 4; ++mb) {  // A nz -> Zz
+                LoadData(a_l0[1][2048*mb], a_l1[1][512*mb + 8192], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
+            }
+            for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                LoadDataWithTranspose(b_l0[1][8192*kb], b_l1[1][1024*kb + 4096], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+            }
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C += A x B
+            Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[1], b_l0[1], MmadParams(64, 256, 104, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
@@ -192,13 +212,17 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 DataCopy(b_l1[kt % 2], B_gm[256*block_idx + 256000*kt - 768*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 768], Nd2NzParams(1, 256, 256, 0, 1000, 256, 1, 0));  // B tile 256 x 256 (ND 256 x 256 -> NZ, column groups 256 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-                for (int64_t kk = 0; kk < 8; ++kk) {  // L0 K steps of 32
+                for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 128
                     WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                    LoadData(a_l0[kk % 2], a_l1[kt % 2][2048*kk], LoadData2DParams(0, 3, 1, 0, 0, false, 0));  // A nz -> Zz (3 fractals, src stride 1 x 512 B)
-                    LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                    for (int64_t mb = 0; mb < 3; ++mb) {  // A nz -> Zz
+                        LoadData(a_l0[kk % 2][2048*mb], a_l1[kt % 2][8192*kk + 512*mb], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
+                    }
+                    for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                        LoadDataWithTranspose(b_l0[kk % 2][8192*kb], b_l1[kt % 2][1024*kb + 4096*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                    }
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 128, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -208,21 +232,27 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             DataCopy(b_l1[1], B_gm[256*block_idx - 768*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 768768], Nd2NzParams(1, 232, 256, 0, 1000, 256, 1, 0));  // B tile 232 x 256 (ND 232 x 256 -> NZ, column groups 256 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-            for (int64_t kk = 0; kk < 7; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                LoadData(a_l0[kk % 2], a_l1[1][2048*kk], LoadData2DParams(0, 3, 1, 0, 0, false, 0));  // A nz -> Zz (3 fractals, src stride 1 x 512 B)
-                LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
-                SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, false));  // C += A x B
-                SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            for (int64_t mb = 0; mb < 3; ++mb) {  // A nz -> Zz
+                LoadData(a_l0[0][2048*mb], a_l1[1][512*mb], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
             }
+            for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                LoadDataWithTranspose(b_l0[0][8192*kb], b_l1[1][1024*kb], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+            }
+            SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[0], b_l0[0], MmadParams(40, 256, 128, 0, false, false));  // C += A x B
+            SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            LoadData(a_l0[1], a_l1[1][14336], LoadData2DParams(0, 3, 1, 0, 0, false, 0));  // A nz -> Zz (3 fractals, src stride 1 x 512 B)
-            LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+            for (int64_t mb = 0; mb < 3; ++mb) {  // A nz -> Zz
+                LoadData(a_l0[1][2048*mb], a_l1[1][512*mb + 8192], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
+            }
+            for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                LoadDataWithTranspose(b_l0[1][8192*kb], b_l1[1][1024*kb + 4096], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+            }
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C += A x B
+            Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[1], b_l0[1], MmadParams(40, 256, 104, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
@@ -238,13 +268,17 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 DataCopy(b_l1[kt % 2], B_gm[256000*kt + 768], Nd2NzParams(1, 256, 232, 0, 1000, 256, 1, 0));  // B tile 256 x 232 (ND 256 x 232 -> NZ, column groups 256 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-                for (int64_t kk = 0; kk < 8; ++kk) {  // L0 K steps of 32
+                for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 128
                     WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                    LoadData(a_l0[kk % 2], a_l1[kt % 2][2048*kk], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
-                    LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                    for (int64_t mb = 0; mb < 4; ++mb) {  // A nz -> Zz
+                        LoadData(a_l0[kk % 2][2048*mb], a_l1[kt % 2][8192*kk + 512*mb], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
+                    }
+                    for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                        LoadDataWithTranspose(b_l0[kk % 2][8192*kb], b_l1[kt % 2][1024*kb + 4096*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                    }
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 128, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -254,21 +288,27 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             DataCopy(b_l1[1], B_gm[768768], Nd2NzParams(1, 232, 232, 0, 1000, 256, 1, 0));  // B tile 232 x 232 (ND 232 x 232 -> NZ, column groups 256 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-            for (int64_t kk = 0; kk < 7; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                LoadData(a_l0[kk % 2], a_l1[1][2048*kk], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
-                LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
-                SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[0], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 32, 0, false, false));  // C += A x B
-                SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            for (int64_t mb = 0; mb < 4; ++mb) {  // A nz -> Zz
+                LoadData(a_l0[0][2048*mb], a_l1[1][512*mb], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
             }
+            for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                LoadDataWithTranspose(b_l0[0][8192*kb], b_l1[1][1024*kb], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+            }
+            SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            Mmad(c_l0[0], a_l0[0], b_l0[0], MmadParams(64, 256, 128, 0, false, false));  // C += A x B
+            SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            LoadData(a_l0[1], a_l1[1][14336], LoadData2DParams(0, 4, 1, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 1 x 512 B)
-            LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+            for (int64_t mb = 0; mb < 4; ++mb) {  // A nz -> Zz
+                LoadData(a_l0[1][2048*mb], a_l1[1][512*mb + 8192], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
+            }
+            for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                LoadDataWithTranspose(b_l0[1][8192*kb], b_l1[1][1024*kb + 4096], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+            }
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[0], a_l0[1], b_l0[1], MmadParams(64, 256, 8, 0, false, false));  // C += A x B
+            Mmad(c_l0[0], a_l0[1], b_l0[1], MmadParams(64, 256, 104, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
@@ -284,13 +324,17 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 DataCopy(b_l1[kt % 2], B_gm[256000*kt + 768], Nd2NzParams(1, 256, 232, 0, 1000, 256, 1, 0));  // B tile 256 x 232 (ND 256 x 232 -> NZ, column groups 256 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-                for (int64_t kk = 0; kk < 8; ++kk) {  // L0 K steps of 32
+                for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 128
                     WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                    LoadData(a_l0[kk % 2], a_l1[kt % 2][2048*kk], LoadData2DParams(0, 3, 1, 0, 0, false, 0));  // A nz -> Zz (3 fractals, src stride 1 x 512 B)
-                    LoadDataWithTranspose(b_l0[kk % 2], b_l1[kt % 2][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                    for (int64_t mb = 0; mb < 3; ++mb) {  // A nz -> Zz
+                        LoadData(a_l0[kk % 2][2048*mb], a_l1[kt % 2][8192*kk + 512*mb], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
+                    }
+                    for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                        LoadDataWithTranspose(b_l0[kk % 2][8192*kb], b_l1[kt % 2][1024*kb + 4096*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+                    }
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, (kk + 8*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 128, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -300,21 +344,27 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             DataCopy(b_l1[1], B_gm[768768], Nd2NzParams(1, 232, 232, 0, 1000, 256, 1, 0));  // B tile 232 x 232 (ND 232 x 232 -> NZ, column groups 256 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-            for (int64_t kk = 0; kk < 7; ++kk) {  // L0 K steps of 32
-                WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-                LoadData(a_l0[kk % 2], a_l1[1][2048*kk], LoadData2DParams(0, 3, 1, 0, 0, false, 0));  // A nz -> Zz (3 fractals, src stride 1 x 512 B)
-                LoadDataWithTranspose(b_l0[kk % 2], b_l1[1][1024*kk], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
-                SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 32, 0, false, false));  // C += A x B
-                SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
+            for (int64_t mb = 0; mb < 3; ++mb) {  // A nz -> Zz
+                LoadData(a_l0[0][2048*mb], a_l1[1][512*mb], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
             }
+            for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                LoadDataWithTranspose(b_l0[0][8192*kb], b_l1[1][1024*kb], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+            }
+            SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
+            Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[0], b_l0[0], MmadParams(40, 256, 128, 0, false, false));  // C += A x B
+            SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
-            LoadData(a_l0[1], a_l1[1][14336], LoadData2DParams(0, 3, 1, 0, 0, false, 0));  // A nz -> Zz (3 fractals, src stride 1 x 512 B)
-            LoadDataWithTranspose(b_l0[1], b_l1[1][7168], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+            for (int64_t mb = 0; mb < 3; ++mb) {  // A nz -> Zz
+                LoadData(a_l0[1][2048*mb], a_l1[1][512*mb + 8192], LoadData2DParams(0, 4, 4, 0, 0, false, 0));  // A nz -> Zz (4 fractals, src stride 4 x 512 B)
+            }
+            for (int64_t kb = 0; kb < 4; ++kb) {  // int8 B nz -> Zn (LoadDataWithTranspose)
+                LoadDataWithTranspose(b_l0[1][8192*kb], b_l1[1][1024*kb + 4096], LoadData2dTransposeParams(0, 8, 8, 1, 0, 0));  // int8 B nz -> Zn (LoadDataWithTranspose) (8 transposed squares)
+            }
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[1], b_l0[1], MmadParams(40, 256, 8, 0, false, false));  // C += A x B
+            Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[1], b_l0[1], MmadParams(40, 256, 104, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)

@@ -57,6 +57,7 @@ from ascendsched.schedule.default_chunked import (
     chunked_rows,
     column_pieces,
     column_tiles,
+    free_once_bytes,
     largest,
     once_pieces,
     row_free,
@@ -202,27 +203,20 @@ def _half_rows(algo: Algorithm, target: Target) -> list[TileShape]:
     4096 x 4096 fits five whole rows twice and keeps them). Only with 16 rows per vector
     core or more: with fewer, the tiles' extra DMA heads outweigh the overlap (bias add of
     3 to 319 rows of 7 700 to 13 500 columns: up to 5.7% slower; 1287 x 11781 6.4% faster)."""
-    out = root_output(algo)
-    if len(out.shape) < 2 or math.prod(_lead(algo)) < 16 * target.num_aiv or any(
+    out, lead = root_output(algo), _lead(algo)
+    if len(out.shape) < 2 or math.prod(lead) < 16 * target.num_aiv or any(
             isinstance(e, Reduce) for st in algo.stages
             for e in walk(st.op.body)):  # type: ignore[union-attr]
         return []
     n = int(out.shape[-1])
     usable = target.scope(Scope.UB).usable
-    if tile_bytes(algo, TileShape(_box_rows(_lead(algo), 3), n), 2, target) <= usable:
+    if tile_bytes(algo, TileShape(_box_rows(lead, 3), n), 2, target) <= usable:
         return []
     gran = granule(algo, target)
     w = -(-n // 2 // gran) * gran
-    free = row_free(algo, target)
-    whole = sum(-(-n * t.dtype.bytes // target.block_bytes) * target.block_bytes
-                for t in algo.inputs if t.name in free)
-    part = sum(-(-w * t.dtype.bytes // target.block_bytes) * target.block_bytes
-               for t in algo.inputs if t.name in free)
-    lead = _lead(algo)
 
     def fits(rows: int) -> bool:
-        tile = TileShape(_box_rows(lead, rows), w)
-        return tile_bytes(algo, tile, 2, target, single=free) - part + whole <= usable
+        return free_once_bytes(algo, TileShape(_box_rows(lead, rows), w), 2, target) <= usable
 
     rows = _box_rows(lead, largest(fits, 1, math.prod(lead)))
     return [TileShape(rows, w)] if w < n and rows >= 2 and fits(rows) else []

@@ -106,19 +106,31 @@ def _widest(algo: Algorithm, target: Target, *, once: bool) -> int:
     n = int(root_output(algo).shape[-1])
     gran = granule(algo, target)
     usable = target.scope(Scope.UB).usable
-    block = target.block_bytes
-    inputs = [t for t in algo.inputs if t.name in free]
-
-    def padded(w: int) -> int:  # the row-free inputs' bytes over w columns
-        return sum(-(-w * t.dtype.bytes // block) * block for t in inputs)
 
     def fits(c: int) -> bool:
-        w = c * gran
-        need = tile_bytes(algo, TileShape(1, w), 2, target, hoist=False, single=free)
-        return (need - padded(w) + padded(n) if once else need) <= usable
+        tile = TileShape(1, c * gran)
+        if once:
+            return free_once_bytes(algo, tile, 2, target, hoist=False) <= usable
+        return tile_bytes(algo, tile, 2, target, hoist=False, single=free) <= usable
 
     c = largest(fits, 1, max(1, n // 2 // gran))
     return c * gran if not once or fits(c) else 0
+
+
+def free_once_bytes(algo: Algorithm, tile: TileShape, copies: int, target: Target, *,
+                    hoist: bool = True) -> int:
+    """``tile_bytes`` of ``tile`` with the row-free inputs (``row_free``: ``gamma[j]``) whole
+    in UB, loaded once per core, instead of one copy of their part of the tile."""
+    free = row_free(algo, target)
+    n = int(root_output(algo).shape[-1])
+    block = target.block_bytes
+
+    def padded(w: int) -> int:  # the row-free inputs' bytes over w columns
+        return sum(-(-w * t.dtype.bytes // block) * block for t in algo.inputs
+                   if t.name in free)
+
+    return (tile_bytes(algo, tile, copies, target, hoist=hoist, single=free)
+            - padded(tile.cols) + padded(n))
 
 
 def row_free(algo: Algorithm, target: Target) -> frozenset[str]:

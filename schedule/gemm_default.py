@@ -75,7 +75,8 @@ def default_gemm_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET, *,
 
 def _ranked(cands: list[tuple[tuple, tuple]], close: float) -> list[tuple[tuple, tuple]]:
     """``cands`` by estimate, those within a factor ``close`` of the best one left taken
-    together by their tie keys (larger tiles, longer L1 and L0 K steps first)."""
+    together: the longer L0 K step first, then the estimate, the larger tile, the longer L1
+    K tile (the module docstring says why)."""
     cands = sorted(cands, key=lambda c: c[0])
     ests = [c[0][0] for c in cands]
     out: list[tuple[tuple, tuple]] = []

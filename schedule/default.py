@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterator
 
 from ascendsched.algo.algorithm import Algorithm, root_output
 from ascendsched.algo.expr import Load, Reduce
-from ascendsched.algo.gemm_epilogue import walk
+from ascendsched.algo.gemm_epilogue import reduces, walk
 from ascendsched.algo.gemm_spec import looks_like_gemm
 from ascendsched.algo.tensor import Tensor
 from ascendsched.schedule.chunks import chunk_var, chunkable, stat_rank
@@ -138,10 +138,11 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
     for piece in once_pieces(algo, target):
         yield _candidate(algo, target, piece, 2, hoist=False, rows_outer=True, chunk=piece.cols,
                          load_free=True)
+    several_rows = math.prod(_lead(algo)) > target.num_aiv  # some core runs two rows
     for piece in chunked_pieces(algo, target):
         plain = _candidate(algo, target, piece, 2, hoist=False, rows_outer=True,
                            chunk=piece.cols)
-        if row_reads(plain) >= 3 and math.prod(_lead(algo)) > target.num_aiv:
+        if several_rows and row_reads(plain) >= 3:
             # the row staged in UB first, y double buffered, then in one copy (``row_reads``)
             for copies in (2, 1):
                 yield _candidate(algo, target, piece, copies, hoist=False, rows_outer=True,
@@ -205,8 +206,7 @@ def _half_rows(algo: Algorithm, target: Target) -> list[TileShape]:
     3 to 319 rows of 7 700 to 13 500 columns: up to 5.7% slower; 1287 x 11781 6.4% faster)."""
     out, lead = root_output(algo), _lead(algo)
     if len(out.shape) < 2 or math.prod(lead) < 16 * target.num_aiv or any(
-            isinstance(e, Reduce) for st in algo.stages
-            for e in walk(st.op.body)):  # type: ignore[union-attr]
+            reduces(st) for st in algo.stages):
         return []
     n = int(out.shape[-1])
     usable = target.scope(Scope.UB).usable

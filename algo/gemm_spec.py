@@ -267,8 +267,18 @@ def gemm_error(spec: GemmSpec, inputs: dict[str, np.ndarray], got: np.ndarray
 def _load(e: Expr, acc: DType, where: str) -> Load:
     """A Load cast to the accumulator (or already in it)."""
     x = e.x if isinstance(e, Cast) else e
-    if isinstance(x, Cast) or not isinstance(x, Load) or not x.tensor.is_placeholder:
-        raise UnsupportedError(f"{where}: GEMM operand {e} is not an input load cast to {acc}")
+    if isinstance(x, Load) and not x.tensor.is_placeholder:
+        name = x.tensor.name
+        raise UnsupportedError(
+            f"{where}: GEMM operand {e} reads '{name}', which this algorithm computes; the Cube "
+            f"reads a contraction's operands from GM inputs, so one kernel cannot contract a "
+            f"stage it computes (attention's P x V after the softmax is one): compute '{name}' "
+            f"in a kernel of its own and pass it to this one as a placeholder")
+    if isinstance(x, Cast) or not isinstance(x, Load):
+        raise UnsupportedError(
+            f"{where}: GEMM operand {e} is not an input read (cast to {acc}); the Cube "
+            f"multiplies its inputs as they are: compute {x} in a kernel of its own and pass "
+            f"it to this one as a placeholder")
     if e.dtype != acc:
         raise UnsupportedError(
             f"{where}: the product {e} is computed in {e.dtype}, not in the accumulator dtype "

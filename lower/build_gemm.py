@@ -90,6 +90,12 @@ class _Builder(CubeTile):
         self.target = target
         sp = self.sp
         acc = MMAD_DTYPES.get((sp.in_dtype.name, sp.in_dtype.name))
+        if acc is None:  # Mmad.md 表7 lists more pairs (float32 included) than are modelled
+            raise UnsupportedError(
+                f"{sp}: ascendsched's Cube path multiplies "
+                + ", ".join(sorted({a for a, _ in MMAD_DTYPES}))
+                + f" operands, not {sp.in_dtype}: give A and B one of those dtypes "
+                "(e.g. float16 placeholders, accumulated in float32)")
         if acc != sp.acc_dtype.name:
             raise UnsupportedError(
                 f"{sp}: the Cube unit multiplies {sp.in_dtype} into {acc or 'nothing'}, not "

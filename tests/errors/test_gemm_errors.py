@@ -103,6 +103,37 @@ def test_mixed_input_dtypes() -> None:
         GemmSchedule(algorithm("g", c))
 
 
+def test_float32_operands_name_the_dtypes_the_cube_path_multiplies() -> None:
+    a, b = placeholder("A", (32, 32), "float32"), placeholder("B", (32, 32), "float32")
+    k = reduce_axis(32, "k")
+    c = compute("C", (32, 32), lambda i, j: reduce_sum(a[i, k] * b[k, j], k))
+    with pytest.raises(UnsupportedError, match="multiplies bfloat16, float16, int8 operands, "
+                                               "not float32: give A and B one of those"):
+        lower(GemmSchedule(algorithm("g", c)).tile(16, 16, 16))
+
+
+def test_a_contraction_over_a_computed_stage_says_to_give_it_its_own_kernel() -> None:
+    """Attention's P x V after the softmax: P is computed (here from a first contraction),
+    the Cube reads GM inputs."""
+    q, kt, v = (placeholder(n, (32, 32)) for n in ("Q", "K", "V"))
+    d = reduce_axis(32, "d")
+    s = compute("S", (32, 32), lambda i, j: reduce_sum(
+        q[i, d].astype("float32") * kt[j, d].astype("float32"), d, dtype="float32"))
+    p = compute("P", (32, 32), lambda i, j: (s[i, j] * 0.125).astype("float16"))
+    k = reduce_axis(32, "k")
+    o = compute("O", (32, 32), lambda i, j: reduce_sum(
+        p[i, k].astype("float32") * v[k, j].astype("float32"), k, dtype="float32"))
+    with pytest.raises(UnsupportedError, match="reads 'P', which this algorithm computes.*"
+                                               "compute 'P' in a kernel of its own"):
+        GemmSchedule(algorithm("pv", o))
+    a = placeholder("A", (32, 32))
+    e = compute("E", (32, 32), lambda i, j: reduce_sum(
+        (a[i, k] + a[i, k]).astype("float32") * v[k, j].astype("float32"), k, dtype="float32"))
+    with pytest.raises(UnsupportedError, match=r"is not an input read .*compute \(A\[i, k\] "
+                                               r"\+ A\[i, k\]\) in a kernel of its own"):
+        GemmSchedule(algorithm("ax", e))
+
+
 def test_unsupported_output_dtype() -> None:
     s = GemmSchedule(L.gemm(32, 32, 32, "int8", "float16")).tile(16, 32, 32)
     with pytest.raises(UnsupportedError, match="Fixpipe cannot convert int32 to float16"):

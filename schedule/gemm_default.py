@@ -103,11 +103,8 @@ def _tilings(base: GemmSchedule, tns: set[int], cands: list[tuple[tuple, tuple]]
     mp, kp = _round_up(sp.m, mg), _round_up(sp.k, c0)
     head = base.plan
     tms = {min(_round_up(x, mg), mp) for x in TILE_MN}
-    if blocks:  # also rows spread evenly over the cores: a core's blocks are its Cube work
-        # (GEMM + softmax 4096 x 32 000 x 4096: 128-row blocks leave 8 cores two of them,
-        # 7048 us modelled; 176-row blocks, one per core, 6054 us)
-        rows = sp.batch * sp.m
-        tms |= {min(_round_up(-(-rows // (target.num_aic * j)), mg), mp) for j in (1, 2, 3, 4)}
+    if blocks:
+        tms |= even_block_rows(base)
     for tm in sorted(tms, reverse=True):
         for tn in sorted(tns, reverse=True):
             blocks_m = sp.batch * -(-sp.m // tm)
@@ -141,6 +138,15 @@ def _tilings(base: GemmSchedule, tns: set[int], cands: list[tuple[tuple, tuple]]
                     t = plan.tiling
                     est = estimate_row_blocks(plan) if rowwise else estimate_gemm(plan).cycles
                     cands.append(((round(est), -(t.tm * t.tn), -t.tk, -t.k0), key))
+
+
+def even_block_rows(base: GemmSchedule) -> set[int]:
+    """Row-block heights that spread the rows evenly over the Cube cores, one to four blocks
+    per core: a core's blocks are its Cube work (GEMM + softmax 4096 x 32 000 x 4096: 128-row
+    blocks leave 8 cores two of them, 7048 us modelled; 176-row blocks, one per core, 6054 us)."""
+    sp, mg = base.spec, base._m_granule()
+    rows, mp = sp.batch * sp.m, _round_up(sp.m, mg)
+    return {min(_round_up(-(-rows // (base.target.num_aic * j)), mg), mp) for j in (1, 2, 3, 4)}
 
 
 def _plan(head: CubePlan, tm: int, tn: int, tk: int, k0: int, l1: int, l0: int, l0c: int,

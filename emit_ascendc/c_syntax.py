@@ -23,11 +23,10 @@ def _ctype(d: DType) -> str:
 
 
 def _cexpr(a: Affine) -> str:
-    if a.const == 0 and not a.terms and not getattr(a, "divs", ()) and len(a.mods) == 1 \
-            and a.mods[0][2] == 1:
-        var, mod, _ = a.mods[0]
-        return f"{var} % {mod}"  # drop the redundant parentheses of a lone (var % m)
-    return a.c_expr()
+    text = a.c_expr()
+    if re.fullmatch(r"\(\w+ % \d+\)", text):
+        return text[1:-1]  # drop the redundant parentheses of a lone (var % m)
+    return text
 
 
 def _dims2(r: Region) -> tuple[int, int, int, int]:

@@ -11,6 +11,7 @@ compare equal::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -72,6 +73,22 @@ class Affine:
         if self.const == 0 and not self.mods and not self.divs and self.terms == ((self.terms[0][0], 1),):
             return Affine.mod(self.terms[0][0], d)
         return self - self.floordiv(d) * d
+
+    def mod_form(self) -> tuple[Affine, int] | None:
+        """``(x, m)`` when ``self`` is ``x mod m``: a mod term alone, or ``x - m*floor(x/m)``
+        as ``modulo`` writes it (the printer spells it so)."""
+        if self.const == 0 and not self.terms and not self.divs and len(self.mods) == 1 \
+                and self.mods[0][2] == 1:
+            v, m, _ = self.mods[0]
+            return Affine.of(v), m
+        for a, d, c in self.divs:
+            if c == -d and (self + a.floordiv(d) * d - a).is_const_zero:
+                return a, d
+        return None
+
+    @property
+    def is_const_zero(self) -> bool:
+        return self.const == 0 and self.is_const
 
     def __add__(self, other: Affine | int | str) -> Affine:
         o = Affine.of(other)
@@ -180,20 +197,59 @@ class Affine:
         )
 
     def __str__(self) -> str:
-        parts = []
-        for v, c in self.terms:
-            parts.append(_scaled(c, v))
-        for v, m, c in self.mods:
+        rest, folded = self, []
+        for a, d, c in self.divs:  # k*x - k*d*floor(x/d), as modulo() writes x mod d
+            k = -c // d if c % d == 0 else 0
+            others = Affine(rest.const, rest.terms, rest.mods,
+                            tuple(t for t in rest.divs if t != (a, d, c)))
+            if k and len(others.divs) < len(rest.divs) and _holds(others, a, k):
+                rest = others - a * k
+                inner = a.mod_form()  # (x mod m) mod d is x mod d when d divides m
+                x = inner[0] if inner is not None and inner[1] % d == 0 else a
+                folded.append(_scaled(k, f"({_group(str(x))} % {d})"))
+        parts = [_scaled(c, v) for v, c in rest.terms]
+        for v, m, c in rest.mods:
             parts.append(_scaled(c, f"({v} % {m})"))
-        for a, d, c in self.divs:
-            parts.append(_scaled(c, f"(({a}) / {d})"))
-        if self.const or not parts:
-            parts.append(str(self.const))
+        parts += folded
+        for a, d, c in rest.divs:
+            inner = a.mod_form()
+            if inner is not None and inner[1] <= d:
+                continue  # floor((x mod m) / d) is 0 for m <= d
+            parts.append(_scaled(c, f"({_group(str(a))} / {d})"))
+        if rest.const or not parts:
+            parts.append(str(rest.const))
         return " + ".join(parts).replace("+ -", "- ")
 
     def c_expr(self) -> str:
         """The expression as C text (same as ``str``: ``%`` and ``*`` are valid C)."""
         return str(self)
+
+
+def _holds(e: Affine, part: Affine, k: int) -> bool:
+    """Whether ``e`` has every term of ``k*part`` (variables, mods, floor divisions), so that
+    ``e - k*part`` only drops terms and changes the constant."""
+    terms, mods = dict(e.terms), {(v, m): c for v, m, c in e.mods}
+    divs = {(a, d): c for a, d, c in e.divs}
+    return bool(part.terms or part.mods or part.divs) \
+        and all(terms.get(v) == k * c for v, c in part.terms) \
+        and all(mods.get((v, m)) == k * c for v, m, c in part.mods) \
+        and all(divs.get((a, d)) == k * c for a, d, c in part.divs)
+
+
+def _group(text: str) -> str:
+    """``text`` as one operand: as it is when it is a name, a number or one parenthesised
+    group, else in parentheses."""
+    if re.fullmatch(r"\w+", text):
+        return text
+    if text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and i < len(text) - 1:
+                break
+        else:
+            return text
+    return f"({text})"
 
 
 def _scaled(c: int, text: str) -> str:

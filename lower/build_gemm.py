@@ -219,8 +219,10 @@ class _Builder(CubeTile):
                 f"{c.mv} x {c.nv}"
                 + (f", swizzle({c.width}, {c.direction!r})" if c.width > 1 else ""))
         if run.guarded:
-            body = [If((Cond(idx, "<=", run.count - 1),), tuple(body),
-                       f"{what}: tile < {run.count}")]
+            conds = (Cond(idx, "<=", run.count - 1),)
+            if run.var is None:
+                conds = _cores_with_a_tile(idx, run.count - 1, self.t.cores) or conds
+            body = [If(conds, tuple(body), f"{what}: tile < {run.count}")]
         if run.iters == 1:
             return body
         return [For(var, run.iters, tuple(body), f"persistent over {what}")]
@@ -249,6 +251,21 @@ class _Builder(CubeTile):
                 run = run - (blk + shift).floordiv(cores)
         return ClassRun(var if iters > 1 else None, iters, count, iters * cores > count,
                         first, run)
+
+def _cores_with_a_tile(idx: Affine, last: int, cores: int) -> tuple[Cond, ...]:
+    """The guard ``idx <= last`` of a one-trip class loop, whose tile number ``idx`` is a
+    function of ``block_idx`` alone, as the interval of cores it holds on: ``block_idx == 18``
+    rather than ``block_idx - 19*((block_idx + 1) / 19) + 1 <= 0``, which says the same over
+    the cores there are. Empty when those cores are no interval."""
+    ok = [b for b in range(cores) if idx.evaluate({BLOCK_IDX: b}) <= last]
+    if not ok or ok != list(range(ok[0], ok[-1] + 1)) or len(ok) == cores:
+        return ()
+    blk = Affine.of(BLOCK_IDX)
+    if ok[0] == ok[-1]:
+        return (Cond(blk, "==", ok[0]),)
+    return ((Cond(blk, ">=", ok[0]),) if ok[0] > 0 else ()) + \
+        ((Cond(blk, "<=", ok[-1]),) if ok[-1] < cores - 1 else ())
+
 
 def _aff(x: Affine | int) -> Affine:
     return Affine.of(x) if isinstance(x, int) else x

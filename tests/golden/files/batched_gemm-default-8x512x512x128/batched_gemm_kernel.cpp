@@ -93,8 +93,8 @@ extern "C" __global__ __aicore__ void batched_gemm(GM_ADDR A, GM_ADDR B, GM_ADDR
         for (int64_t t = 0; t < 6; ++t) {  // persistent over interior: 128 tiles of 128 x 128, swizzle(4, 'm')
             if ((block_idx + 24*t <= 127)) {  // interior: 128 tiles of 128 x 128, swizzle(4, 'm'): tile < 128
                 WaitFlag<HardEvent::MTE1_MTE2>(t % 2);  // a_l1[copy (t % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[t % 2], A_gm[16384*block_idx + 393216*t - 65536*((block_idx + 24*t - 16*((block_idx + 24*t - 16*((block_idx + 24*t) / 16)) / 16) - 16*((block_idx + 24*t) / 16)) / 4) - 196608*((block_idx + 24*t - 16*((block_idx + 24*t) / 16)) / 16) - 196608*((block_idx + 24*t) / 16)], Nd2NzParams(1, 128, 128, 0, 128, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
-                DataCopy(b_l1[t % 2], B_gm[128*((block_idx + 24*t - 16*((block_idx + 24*t - 16*((block_idx + 24*t) / 16)) / 16) - 16*((block_idx + 24*t) / 16)) / 4) + 65536*((block_idx + 24*t) / 16)], Nd2NzParams(1, 128, 128, 0, 512, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(a_l1[t % 2], A_gm[16384*block_idx + 393216*t - 65536*(((block_idx + 24*t) % 16) / 4) - 196608*((block_idx + 24*t) / 16)], Nd2NzParams(1, 128, 128, 0, 128, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(b_l1[t % 2], B_gm[128*(((block_idx + 24*t) % 16) / 4) + 65536*((block_idx + 24*t) / 16)], Nd2NzParams(1, 128, 128, 0, 512, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(t % 2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(t % 2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::FIX_M>(t % 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
@@ -114,7 +114,7 @@ extern "C" __global__ __aicore__ void batched_gemm(GM_ADDR A, GM_ADDR B, GM_ADDR
                 SetFlag<HardEvent::MTE1_MTE2>(t % 2);  // a_l1[copy (t % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 SetFlag<HardEvent::M_FIX>(t % 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
                 WaitFlag<HardEvent::M_FIX>(t % 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-                Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[65536*block_idx + 1572864*t - 262016*((block_idx + 24*t - 16*((block_idx + 24*t - 16*((block_idx + 24*t) / 16)) / 16) - 16*((block_idx + 24*t) / 16)) / 4) - 786432*((block_idx + 24*t - 16*((block_idx + 24*t) / 16)) / 16) - 786432*((block_idx + 24*t) / 16)], c_l0[t % 2], FixpipeParamsV220(128, 128, 128, 512, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 128 (NZ -> ND, F322F16)
+                Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[65536*block_idx + 1572864*t - 262016*(((block_idx + 24*t) % 16) / 4) - 786432*((block_idx + 24*t) / 16)], c_l0[t % 2], FixpipeParamsV220(128, 128, 128, 512, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 128 (NZ -> ND, F322F16)
                 SetFlag<HardEvent::FIX_M>(t % 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             }
         }

@@ -83,7 +83,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         // the program ends with PipeBarrier<PIPE_ALL> (the destructor's drain).
         pipe.Destroy();
 
-        SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+        SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy ((kt + t) % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
         SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
@@ -92,30 +92,30 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
-                WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt - 2*((kt) / 2)], A_gm[128*kt + 38400*(block_idx % 8) + 76800*((block_idx) / 8) - 76800*(((block_idx % 8)) / 2)], Nd2NzParams(1, 128, 128, 0, 300, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
-                DataCopy(b_l1[kt - 2*((kt) / 2)], B_gm[66560*kt + 128*(((block_idx % 8)) / 2)], Nd2NzParams(1, 128, 128, 0, 520, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
-                SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-                WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+                WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy ((kt + t) % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+                DataCopy(a_l1[kt % 2], A_gm[128*kt + 38400*(block_idx % 2) + 76800*(block_idx / 8)], Nd2NzParams(1, 128, 128, 0, 300, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(b_l1[kt % 2], B_gm[66560*kt + 128*((block_idx % 8) / 2)], Nd2NzParams(1, 128, 128, 0, 520, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy ((kt + t) % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+                WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy ((kt + t) % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
                     WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     for (int64_t kg = 0; kg < 4; ++kg) {  // A nz -> Zz
-                        LoadData(a_l0[kk % 2][256*kg], a_l1[kt - 2*((kt) / 2)][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                        LoadData(a_l0[kk % 2][256*kg], a_l1[kt % 2][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
                     }
                     for (int64_t kb = 0; kb < 4; ++kb) {  // B nz -> Zn (fractal transpose)
-                        LoadData(b_l0[kk % 2][2048*kb], b_l1[kt - 2*((kt) / 2)][256*kb + 1024*kk], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
+                        LoadData(b_l0[kk % 2][2048*kb], b_l1[kt % 2][256*kb + 1024*kk], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
                     }
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 128, 64, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
-                SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+                SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy ((kt + t) % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
-            DataCopy(a_l1[0], A_gm[38400*(block_idx % 8) + 76800*((block_idx) / 8) - 76800*(((block_idx % 8)) / 2) + 256], Nd2NzParams(1, 128, 44, 0, 300, 128, 1, 0));  // A tile 128 x 44 (ND 128 x 44 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(a_l1[0], A_gm[38400*(block_idx % 2) + 76800*(block_idx / 8) + 256], Nd2NzParams(1, 128, 44, 0, 300, 128, 1, 0));  // A tile 128 x 44 (ND 128 x 44 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
-            DataCopy(b_l1[0], B_gm[128*(((block_idx % 8)) / 2) + 133120], Nd2NzParams(1, 44, 128, 0, 520, 128, 1, 0));  // B tile 44 x 128 (ND 44 x 128 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(b_l1[0], B_gm[128*((block_idx % 8) / 2) + 133120], Nd2NzParams(1, 44, 128, 0, 520, 128, 1, 0));  // B tile 44 x 128 (ND 44 x 128 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
             WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
@@ -132,46 +132,46 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
-            Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[66560*(block_idx % 8) + 133120*((block_idx) / 8) - 132992*(((block_idx % 8)) / 2)], c_l0, FixpipeParamsV220(128, 128, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 128 (NZ -> ND, F322F16)
+            Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[66560*(block_idx % 8) + 133120*(block_idx / 8) - 132992*((block_idx % 8) / 2)], c_l0, FixpipeParamsV220(128, 128, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 128 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if ((block_idx - 16*((block_idx + 8) / 16) + 8 <= 3)) {  // interior: 4 tiles of 128 x 128: tile < 4
+        if ((block_idx >= 8) && (block_idx <= 11)) {  // interior: 4 tiles of 128 x 128: tile < 4
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
-                WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt - 2*((kt - ((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1], A_gm[128*kt + 38400*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) + 76800], Nd2NzParams(1, 128, 128, 0, 300, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
-                DataCopy(b_l1[kt - 2*((kt - ((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1], B_gm[128*block_idx + 66560*kt - 512*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) - 2048*((block_idx + 8) / 16) + 1024], Nd2NzParams(1, 128, 128, 0, 520, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
-                SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-                WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+                WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy ((kt + t) % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+                DataCopy(a_l1[((kt - ((block_idx + 8) / 16) + 1) % 2)], A_gm[128*kt + 38400*(((block_idx + 8) % 16) / 4) + 76800], Nd2NzParams(1, 128, 128, 0, 300, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(b_l1[((kt - ((block_idx + 8) / 16) + 1) % 2)], B_gm[66560*kt + 128*((block_idx + 8) % 4)], Nd2NzParams(1, 128, 128, 0, 520, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy ((kt + t) % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+                WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy ((kt + t) % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
                     WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     for (int64_t kg = 0; kg < 4; ++kg) {  // A nz -> Zz
-                        LoadData(a_l0[kk % 2][256*kg], a_l1[kt - 2*((kt - ((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                        LoadData(a_l0[kk % 2][256*kg], a_l1[((kt - ((block_idx + 8) / 16) + 1) % 2)][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
                     }
                     for (int64_t kb = 0; kb < 4; ++kb) {  // B nz -> Zn (fractal transpose)
-                        LoadData(b_l0[kk % 2][2048*kb], b_l1[kt - 2*((kt - ((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1][256*kb + 1024*kk], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
+                        LoadData(b_l0[kk % 2][2048*kb], b_l1[((kt - ((block_idx + 8) / 16) + 1) % 2)][256*kb + 1024*kk], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
                     }
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 128, 64, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
-                SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+                SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy ((kt + t) % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
-            DataCopy(a_l1[-2*((-((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1], A_gm[38400*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) + 77056], Nd2NzParams(1, 128, 44, 0, 300, 128, 1, 0));  // A tile 128 x 44 (ND 128 x 44 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(a_l1[((-((block_idx + 8) / 16) + 1) % 2)], A_gm[38400*(((block_idx + 8) % 16) / 4) + 77056], Nd2NzParams(1, 128, 44, 0, 300, 128, 1, 0));  // A tile 128 x 44 (ND 128 x 44 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
-            DataCopy(b_l1[-2*((-((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1], B_gm[128*block_idx - 512*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) - 2048*((block_idx + 8) / 16) + 134144], Nd2NzParams(1, 44, 128, 0, 520, 128, 1, 0));  // B tile 44 x 128 (ND 44 x 128 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(b_l1[((-((block_idx + 8) / 16) + 1) % 2)], B_gm[128*((block_idx + 8) % 4) + 133120], Nd2NzParams(1, 44, 128, 0, 520, 128, 1, 0));  // B tile 44 x 128 (ND 44 x 128 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
             WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t kg = 0; kg < 3; ++kg) {  // A nz -> Zz
-                LoadData(a_l0[0][256*kg], a_l1[-2*((-((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1][2048*kg], LoadData2DParams(0, 8, 1, 0, 2, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                LoadData(a_l0[0][256*kg], a_l1[((-((block_idx + 8) / 16) + 1) % 2)][2048*kg], LoadData2DParams(0, 8, 1, 0, 2, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
             }
             WaitFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
             for (int64_t kb = 0; kb < 3; ++kb) {  // B nz -> Zn (fractal transpose)
-                LoadData(b_l0[0][2048*kb], b_l1[-2*((-((block_idx + 8) / 16) + 1) / 2) - ((block_idx + 8) / 16) + 1][256*kb], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
+                LoadData(b_l0[0][2048*kb], b_l1[((-((block_idx + 8) / 16) + 1) % 2)][256*kb], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
             }
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
@@ -179,46 +179,46 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
-            Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128*block_idx + 66048*((block_idx - 16*((block_idx + 8) / 16) + 8) / 4) - 2048*((block_idx + 8) / 16) + 134144], c_l0, FixpipeParamsV220(128, 128, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 128 (NZ -> ND, F322F16)
+            Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128*((block_idx + 8) % 16) + 66048*(((block_idx + 8) % 16) / 4) + 133120], c_l0, FixpipeParamsV220(128, 128, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 128 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if ((block_idx - 16*((block_idx + 4) / 16) + 4 <= 3)) {  // M edge: 4 tiles of 116 x 128: tile < 4
+        if ((block_idx >= 12)) {  // M edge: 4 tiles of 116 x 128: tile < 4
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
-                WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt - 2*((kt - ((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1], A_gm[128*kt + 38400*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) + 115200], Nd2NzParams(1, 116, 128, 0, 300, 128, 1, 0));  // A tile 116 x 128 (ND 116 x 128 -> NZ, column groups 128 x 32 B apart)
-                DataCopy(b_l1[kt - 2*((kt - ((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1], B_gm[128*block_idx + 66560*kt - 512*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) - 2048*((block_idx + 4) / 16) + 512], Nd2NzParams(1, 128, 128, 0, 520, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
-                SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-                WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+                WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy ((kt + t) % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+                DataCopy(a_l1[((kt - ((block_idx + 4) / 16) + 1) % 2)], A_gm[128*kt + 38400*(((block_idx + 4) % 16) / 4) + 115200], Nd2NzParams(1, 116, 128, 0, 300, 128, 1, 0));  // A tile 116 x 128 (ND 116 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(b_l1[((kt - ((block_idx + 4) / 16) + 1) % 2)], B_gm[66560*kt + 128*((block_idx + 4) % 4)], Nd2NzParams(1, 128, 128, 0, 520, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy ((kt + t) % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+                WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy ((kt + t) % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
                     WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     for (int64_t kg = 0; kg < 4; ++kg) {  // A nz -> Zz
-                        LoadData(a_l0[kk % 2][256*kg], a_l1[kt - 2*((kt - ((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                        LoadData(a_l0[kk % 2][256*kg], a_l1[((kt - ((block_idx + 4) / 16) + 1) % 2)][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
                     }
                     for (int64_t kb = 0; kb < 4; ++kb) {  // B nz -> Zn (fractal transpose)
-                        LoadData(b_l0[kk % 2][2048*kb], b_l1[kt - 2*((kt - ((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1][256*kb + 1024*kk], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
+                        LoadData(b_l0[kk % 2][2048*kb], b_l1[((kt - ((block_idx + 4) / 16) + 1) % 2)][256*kb + 1024*kk], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
                     }
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(116, 128, 64, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
-                SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+                SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy ((kt + t) % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
-            DataCopy(a_l1[-2*((-((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1], A_gm[38400*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) + 115456], Nd2NzParams(1, 116, 44, 0, 300, 128, 1, 0));  // A tile 116 x 44 (ND 116 x 44 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(a_l1[((-((block_idx + 4) / 16) + 1) % 2)], A_gm[38400*(((block_idx + 4) % 16) / 4) + 115456], Nd2NzParams(1, 116, 44, 0, 300, 128, 1, 0));  // A tile 116 x 44 (ND 116 x 44 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
-            DataCopy(b_l1[-2*((-((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1], B_gm[128*block_idx - 512*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) - 2048*((block_idx + 4) / 16) + 133632], Nd2NzParams(1, 44, 128, 0, 520, 128, 1, 0));  // B tile 44 x 128 (ND 44 x 128 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(b_l1[((-((block_idx + 4) / 16) + 1) % 2)], B_gm[128*((block_idx + 4) % 4) + 133120], Nd2NzParams(1, 44, 128, 0, 520, 128, 1, 0));  // B tile 44 x 128 (ND 44 x 128 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
             WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t kg = 0; kg < 3; ++kg) {  // A nz -> Zz
-                LoadData(a_l0[0][256*kg], a_l1[-2*((-((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1][2048*kg], LoadData2DParams(0, 8, 1, 0, 2, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                LoadData(a_l0[0][256*kg], a_l1[((-((block_idx + 4) / 16) + 1) % 2)][2048*kg], LoadData2DParams(0, 8, 1, 0, 2, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
             }
             WaitFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
             for (int64_t kb = 0; kb < 3; ++kb) {  // B nz -> Zn (fractal transpose)
-                LoadData(b_l0[0][2048*kb], b_l1[-2*((-((block_idx + 4) / 16) + 1) / 2) - ((block_idx + 4) / 16) + 1][256*kb], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
+                LoadData(b_l0[0][2048*kb], b_l1[((-((block_idx + 4) / 16) + 1) % 2)][256*kb], LoadData2DParams(0, 8, 8, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (8 fractals, src stride 8 x 512 B, each transposed)
             }
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
@@ -226,31 +226,31 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
-            Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128*block_idx + 66048*((block_idx - 16*((block_idx + 4) / 16) + 4) / 4) - 2048*((block_idx + 4) / 16) + 200192], c_l0, FixpipeParamsV220(128, 116, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 116 x 128 (NZ -> ND, F322F16)
+            Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128*((block_idx + 4) % 16) + 66048*(((block_idx + 4) % 16) / 4) + 199680], c_l0, FixpipeParamsV220(128, 116, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 116 x 128 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
         if ((block_idx <= 2)) {  // N edge: 3 tiles of 128 x 8: tile < 3
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
-                WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt - 2*((kt + 1) / 2) + 1], A_gm[38400*block_idx + 128*kt], Nd2NzParams(1, 128, 128, 0, 300, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
-                DataCopy(b_l1[kt - 2*((kt + 1) / 2) + 1], B_gm[66560*kt + 512], Nd2NzParams(1, 128, 8, 0, 520, 128, 1, 0));  // B tile 128 x 8 (ND 128 x 8 -> NZ, column groups 128 x 32 B apart)
-                SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-                WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+                WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy ((kt + t) % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+                DataCopy(a_l1[((kt + 1) % 2)], A_gm[38400*block_idx + 128*kt], Nd2NzParams(1, 128, 128, 0, 300, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(b_l1[((kt + 1) % 2)], B_gm[66560*kt + 512], Nd2NzParams(1, 128, 8, 0, 520, 128, 1, 0));  // B tile 128 x 8 (ND 128 x 8 -> NZ, column groups 128 x 32 B apart)
+                SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy ((kt + t) % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+                WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy ((kt + t) % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
                     WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     for (int64_t kg = 0; kg < 4; ++kg) {  // A nz -> Zz
-                        LoadData(a_l0[kk % 2][256*kg], a_l1[kt - 2*((kt + 1) / 2) + 1][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                        LoadData(a_l0[kk % 2][256*kg], a_l1[((kt + 1) % 2)][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
                     }
-                    LoadData(b_l0[kk % 2], b_l1[kt - 2*((kt + 1) / 2) + 1][1024*kk], LoadData2DParams(0, 4, 1, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (4 fractals, src stride 1 x 512 B, each transposed)
+                    LoadData(b_l0[kk % 2], b_l1[((kt + 1) % 2)][1024*kk], LoadData2DParams(0, 4, 1, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (4 fractals, src stride 1 x 512 B, each transposed)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     PipeBarrier<PIPE_M>();  // c_l0: M write -> M read (RAW) (+2 more)
                     Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(128, 8, 64, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
-                SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+                SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy ((kt + t) % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
             DataCopy(a_l1[1], A_gm[38400*block_idx + 256], Nd2NzParams(1, 128, 44, 0, 300, 128, 1, 0));  // A tile 128 x 44 (ND 128 x 44 -> NZ, column groups 128 x 32 B apart)
@@ -274,41 +274,41 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[66560*block_idx + 512], c_l0, FixpipeParamsV220(8, 128, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 8 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if ((block_idx - 16*((block_idx + 13) / 16) + 13 <= 0)) {  // corner: 1 tiles of 116 x 8: tile < 1
+        if ((block_idx == 3)) {  // corner: 1 tiles of 116 x 8: tile < 1
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
-                WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt - ((block_idx + 13) / 16) - 2*((kt - ((block_idx + 13) / 16) + 2) / 2) + 2], A_gm[128*kt + 115200], Nd2NzParams(1, 116, 128, 0, 300, 128, 1, 0));  // A tile 116 x 128 (ND 116 x 128 -> NZ, column groups 128 x 32 B apart)
-                DataCopy(b_l1[kt - ((block_idx + 13) / 16) - 2*((kt - ((block_idx + 13) / 16) + 2) / 2) + 2], B_gm[66560*kt + 512], Nd2NzParams(1, 128, 8, 0, 520, 128, 1, 0));  // B tile 128 x 8 (ND 128 x 8 -> NZ, column groups 128 x 32 B apart)
-                SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
-                WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy kt + t - 2*((kt + t) / 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+                WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy ((kt + t) % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+                DataCopy(a_l1[((kt - ((block_idx + 13) / 16) + 2) % 2)], A_gm[128*kt + 115200], Nd2NzParams(1, 116, 128, 0, 300, 128, 1, 0));  // A tile 116 x 128 (ND 116 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(b_l1[((kt - ((block_idx + 13) / 16) + 2) % 2)], B_gm[66560*kt + 512], Nd2NzParams(1, 128, 8, 0, 520, 128, 1, 0));  // B tile 128 x 8 (ND 128 x 8 -> NZ, column groups 128 x 32 B apart)
+                SetFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy ((kt + t) % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
+                WaitFlag<HardEvent::MTE2_MTE1>(0);  // b_l1[copy ((kt + t) % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
                     WaitFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                     for (int64_t kg = 0; kg < 4; ++kg) {  // A nz -> Zz
-                        LoadData(a_l0[kk % 2][256*kg], a_l1[kt - ((block_idx + 13) / 16) - 2*((kt - ((block_idx + 13) / 16) + 2) / 2) + 2][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                        LoadData(a_l0[kk % 2][256*kg], a_l1[((kt - ((block_idx + 13) / 16) + 2) % 2)][2048*kg + 8192*kk], LoadData2DParams(0, 8, 1, 0, 3, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
                     }
-                    LoadData(b_l0[kk % 2], b_l1[kt - ((block_idx + 13) / 16) - 2*((kt - ((block_idx + 13) / 16) + 2) / 2) + 2][1024*kk], LoadData2DParams(0, 4, 1, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (4 fractals, src stride 1 x 512 B, each transposed)
+                    LoadData(b_l0[kk % 2], b_l1[((kt - ((block_idx + 13) / 16) + 2) % 2)][1024*kk], LoadData2DParams(0, 4, 1, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (4 fractals, src stride 1 x 512 B, each transposed)
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     PipeBarrier<PIPE_M>();  // c_l0: M write -> M read (RAW) (+2 more)
                     Mmad(c_l0, a_l0[kk % 2], b_l0[kk % 2], MmadParams(116, 8, 64, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
-                SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+                SetFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy ((kt + t) % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             SetFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
-            DataCopy(a_l1[-((block_idx + 13) / 16) - 2*((-((block_idx + 13) / 16) + 2) / 2) + 2], A_gm[115456], Nd2NzParams(1, 116, 44, 0, 300, 128, 1, 0));  // A tile 116 x 44 (ND 116 x 44 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(a_l1[((-((block_idx + 13) / 16) + 2) % 2)], A_gm[115456], Nd2NzParams(1, 116, 44, 0, 300, 128, 1, 0));  // A tile 116 x 44 (ND 116 x 44 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
-            DataCopy(b_l1[-((block_idx + 13) / 16) - 2*((-((block_idx + 13) / 16) + 2) / 2) + 2], B_gm[133632], Nd2NzParams(1, 44, 8, 0, 520, 128, 1, 0));  // B tile 44 x 8 (ND 44 x 8 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(b_l1[((-((block_idx + 13) / 16) + 2) % 2)], B_gm[133632], Nd2NzParams(1, 44, 8, 0, 520, 128, 1, 0));  // B tile 44 x 8 (ND 44 x 8 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // a_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW) (+2 more)
             WaitFlag<HardEvent::M_MTE1>(3);  // a_l0[copy (kk % 2)]/a_l0[copy 0]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t kg = 0; kg < 3; ++kg) {  // A nz -> Zz
-                LoadData(a_l0[0][256*kg], a_l1[-((block_idx + 13) / 16) - 2*((-((block_idx + 13) / 16) + 2) / 2) + 2][2048*kg], LoadData2DParams(0, 8, 1, 0, 2, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
+                LoadData(a_l0[0][256*kg], a_l1[((-((block_idx + 13) / 16) + 2) % 2)][2048*kg], LoadData2DParams(0, 8, 1, 0, 2, false, 0));  // A nz -> Zz (8 fractals, src stride 1 x 512 B)
             }
             WaitFlag<HardEvent::MTE2_MTE1>(2);  // b_l1[copy (t % 2)]: MTE2 write -> MTE1 read (RAW)
-            LoadData(b_l0[0], b_l1[-((block_idx + 13) / 16) - 2*((-((block_idx + 13) / 16) + 2) / 2) + 2], LoadData2DParams(0, 3, 1, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (3 fractals, src stride 1 x 512 B, each transposed)
+            LoadData(b_l0[0], b_l1[((-((block_idx + 13) / 16) + 2) % 2)], LoadData2DParams(0, 3, 1, 0, 0, true, 0));  // B nz -> Zn (fractal transpose) (3 fractals, src stride 1 x 512 B, each transposed)
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy 0]: MTE1 write -> M read (RAW) (+3 more)
             PipeBarrier<PIPE_M>();  // c_l0: M write -> M read (RAW) (+2 more)
@@ -319,7 +319,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[200192], c_l0, FixpipeParamsV220(8, 116, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 116 x 8 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy kt + t - 2*((kt + t) / 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
+        WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy ((kt + t) % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
         WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)

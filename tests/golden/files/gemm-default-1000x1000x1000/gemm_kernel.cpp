@@ -92,8 +92,8 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt % 2], A_gm[128*kt + 128000*(block_idx % 12) + 512000*((block_idx) / 12) - 512000*(((block_idx % 12)) / 4)], Nd2NzParams(1, 128, 128, 0, 1000, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
-                DataCopy(b_l1[kt % 2], B_gm[128000*kt + 256*(((block_idx % 12)) / 4)], Nd2NzParams(1, 128, 256, 0, 1000, 128, 1, 0));  // B tile 128 x 256 (ND 128 x 256 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(a_l1[kt % 2], A_gm[128*kt + 128000*(block_idx % 4) + 512000*(block_idx / 12)], Nd2NzParams(1, 128, 128, 0, 1000, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(b_l1[kt % 2], B_gm[128000*kt + 256*((block_idx % 12) / 4)], Nd2NzParams(1, 128, 256, 0, 1000, 128, 1, 0));  // B tile 128 x 256 (ND 128 x 256 -> NZ, column groups 128 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
@@ -112,8 +112,8 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            DataCopy(a_l1[1], A_gm[128000*(block_idx % 12) + 512000*((block_idx) / 12) - 512000*(((block_idx % 12)) / 4) + 896], Nd2NzParams(1, 128, 104, 0, 1000, 128, 1, 0));  // A tile 128 x 104 (ND 128 x 104 -> NZ, column groups 128 x 32 B apart)
-            DataCopy(b_l1[1], B_gm[256*(((block_idx % 12)) / 4) + 896000], Nd2NzParams(1, 104, 256, 0, 1000, 128, 1, 0));  // B tile 104 x 256 (ND 104 x 256 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(a_l1[1], A_gm[128000*(block_idx % 4) + 512000*(block_idx / 12) + 896], Nd2NzParams(1, 128, 104, 0, 1000, 128, 1, 0));  // A tile 128 x 104 (ND 128 x 104 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(b_l1[1], B_gm[256*((block_idx % 12) / 4) + 896000], Nd2NzParams(1, 104, 256, 0, 1000, 128, 1, 0));  // B tile 104 x 256 (ND 104 x 256 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -141,15 +141,15 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
-            Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128000*(block_idx % 12) + 512000*((block_idx) / 12) - 511744*(((block_idx % 12)) / 4)], c_l0, FixpipeParamsV220(256, 128, 128, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 256 (NZ -> ND, F322F16)
+            Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128000*(block_idx % 12) + 512000*(block_idx / 12) - 511744*((block_idx % 12) / 4)], c_l0, FixpipeParamsV220(256, 128, 128, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 256 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if ((block_idx - 24*((block_idx + 12) / 24) + 12 <= 8)) {  // interior: 9 tiles of 128 x 256, swizzle(3, 'm'): tile < 9
+        if ((block_idx >= 12) && (block_idx <= 20)) {  // interior: 9 tiles of 128 x 256, swizzle(3, 'm'): tile < 9
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt % 2], A_gm[128000*block_idx + 128*kt - 384000*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 768000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 3072000*((block_idx + 12) / 24) + 2048000], Nd2NzParams(1, 128, 128, 0, 1000, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
-                DataCopy(b_l1[kt % 2], B_gm[128000*kt + 256*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3)], Nd2NzParams(1, 128, 256, 0, 1000, 128, 1, 0));  // B tile 128 x 256 (ND 128 x 256 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(a_l1[kt % 2], A_gm[128*kt + 128000*((block_idx + 12) % 24) - 384000*((((block_idx + 12) % 24) % 9) / 3) - 768000*(((block_idx + 12) % 24) / 9) + 512000], Nd2NzParams(1, 128, 128, 0, 1000, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(b_l1[kt % 2], B_gm[128000*kt + 256*((((block_idx + 12) % 24) % 9) / 3)], Nd2NzParams(1, 128, 256, 0, 1000, 128, 1, 0));  // B tile 128 x 256 (ND 128 x 256 -> NZ, column groups 128 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
@@ -168,8 +168,8 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            DataCopy(a_l1[1], A_gm[128000*block_idx - 384000*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 768000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 3072000*((block_idx + 12) / 24) + 2048896], Nd2NzParams(1, 128, 104, 0, 1000, 128, 1, 0));  // A tile 128 x 104 (ND 128 x 104 -> NZ, column groups 128 x 32 B apart)
-            DataCopy(b_l1[1], B_gm[256*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) + 896000], Nd2NzParams(1, 104, 256, 0, 1000, 128, 1, 0));  // B tile 104 x 256 (ND 104 x 256 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(a_l1[1], A_gm[128000*((block_idx + 12) % 24) - 384000*((((block_idx + 12) % 24) % 9) / 3) - 768000*(((block_idx + 12) % 24) / 9) + 512896], Nd2NzParams(1, 128, 104, 0, 1000, 128, 1, 0));  // A tile 128 x 104 (ND 128 x 104 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(b_l1[1], B_gm[256*((((block_idx + 12) % 24) % 9) / 3) + 896000], Nd2NzParams(1, 104, 256, 0, 1000, 128, 1, 0));  // B tile 104 x 256 (ND 104 x 256 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -197,15 +197,15 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
-            Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128000*block_idx - 383744*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 768000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 3072000*((block_idx + 12) / 24) + 2048000], c_l0, FixpipeParamsV220(256, 128, 128, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 256 (NZ -> ND, F322F16)
+            Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128000*((block_idx + 12) % 24) - 383744*((((block_idx + 12) % 24) % 9) / 3) - 768000*(((block_idx + 12) % 24) / 9) + 512000], c_l0, FixpipeParamsV220(256, 128, 128, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 256 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if ((block_idx - 24*((block_idx + 3) / 24) + 3 <= 2)) {  // M edge: 3 tiles of 104 x 256: tile < 3
+        if ((block_idx >= 21)) {  // M edge: 3 tiles of 104 x 256: tile < 3
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt % 2], A_gm[128*kt + 128000*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) + 896000], Nd2NzParams(1, 104, 128, 0, 1000, 128, 1, 0));  // A tile 104 x 128 (ND 104 x 128 -> NZ, column groups 128 x 32 B apart)
-                DataCopy(b_l1[kt % 2], B_gm[256*block_idx + 128000*kt - 768*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 768], Nd2NzParams(1, 128, 256, 0, 1000, 128, 1, 0));  // B tile 128 x 256 (ND 128 x 256 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(a_l1[kt % 2], A_gm[128*kt + 128000*(((block_idx + 3) % 24) / 3) + 896000], Nd2NzParams(1, 104, 128, 0, 1000, 128, 1, 0));  // A tile 104 x 128 (ND 104 x 128 -> NZ, column groups 128 x 32 B apart)
+                DataCopy(b_l1[kt % 2], B_gm[128000*kt + 256*((block_idx + 3) % 3)], Nd2NzParams(1, 128, 256, 0, 1000, 128, 1, 0));  // B tile 128 x 256 (ND 128 x 256 -> NZ, column groups 128 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
@@ -224,8 +224,8 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            DataCopy(a_l1[1], A_gm[128000*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) + 896896], Nd2NzParams(1, 104, 104, 0, 1000, 128, 1, 0));  // A tile 104 x 104 (ND 104 x 104 -> NZ, column groups 128 x 32 B apart)
-            DataCopy(b_l1[1], B_gm[256*block_idx - 768*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 896768], Nd2NzParams(1, 104, 256, 0, 1000, 128, 1, 0));  // B tile 104 x 256 (ND 104 x 256 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(a_l1[1], A_gm[128000*(((block_idx + 3) % 24) / 3) + 896896], Nd2NzParams(1, 104, 104, 0, 1000, 128, 1, 0));  // A tile 104 x 104 (ND 104 x 104 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(b_l1[1], B_gm[256*((block_idx + 3) % 3) + 896000], Nd2NzParams(1, 104, 256, 0, 1000, 128, 1, 0));  // B tile 104 x 256 (ND 104 x 256 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -253,7 +253,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
             WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
-            Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[256*block_idx + 127232*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 896768], c_l0, FixpipeParamsV220(256, 104, 112, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 104 x 256 (NZ -> ND, F322F16)
+            Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[256*((block_idx + 3) % 24) + 127232*(((block_idx + 3) % 24) / 3) + 896000], c_l0, FixpipeParamsV220(256, 104, 112, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 104 x 256 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
         if ((block_idx <= 6)) {  // N edge: 7 tiles of 128 x 232: tile < 7
@@ -312,7 +312,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128000*block_idx + 768], c_l0, FixpipeParamsV220(232, 128, 128, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 232 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if ((block_idx - 24*((block_idx + 17) / 24) + 17 <= 0)) {  // corner: 1 tiles of 104 x 232: tile < 1
+        if ((block_idx == 7)) {  // corner: 1 tiles of 104 x 232: tile < 1
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)

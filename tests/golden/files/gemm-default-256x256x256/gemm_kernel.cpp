@@ -86,8 +86,8 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
-            DataCopy(a_l1[kt % 2], A_gm[128*kt + 8192*(block_idx % 8) + 32768*((block_idx) / 8) - 32768*(((block_idx % 8)) / 4)], Nd2NzParams(1, 32, 128, 0, 256, 32, 1, 0));  // A tile 32 x 128 (ND 32 x 128 -> NZ, column groups 32 x 32 B apart)
-            DataCopy(b_l1[kt % 2], B_gm[32768*kt + 128*(((block_idx % 8)) / 4)], Nd2NzParams(1, 128, 128, 0, 256, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+            DataCopy(a_l1[kt % 2], A_gm[128*kt + 8192*(block_idx % 4) + 32768*(block_idx / 8)], Nd2NzParams(1, 32, 128, 0, 256, 32, 1, 0));  // A tile 32 x 128 (ND 32 x 128 -> NZ, column groups 32 x 32 B apart)
+            DataCopy(b_l1[kt % 2], B_gm[32768*kt + 128*((block_idx % 8) / 4)], Nd2NzParams(1, 128, 128, 0, 256, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
@@ -108,7 +108,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
-        Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[8192*(block_idx % 8) + 32768*((block_idx) / 8) - 32640*(((block_idx % 8)) / 4)], c_l0, FixpipeParamsV220(128, 32, 32, 256, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 32 x 128 (NZ -> ND, F322F16)
+        Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[8192*(block_idx % 8) + 32768*(block_idx / 8) - 32640*((block_idx % 8) / 4)], c_l0, FixpipeParamsV220(128, 32, 32, 256, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 32 x 128 (NZ -> ND, F322F16)
         PipeBarrier<PIPE_ALL>();  // kernel end: drain every pipe (the TPipe was destroyed at the start)
     }
 }

@@ -93,8 +93,8 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
                 for (int64_t kt = 0; kt < 32; ++kt) {  // L1 K steps of 128
                     WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                    DataCopy(a_l1[kt % 2], A_gm[524288*block_idx + 128*kt + 12582912*t - 2097152*((block_idx + 24*t - 64*((block_idx + 24*t) / 64)) / 4) - 31457280*((block_idx + 24*t) / 64)], Nd2NzParams(1, 128, 128, 0, 4096, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
-                    DataCopy(b_l1[kt % 2], B_gm[524288*kt + 256*((block_idx + 24*t - 64*((block_idx + 24*t) / 64)) / 4)], Nd2NzParams(1, 128, 256, 0, 4096, 128, 1, 0));  // B tile 128 x 256 (ND 128 x 256 -> NZ, column groups 128 x 32 B apart)
+                    DataCopy(a_l1[kt % 2], A_gm[524288*block_idx + 128*kt + 12582912*t - 2097152*(((block_idx + 24*t) % 64) / 4) - 31457280*((block_idx + 24*t) / 64)], Nd2NzParams(1, 128, 128, 0, 4096, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
+                    DataCopy(b_l1[kt % 2], B_gm[524288*kt + 256*(((block_idx + 24*t) % 64) / 4)], Nd2NzParams(1, 128, 256, 0, 4096, 128, 1, 0));  // B tile 128 x 256 (ND 128 x 256 -> NZ, column groups 128 x 32 B apart)
                     SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                     for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 64
@@ -114,7 +114,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 }
                 SetFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
                 WaitFlag<HardEvent::M_FIX>(0);  // c_l0: M write -> FIX read (RAW)
-                Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[524288*block_idx + 12582912*t - 2096896*((block_idx + 24*t - 64*((block_idx + 24*t) / 64)) / 4) - 31457280*((block_idx + 24*t) / 64)], c_l0, FixpipeParamsV220(256, 128, 128, 4096, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 256 (NZ -> ND, F322F16)
+                Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[524288*block_idx + 12582912*t - 2096896*(((block_idx + 24*t) % 64) / 4) - 31457280*((block_idx + 24*t) / 64)], c_l0, FixpipeParamsV220(256, 128, 128, 4096, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 256 (NZ -> ND, F322F16)
                 SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             }
         }

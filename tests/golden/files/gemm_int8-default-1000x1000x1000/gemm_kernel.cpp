@@ -95,8 +95,8 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 WaitFlag<HardEvent::FIX_M>(t0 % 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
                 for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                     WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                    DataCopy(a_l1[kt % 2], A_gm[64000*block_idx + 256*kt + 1536000*t0 - 256000*((block_idx + 24*t0 - 12*((block_idx + 24*t0) / 12)) / 4) - 512000*((block_idx + 24*t0) / 12)], Nd2NzParams(1, 64, 256, 0, 1000, 64, 1, 0));  // A tile 64 x 256 (ND 64 x 256 -> NZ, column groups 64 x 32 B apart)
-                    DataCopy(b_l1[kt % 2], B_gm[256000*kt + 256*((block_idx + 24*t0 - 12*((block_idx + 24*t0) / 12)) / 4)], Nd2NzParams(1, 256, 256, 0, 1000, 256, 1, 0));  // B tile 256 x 256 (ND 256 x 256 -> NZ, column groups 256 x 32 B apart)
+                    DataCopy(a_l1[kt % 2], A_gm[64000*block_idx + 256*kt + 1536000*t0 - 256000*(((block_idx + 24*t0) % 12) / 4) - 512000*((block_idx + 24*t0) / 12)], Nd2NzParams(1, 64, 256, 0, 1000, 64, 1, 0));  // A tile 64 x 256 (ND 64 x 256 -> NZ, column groups 64 x 32 B apart)
+                    DataCopy(b_l1[kt % 2], B_gm[256000*kt + 256*(((block_idx + 24*t0) % 12) / 4)], Nd2NzParams(1, 256, 256, 0, 1000, 256, 1, 0));  // B tile 256 x 256 (ND 256 x 256 -> NZ, column groups 256 x 32 B apart)
                     SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                     for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 128
@@ -115,8 +115,8 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 }
                 WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[1], A_gm[64000*block_idx + 1536000*t0 - 256000*((block_idx + 24*t0 - 12*((block_idx + 24*t0) / 12)) / 4) - 512000*((block_idx + 24*t0) / 12) + 768], Nd2NzParams(1, 64, 232, 0, 1000, 64, 1, 0));  // A tile 64 x 232 (ND 64 x 232 -> NZ, column groups 64 x 32 B apart)
-                DataCopy(b_l1[1], B_gm[256*((block_idx + 24*t0 - 12*((block_idx + 24*t0) / 12)) / 4) + 768000], Nd2NzParams(1, 232, 256, 0, 1000, 256, 1, 0));  // B tile 232 x 256 (ND 232 x 256 -> NZ, column groups 256 x 32 B apart)
+                DataCopy(a_l1[1], A_gm[64000*block_idx + 1536000*t0 - 256000*(((block_idx + 24*t0) % 12) / 4) - 512000*((block_idx + 24*t0) / 12) + 768], Nd2NzParams(1, 64, 232, 0, 1000, 64, 1, 0));  // A tile 64 x 232 (ND 64 x 232 -> NZ, column groups 64 x 32 B apart)
+                DataCopy(b_l1[1], B_gm[256*(((block_idx + 24*t0) % 12) / 4) + 768000], Nd2NzParams(1, 232, 256, 0, 1000, 256, 1, 0));  // B tile 232 x 256 (ND 232 x 256 -> NZ, column groups 256 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -144,16 +144,16 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 SetFlag<HardEvent::M_FIX>(t0 % 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
                 WaitFlag<HardEvent::M_FIX>(t0 % 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-                Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*block_idx + 1536000*t0 - 255744*((block_idx + 24*t0 - 12*((block_idx + 24*t0) / 12)) / 4) - 512000*((block_idx + 24*t0) / 12)], c_l0[t0 % 2], FixpipeParamsV220(256, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 256 (NZ -> ND, NoQuant)
+                Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*block_idx + 1536000*t0 - 255744*(((block_idx + 24*t0) % 12) / 4) - 512000*((block_idx + 24*t0) / 12)], c_l0[t0 % 2], FixpipeParamsV220(256, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 256 (NZ -> ND, NoQuant)
                 SetFlag<HardEvent::FIX_M>(t0 % 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             }
         }
-        if ((block_idx - 24*((block_idx + 12) / 24) + 12 <= 8)) {  // interior: 9 tiles of 64 x 256, swizzle(3, 'm'): tile < 9
-            WaitFlag<HardEvent::FIX_M>(-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
+        if ((block_idx >= 12) && (block_idx <= 20)) {  // interior: 9 tiles of 64 x 256, swizzle(3, 'm'): tile < 9
+            WaitFlag<HardEvent::FIX_M>(((-((block_idx + 12) / 24) + 2) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt % 2], A_gm[64000*block_idx + 256*kt - 192000*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 384000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 1536000*((block_idx + 12) / 24) + 1536000], Nd2NzParams(1, 64, 256, 0, 1000, 64, 1, 0));  // A tile 64 x 256 (ND 64 x 256 -> NZ, column groups 64 x 32 B apart)
-                DataCopy(b_l1[kt % 2], B_gm[256000*kt + 256*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3)], Nd2NzParams(1, 256, 256, 0, 1000, 256, 1, 0));  // B tile 256 x 256 (ND 256 x 256 -> NZ, column groups 256 x 32 B apart)
+                DataCopy(a_l1[kt % 2], A_gm[256*kt + 64000*((block_idx + 12) % 24) - 192000*((((block_idx + 12) % 24) % 9) / 3) - 384000*(((block_idx + 12) % 24) / 9) + 768000], Nd2NzParams(1, 64, 256, 0, 1000, 64, 1, 0));  // A tile 64 x 256 (ND 64 x 256 -> NZ, column groups 64 x 32 B apart)
+                DataCopy(b_l1[kt % 2], B_gm[256000*kt + 256*((((block_idx + 12) % 24) % 9) / 3)], Nd2NzParams(1, 256, 256, 0, 1000, 256, 1, 0));  // B tile 256 x 256 (ND 256 x 256 -> NZ, column groups 256 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 128
@@ -166,14 +166,14 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     }
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 128, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[((-((block_idx + 12) / 24) + 2) % 2)], a_l0[kk % 2], b_l0[kk % 2], MmadParams(64, 256, 128, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            DataCopy(a_l1[1], A_gm[64000*block_idx - 192000*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 384000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 1536000*((block_idx + 12) / 24) + 1536768], Nd2NzParams(1, 64, 232, 0, 1000, 64, 1, 0));  // A tile 64 x 232 (ND 64 x 232 -> NZ, column groups 64 x 32 B apart)
-            DataCopy(b_l1[1], B_gm[256*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) + 768000], Nd2NzParams(1, 232, 256, 0, 1000, 256, 1, 0));  // B tile 232 x 256 (ND 232 x 256 -> NZ, column groups 256 x 32 B apart)
+            DataCopy(a_l1[1], A_gm[64000*((block_idx + 12) % 24) - 192000*((((block_idx + 12) % 24) % 9) / 3) - 384000*(((block_idx + 12) % 24) / 9) + 768768], Nd2NzParams(1, 64, 232, 0, 1000, 64, 1, 0));  // A tile 64 x 232 (ND 64 x 232 -> NZ, column groups 64 x 32 B apart)
+            DataCopy(b_l1[1], B_gm[256*((((block_idx + 12) % 24) % 9) / 3) + 768000], Nd2NzParams(1, 232, 256, 0, 1000, 256, 1, 0));  // B tile 232 x 256 (ND 232 x 256 -> NZ, column groups 256 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -185,7 +185,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[0], b_l0[0], MmadParams(64, 256, 128, 0, false, false));  // C += A x B
+            Mmad(c_l0[((-((block_idx + 12) / 24) + 2) % 2)], a_l0[0], b_l0[0], MmadParams(64, 256, 128, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t mb = 0; mb < 4; ++mb) {  // A nz -> Zz
@@ -196,20 +196,20 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], a_l0[1], b_l0[1], MmadParams(64, 256, 104, 0, false, false));  // C += A x B
+            Mmad(c_l0[((-((block_idx + 12) / 24) + 2) % 2)], a_l0[1], b_l0[1], MmadParams(64, 256, 104, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_FIX>(-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-            WaitFlag<HardEvent::M_FIX>(-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*block_idx - 191744*((block_idx - 9*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 24*((block_idx + 12) / 24) + 12) / 3) - 384000*((block_idx - 24*((block_idx + 12) / 24) + 12) / 9) - 1536000*((block_idx + 12) / 24) + 1536000], c_l0[-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2], FixpipeParamsV220(256, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 256 (NZ -> ND, NoQuant)
-            SetFlag<HardEvent::FIX_M>(-((block_idx + 12) / 24) - 2*((-((block_idx + 12) / 24) + 2) / 2) + 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
+            SetFlag<HardEvent::M_FIX>(((-((block_idx + 12) / 24) + 2) % 2));  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
+            WaitFlag<HardEvent::M_FIX>(((-((block_idx + 12) / 24) + 2) % 2));  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
+            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*((block_idx + 12) % 24) - 191744*((((block_idx + 12) % 24) % 9) / 3) - 384000*(((block_idx + 12) % 24) / 9) + 768000], c_l0[((-((block_idx + 12) / 24) + 2) % 2)], FixpipeParamsV220(256, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 256 (NZ -> ND, NoQuant)
+            SetFlag<HardEvent::FIX_M>(((-((block_idx + 12) / 24) + 2) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
-        if ((block_idx - 24*((block_idx + 3) / 24) + 3 <= 2)) {  // M edge: 3 tiles of 40 x 256: tile < 3
-            WaitFlag<HardEvent::FIX_M>(-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
+        if ((block_idx >= 21)) {  // M edge: 3 tiles of 40 x 256: tile < 3
+            WaitFlag<HardEvent::FIX_M>(((-((block_idx + 3) / 24) + 2) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-                DataCopy(a_l1[kt % 2], A_gm[256*kt + 64000*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) + 960000], Nd2NzParams(1, 40, 256, 0, 1000, 64, 1, 0));  // A tile 40 x 256 (ND 40 x 256 -> NZ, column groups 64 x 32 B apart)
-                DataCopy(b_l1[kt % 2], B_gm[256*block_idx + 256000*kt - 768*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 768], Nd2NzParams(1, 256, 256, 0, 1000, 256, 1, 0));  // B tile 256 x 256 (ND 256 x 256 -> NZ, column groups 256 x 32 B apart)
+                DataCopy(a_l1[kt % 2], A_gm[256*kt + 64000*(((block_idx + 3) % 24) / 3) + 960000], Nd2NzParams(1, 40, 256, 0, 1000, 64, 1, 0));  // A tile 40 x 256 (ND 40 x 256 -> NZ, column groups 64 x 32 B apart)
+                DataCopy(b_l1[kt % 2], B_gm[256000*kt + 256*((block_idx + 3) % 3)], Nd2NzParams(1, 256, 256, 0, 1000, 256, 1, 0));  // B tile 256 x 256 (ND 256 x 256 -> NZ, column groups 256 x 32 B apart)
                 SetFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 WaitFlag<HardEvent::MTE2_MTE1>(kt % 2);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
                 for (int64_t kk = 0; kk < 2; ++kk) {  // L0 K steps of 128
@@ -222,14 +222,14 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     }
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 128, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[((-((block_idx + 3) / 24) + 2) % 2)], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 128, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
             }
             WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            DataCopy(a_l1[1], A_gm[64000*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) + 960768], Nd2NzParams(1, 40, 232, 0, 1000, 64, 1, 0));  // A tile 40 x 232 (ND 40 x 232 -> NZ, column groups 64 x 32 B apart)
-            DataCopy(b_l1[1], B_gm[256*block_idx - 768*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 768768], Nd2NzParams(1, 232, 256, 0, 1000, 256, 1, 0));  // B tile 232 x 256 (ND 232 x 256 -> NZ, column groups 256 x 32 B apart)
+            DataCopy(a_l1[1], A_gm[64000*(((block_idx + 3) % 24) / 3) + 960768], Nd2NzParams(1, 40, 232, 0, 1000, 64, 1, 0));  // A tile 40 x 232 (ND 40 x 232 -> NZ, column groups 64 x 32 B apart)
+            DataCopy(b_l1[1], B_gm[256*((block_idx + 3) % 3) + 768000], Nd2NzParams(1, 232, 256, 0, 1000, 256, 1, 0));  // B tile 232 x 256 (ND 232 x 256 -> NZ, column groups 256 x 32 B apart)
             SetFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE2_MTE1>(1);  // b_l1[copy (kt % 2)]: MTE2 write -> MTE1 read (RAW) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
@@ -241,7 +241,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[0], b_l0[0], MmadParams(40, 256, 128, 0, false, false));  // C += A x B
+            Mmad(c_l0[((-((block_idx + 3) / 24) + 2) % 2)], a_l0[0], b_l0[0], MmadParams(40, 256, 128, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t mb = 0; mb < 3; ++mb) {  // A nz -> Zz
@@ -252,13 +252,13 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], a_l0[1], b_l0[1], MmadParams(40, 256, 104, 0, false, false));  // C += A x B
+            Mmad(c_l0[((-((block_idx + 3) / 24) + 2) % 2)], a_l0[1], b_l0[1], MmadParams(40, 256, 104, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_FIX>(-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-            WaitFlag<HardEvent::M_FIX>(-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[256*block_idx + 63232*((block_idx - 24*((block_idx + 3) / 24) + 3) / 3) - 6144*((block_idx + 3) / 24) + 960768], c_l0[-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2], FixpipeParamsV220(256, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 256 (NZ -> ND, NoQuant)
-            SetFlag<HardEvent::FIX_M>(-2*((-((block_idx + 3) / 24) + 2) / 2) - ((block_idx + 3) / 24) + 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
+            SetFlag<HardEvent::M_FIX>(((-((block_idx + 3) / 24) + 2) % 2));  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
+            WaitFlag<HardEvent::M_FIX>(((-((block_idx + 3) / 24) + 2) % 2));  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
+            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[256*((block_idx + 3) % 24) + 63232*(((block_idx + 3) % 24) / 3) + 960000], c_l0[((-((block_idx + 3) / 24) + 2) % 2)], FixpipeParamsV220(256, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 256 (NZ -> ND, NoQuant)
+            SetFlag<HardEvent::FIX_M>(((-((block_idx + 3) / 24) + 2) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
         if ((block_idx <= 14)) {  // N edge: 15 tiles of 64 x 232: tile < 15
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
@@ -316,8 +316,8 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*block_idx + 768], c_l0[0], FixpipeParamsV220(232, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 232 (NZ -> ND, NoQuant)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
-        if ((block_idx - 24*((block_idx + 9) / 24) + 9 <= 0)) {  // corner: 1 tiles of 40 x 232: tile < 1
-            WaitFlag<HardEvent::FIX_M>(-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
+        if ((block_idx == 15)) {  // corner: 1 tiles of 40 x 232: tile < 1
+            WaitFlag<HardEvent::FIX_M>(((-((block_idx + 9) / 24) + 3) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[kt % 2], A_gm[256*kt + 960000], Nd2NzParams(1, 40, 256, 0, 1000, 64, 1, 0));  // A tile 40 x 256 (ND 40 x 256 -> NZ, column groups 64 x 32 B apart)
@@ -334,7 +334,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                     }
                     SetFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
                     WaitFlag<HardEvent::MTE1_M>(kk % 2);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-                    Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 128, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
+                    Mmad(c_l0[((-((block_idx + 9) / 24) + 3) % 2)], a_l0[kk % 2], b_l0[kk % 2], MmadParams(40, 256, 128, 0, false, (kk + 2*kt == 0)));  // C = A x B on the first K step, C += A x B after
                     SetFlag<HardEvent::M_MTE1>(kk % 2);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
                 }
                 SetFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -353,7 +353,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             SetFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(0);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[0], b_l0[0], MmadParams(40, 256, 128, 0, false, false));  // C += A x B
+            Mmad(c_l0[((-((block_idx + 9) / 24) + 3) % 2)], a_l0[0], b_l0[0], MmadParams(40, 256, 128, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             WaitFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             for (int64_t mb = 0; mb < 3; ++mb) {  // A nz -> Zz
@@ -364,13 +364,13 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             }
             SetFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
             WaitFlag<HardEvent::MTE1_M>(1);  // b_l0[copy (kk % 2)]: MTE1 write -> M read (RAW) (+1 more)
-            Mmad(c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], a_l0[1], b_l0[1], MmadParams(40, 256, 104, 0, false, false));  // C += A x B
+            Mmad(c_l0[((-((block_idx + 9) / 24) + 3) % 2)], a_l0[1], b_l0[1], MmadParams(40, 256, 104, 0, false, false));  // C += A x B
             SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
             SetFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
-            SetFlag<HardEvent::M_FIX>(-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-            WaitFlag<HardEvent::M_FIX>(-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
-            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[960768], c_l0[-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3], FixpipeParamsV220(232, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 232 (NZ -> ND, NoQuant)
-            SetFlag<HardEvent::FIX_M>(-2*((-((block_idx + 9) / 24) + 3) / 2) - ((block_idx + 9) / 24) + 3);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
+            SetFlag<HardEvent::M_FIX>(((-((block_idx + 9) / 24) + 3) % 2));  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
+            WaitFlag<HardEvent::M_FIX>(((-((block_idx + 9) / 24) + 3) % 2));  // c_l0[copy (t % 2)]: M write -> FIX read (RAW)
+            Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[960768], c_l0[((-((block_idx + 9) / 24) + 3) % 2)], FixpipeParamsV220(232, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 232 (NZ -> ND, NoQuant)
+            SetFlag<HardEvent::FIX_M>(((-((block_idx + 9) / 24) + 3) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
         WaitFlag<HardEvent::MTE1_MTE2>(0);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
         WaitFlag<HardEvent::MTE1_MTE2>(1);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)

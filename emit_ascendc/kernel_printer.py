@@ -46,6 +46,7 @@ from ascendsched.lower.ir import (
     Stmt,
     iter_instrs,
 )
+from ascendsched.lower.substitute import substitute
 from ascendsched.lower.sync_ir import (
     Barrier,
     CrossSet,
@@ -299,7 +300,9 @@ class _KernelPrinter:
     # ---- statements
     def _body(self, body: tuple[Stmt, ...]) -> None:
         for s in body:
-            if isinstance(s, For):
+            if isinstance(s, For) and s.extent == 1:
+                self._one_trip(s)
+            elif isinstance(s, For):
                 self.emit(f"for (int64_t {s.var} = 0; {s.var} < {s.extent}; ++{s.var}) {{"
                           + _comment(s.comment))
                 self.indent += 1
@@ -315,6 +318,17 @@ class _KernelPrinter:
                 self.emit("}")
             else:
                 self._instr(s)
+
+    def _one_trip(self, s: For) -> None:
+        """A loop of one trip (a tile loop with one tile per core; a mixed kernel keeps each
+        tile class's loop so that both programs share the skeleton) as a block, its variable
+        0 in every index (lower/substitute.py)."""
+        trip = f"one trip, {s.var} = 0"
+        self.emit("{" + _comment(f"{s.comment} ({trip})" if s.comment else trip))
+        self.indent += 1
+        self._body(substitute(s.body, {s.var: Affine()}))
+        self.indent -= 1
+        self.emit("}")
 
     def _cond(self, c: Cond) -> str:
         return f"({_cexpr(c.lhs)} {c.op} {c.rhs})"

@@ -55,6 +55,8 @@ def _build_all(root: Path) -> dict[str, Built]:
         "ops": hand_plan(ops_kernel()),
         "vadd_no_wait": _drop_first_wait(_vadd()),
         "vadd_misaligned": _misalign(_vadd()),
+        "vadd_one_trip": sync_vadd(hand_plan(vadd_kernel(n=2048, tile=1024, copies=2,
+                                                         blocks=2))),
     }
     # Text mutation the IR cannot express: the x load moves one 32-byte block too many.
     # The misaligned plan breaks the IR contract on purpose: the C++ runtime must refuse it too.
@@ -94,6 +96,22 @@ def test_vadd_double_buffered_two_blocks(built):
     _same_trace_as_sim(b, inputs, run.trace_jsonl)
     report = check_trace(Trace.from_jsonl(run.trace_jsonl), b.kernel.target)
     assert report.ok, str(report)
+
+
+def test_a_loop_of_one_trip_runs_as_a_block_with_its_variable_zero(built):
+    """``for k in 0..1`` is emitted as a block with k = 0 in its offsets and copies: the
+    same output and trace as the IR."""
+    b = built["vadd_one_trip"]
+    src = b.project.kernel_source
+    assert "for (int64_t k" not in src and "{  // tiles of this block (double buffered) (one " \
+        "trip, k = 0)" in src
+    assert "DataCopy(x_ub[0], x_gm[1024*block_idx], DataCopyParams(1, 64, 0, 0));" in src
+    r = _rng()
+    inputs = {"x": r.standard_normal(2048).astype(np.float16),
+              "y": r.standard_normal(2048).astype(np.float16)}
+    run = run_cpu(b.binary, b.kernel, inputs)
+    np.testing.assert_array_equal(run.outputs["z"], inputs["x"] + inputs["y"])
+    _same_trace_as_sim(b, inputs, run.trace_jsonl)
 
 
 def test_row_max_sub(built):

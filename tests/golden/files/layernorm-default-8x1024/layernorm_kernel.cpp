@@ -114,8 +114,8 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     PipeBarrier<PIPE_V>();  // gamma_ub/y_t2_once: V read -> V write (WAR)
     Cast(y_t2_once, beta_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // y: cast
     PipeBarrier<PIPE_V>();  // beta_ub/xf_ub: V read -> V write (WAR)
-    for (int64_t i_o_k = 0; i_o_k < 1; ++i_o_k) {  // tiles i_o = i_o_k*8 + block_idx over 8 cores
-        DataCopy(x_ub, x_gm[1024*block_idx + 8192*i_o_k], DataCopyParams(1, 64, 0, 0));  // load x tile into UB (1 x 2048 B; lengths in 32 B blocks)
+    {  // tiles i_o = i_o_k*8 + block_idx over 8 cores (one trip, i_o_k = 0)
+        DataCopy(x_ub, x_gm[1024*block_idx], DataCopyParams(1, 64, 0, 0));  // load x tile into UB (1 x 2048 B; lengths in 32 B blocks)
         SetFlag<HardEvent::MTE2_V>(2);  // x_ub: MTE2 write -> V read (RAW)
         WaitFlag<HardEvent::MTE2_V>(2);  // x_ub: MTE2 write -> V read (RAW)
         Cast(xf_ub, x_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
@@ -159,6 +159,6 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
         Cast(y_ub, y_t13, RoundMode::CAST_RINT, 64, 16, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
         SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW)
         WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW)
-        DataCopy(y_gm[1024*block_idx + 8192*i_o_k], y_ub, DataCopyParams(1, 64, 0, 0));  // store y tile to GM (1 x 2048 B; lengths in 32 B blocks)
+        DataCopy(y_gm[1024*block_idx], y_ub, DataCopyParams(1, 64, 0, 0));  // store y tile to GM (1 x 2048 B; lengths in 32 B blocks)
     }
 }

@@ -84,8 +84,8 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     // y_brcb10: float32[16, 8] [128] x1 at UB bytes [8448, 8960); y_t8 broadcast to one 32 B block per row (Brcb), twice: one copy per phase
     LocalTensor<float> y_brcb10 = ubuf.GetWithOffset<float>(128, 8448);
 
-    for (int64_t i_o_k = 0; i_o_k < 1; ++i_o_k) {  // tiles i_o = i_o_k*8 + block_idx over 8 cores
-        DataCopy(x_ub, x_gm[1024*block_idx + 8192*i_o_k], DataCopyParams(1, 64, 0, 0));  // load x tile into UB (1 x 2048 B; lengths in 32 B blocks)
+    {  // tiles i_o = i_o_k*8 + block_idx over 8 cores (one trip, i_o_k = 0)
+        DataCopy(x_ub, x_gm[1024*block_idx], DataCopyParams(1, 64, 0, 0));  // load x tile into UB (1 x 2048 B; lengths in 32 B blocks)
         SetFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW)
         WaitFlag<HardEvent::MTE2_V>(0);  // x_ub: MTE2 write -> V read (RAW)
         Cast(xf_ub, x_ub, RoundMode::CAST_NONE, 64, 16, UnaryRepeatParams(1, 1, 8, 4));  // xf: cast
@@ -122,6 +122,6 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
         Cast(y_ub, y_t9, RoundMode::CAST_RINT, 64, 16, UnaryRepeatParams(1, 1, 4, 8));  // y: cast
         SetFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW)
         WaitFlag<HardEvent::V_MTE3>(0);  // y_ub: V write -> MTE3 read (RAW)
-        DataCopy(y_gm[1024*block_idx + 8192*i_o_k], y_ub, DataCopyParams(1, 64, 0, 0));  // store y tile to GM (1 x 2048 B; lengths in 32 B blocks)
+        DataCopy(y_gm[1024*block_idx], y_ub, DataCopyParams(1, 64, 0, 0));  // store y tile to GM (1 x 2048 B; lengths in 32 B blocks)
     }
 }

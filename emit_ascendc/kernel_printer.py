@@ -311,6 +311,8 @@ class _KernelPrinter:
                 self.emit("}")
             elif isinstance(s, If):
                 cond = " && ".join(self._cond(c) for c in s.conds) or "true"
+                if len(s.conds) == 1:
+                    cond = cond[1:-1]  # if (block_idx <= 17), not if ((block_idx <= 17))
                 self.emit(f"if ({cond}) {{" + _comment(s.comment))
                 self.indent += 1
                 self._body(s.body)

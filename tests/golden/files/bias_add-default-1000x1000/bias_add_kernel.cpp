@@ -61,7 +61,7 @@ extern "C" __global__ __aicore__ void bias_add(GM_ADDR x, GM_ADDR bias, GM_ADDR 
 
     DataCopyPad(bias_ub, bias_gm, DataCopyExtParams(1, 2000, 0, 0, 0), DataCopyPadExtParams<half>(false, 0, 0, 0));  // load bias tile into UB (1 x 2000 B; GM gap in bytes, UB gap in blocks)
     for (int64_t i_o_k = 0; i_o_k < 2; ++i_o_k) {  // full tiles i_o = i_o_k*48 + block_idx over 48 cores
-        if ((block_idx + 48*i_o_k < 90)) {  // this core's last full tile
+        if (block_idx + 48*i_o_k < 90) {  // this core's last full tile
             DataCopyPad(x_ub[i_o_k % 2], x_gm[11000*block_idx + 528000*i_o_k], DataCopyExtParams(11, 2000, 0, 0, 0), DataCopyPadExtParams<half>(false, 0, 0, 0));  // load x tile into UB (11 x 2000 B; GM gap in bytes, UB gap in blocks)
             SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
             WaitFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
@@ -74,7 +74,7 @@ extern "C" __global__ __aicore__ void bias_add(GM_ADDR x, GM_ADDR bias, GM_ADDR 
             DataCopyPad(y_gm[11000*block_idx + 528000*i_o_k], y_ub[i_o_k % 2], DataCopyExtParams(11, 2000, 0, 0, 0));  // store y tile to GM (11 x 2000 B; GM gap in bytes, UB gap in blocks)
         }
     }
-    if ((block_idx == 42)) {  // i: tail tile i_o = 90, on core 42
+    if (block_idx == 42) {  // i: tail tile i_o = 90, on core 42
         DataCopyPad(x_ub[1], x_gm[990000], DataCopyExtParams(10, 2000, 0, 0, 0), DataCopyPadExtParams<half>(false, 0, 0, 0));  // load x tile into UB (10 x 2000 B; GM gap in bytes, UB gap in blocks)
         SetFlag<HardEvent::MTE2_V>(2);  // x_ub[copy 1]: MTE2 write -> V read (RAW)
         WaitFlag<HardEvent::MTE2_V>(2);  // x_ub[copy 1]: MTE2 write -> V read (RAW)

@@ -119,7 +119,7 @@ extern "C" __global__ __aicore__ void layernorm(GM_ADDR x, GM_ADDR gamma, GM_ADD
     SetFlag<HardEvent::MTE3_V>(0);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     SetFlag<HardEvent::MTE3_V>(1);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     for (int64_t i_o_k = 0; i_o_k < 43; ++i_o_k) {  // tiles i_o = i_o_k*48 + block_idx over 48 cores
-        if ((block_idx + 48*i_o_k < 2048)) {  // this core's last tile
+        if (block_idx + 48*i_o_k < 2048) {  // this core's last tile
             WaitFlag<HardEvent::V_MTE2>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
             DataCopy(x_ub[i_o_k % 2], x_gm[8192*block_idx + 393216*i_o_k], DataCopyParams(2, 256, 0, 0));  // load x tile into UB (2 x 8192 B; lengths in 32 B blocks)
             SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)

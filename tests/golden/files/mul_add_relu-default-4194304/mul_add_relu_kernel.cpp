@@ -79,7 +79,7 @@ extern "C" __global__ __aicore__ void mul_add_relu(GM_ADDR a, GM_ADDR b, GM_ADDR
     SetFlag<HardEvent::MTE3_V>(0);  // d_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     SetFlag<HardEvent::MTE3_V>(1);  // d_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     for (int64_t i_o_k = 0; i_o_k < 9; ++i_o_k) {  // full tiles i_o = i_o_k*48 + block_idx over 48 cores
-        if ((block_idx + 48*i_o_k < 431)) {  // this core's last full tile
+        if (block_idx + 48*i_o_k < 431) {  // this core's last full tile
             WaitFlag<HardEvent::V_MTE2>(i_o_k % 2);  // a_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR) (+1 more)
             DataCopy(a_ub[i_o_k % 2], a_gm[9728*block_idx + 466944*i_o_k], DataCopyParams(1, 608, 0, 0));  // load a tile into UB (1 x 19456 B; lengths in 32 B blocks)
             DataCopy(b_ub[i_o_k % 2], b_gm[9728*block_idx + 466944*i_o_k], DataCopyParams(1, 608, 0, 0));  // load b tile into UB (1 x 19456 B; lengths in 32 B blocks)
@@ -110,7 +110,7 @@ extern "C" __global__ __aicore__ void mul_add_relu(GM_ADDR a, GM_ADDR b, GM_ADDR
     WaitFlag<HardEvent::V_MTE2>(3);  // c_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     WaitFlag<HardEvent::MTE3_V>(0);  // d_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     WaitFlag<HardEvent::MTE3_V>(1);  // d_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
-    if ((block_idx == 47)) {  // i: tail tile i_o = 431, on core 47
+    if (block_idx == 47) {  // i: tail tile i_o = 431, on core 47
         DataCopy(a_ub[0], a_gm[4192768], DataCopyParams(1, 96, 0, 0));  // load a tile into UB (1 x 3072 B; lengths in 32 B blocks)
         DataCopy(b_ub[0], b_gm[4192768], DataCopyParams(1, 96, 0, 0));  // load b tile into UB (1 x 3072 B; lengths in 32 B blocks)
         SetFlag<HardEvent::MTE2_V>(0);  // b_ub[copy 0]: MTE2 write -> V read (RAW)

@@ -87,7 +87,7 @@ extern "C" __global__ __aicore__ void rmsnorm(GM_ADDR x, GM_ADDR gamma, GM_ADDR 
     SetFlag<HardEvent::MTE3_V>(0);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     SetFlag<HardEvent::MTE3_V>(1);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     for (int64_t i_o_k = 0; i_o_k < 9; ++i_o_k) {  // tiles i_o = i_o_k*3 + block_idx over 3 cores
-        if ((block_idx + 3*i_o_k < 25)) {  // this core's last tile
+        if (block_idx + 3*i_o_k < 25) {  // this core's last tile
             DataCopyPad(x_ub[i_o_k % 2], x_gm[4000*block_idx + 12000*i_o_k], DataCopyExtParams(4, 2000, 0, 0, 0), DataCopyPadExtParams<half>(false, 0, 0, 0));  // load x tile into UB (4 x 2000 B; GM gap in bytes, UB gap in blocks)
             SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
             WaitFlag<HardEvent::V_MTE2>(0);  // gamma_ub: V read -> MTE2 write (WAR)

@@ -119,7 +119,7 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     SetFlag<HardEvent::MTE3_V>(0);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     SetFlag<HardEvent::MTE3_V>(1);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     for (int64_t i_o_k = 0; i_o_k < 29; ++i_o_k) {  // full tiles i_o = i_o_k*48 + block_idx over 48 cores
-        if ((block_idx + 48*i_o_k < 1365)) {  // this core's last full tile
+        if (block_idx + 48*i_o_k < 1365) {  // this core's last full tile
             WaitFlag<HardEvent::V_MTE2>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
             DataCopy(x_ub[i_o_k % 2], x_gm[12288*block_idx + 589824*i_o_k], DataCopyParams(3, 256, 0, 0));  // load x tile into UB (3 x 8192 B; lengths in 32 B blocks)
             SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // x_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW)
@@ -173,7 +173,7 @@ extern "C" __global__ __aicore__ void softmax(GM_ADDR x, GM_ADDR y, GM_ADDR work
     WaitFlag<HardEvent::V_MTE2>(1);  // x_ub[copy (i_o_k % 2)]: V read -> MTE2 write (WAR)
     WaitFlag<HardEvent::MTE3_V>(0);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
     WaitFlag<HardEvent::MTE3_V>(1);  // y_ub[copy (i_o_k % 2)]: MTE3 read -> V write (WAR)
-    if ((block_idx == 21)) {  // i: tail tile i_o = 1365, on core 21
+    if (block_idx == 21) {  // i: tail tile i_o = 1365, on core 21
         DataCopy(x_ub[0], x_gm[16773120], DataCopyParams(1, 256, 0, 0));  // load x tile into UB (1 x 8192 B; lengths in 32 B blocks)
         SetFlag<HardEvent::MTE2_V>(0);  // x_ub[copy 0]: MTE2 write -> V read (RAW)
         WaitFlag<HardEvent::MTE2_V>(0);  // x_ub[copy 0]: MTE2 write -> V read (RAW)

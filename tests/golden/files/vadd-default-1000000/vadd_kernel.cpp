@@ -61,7 +61,7 @@ extern "C" __global__ __aicore__ void vadd_kernel(GM_ADDR x, GM_ADDR y, GM_ADDR 
     LocalTensor<half> z_ub[2] = {ubuf.GetWithOffset<half>(10496, 84224), ubuf.GetWithOffset<half>(10496, 105216)};
 
     for (int64_t i_o_k = 0; i_o_k < 2; ++i_o_k) {  // full tiles i_o = i_o_k*48 + block_idx over 48 cores
-        if ((block_idx + 48*i_o_k < 95)) {  // this core's last full tile
+        if (block_idx + 48*i_o_k < 95) {  // this core's last full tile
             DataCopy(x_ub[i_o_k % 2], x_gm[10496*block_idx + 503808*i_o_k], DataCopyParams(1, 656, 0, 0));  // load x tile into UB (1 x 20992 B; lengths in 32 B blocks)
             DataCopy(y_ub[i_o_k % 2], y_gm[10496*block_idx + 503808*i_o_k], DataCopyParams(1, 656, 0, 0));  // load y tile into UB (1 x 20992 B; lengths in 32 B blocks)
             SetFlag<HardEvent::MTE2_V>(i_o_k % 2);  // y_ub[copy (i_o_k % 2)]: MTE2 write -> V read (RAW) (+1 more)
@@ -72,7 +72,7 @@ extern "C" __global__ __aicore__ void vadd_kernel(GM_ADDR x, GM_ADDR y, GM_ADDR 
             DataCopy(z_gm[10496*block_idx + 503808*i_o_k], z_ub[i_o_k % 2], DataCopyParams(1, 656, 0, 0));  // store z tile to GM (1 x 20992 B; lengths in 32 B blocks)
         }
     }
-    if ((block_idx == 47)) {  // i: tail tile i_o = 95, on core 47
+    if (block_idx == 47) {  // i: tail tile i_o = 95, on core 47
         DataCopy(x_ub[1], x_gm[997120], DataCopyParams(1, 180, 0, 0));  // load x tile into UB (1 x 5760 B; lengths in 32 B blocks)
         DataCopy(y_ub[1], y_gm[997120], DataCopyParams(1, 180, 0, 0));  // load y tile into UB (1 x 5760 B; lengths in 32 B blocks)
         SetFlag<HardEvent::MTE2_V>(2);  // y_ub[copy 1]: MTE2 write -> V read (RAW)

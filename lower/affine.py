@@ -82,13 +82,9 @@ class Affine:
             v, m, _ = self.mods[0]
             return Affine.of(v), m
         for a, d, c in self.divs:
-            if c == -d and (self + a.floordiv(d) * d - a).is_const_zero:
+            if c == -d and self + a.floordiv(d) * d - a == Affine():
                 return a, d
         return None
-
-    @property
-    def is_const_zero(self) -> bool:
-        return self.const == 0 and self.is_const
 
     def __add__(self, other: Affine | int | str) -> Affine:
         o = Affine.of(other)
@@ -200,9 +196,11 @@ class Affine:
         rest, folded = self, []
         for a, d, c in self.divs:  # k*x - k*d*floor(x/d), as modulo() writes x mod d
             k = -c // d if c % d == 0 else 0
+            if not k or (a, d, c) not in rest.divs:
+                continue
             others = Affine(rest.const, rest.terms, rest.mods,
                             tuple(t for t in rest.divs if t != (a, d, c)))
-            if k and len(others.divs) < len(rest.divs) and _holds(others, a, k):
+            if _holds(others, a, k):
                 rest = others - a * k
                 inner = a.mod_form()  # (x mod m) mod d is x mod d when d divides m
                 x = inner[0] if inner is not None and inner[1] % d == 0 else a

@@ -98,7 +98,7 @@ class _Builder(CubeTile):
                 "(e.g. float16 placeholders, accumulated in float32)")
         if acc != sp.acc_dtype.name:
             raise UnsupportedError(
-                f"{sp}: the Cube unit multiplies {sp.in_dtype} into {acc or 'nothing'}, not "
+                f"{sp}: the Cube unit multiplies {sp.in_dtype} into {acc}, not "
                 f"{sp.acc_dtype}; supported: "
                 + ", ".join(f"{a} -> {c}" for (a, _), c in MMAD_DTYPES.items()))
         epi = sp.epilogue
@@ -251,6 +251,7 @@ class _Builder(CubeTile):
                 run = run - (blk + shift).floordiv(cores)
         return ClassRun(var if iters > 1 else None, iters, count, iters * cores > count,
                         first, run)
+
 
 def _cores_with_a_tile(idx: Affine, last: int, cores: int) -> tuple[Cond, ...]:
     """The guard ``idx <= last`` of a one-trip class loop, whose tile number ``idx`` is a

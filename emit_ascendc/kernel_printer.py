@@ -310,9 +310,10 @@ class _KernelPrinter:
                 self.indent -= 1
                 self.emit("}")
             elif isinstance(s, If):
-                cond = " && ".join(self._cond(c) for c in s.conds) or "true"
-                if len(s.conds) == 1:
-                    cond = cond[1:-1]  # if (block_idx <= 17), not if ((block_idx <= 17))
+                # if (block_idx <= 17); several joined as (a) && (b)
+                conds = [self._cond(c) for c in s.conds]
+                cond = conds[0] if len(conds) == 1 else \
+                    " && ".join(f"({c})" for c in conds) or "true"
                 self.emit(f"if ({cond}) {{" + _comment(s.comment))
                 self.indent += 1
                 self._body(s.body)
@@ -333,7 +334,7 @@ class _KernelPrinter:
         self.emit("}")
 
     def _cond(self, c: Cond) -> str:
-        return f"({_cexpr(c.lhs)} {c.op} {c.rhs})"
+        return f"{_cexpr(c.lhs)} {c.op} {c.rhs}"
 
     def _instr(self, i: Instr) -> None:
         if isinstance(i, Sync):

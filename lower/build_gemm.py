@@ -9,11 +9,11 @@ selector's (``select_cube.py``).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ascendsched import dtypes as dt
 from ascendsched.errors import InternalCompilerError, UnsupportedError
-from ascendsched.lower.affine import Affine, Cond
+from ascendsched.lower.affine import Affine
 from ascendsched.lower.cube_hints import bias_table_error
 from ascendsched.lower.cube_l0_loads import round_up
 from ascendsched.lower.cube_ops import (
@@ -24,18 +24,16 @@ from ascendsched.lower.cube_ops import (
 )
 from ascendsched.lower.fixpipe_quant import padded_words
 from ascendsched.lower.ir import (
-    BLOCK_IDX,
     Buffer,
-    For,
     GmTensor,
     HostInput,
-    If,
     Kernel,
     Program,
     Stmt,
 )
 from ascendsched.lower.select_cube import CubeTile, Tile
 from ascendsched.lower.substitute import substitute
+from ascendsched.lower.tile_loops import ClassRun, class_loop, class_run
 from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.gemm_records import GemmTiling, TileClass
 from ascendsched.target import CoreType, Scope, Target
@@ -64,22 +62,6 @@ def class_runs(sched: CubePlan, target: Target | None = None, *, every_loop: boo
 
 # --------------------------------------------------------------------------- builder
 RUN = "t"  # the running tile number in a tile's body before its class's value replaces it
-
-
-@dataclass(frozen=True)
-class ClassRun:
-    """How one tile class's persistent loop runs: its variable (None: one trip, no loop),
-    trips, tiles, whether a guard skips the last trip's missing tiles, this core's first tile
-    of the class (``first + cores * var``) and the core's running tile number at each trip
-    (its tiles counted across the classes in order: what numbers the buffer copies, so a
-    core's copies alternate across the class loops as in one loop)."""
-
-    var: str | None
-    iters: int
-    count: int
-    guarded: bool
-    first: Affine
-    run: Affine
 
 
 class _Builder(CubeTile):
@@ -206,26 +188,19 @@ class _Builder(CubeTile):
 
     def _class_loop(self, c: TileClass, var: str, base: int) -> list[Stmt]:
         run = self.class_run(c, var, base)
-        tt = Affine.of(run.var) if run.var is not None else Affine()  # the class loop's trip
-        idx = run.first + tt * self.t.cores
+        idx = run.tile(self.t.cores)
         per = c.rows * c.cols
         b = idx.floordiv(per) if self.sp.batch > 1 else Affine()
         r = idx.modulo(per) if self.sp.batch > 1 else idx
         mi, ni = c.coords(r) if per > 1 else (Affine(), Affine())
         # the tile's copies from "t", the core's running tile number
         tile = Tile(b, _aff(mi) + c.m0, _aff(ni) + c.n0, Affine.of(RUN), c.mv, c.nv)
-        body = list(substitute(tuple(self._tile_body(tile)), {RUN: run.run}))
+        body = substitute(tuple(self._tile_body(tile)), {RUN: run.run})
         what = (f"{c.label}: {run.count} {'of' if self.s.row_blocks else 'tiles of'} "
                 f"{c.mv} x {c.nv}"
                 + (f", swizzle({c.width}, {c.direction!r})" if c.width > 1 else ""))
-        if run.guarded:
-            conds = (Cond(idx, "<=", run.count - 1),)
-            if run.var is None:
-                conds = _cores_with_a_tile(idx, run.count - 1, self.t.cores) or conds
-            body = [If(conds, tuple(body), f"{what}: tile < {run.count}")]
-        if run.iters == 1:
-            return body
-        return [For(var, run.iters, tuple(body), f"persistent over {what}")]
+        return class_loop(run, self.t.cores, body, what, f"persistent over {what}",
+                          f"{what}: tile < {run.count}")
 
     def class_runs(self) -> tuple[ClassRun, ...]:
         """How each tile class's loop runs (``_tiles``' order), without building it."""
@@ -234,38 +209,8 @@ class _Builder(CubeTile):
     def class_run(self, c: TileClass, var: str, base: int) -> ClassRun:
         """Class ``c``'s loop over ``var``, its tiles numbered from ``base`` across the
         classes (tile ``T`` runs on core ``T % cores``)."""
-        cores = self.t.cores
-        count = self.sp.batch * c.rows * c.cols
-        # this core's first tile of the class: T in [0, cores) with (base + T) % cores == core
-        shift = (cores - base % cores) % cores
-        blk = Affine.of(BLOCK_IDX) if cores > 1 else Affine()
-        first = (blk + shift).modulo(cores) if shift else blk
-        iters = -(-count // cores)
-        tt = Affine.of(var) if iters > 1 else Affine()
-        # the core's running tile number: (T - core) / cores for T = base + first + cores*tt
-        if -(-self.t.tiles // cores) == 1:
-            run = Affine()  # one tile per core in all
-        else:
-            run = tt + (base + shift) // cores
-            if shift:  # cores from cores - shift on took their first tile one trip later
-                run = run - (blk + shift).floordiv(cores)
-        return ClassRun(var if iters > 1 else None, iters, count, iters * cores > count,
-                        first, run)
-
-
-def _cores_with_a_tile(idx: Affine, last: int, cores: int) -> tuple[Cond, ...]:
-    """The guard ``idx <= last`` of a one-trip class loop, whose tile number ``idx`` is a
-    function of ``block_idx`` alone, as the interval of cores it holds on: ``block_idx == 18``
-    rather than ``block_idx - 19*((block_idx + 1) / 19) + 1 <= 0``, which says the same over
-    the cores there are. Empty when those cores are no interval."""
-    ok = [b for b in range(cores) if idx.evaluate({BLOCK_IDX: b}) <= last]
-    if not ok or ok != list(range(ok[0], ok[-1] + 1)) or len(ok) == cores:
-        return ()
-    blk = Affine.of(BLOCK_IDX)
-    if ok[0] == ok[-1]:
-        return (Cond(blk, "==", ok[0]),)
-    return ((Cond(blk, ">=", ok[0]),) if ok[0] > 0 else ()) + \
-        ((Cond(blk, "<=", ok[-1]),) if ok[-1] < cores - 1 else ())
+        return class_run(self.sp.batch * c.rows * c.cols, base, self.t.cores, self.t.tiles,
+                         var)
 
 
 def _aff(x: Affine | int) -> Affine:

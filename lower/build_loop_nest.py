@@ -45,11 +45,12 @@ from ascendsched.lower.affine import Affine, Cond
 from ascendsched.lower.bounds import Axis, _Bounds
 from ascendsched.lower.chunked_reduce import _ChunkedReductions
 from ascendsched.lower.expand_math import expand_math
-from ascendsched.lower.ir import BLOCK_IDX, Buffer, For, GmTensor, If, Kernel, Program, Stmt
+from ascendsched.lower.ir import Buffer, For, GmTensor, Kernel, Program, Stmt
 from ascendsched.lower.select_vector import _ExprGen
 from ascendsched.lower.several_outputs import check_output_tiles
 from ascendsched.lower.shared_versions import Version, shared_once
 from ascendsched.lower.staged_inputs import _StagedInputs
+from ascendsched.lower.tile_loops import class_loop, class_run
 from ascendsched.lower.tile_memory import Layout, _TileMemory
 from ascendsched.lower.vector_instrs import Val
 from ascendsched.schedule.chunks import chunk_split
@@ -197,15 +198,14 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions, _StagedInputs):
         # a bound loop over one axis runs its full tiles, the tail is peeled after it
         peel = bound and len(axes) == 1 and full[axes[0]] < tiles[axes[0]]
         count = full[axes[0]] if peel else total  # (>= 1: a factor never exceeds its axis)
-        if bound:
+        if bound:  # tile T on core T % cores (tile_loops.py), the tail a class of its own
             cores = self.block_dim
             k = f"{name}_k"
-            v = Affine.of(k) * cores + Affine.of(BLOCK_IDX)
-            trips = -(-count // cores)
-            loop_var, copy_in = k, Affine.mod(k, 2)
+            run = class_run(count, 0, cores, total, k, every_loop=True)
+            v, copy_in = run.tile(cores), Affine.mod(k, 2)
             what = f"{'full ' * peel}tiles {name} = {k}*{cores} + block_idx over {cores} cores"
         else:
-            v, trips, loop_var, copy_in = Affine.of(name), total, name, Affine.mod(name, 2)
+            v, copy_in = Affine.of(name), Affine.mod(name, 2)
             what = f"fused tiles of {', '.join(axes)}"
         per_axis: dict[str, Affine] = {}
         inner_count = 1
@@ -242,10 +242,10 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions, _StagedInputs):
                 last_comment[conds[-1]] = _combo_comment((last,), cver)
         # what the last axis's full and tail versions both run, once (shared_versions.py)
         body = shared_once(versions, shared_comment, last_comment)
-        if bound and count % self.block_dim:
-            body = [If((Cond(v, "<", count),), tuple(body),
-                       comment=f"this core's last {'full ' * peel}tile")]
-        loop: list[Stmt] = [For(loop_var, trips, tuple(body), comment=what)]
+        if not bound:
+            return [For(name, total, tuple(body), comment=what)]
+        loop = class_loop(run, cores, body, what, what,
+                          f"this core's last {'full ' * peel}tile")
         return loop + self._peeled_tail(level, idx, ver, name, axes[0], count) if peel else loop
 
     def _peeled_tail(self, level: int, idx: dict[str, Affine], ver: dict[str, str],
@@ -264,11 +264,9 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions, _StagedInputs):
         tail = self._below(level, {**idx, a: Affine(full)}, {**ver, a: "tail"},
                            Affine((full // cores) % 2))
         self.in_peeled_tail = False
-        if cores == 1:
-            return tail
-        owner = full % cores
-        return [If((Cond(Affine.of(BLOCK_IDX), "==", owner),), tuple(tail),
-                   comment=f"{a}: tail tile {name} = {full}, on core {owner}")]
+        run = class_run(1, full, cores, full + 1, f"{name}_tail")
+        return class_loop(run, cores, tail, "", "",
+                          f"{a}: tail tile {name} = {full}, on core {full % cores}")
 
     def _below(self, level: int, idx: dict[str, Affine], ver: dict[str, str], copy: Affine
                ) -> list[Stmt]:

@@ -23,7 +23,6 @@ import numpy as np
 
 from ascendsched.errors import NotAffineError
 from ascendsched.lower.affine import Affine, Cond
-from ascendsched.lower.build_gemm import ClassRun
 from ascendsched.lower.cube_ops import (
     CUBE_OPS,
     MMAD_OPS,
@@ -45,6 +44,7 @@ from ascendsched.lower.ir import (
 )
 from ascendsched.lower.substitute import map_affines, mapped_cond, substituted
 from ascendsched.lower.sync_ir import Barrier, Sync
+from ascendsched.lower.tile_loops import ClassRun
 from ascendsched.target import CoreType, Pipe
 
 

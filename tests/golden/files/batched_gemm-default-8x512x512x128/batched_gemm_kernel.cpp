@@ -91,7 +91,7 @@ extern "C" __global__ __aicore__ void batched_gemm(GM_ADDR A, GM_ADDR B, GM_ADDR
         SetFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         SetFlag<HardEvent::FIX_M>(1);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         for (int64_t t = 0; t < 6; ++t) {  // persistent over interior: 128 tiles of 128 x 128, swizzle(4, 'm')
-            if (block_idx + 24*t <= 127) {  // interior: 128 tiles of 128 x 128, swizzle(4, 'm'): tile < 128
+            if (block_idx + 24*t < 128) {  // interior: 128 tiles of 128 x 128, swizzle(4, 'm'): tile < 128
                 WaitFlag<HardEvent::MTE1_MTE2>(t % 2);  // a_l1[copy (t % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
                 DataCopy(a_l1[t % 2], A_gm[16384*block_idx + 393216*t - 65536*(((block_idx + 24*t) % 16) / 4) - 196608*((block_idx + 24*t) / 16)], Nd2NzParams(1, 128, 128, 0, 128, 128, 1, 0));  // A tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)
                 DataCopy(b_l1[t % 2], B_gm[128*(((block_idx + 24*t) % 16) / 4) + 65536*((block_idx + 24*t) / 16)], Nd2NzParams(1, 128, 128, 0, 512, 128, 1, 0));  // B tile 128 x 128 (ND 128 x 128 -> NZ, column groups 128 x 32 B apart)

@@ -89,7 +89,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         for (int64_t t = 0; t < 22; ++t) {  // persistent over interior: 512 tiles of 128 x 256, swizzle(4, 'm')
-            if (block_idx + 24*t <= 511) {  // interior: 512 tiles of 128 x 256, swizzle(4, 'm'): tile < 512
+            if (block_idx + 24*t < 512) {  // interior: 512 tiles of 128 x 256, swizzle(4, 'm'): tile < 512
                 WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
                 for (int64_t kt = 0; kt < 32; ++kt) {  // L1 K steps of 128
                     WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)

@@ -91,7 +91,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         SetFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         SetFlag<HardEvent::FIX_M>(1);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         for (int64_t t0 = 0; t0 < 2; ++t0) {  // persistent over interior: 36 tiles of 64 x 256, swizzle(4, 'm')
-            if (block_idx + 24*t0 <= 35) {  // interior: 36 tiles of 64 x 256, swizzle(4, 'm'): tile < 36
+            if (block_idx + 24*t0 < 36) {  // interior: 36 tiles of 64 x 256, swizzle(4, 'm'): tile < 36
                 WaitFlag<HardEvent::FIX_M>(t0 % 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
                 for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                     WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)

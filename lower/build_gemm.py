@@ -1,7 +1,8 @@
 """GEMM schedule -> AIC kernel IR: the Cube path's tile loops (no syncs, no addresses yet).
 
 Each class of equal tiles (interior, M edge, N edge, corner; the last swizzle strip) gets
-its own persistent loop over the cores, so loop bodies are straight-line code; the body of
+its own persistent loop over the cores (``tile_loops.py``, as a bound Vector loop and its
+tail do), so loop bodies are straight-line code; the body of
 one output tile (its K steps: copies, loads, Mmads, the Fixpipe) is the Cube instruction
 selector's (``select_cube.py``).
 """
@@ -9,7 +10,6 @@ selector's (``select_cube.py``).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 
 from ascendsched import dtypes as dt
 from ascendsched.errors import InternalCompilerError, UnsupportedError
@@ -53,11 +53,8 @@ def class_runs(sched: CubePlan, target: Target | None = None, *, every_loop: boo
     the kernel. ``every_loop``: a class of one trip keeps its loop variable too, as
     ``build_mixed`` keeps its loop."""
     builder = _Builder(sched, target or sched.target)
-    runs = builder.class_runs()
-    if not every_loop:
-        return runs
-    return tuple(replace(r, var=var) for r, (_, var, _) in
-                 zip(runs, builder._numbered(), strict=True))
+    builder.every_loop = every_loop
+    return builder.class_runs()
 
 
 # --------------------------------------------------------------------------- builder
@@ -65,6 +62,8 @@ RUN = "t"  # the running tile number in a tile's body before its class's value r
 
 
 class _Builder(CubeTile):
+    every_loop = False  # whether a class of one trip keeps its loop (build_mixed's do)
+
     def __init__(self, sched: CubePlan, target: Target) -> None:
         self.s = sched
         self.t: GemmTiling = sched.tiling
@@ -196,11 +195,19 @@ class _Builder(CubeTile):
         # the tile's copies from "t", the core's running tile number
         tile = Tile(b, _aff(mi) + c.m0, _aff(ni) + c.n0, Affine.of(RUN), c.mv, c.nv)
         body = substitute(tuple(self._tile_body(tile)), {RUN: run.run})
-        what = (f"{c.label}: {run.count} {'of' if self.s.row_blocks else 'tiles of'} "
+        return self._loop(c, run, body)
+
+    def _loop(self, c: TileClass, run: ClassRun, body: tuple[Stmt, ...]) -> list[Stmt]:
+        """Class ``c``'s loop around the body of its tile (``tile_loops.class_loop``)."""
+        what = self._what(c, run)
+        return class_loop(run, self.t.cores, body, f"persistent over {what}",
+                          f"{what}: tile < {run.count}")
+
+    def _what(self, c: TileClass, run: ClassRun) -> str:
+        """What class ``c``'s loop runs, for its comment."""
+        return (f"{c.label}: {run.count} {'of' if self.s.row_blocks else 'tiles of'} "
                 f"{c.mv} x {c.nv}"
                 + (f", swizzle({c.width}, {c.direction!r})" if c.width > 1 else ""))
-        return class_loop(run, self.t.cores, body, what, f"persistent over {what}",
-                          f"{what}: tile < {run.count}")
 
     def class_runs(self) -> tuple[ClassRun, ...]:
         """How each tile class's loop runs (``_tiles``' order), without building it."""
@@ -210,7 +217,7 @@ class _Builder(CubeTile):
         """Class ``c``'s loop over ``var``, its tiles numbered from ``base`` across the
         classes (tile ``T`` runs on core ``T % cores``)."""
         return class_run(self.sp.batch * c.rows * c.cols, base, self.t.cores, self.t.tiles,
-                         var)
+                         var, every_loop=self.every_loop)
 
 
 def _aff(x: Affine | int) -> Affine:

@@ -244,7 +244,7 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions, _StagedInputs):
         body = shared_once(versions, shared_comment, last_comment)
         if not bound:
             return [For(name, total, tuple(body), comment=what)]
-        loop = class_loop(run, cores, body, what, what,
+        loop = class_loop(run, cores, body, what,
                           f"this core's last {'full ' * peel}tile")
         return loop + self._peeled_tail(level, idx, ver, name, axes[0], count) if peel else loop
 
@@ -265,7 +265,7 @@ class _Builder(_Bounds, _TileMemory, _ChunkedReductions, _StagedInputs):
                            Affine((full // cores) % 2))
         self.in_peeled_tail = False
         run = class_run(1, full, cores, full + 1, f"{name}_tail")
-        return class_loop(run, cores, tail, "", "",
+        return class_loop(run, cores, tail, "",
                           f"{a}: tail tile {name} = {full}, on core {full % cores}")
 
     def _below(self, level: int, idx: dict[str, Affine], ver: dict[str, str], copy: Affine

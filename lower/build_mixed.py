@@ -75,6 +75,7 @@ from ascendsched.lower.ir import (
 from ascendsched.lower.lifetimes import buffer_lifetimes
 from ascendsched.lower.plan_memory import fits_as_scheduled
 from ascendsched.lower.select_cube import Tile
+from ascendsched.lower.tile_loops import ClassRun, class_loop
 from ascendsched.schedule.cube_plan import CubePlan
 from ascendsched.schedule.epilogue_steps import default_step_rows, even_steps, step_fits
 from ascendsched.schedule.gemm_records import TileClass
@@ -242,20 +243,23 @@ def _tensors(algo: Algorithm) -> list[str]:
 
 # --------------------------------------------------------------------------- the Cube side
 class _ClassLoop:
-    """One tile class as both programs run it: loop variable, trips, guard, tile, and the
-    dense iteration number (over all classes) of its first trip."""
+    """One tile class as both programs run it: its loop (``tile_loops.ClassRun``, one trip
+    included), tile, and the dense iteration number (over all classes) of its first
+    trip."""
 
-    def __init__(self, cls: TileClass, var: str, iters: int, base: int, unit: str) -> None:
-        self.cls, self.var, self.iters, self.base = cls, var, iters, base
+    def __init__(self, cls: TileClass, run: ClassRun, cores: int, base: int, unit: str,
+                 what: str) -> None:
+        self.cls, self.run, self.cores, self.base = cls, run, cores, base
+        self.what = what  # what the loop runs, for its comment
+        self.var, self.iters = run.var, run.iters
         self.unit = unit  # "tile" or "row block"
-        self.conds: tuple = ()
         self.tile: Tile | None = None
 
     def wrap(self, body: tuple[Stmt, ...]) -> For:
-        inner: tuple[Stmt, ...] = (If(self.conds, body, f"{self.cls.label}: {self.unit} "
-                                      "exists"),) if self.conds else body
-        return For(self.var, self.iters, inner, f"persistent over {self.cls.label}"
-                   + (" tiles" if self.unit == "tile" else ""))
+        loop = class_loop(self.run, self.cores, body, f"persistent over {self.what}",
+                          f"{self.cls.label}: {self.unit} exists")
+        assert len(loop) == 1 and isinstance(loop[0], For)
+        return loop[0]
 
 
 class _CubeBuilder(_GemmBuilder):
@@ -263,6 +267,8 @@ class _CubeBuilder(_GemmBuilder):
     kept as a loop (one trip included) so both programs share the loop skeleton. On-chip
     copies follow the core's running tile number as in ``build_gemm``; the workspace slot
     follows the dense iteration over the class loops (``slot_base``), as the AIV numbers it."""
+
+    every_loop = True
 
     def __init__(self, sched: CubePlan, target: Target) -> None:
         super().__init__(sched, target)
@@ -272,22 +278,17 @@ class _CubeBuilder(_GemmBuilder):
         self.iters_total = 0
 
     def _class_loop(self, c: TileClass, var: str, base: int) -> list[Stmt]:
-        count = self.sp.batch * c.rows * c.cols
-        iters = -(-count // self.t.cores)
-        cl = _ClassLoop(c, var, iters, self.iters_total,
-                        "row block" if self.s.row_blocks else "tile")
+        # the class's loop is known before its tile body is made: the body's Fixpipe
+        # writes the slot of this class's iteration (slot_base)
+        run = self.class_run(c, var, base)
+        cl = _ClassLoop(c, run, self.t.cores, self.iters_total,
+                        "row block" if self.s.row_blocks else "tile", self._what(c, run))
         self.classes.append(cl)
-        self.iters_total += iters
-        got = super()._class_loop(c, var, base)
-        if len(got) == 1 and isinstance(got[0], For) and got[0].var == var:
-            loop = got[0]
-            body = loop.body
-        else:
-            loop, body = None, tuple(got)
-        if len(body) == 1 and isinstance(body[0], If):  # the guard of the last trip
-            cl.conds = body[0].conds
-            body = body[0].body
-        return [cl.wrap(body) if loop is None else replace(loop, body=cl.wrap(body).body)]
+        self.iters_total += cl.iters
+        return super()._class_loop(c, var, base)
+
+    def _loop(self, c: TileClass, run: ClassRun, body: tuple[Stmt, ...]) -> list[Stmt]:
+        return [self.classes[-1].wrap(body)]
 
     def _tile_body(self, tile: Tile) -> list[Stmt]:
         self.classes[-1].tile = tile

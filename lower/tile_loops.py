@@ -10,8 +10,8 @@ numbered from ``base`` runs on each core as::
       if first + cores*var < count:          # only when the last trip misses tiles
         <tile first + cores*var of the class>
 
-with ``first`` the core's first tile of the class. A class of one trip is its body (its guard
-names the cores that have a tile: ``block_idx == 18``) unless the caller keeps every loop.
+with ``first`` the core's first tile of the class. A class of one trip is its body unless the
+caller keeps every loop, and its guard names the cores that have a tile (``block_idx == 18``).
 ``ClassRun`` also gives the core's running tile number at each trip (its tiles counted across
 the classes in order), which numbers the buffer copies, so a core's copies alternate across
 the class loops as in one loop.
@@ -44,8 +44,9 @@ class ClassRun:
     run: Affine
 
     def tile(self, cores: int) -> Affine:
-        """The number of the tile a trip runs, within the class."""
-        trip = Affine.of(self.var) if self.var is not None else Affine()
+        """The number of the tile a trip runs, within the class (a loop of one trip, kept
+        or not, runs trip 0)."""
+        trip = Affine.of(self.var) if self.var is not None and self.iters > 1 else Affine()
         return self.first + trip * cores
 
 
@@ -70,17 +71,22 @@ def class_run(count: int, base: int, cores: int, tiles: int, var: str, *,
                     iters * cores > count, first, run)
 
 
-def class_loop(run: ClassRun, cores: int, body: Sequence[Stmt], what: str,
-               loop_comment: str, guard_comment: str) -> list[Stmt]:
+def class_guard(run: ClassRun, cores: int) -> tuple[Cond, ...]:
+    """The conditions under which a trip of ``run`` has a tile (none: every trip has one).
+    A class of one trip names the cores that have a tile (``cores_with_a_tile``)."""
+    if not run.guarded:
+        return ()
+    idx = run.tile(cores)
+    whole = (Cond(idx, "<", run.count),)
+    return (cores_with_a_tile(idx, run.count - 1, cores) or whole) if run.iters == 1 else whole
+
+
+def class_loop(run: ClassRun, cores: int, body: Sequence[Stmt], loop_comment: str,
+               guard_comment: str) -> list[Stmt]:
     """The statements of a class's loop around ``body`` (one tile, ``run.tile(cores)``):
-    the guard of the last trip's missing tiles, then the loop unless it has one trip."""
-    out = list(body)
-    if run.guarded:
-        idx = run.tile(cores)
-        conds = (Cond(idx, "<", run.count),)
-        if run.var is None:
-            conds = cores_with_a_tile(idx, run.count - 1, cores) or conds
-        out = [If(conds, tuple(out), guard_comment)]
+    the guard of the last trip's missing tiles, then the loop unless it was dropped."""
+    conds = class_guard(run, cores)
+    out = [If(conds, tuple(body), guard_comment)] if conds else list(body)
     if run.var is None:
         return out
     return [For(run.var, run.iters, tuple(out), loop_comment)]
@@ -98,4 +104,4 @@ def cores_with_a_tile(idx: Affine, last: int, cores: int) -> tuple[Cond, ...]:
     if ok[0] == ok[-1]:
         return (Cond(blk, "==", ok[0]),)
     return ((Cond(blk, ">=", ok[0]),) if ok[0] > 0 else ()) + \
-        ((Cond(blk, "<=", ok[-1]),) if ok[-1] < cores - 1 else ())
+        ((Cond(blk, "<", ok[-1] + 1),) if ok[-1] < cores - 1 else ())

@@ -37,7 +37,7 @@ def large_vector_cases(draw) -> Schedule:
         s = Schedule(algo).split("y", "j", draw(st.integers(1, cols // 16)) * 16)
         s = s.bind("y", "j_o", draw(st.integers(1, 48)))
         if draw(st.booleans()):
-            s = s.split("y", "k", draw(st.integers(8, 512)))
+            s = s.split("y", "k", draw(st.integers(8, min(512, rows))))
         for t in ("x", "y"):
             if draw(st.booleans()):
                 s = s.buffer(t, 2)

@@ -52,9 +52,7 @@ def class_runs(sched: CubePlan, target: Target | None = None, *, every_loop: boo
     """How each tile-class loop of ``build_gemm(sched)`` runs, in order, without building
     the kernel. ``every_loop``: a class of one trip keeps its loop variable too, as
     ``build_mixed`` keeps its loop."""
-    builder = _Builder(sched, target or sched.target)
-    builder.every_loop = every_loop
-    return builder.class_runs()
+    return _Builder(sched, target or sched.target, every_loop=every_loop).class_runs()
 
 
 # --------------------------------------------------------------------------- builder
@@ -62,9 +60,8 @@ RUN = "t"  # the running tile number in a tile's body before its class's value r
 
 
 class _Builder(CubeTile):
-    every_loop = False  # whether a class of one trip keeps its loop (build_mixed's do)
-
-    def __init__(self, sched: CubePlan, target: Target) -> None:
+    def __init__(self, sched: CubePlan, target: Target, *, every_loop: bool = False) -> None:
+        self.every_loop = every_loop  # whether a class of one trip keeps its loop
         self.s = sched
         self.t: GemmTiling = sched.tiling
         self.sp = sched.spec
@@ -201,11 +198,13 @@ class _Builder(CubeTile):
         """Class ``c``'s loop around the body of its tile (``tile_loops.class_loop``)."""
         what = self._what(c, run)
         return class_loop(run, self.t.cores, body, f"persistent over {what}",
-                          f"{what}: tile < {run.count}")
+                          f"{what}: tile < {run.count}" if run.iters > 1 else
+                          f"{what}: the cores with a tile")
 
     def _what(self, c: TileClass, run: ClassRun) -> str:
         """What class ``c``'s loop runs, for its comment."""
-        return (f"{c.label}: {run.count} {'of' if self.s.row_blocks else 'tiles of'} "
+        unit = "" if self.s.row_blocks else " tiles" if run.count > 1 else " tile"
+        return (f"{c.label}: {run.count}{unit} of "
                 f"{c.mv} x {c.nv}"
                 + (f", swizzle({c.width}, {c.direction!r})" if c.width > 1 else ""))
 

@@ -268,10 +268,8 @@ class _CubeBuilder(_GemmBuilder):
     copies follow the core's running tile number as in ``build_gemm``; the workspace slot
     follows the dense iteration over the class loops (``slot_base``), as the AIV numbers it."""
 
-    every_loop = True
-
     def __init__(self, sched: CubePlan, target: Target) -> None:
-        super().__init__(sched, target)
+        super().__init__(sched, target, every_loop=True)
         self.slots = sched.copies("workspace")
         self.ws = sched.vector_epilogue.workspace  # type: ignore[union-attr]
         self.classes: list[_ClassLoop] = []

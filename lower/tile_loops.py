@@ -17,8 +17,9 @@ the classes in order), which numbers the buffer copies, so a core's copies alter
 the class loops as in one loop.
 
 Used by ``build_gemm`` (and ``build_mixed``) for the Cube's tile classes, by
-``build_loop_nest`` for a bound loop over one axis and its tail, and by the sync steps
-(``sync_transplant.py``) to find each class's loop in a built kernel.
+``build_loop_nest`` for its bound loop (and the tail it peels after a bound loop over one
+axis), and by the sync steps (``sync_transplant.py``) to find each class's loop in a built
+kernel.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         SetFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
         SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
-        if (block_idx < 8) {  // interior: 8 tiles of 128 x 128, swizzle(2, 'm'): tile < 8
+        if (block_idx < 8) {  // interior: 8 tiles of 128 x 128, swizzle(2, 'm'): the cores with a tile
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
@@ -135,7 +135,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[66560*(block_idx % 8) + 133120*(block_idx / 8) - 132992*((block_idx % 8) / 2)], c_l0, FixpipeParamsV220(128, 128, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 128 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if ((block_idx >= 8) && (block_idx < 12)) {  // interior: 4 tiles of 128 x 128: tile < 4
+        if ((block_idx >= 8) && (block_idx < 12)) {  // interior: 4 tiles of 128 x 128: the cores with a tile
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
@@ -182,7 +182,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128*((block_idx + 8) % 16) + 66048*(((block_idx + 8) % 16) / 4) + 133120], c_l0, FixpipeParamsV220(128, 128, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 128 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if (block_idx >= 12) {  // M edge: 4 tiles of 116 x 128: tile < 4
+        if (block_idx >= 12) {  // M edge: 4 tiles of 116 x 128: the cores with a tile
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
@@ -229,7 +229,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128*((block_idx + 4) % 16) + 66048*(((block_idx + 4) % 16) / 4) + 199680], c_l0, FixpipeParamsV220(128, 116, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 116 x 128 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if (block_idx < 3) {  // N edge: 3 tiles of 128 x 8: tile < 3
+        if (block_idx < 3) {  // N edge: 3 tiles of 128 x 8: the cores with a tile
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
@@ -274,7 +274,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[66560*block_idx + 512], c_l0, FixpipeParamsV220(8, 128, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 8 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if (block_idx == 3) {  // corner: 1 tiles of 116 x 8: tile < 1
+        if (block_idx == 3) {  // corner: 1 tile of 116 x 8: the cores with a tile
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128

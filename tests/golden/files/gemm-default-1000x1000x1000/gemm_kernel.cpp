@@ -88,7 +88,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
         SetFlag<HardEvent::M_MTE1>(0);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         SetFlag<HardEvent::M_MTE1>(1);  // a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+1 more)
         SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
-        if (block_idx < 12) {  // interior: 12 tiles of 128 x 256, swizzle(4, 'm'): tile < 12
+        if (block_idx < 12) {  // interior: 12 tiles of 128 x 256, swizzle(4, 'm'): the cores with a tile
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -144,7 +144,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128000*(block_idx % 12) + 512000*(block_idx / 12) - 511744*((block_idx % 12) / 4)], c_l0, FixpipeParamsV220(256, 128, 128, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 256 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if ((block_idx >= 12) && (block_idx < 21)) {  // interior: 9 tiles of 128 x 256, swizzle(3, 'm'): tile < 9
+        if ((block_idx >= 12) && (block_idx < 21)) {  // interior: 9 tiles of 128 x 256, swizzle(3, 'm'): the cores with a tile
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -200,7 +200,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128000*((block_idx + 12) % 24) - 383744*((((block_idx + 12) % 24) % 9) / 3) - 768000*(((block_idx + 12) % 24) / 9) + 512000], c_l0, FixpipeParamsV220(256, 128, 128, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 256 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if (block_idx >= 21) {  // M edge: 3 tiles of 104 x 256: tile < 3
+        if (block_idx >= 21) {  // M edge: 3 tiles of 104 x 256: the cores with a tile
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -256,7 +256,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[256*((block_idx + 3) % 24) + 127232*(((block_idx + 3) % 24) / 3) + 896000], c_l0, FixpipeParamsV220(256, 104, 112, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 104 x 256 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if (block_idx < 7) {  // N edge: 7 tiles of 128 x 232: tile < 7
+        if (block_idx < 7) {  // N edge: 7 tiles of 128 x 232: the cores with a tile
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -312,7 +312,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128000*block_idx + 768], c_l0, FixpipeParamsV220(232, 128, 128, 1000, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 232 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
         }
-        if (block_idx == 7) {  // corner: 1 tiles of 104 x 232: tile < 1
+        if (block_idx == 7) {  // corner: 1 tile of 104 x 232: the cores with a tile
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 7; ++kt) {  // L1 K steps of 128
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)

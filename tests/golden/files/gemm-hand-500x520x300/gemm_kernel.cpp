@@ -139,7 +139,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::FIX_M>(t0 % 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             }
         }
-        if ((block_idx >= 1) && (block_idx < 5)) {  // interior: 4 tiles of 128 x 128: tile < 4
+        if ((block_idx >= 1) && (block_idx < 5)) {  // interior: 4 tiles of 128 x 128: the cores with a tile
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(((-((block_idx + 6) / 7) + 2) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
@@ -186,7 +186,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128*((block_idx + 6) % 7) + 66048*(((block_idx + 6) % 7) / 4) + 133120], c_l0[((-((block_idx + 6) / 7) + 2) % 2)], FixpipeParamsV220(128, 128, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 128 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(((-((block_idx + 6) / 7) + 2) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
-        if (((block_idx + 2) % 7) < 4) {  // M edge: 4 tiles of 116 x 128: tile < 4
+        if (((block_idx + 2) % 7) < 4) {  // M edge: 4 tiles of 116 x 128: the cores with a tile
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(((-((block_idx + 2) / 7) + 2) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
@@ -233,7 +233,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[128*((block_idx + 2) % 7) + 66048*(((block_idx + 2) % 7) / 4) + 199680], c_l0[((-((block_idx + 2) / 7) + 2) % 2)], FixpipeParamsV220(128, 116, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 116 x 128 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(((-((block_idx + 2) / 7) + 2) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
-        if ((block_idx >= 2) && (block_idx < 5)) {  // N edge: 3 tiles of 128 x 8: tile < 3
+        if ((block_idx >= 2) && (block_idx < 5)) {  // N edge: 3 tiles of 128 x 8: the cores with a tile
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(((-((block_idx + 5) / 7) + 3) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128
@@ -278,7 +278,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<half, float, CFG_ROW_MAJOR>(C_gm[66560*((block_idx + 5) % 7) + 512], c_l0[((-((block_idx + 5) / 7) + 3) % 2)], FixpipeParamsV220(8, 128, 128, 520, false, QuantMode_t::F322F16, 0, 1, 0, 0, 0));  // C tile 128 x 8 (NZ -> ND, F322F16)
             SetFlag<HardEvent::FIX_M>(((-((block_idx + 5) / 7) + 3) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
-        if (block_idx == 5) {  // corner: 1 tiles of 116 x 8: tile < 1
+        if (block_idx == 5) {  // corner: 1 tile of 116 x 8: the cores with a tile
             WaitFlag<HardEvent::M_MTE1>(2);  // a_l0[copy 0]/a_l0[copy (kk % 2)]: M read -> MTE1 write (WAR) (+3 more)
             WaitFlag<HardEvent::FIX_M>(((-((block_idx + 2) / 7) + 3) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 2; ++kt) {  // L1 K steps of 128

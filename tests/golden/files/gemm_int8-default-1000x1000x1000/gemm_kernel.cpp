@@ -148,7 +148,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
                 SetFlag<HardEvent::FIX_M>(t0 % 2);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             }
         }
-        if ((block_idx >= 12) && (block_idx < 21)) {  // interior: 9 tiles of 64 x 256, swizzle(3, 'm'): tile < 9
+        if ((block_idx >= 12) && (block_idx < 21)) {  // interior: 9 tiles of 64 x 256, swizzle(3, 'm'): the cores with a tile
             WaitFlag<HardEvent::FIX_M>(((-((block_idx + 12) / 24) + 2) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -204,7 +204,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*((block_idx + 12) % 24) - 191744*((((block_idx + 12) % 24) % 9) / 3) - 384000*(((block_idx + 12) % 24) / 9) + 768000], c_l0[((-((block_idx + 12) / 24) + 2) % 2)], FixpipeParamsV220(256, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 256 (NZ -> ND, NoQuant)
             SetFlag<HardEvent::FIX_M>(((-((block_idx + 12) / 24) + 2) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
-        if (block_idx >= 21) {  // M edge: 3 tiles of 40 x 256: tile < 3
+        if (block_idx >= 21) {  // M edge: 3 tiles of 40 x 256: the cores with a tile
             WaitFlag<HardEvent::FIX_M>(((-((block_idx + 3) / 24) + 2) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -260,7 +260,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[256*((block_idx + 3) % 24) + 63232*(((block_idx + 3) % 24) / 3) + 960000], c_l0[((-((block_idx + 3) / 24) + 2) % 2)], FixpipeParamsV220(256, 40, 48, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 40 x 256 (NZ -> ND, NoQuant)
             SetFlag<HardEvent::FIX_M>(((-((block_idx + 3) / 24) + 2) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
-        if (block_idx < 15) {  // N edge: 15 tiles of 64 x 232: tile < 15
+        if (block_idx < 15) {  // N edge: 15 tiles of 64 x 232: the cores with a tile
             WaitFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)
@@ -316,7 +316,7 @@ extern "C" __global__ __aicore__ void gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C, GM_A
             Fixpipe<int32_t, int32_t, CFG_ROW_MAJOR>(C_gm[64000*block_idx + 768], c_l0[0], FixpipeParamsV220(232, 64, 64, 1000, false, QuantMode_t::NoQuant, 0, 1, 0, 0, 0));  // C tile 64 x 232 (NZ -> ND, NoQuant)
             SetFlag<HardEvent::FIX_M>(0);  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
         }
-        if (block_idx == 15) {  // corner: 1 tiles of 40 x 232: tile < 1
+        if (block_idx == 15) {  // corner: 1 tile of 40 x 232: the cores with a tile
             WaitFlag<HardEvent::FIX_M>(((-((block_idx + 9) / 24) + 3) % 2));  // c_l0[copy (t % 2)]: FIX read -> M write (WAR)
             for (int64_t kt = 0; kt < 3; ++kt) {  // L1 K steps of 256
                 WaitFlag<HardEvent::MTE1_MTE2>(kt % 2);  // a_l1[copy (kt % 2)]: MTE1 read -> MTE2 write (WAR) (+1 more)

@@ -310,7 +310,7 @@ class _KernelPrinter:
                 self.indent -= 1
                 self.emit("}")
             elif isinstance(s, If):
-                # if (block_idx <= 17); several joined as (a) && (b)
+                # if (block_idx < 18); several joined as (a) && (b)
                 conds = [self._cond(c) for c in s.conds]
                 cond = conds[0] if len(conds) == 1 else \
                     " && ".join(f"({c})" for c in conds) or "true"

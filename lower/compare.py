@@ -9,7 +9,7 @@ May differ (they follow from the sizes):
 - GM tensor shapes and ``block_dim``;
 - ``For`` extents;
 - a guard on ``block_idx`` alone (the cores that run a GEMM tile class's one trip:
-  ``block_idx == 18`` on 19 cores, ``block_idx <= 5`` on a reduced instance's 7), in any form;
+  ``block_idx == 18`` on 19 cores, ``block_idx < 6`` on a reduced instance's 7), in any form;
 - the numbers in ``If`` conditions, in condition-valued instruction attributes (mmad's
   ``cmatrixInitVal``, the first K step: ``kk + 28 == 0`` in the K tail step after 7 L1 steps
   of 4 L0 steps) and in GM region offsets: constants, coefficients, divisors and moduli, as
@@ -18,7 +18,7 @@ May differ (they follow from the sizes):
 - GM strides: the strides of GM region dims, and the GM row/matrix strides among the Cube ops'
   parameters (``GM_STRIDE_PARAMS``);
 - the numbers in buffer copies and event ids that count a core's tiles across the GEMM tile
-  classes (``build_gemm`` ``ClassRun.run``: where a class starts in a core's count follows
+  classes (``tile_loops.ClassRun.run``: where a class starts in a core's count follows
   the tile counts), as long as both have the same form; copies and ids without a floor term
   (``kt % 2``) must be equal;
 - the numbers in on-chip offsets that name the core or a floor term (a tile's number

@@ -16,7 +16,7 @@ syncs go into every class loop and peeled step of the kernel at the same places:
 Why that is exact (an embedding of the kernel's run into the template's). Each core runs its
 tiles in the template's order (tile ``T`` on core ``T % cores``, classes numbered one after
 the other), so the k-th tile a core runs is the template's trip k, and the kernel's buffer
-copies follow the same running number (``build_gemm`` ``ClassRun.run``). Every kernel
+copies follow the same running number (``tile_loops.ClassRun.run``). Every kernel
 statement instance maps to the template instances at the same place of the same trip (a
 peeled step to its loop's last trip; a loop of loads with no sync inside to the template's
 loop as a whole): same pipe, same buffer copy, and on-chip bytes that are a subset of theirs

@@ -93,7 +93,7 @@ def test_transplanted_kernels_run_right_and_race_free(shape, cores, l0c) -> None
 
 
 def test_copies_alternate_across_class_loops() -> None:
-    """Each core numbers its tiles across the class loops (build_gemm ``ClassRun.run``): with
+    """Each core numbers its tiles across the class loops (tile_loops ``ClassRun.run``): with
     two L0C copies every core's consecutive tiles use different copies, as in one loop."""
     sched = _hand(300, 500, 200, cores=3, tiles=(64, 128, 64), swizzle=2, l0c=2)
     k, _ = lowered(sched)

@@ -20,7 +20,10 @@ with the buffering asked for (else the first that fits at all). The rules:
   row-wide stages they read) computed once per row and the inputs of no row axis loaded once
   (``_rows_outer_pieces``); otherwise, or when those row-wide buffers do not fit, the piece
   loop is fused under the row loop, so the pieces of every row spread over the cores (each
-  piece still reduces its whole row);
+  piece still reduces its whole row), cut evenly (``_even_cut``: as many pieces as the widest
+  that fits would give, none short, so no core runs only tails); a row of statistics in more
+  than two pieces, or in two with ``FEW_ROWS_PER_CORE`` rows per core or more, goes to the
+  chunked pieces below instead (read once per row, not once per piece);
 - rows no tile holds whole, not even in pieces, get their statistics read in chunks
   (``schedule/chunks.py``), last: pieces of each row under the bound row loop with the
   statistics computed once per row in chunks of the piece's width (softmax over a 32 000-word
@@ -89,6 +92,12 @@ FALLBACKS = 6  # smaller tiles offered after the best one of each buffering
 # buffering given up) and none estimated at 1.79x or more; each hopeless candidate cost a
 # build and a memory plan (LayerNorm 16384 wide: 3 of them, 0.12 s of its 0.41 s compile).
 WHOLE_ROW_SLACK = 1.7
+# Under this many rows per Vector core, rows too wide for a tile go in two pieces fused under
+# the row loop before the chunked pieces (each piece reduces its whole row again, but the
+# pieces of few rows spread over the cores where whole rows cannot): LayerNorm on 48 cores,
+# modelled, fused against chunked, 13877 / 16384 wide: 64 rows +8% / +14% for chunked, 100
+# rows +6% / +6%, 200 rows +4% / -2%, 1000 rows -3% / -16%, 4096 rows -2% / -18%.
+FEW_ROWS_PER_CORE = 4
 
 
 def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
@@ -109,17 +118,20 @@ def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
     rows_outer = True  # not offered yet
     n = int(out.shape[-1])
     chunks = stat_rank(algo) != len(out.shape) and chunkable(algo)
+    few_rows = math.prod(_lead(algo)) < FEW_ROWS_PER_CORE * target.num_aiv
     for copies, tile in _buffered_tiles(algo, target):
         if rows_outer and tile.cols < n:
             # before the first piece fused under the rows: pieces under a bound loop of rows
             rows_outer = False
             for piece in _rows_outer_pieces(algo, target):
                 yield _candidate(algo, target, piece, 1, hoist=False, rows_outer=True)
-        if chunks and -(-n // tile.cols) > 2:
-            # pieces fused under the rows each reduce their whole row again: past two per
-            # row, the chunked pieces below do better (LayerNorm 4096 x 20 000 in 4 000-column
-            # pieces: 1247.5 us modelled fused, 476.7 us chunked with gamma and beta loaded
-            # once)
+        if chunks and -(-n // tile.cols) > (2 if few_rows else 1):
+            # pieces fused under the rows each reduce their whole row again: the chunked
+            # pieces below read it once (LayerNorm 4096 x 20 000 in 4 000-column pieces:
+            # 1247.5 us modelled fused, 476.7 us chunked with gamma and beta loaded once;
+            # 4451 x 15771 in two pieces 596.8 fused, 465.1 chunked). Two pieces per row
+            # stay first for a few rows per core, which the fused pieces spread better
+            # (LayerNorm 64 x 16384: 17.1 fused, 19.5 chunked; 1000 x 16384: 109.0, 91.4)
             continue
         # values of the loaded-once inputs computed once, then (if that changes the UB
         # estimate: they hold UB all the time) per tile, for rows too wide for both
@@ -277,6 +289,12 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
         # (single-buffered only; ``default_schedules`` ranks whole rows of either buffering
         # before any row piece)
         widths = list(dict.fromkeys(widths)) if copies == 1 else [widest] + even[:1]
+        # each as the even cut of the row into as many pieces: a fused piece loop numbers a
+        # row's pieces one after the other, so with a row in p pieces and a core count that p
+        # divides every core runs one piece of every row, and a narrow tail piece leaves its
+        # cores idle (LayerNorm 4451 x 15771 on 48 cores: pieces 11696 + 4075, 890.9 us
+        # modelled; 7888 + 7883, 596.8 us)
+        widths = list(dict.fromkeys(_even_cut(n, w, gran) for w in widths))
         # pieces that divide the row first: no tail version (layernorm 1024x16384: 4096-wide
         # pieces model 2276 us and compile in 0.37 s, the widest, 7024, 2523 us and 0.97 s)
         widths = [w for w in widths if n % w == 0] + [w for w in widths if n % w]
@@ -288,6 +306,15 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
     slow = [r for r in heights if r not in fast]
     return [t for hs in (fast, slow) for t in _ranked([TileShape(r, cols) for r in hs], algo,
                                                          target, copies, lambda t: t.rows, count)]
+
+
+def _even_cut(n: int, width: int, gran: int) -> int:
+    """The narrowest width, in whole ``gran`` steps and at most ``width``, that cuts ``n``
+    into as many pieces as ``width`` does: the last piece is short by less than a step per
+    other piece (35738 in three: 11920, 11920, 11898)."""
+    pieces = -(-n // width)
+    piece = -(-n // pieces)
+    return min(width, -(-piece // gran) * gran)
 
 
 def _box_rows(lead: tuple[int, ...], rows: int) -> int:

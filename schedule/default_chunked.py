@@ -44,7 +44,7 @@ def chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
         return []
     n = int(out.shape[-1])
     gran = granule(algo, target)
-    widest = _widest(algo, target, once=False) // gran
+    widest = _widest(algo, target, once=False)
     # narrower ones too, for when the planner needs more than the estimate (it can: LayerNorm
     # 300 x 50 000 fits at half the estimate's width); before each, the widest piece at least
     # half as wide that divides the row. A tail piece and chunk cost a second version of
@@ -53,11 +53,7 @@ def chunked_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     # (8 800; the estimate's 11 744 does not).
     # (Not always: LayerNorm 300 x 50 000 models 189.2 us in 2 000-column pieces and 136.6 us
     # in the widest that fit, 4 656, which lower in about 0.55 s against 0.21 s.)
-    widths: list[int] = []
-    for w in dict.fromkeys(max(1, widest * f // 4) * gran for f in (4, 3, 2, 1)):
-        d = dividing_width(n, w, gran)
-        widths += ([d] if d else []) + [w]
-    return [TileShape(1, w) for w in dict.fromkeys(widths)]
+    return _quarters(n, widest, gran, (4, 3, 2, 1))
 
 
 def row_reads(s: Schedule) -> int:
@@ -81,7 +77,8 @@ def once_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     """``chunked_pieces`` with the row-free inputs (``gamma[j]``) loaded whole once per core
     (``load_once``) instead of a piece per piece of every row: offered first when the
     estimate still fits pieces at least half as wide as without (the widest piece at least
-    half as wide that divides the row, then the widest). Loaded per piece, RMSNorm's gamma
+    half as wide that divides the row, then the widest; with two rows per core or more, 3/4
+    and 1/2 of the widest the same way after them). Loaded per piece, RMSNorm's gamma
     is as much traffic as its x: 4096 x 32 000 models 511.7 us in 8 000-column pieces,
     416.5 us in 6 400 with gamma loaded once. LayerNorm's gamma and beta over 32 000 columns
     take 125 KB, leaving 3 696-column pieces (the estimate's 9 360 without): 283.2 us in
@@ -94,8 +91,25 @@ def once_pieces(algo: Algorithm, target: Target) -> list[TileShape]:
     widest = _widest(algo, target, once=True)
     if not widest or 2 * widest < _widest(algo, target, once=False):
         return []
-    d = dividing_width(n, widest, gran)
-    return [TileShape(1, w) for w in dict.fromkeys(([d] if d else []) + [widest])]
+    # 3/4 and 1/2 of it too, for when the planner needs more than the estimate (RMSNorm
+    # 2625 x 19 310: neither the estimate's 9 296 nor 6 960 fits; 4 640 with gamma loaded
+    # once models 202.3 us, the pieces of 4 816 with a piece of gamma per piece that came
+    # next without them 273.8 us), each after the widest piece at least half as wide that
+    # divides the row; only with two rows per core or more: a core's first row waits for all
+    # of gamma (RMSNorm 35 x 38 457: 16.5 -> 18.6 us; LayerNorm 61 x 21 428, gamma and beta:
+    # 22.9 -> 24.0 us)
+    several_rows = math.prod(int(x) for x in out.shape[:-1]) >= 2 * target.num_aiv
+    return _quarters(n, widest, gran, (4, 3, 2) if several_rows else (4,))
+
+
+def _quarters(n: int, widest: int, gran: int, quarters: tuple[int, ...]) -> list[TileShape]:
+    """Pieces of ``quarters``/4 of ``widest`` (whole ``gran`` steps), each after the widest
+    piece at least half as wide that divides the row ``n`` (no tail piece)."""
+    widths: list[int] = []
+    for w in dict.fromkeys(max(1, widest // gran * f // 4) * gran for f in quarters):
+        d = dividing_width(n, w, gran)
+        widths += ([d] if d else []) + [w]
+    return [TileShape(1, w) for w in dict.fromkeys(widths)]
 
 
 def _widest(algo: Algorithm, target: Target, *, once: bool) -> int:

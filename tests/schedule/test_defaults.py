@@ -267,6 +267,28 @@ def test_two_pieces_of_many_rows_read_each_row_once_in_chunks() -> None:
     assert model_time(lower(sched)).cycles < 0.9 * model_time(lower(fused)).cycles
 
 
+def test_gamma_stays_loaded_once_in_narrower_pieces_when_the_widest_does_not_fit() -> None:
+    """RMSNorm 2625 x 19310 (about 55 rows per core, statistics in chunks): the estimate's
+    widest piece with gamma loaded once (9296) and 3/4 of it do not fit UB; half of it does,
+    and models faster than the pieces with a piece of gamma per piece of every row that came
+    next (202.3 against 273.8 us). Under two rows per core only the widest is offered (a
+    core's first row would wait for all of gamma)."""
+    from ascendsched.schedule.default_chunked import once_pieces
+
+    algo = L.rmsnorm(2625, 19310)
+    offered = [p.cols for p in once_pieces(algo, T)]
+    assert offered == [9296, 6960, 4640]
+    assert [p.cols for p in once_pieces(L.rmsnorm(35, 19310), T)] == offered[:1]
+    sched = schedule_for(algo)
+    assert sched.loaded_once("gamma") and sched.loop_names("y") == ["i_o", "j_o"], sched
+    w = sched.loop_nest("y").factors["j"]
+    assert w == 4640
+    plain = (Schedule(algo).split("y", "j", 4816).split("y", "i", 1).reorder("y", "i_o", "j_o")
+             .bind("y", "i_o", cores=48).compute_inline("xf").compute_at("ss", "y", "i_o")
+             .split("ss", "k", 4816).compute_at("r", "y", "i_o").buffer("x", 2).buffer("y", 2))
+    assert model_time(lower(sched)).cycles < 0.8 * model_time(lower(plain)).cycles
+
+
 @pytest.mark.slow
 def test_wide_rows_with_statistics_once_per_row_match_numpy() -> None:
     """The row-outer default (LayerNorm 100 x 12288: two rows and more per core, each row in

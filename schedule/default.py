@@ -98,6 +98,9 @@ WHOLE_ROW_SLACK = 1.7
 # modelled, fused against chunked, 13877 / 16384 wide: 64 rows +8% / +14% for chunked, 100
 # rows +6% / +6%, 200 rows +4% / -2%, 1000 rows -3% / -16%, 4096 rows -2% / -18%.
 FEW_ROWS_PER_CORE = 4
+# A row piece that divides the row (no tail version) comes before the widest piece cut evenly
+# unless it gives the busiest core more than this many times the work (``_tiles``)
+DIVIDING_SLACK = 1.25
 
 
 def default_schedules(algo: Algorithm, target: Target = DEFAULT_TARGET
@@ -282,8 +285,18 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
         whole = _ranked([TileShape(1, n)], algo, target, copies, lambda t: t.rows, count)
         # then the widest row piece the estimate fits, and narrower ones in case the planner
         # needs more than the estimate (it can, by up to ~20%): pieces that divide the row
-        # first (no tail version, whose own buffers would double the row-wide temporaries)
-        even = [w for w in range(widest // gran * gran, 0, -gran) if n % w == 0][:FALLBACKS]
+        # first (no tail version, whose own buffers would double the row-wide temporaries),
+        # unless they give the busiest core over DIVIDING_SLACK times the work of the widest
+        # cut evenly (bias add 63 x 33392 = 16 x 2087: 16-column pieces modelled 647.1 us,
+        # the widest cut evenly 15.6 us)
+        heads = _head_elements(algo, target)
+
+        def work(w: int) -> float:
+            return _busiest_work(count(TileShape(1, w)), w, heads, target)
+
+        most = DIVIDING_SLACK * work(_even_cut(n, widest, gran))
+        even = [w for w in range(widest // gran * gran, 0, -gran)
+                if n % w == 0 and work(w) <= most][:FALLBACKS]
         widths = [widest] + even + sorted({max(gran, widest * f // FALLBACKS // gran * gran)
                                            for f in range(FALLBACKS, 0, -1)}, reverse=True)
         # (single-buffered only; ``default_schedules`` ranks whole rows of either buffering
@@ -335,8 +348,7 @@ def _ranked(tiles: list[TileShape], algo: Algorithm, target: Target, copies: int
     heads = _head_elements(algo, target) / per_unit
 
     def busiest(t: TileShape) -> tuple[float, int]:
-        cores = min(count(t), target.num_aiv)
-        return -(-count(t) // cores) * (size(t) + heads), -size(t)
+        return _busiest_work(count(t), size(t), heads, target), -size(t)
 
     if copies > 1:
         tiles = [t for t in tiles if count(t) > target.num_aiv]
@@ -346,6 +358,12 @@ def _ranked(tiles: list[TileShape], algo: Algorithm, target: Target, copies: int
     rest = [t for t in tiles if size(t) < size(best)]
     step = max(1, len(rest) // FALLBACKS)
     return [best] + rest[::step][:FALLBACKS]
+
+
+def _busiest_work(tiles: int, size: float, heads: float, target: Target) -> float:
+    """The busiest core's work, in tile units: its share of ``tiles`` over min(tiles, Vector
+    cores), each ``size`` plus the fixed DMA cost ``heads``."""
+    return -(-tiles // min(tiles, target.num_aiv)) * (size + heads)
 
 
 def _head_elements(algo: Algorithm, target: Target) -> float:

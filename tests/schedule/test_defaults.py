@@ -251,6 +251,21 @@ def test_row_pieces_fused_over_the_cores_are_cut_evenly() -> None:
     assert model_time(lower(sched)).cycles < 0.95 * model_time(lower(uneven)).cycles
 
 
+def test_a_tiny_piece_that_divides_the_row_does_not_come_first() -> None:
+    """Bias add 63 x 33392 (16 x 2087, 2087 prime): the only piece that divides the row is
+    16 columns, 131 481 tiles; it no longer comes before the widest piece cut evenly (three
+    of 11136, 11136, 11120), whose busiest core has a fraction of the work: 647.1 us
+    modelled in 16-column pieces, 15.6 us. A dividing piece close to the widest still comes
+    first (no tail version): LayerNorm 1024 x 16384 in 4096 (previous tests)."""
+    algo = L.bias_add(63, 33392)
+    sched = schedule_for(algo)
+    w = sched.loop_nest("y").factors["j"]
+    assert w == 11136, sched
+    tiny = Schedule(algo).split("y", "j", 16).split("y", "i", 1).reorder(
+        "y", "i_o", "j_o").fuse("y", "i_o", "j_o", fused="t").bind("y", "t", cores=48)
+    assert model_time(lower(sched)).cycles < 0.1 * model_time(lower(tiny)).cycles
+
+
 def test_two_pieces_of_many_rows_read_each_row_once_in_chunks() -> None:
     """LayerNorm 1000 x 16384 (about 21 rows per core), each row in two pieces: the pieces
     under the bound row loop with the statistics read in chunks once per row, not fused

@@ -305,8 +305,8 @@ def _tiles(algo: Algorithm, target: Target, copies: int) -> list[TileShape]:
         # each as the even cut of the row into as many pieces: a fused piece loop numbers a
         # row's pieces one after the other, so with a row in p pieces and a core count that p
         # divides each core runs the same piece of every row it gets, and a narrow tail piece
-        # leaves its cores idle (LayerNorm 4451 x 15771 on 48 cores: pieces 11696 + 4075, 890.9 us
-        # modelled; 7888 + 7883, 596.8 us)
+        # leaves its cores idle (LayerNorm 4451 x 15771 on 48 cores: pieces 11696 + 4075,
+        # 890.9 us modelled; 7888 + 7883, 596.8 us)
         widths = list(dict.fromkeys(_even_cut(n, w, gran) for w in widths))
         # pieces that divide the row first: no tail version (layernorm 1024x16384: 4096-wide
         # pieces model 2276 us and compile in 0.37 s, the widest, 7024, 2523 us and 0.97 s)
